@@ -1,0 +1,39 @@
+# imagepipe: `make demo` runs the batch on the bundled fixtures, `make test` runs every test.
+# Both install missing Debian/Ubuntu packages first (as root, or through sudo).
+
+SWIFT       ?= swift
+SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev pkg-config
+RELEASE_BIN := .build/release/imagepipe
+
+.PHONY: demo test deps build release check-swift clean
+
+demo: deps release
+	rm -rf out
+	$(RELEASE_BIN) batch fixtures/images --dest out --manifest out/manifest.jsonl
+	@echo "variants in ./out, one JSON line per image in ./out/manifest.jsonl"
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product imagepipe
+
+deps: check-swift
+	@missing=""; \
+	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+check-swift:
+	@command -v $(SWIFT) >/dev/null || { echo "Swift 6.1 or later is needed: https://www.swift.org/install/linux/"; exit 1; }
+
+clean:
+	rm -rf .build out

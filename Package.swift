@@ -1,0 +1,76 @@
+// swift-tools-version: 6.1
+// imagepipe: turn original images into web variants and store them.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "imagepipe",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "imagepipe", targets: ["imagepipe"]),
+        .library(name: "ImagePipe", targets: ["ImagePipe"]),
+        .library(name: "ImagePipeVips", targets: ["ImagePipeVips"]),
+        .library(name: "ImagePipeTestKit", targets: ["ImagePipeTestKit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // System libraries from Debian, found through pkg-config.
+        .systemLibrary(name: "CLibVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Non-variadic wrappers around the libvips calls Swift cannot make itself.
+        .target(name: "CVipsShim", dependencies: ["CLibVips"]),
+
+        // The core: jobs, variants, keys, the FileHandler, the bounded pipeline, local storage.
+        .target(
+            name: "ImagePipe",
+            dependencies: [
+                "CLibCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The image compressor on libvips.
+        .target(
+            name: "ImagePipeVips",
+            dependencies: [
+                "ImagePipe", "CVipsShim", "CLibVips",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // In-memory storage and scripted compressors for testing code built on ImagePipe.
+        .target(name: "ImagePipeTestKit", dependencies: ["ImagePipe"], swiftSettings: strict),
+        // The command-line worker and its composition root.
+        .executableTarget(
+            name: "imagepipe",
+            dependencies: [
+                "ImagePipe", "ImagePipeVips",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .testTarget(
+            name: "ImagePipeTests",
+            dependencies: ["ImagePipe", "ImagePipeTestKit"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ImagePipeVipsTests",
+            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeTestKit", "CLibVips"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ImagePipeCLITests",
+            dependencies: ["ImagePipe"],
+            swiftSettings: strict
+        ),
+    ]
+)

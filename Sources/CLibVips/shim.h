@@ -1,0 +1,2 @@
+// The libvips headers, as one module for Swift and the C shim.
+#include <vips/vips.h>

@@ -1,0 +1,65 @@
+// Non-variadic entry points into libvips for Swift, which cannot call C variadic functions.
+#ifndef CVIPSSHIM_H
+#define CVIPSSHIM_H
+
+#include <stddef.h>
+#include <vips/vips.h>
+
+/// Starts libvips once per process; returns 0 on success.
+int ipv_init(const char *argv0);
+
+/// Sets the libvips worker threads per image, turns the operation cache off and blocks untrusted loaders.
+void ipv_configure(int concurrency);
+
+/// Opens an image lazily (header only, no pixels decoded) from memory or from a file.
+VipsImage *ipv_header_buffer(const void *buf, size_t len);
+VipsImage *ipv_header_file(const char *path);
+
+/// The loader libvips picked for a header, e.g. "jpegload_buffer"; NULL when unknown.
+const char *ipv_loader(VipsImage *image);
+
+/// Whether the header carries an orientation that swaps width and height.
+int ipv_orientation_swaps(VipsImage *image);
+
+/// A string field of the header (e.g. "heif-compression"), or NULL when absent.
+const char *ipv_get_string(VipsImage *image, const char *name);
+
+/// Drops the attached ICC profile once pixels are already sRGB, so later resizes skip colour management.
+void ipv_forget_profile(VipsImage *image);
+
+/// Number of pages (frames) the file declares; 1 when it does not say.
+int ipv_pages(VipsImage *image);
+
+/// Shrink-on-load thumbnail: auto-orients, imports any embedded or fallback profile to sRGB,
+/// never enlarges, fails on truncated data. `crop` non-zero crops around the centre to width x height.
+int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, VipsImage **out);
+int ipv_thumbnail_file(const char *path, int width, int height, int crop, VipsImage **out);
+/// The same from an image already decoded into memory.
+int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, VipsImage **out);
+
+/// Converts any interpretation and depth (grey, 16-bit, CMYK, LAB) to 8-bit sRGB, keeping alpha.
+int ipv_to_srgb8(VipsImage *in, VipsImage **out);
+
+/// Flattens alpha onto white.
+int ipv_flatten_white(VipsImage *in, VipsImage **out);
+
+/// Encoders: metadata stripped, output in a g_malloc'd buffer the caller frees with g_free.
+int ipv_save_jpeg(VipsImage *in, int quality, void **buf, size_t *len);
+int ipv_save_webp(VipsImage *in, int quality, int effort, void **buf, size_t *len);
+int ipv_save_avif(VipsImage *in, int quality, int effort, void **buf, size_t *len);
+int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len);
+
+/// Takes and clears the libvips error text; the caller frees it with g_free. NULL when empty.
+char *ipv_take_error(void);
+
+/// Frees what libvips allocated.
+void ipv_free(void *p);
+void ipv_unref(VipsImage *image);
+
+/// Releases libvips' per-thread buffers on a thread libvips did not create.
+void ipv_thread_done(void);
+
+/// Sends libvips' warnings (which would go to stderr) to `handler` instead; NULL drops them.
+void ipv_set_warning_handler(void (*handler)(const char *message));
+
+#endif

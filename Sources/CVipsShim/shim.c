@@ -1,0 +1,173 @@
+// Non-variadic wrappers over libvips calls, one per operation the compressor uses.
+#include "CVipsShim.h"
+
+const char *ipv_get_string(VipsImage *image, const char *name);
+
+int ipv_init(const char *argv0) {
+    return VIPS_INIT(argv0 ? argv0 : "imagepipe");
+}
+
+void ipv_configure(int concurrency) {
+    // Batch work never repeats an operation, so the cache only holds memory.
+    vips_cache_set_max(0);
+    vips_cache_set_max_mem(0);
+    vips_cache_set_max_files(0);
+    vips_concurrency_set(concurrency > 0 ? concurrency : 1);
+    // SVG, PDF, ImageMagick and other loaders not fuzzed for hostile input are refused.
+    vips_block_untrusted_set(TRUE);
+}
+
+VipsImage *ipv_header_buffer(const void *buf, size_t len) {
+    return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+}
+
+VipsImage *ipv_header_file(const char *path) {
+    return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+}
+
+const char *ipv_loader(VipsImage *image) {
+    return ipv_get_string(image, VIPS_META_LOADER);
+}
+
+const char *ipv_get_string(VipsImage *image, const char *name) {
+    const char *value = NULL;
+    if (vips_image_get_typeof(image, name) != 0 &&
+        vips_image_get_string(image, name, &value) == 0)
+        return value;
+    return NULL;
+}
+
+void ipv_forget_profile(VipsImage *image) {
+    vips_image_remove(image, VIPS_META_ICC_NAME);
+}
+
+int ipv_orientation_swaps(VipsImage *image) {
+    return vips_image_get_orientation_swap(image) ? 1 : 0;
+}
+
+int ipv_pages(VipsImage *image) {
+    return vips_image_get_n_pages(image);
+}
+
+static VipsInteresting crop_mode(int crop) {
+    return crop ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE;
+}
+
+int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, VipsImage **out) {
+    return vips_thumbnail_buffer((void *) buf, len, out, width,
+        "height", height,
+        "size", VIPS_SIZE_DOWN,
+        "crop", crop_mode(crop),
+        "fail_on", VIPS_FAIL_ON_TRUNCATED,
+        NULL);
+}
+
+int ipv_thumbnail_file(const char *path, int width, int height, int crop, VipsImage **out) {
+    return vips_thumbnail(path, out, width,
+        "height", height,
+        "size", VIPS_SIZE_DOWN,
+        "crop", crop_mode(crop),
+        "fail_on", VIPS_FAIL_ON_TRUNCATED,
+        NULL);
+}
+
+int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, VipsImage **out) {
+    return vips_thumbnail_image(in, out, width,
+        "height", height,
+        "size", VIPS_SIZE_DOWN,
+        "crop", crop_mode(crop),
+        NULL);
+}
+
+int ipv_to_srgb8(VipsImage *in, VipsImage **out) {
+    VipsImage *srgb = NULL;
+    if (in->Type == VIPS_INTERPRETATION_sRGB) {
+        g_object_ref(in);
+        srgb = in;
+    } else if (vips_colourspace(in, &srgb, VIPS_INTERPRETATION_sRGB, NULL)) {
+        return -1;
+    }
+    if (srgb->BandFmt == VIPS_FORMAT_UCHAR) {
+        *out = srgb;
+        return 0;
+    }
+    // A 16-bit sRGB-tagged image: keep the high byte rather than clip.
+    int shift = srgb->BandFmt == VIPS_FORMAT_USHORT || srgb->BandFmt == VIPS_FORMAT_SHORT;
+    int result = vips_cast(srgb, out, VIPS_FORMAT_UCHAR, "shift", shift, NULL);
+    g_object_unref(srgb);
+    return result;
+}
+
+int ipv_flatten_white(VipsImage *in, VipsImage **out) {
+    double white[] = { 255.0, 255.0, 255.0 };
+    VipsArrayDouble *background = vips_array_double_new(white, 3);
+    int result = vips_flatten(in, out, "background", background, NULL);
+    vips_area_unref(VIPS_AREA(background));
+    return result;
+}
+
+int ipv_save_jpeg(VipsImage *in, int quality, void **buf, size_t *len) {
+    return vips_jpegsave_buffer(in, buf, len,
+        "Q", quality,
+        "strip", TRUE,
+        "optimize_coding", TRUE,
+        NULL);
+}
+
+int ipv_save_webp(VipsImage *in, int quality, int effort, void **buf, size_t *len) {
+    return vips_webpsave_buffer(in, buf, len,
+        "Q", quality,
+        "effort", effort,
+        "strip", TRUE,
+        NULL);
+}
+
+int ipv_save_avif(VipsImage *in, int quality, int effort, void **buf, size_t *len) {
+    return vips_heifsave_buffer(in, buf, len,
+        "Q", quality,
+        "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1,
+        "effort", effort,
+        "bitdepth", 8,
+        "strip", TRUE,
+        NULL);
+}
+
+int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len) {
+    return vips_pngsave_buffer(in, buf, len,
+        "compression", compression,
+        "strip", TRUE,
+        NULL);
+}
+
+char *ipv_take_error(void) {
+    const char *text = vips_error_buffer();
+    if (text == NULL || text[0] == '\0')
+        return NULL;
+    return vips_error_buffer_copy();
+}
+
+void ipv_free(void *p) {
+    g_free(p);
+}
+
+void ipv_unref(VipsImage *image) {
+    if (image)
+        g_object_unref(image);
+}
+
+void ipv_thread_done(void) {
+    vips_thread_shutdown();
+}
+
+static void (*warning_sink)(const char *) = NULL;
+
+static void forward_warning(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void) domain; (void) level; (void) data;
+    if (warning_sink)
+        warning_sink(message);
+}
+
+void ipv_set_warning_handler(void (*handler)(const char *message)) {
+    warning_sink = handler;
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, forward_warning, NULL);
+}

@@ -1,0 +1,93 @@
+// Runs one batch: scan a folder, refuse key collisions, feed the pipeline, collect every result.
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Processes every image under a directory through a ``JobPipeline``.
+public struct BatchRunner: Sendable {
+    /// The scanner that lists the sources.
+    public let scanner: SourceScanner
+    /// The pipeline the jobs go through.
+    public let pipeline: JobPipeline
+
+    /// Creates a runner.
+    public init(scanner: SourceScanner, pipeline: JobPipeline) {
+        self.scanner = scanner
+        self.pipeline = pipeline
+    }
+
+    /// Progress after each finished job.
+    public struct Progress: Sendable {
+        /// Jobs finished so far.
+        public var finished: Int
+        /// Jobs in the batch.
+        public var total: Int
+        /// Time since the batch started.
+        public var elapsed: Duration
+    }
+
+    /// Scans, then runs every job, calling `onStart` once with the scan and `onResult` after each
+    /// job (serially, in completion order). Returns when the last job is finished.
+    public func run(onStart: @Sendable (SourceScanner.Result) -> Void = { _ in },
+                    onResult: @escaping @Sendable (JobResult, Progress) -> Void) throws(ImagePipeError) -> BatchSummary {
+        let started = ContinuousClock.now
+        let scan = try scanner.scan()
+        onStart(scan)
+        let total = scan.jobs.count
+        let collected = Mutex(BatchSummary())
+        collected.withLock {
+            $0.total = total
+            $0.skipped = scan.skipped.count
+        }
+        // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a time.
+        let delivery = DispatchQueue(label: "imagepipe.batch.results")
+        let deliver: @Sendable (JobResult) -> Void = { result in
+            let finished = collected.withLock { summary -> Int in
+                summary.add(result)
+                return summary.done + summary.failed
+            }
+            delivery.async {
+                onResult(result, Progress(finished: finished, total: total, elapsed: .now - started))
+            }
+        }
+
+        let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
+        for job in scan.jobs {
+            if let collision = collisions[job.relativePath] {
+                deliver(JobResult(source: job.relativePath, status: .failed, error: collision))
+                continue
+            }
+            pipeline.submit(job, completion: deliver)
+        }
+        pipeline.waitUntilIdle()
+        delivery.sync {}
+        return collected.withLock { summary in
+            summary.wallTime = .now - started
+            return summary
+        }
+    }
+
+    /// Sources whose keys another (earlier, by path) source of the batch already produces.
+    ///
+    /// Keys that depend on the content hash cannot be known before reading, and two identical files
+    /// writing identical objects are harmless, so such templates are not checked.
+    static func collisions(in jobs: [Job], configuration: FileHandler.Configuration) -> [String: ImagePipeError] {
+        guard !configuration.keyTemplate.usesHash else { return [:] }
+        var owners: [String: String] = [:]
+        var collisions: [String: ImagePipeError] = [:]
+        for job in jobs {
+            let values = KeyTemplate.Values(relativePath: job.relativePath, sha256: nil)
+            let keys = configuration.variants.compactMap {
+                try? configuration.keyTemplate.key(for: values, variant: $0.name, ext: $0.format.fileExtension)
+            }
+            if let clash = keys.first(where: { owners[$0] != nil }) {
+                collisions[job.relativePath] = ImagePipeError(
+                    .keyCollision,
+                    "output key '\(clash)' is already produced by '\(owners[clash]!)'; add {srcext} or {hash} to --key to keep both")
+                continue
+            }
+            for key in keys { owners[key] = job.relativePath }
+        }
+        return collisions
+    }
+}

@@ -1,0 +1,66 @@
+// Counts and totals of a finished batch, and the summary lines printed at its end.
+import Foundation
+
+/// What a batch did.
+public struct BatchSummary: Sendable, Equatable {
+    /// Images found.
+    public var total = 0
+    /// Images whose every variant was stored.
+    public var done = 0
+    /// Images that failed.
+    public var failed = 0
+    /// Files left out because they are not images by extension.
+    public var skipped = 0
+    /// Bytes of the sources that were done.
+    public var bytesIn = 0
+    /// Bytes of all stored variants.
+    public var bytesOut = 0
+    /// Wall time from the scan to the last result.
+    public var wallTime: Duration = .zero
+
+    /// Creates an empty summary.
+    public init() {}
+
+    /// Adds one finished job.
+    public mutating func add(_ result: JobResult) {
+        switch result.status {
+        case .done:
+            done += 1
+            bytesIn += result.bytes ?? 0
+            bytesOut += result.outputBytes
+        case .failed:
+            failed += 1
+        }
+    }
+
+    /// Images finished per second of wall time.
+    public var imagesPerSecond: Double {
+        let seconds = wallTime.milliseconds / 1000
+        return seconds > 0 ? Double(done + failed) / seconds : 0
+    }
+
+    /// Output bytes over input bytes of the done images.
+    public var ratio: Double { bytesIn > 0 ? Double(bytesOut) / Double(bytesIn) : 0 }
+
+    /// The summary as printed at the end of a batch.
+    public var lines: [String] {
+        let seconds = wallTime.milliseconds / 1000
+        var first = "\(done) done, \(failed) failed"
+        if skipped > 0 { first += ", \(skipped) skipped (not images)" }
+        first += String(format: " in %.2f s (%.2f images/s)", seconds, imagesPerSecond)
+        let second = "\(Self.formatBytes(bytesIn)) in → \(Self.formatBytes(bytesOut)) out"
+            + String(format: " (ratio %.3f)", ratio)
+        return [first, second]
+    }
+
+    /// Bytes in B, kB, MB or GB (powers of 1000).
+    public static func formatBytes(_ bytes: Int) -> String {
+        let value = Double(bytes)
+        switch value {
+        case ..<1000: return "\(bytes) B"
+        case ..<1e6: return String(format: "%.1f kB", value / 1e3)
+        case ..<1e9: return String(format: "%.1f MB", value / 1e6)
+        default: return String(format: "%.2f GB", value / 1e9)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+// Appends result records as JSON Lines, one complete line per job, flushed as each job finishes.
+import Foundation
+import Synchronization
+
+/// Writes ``JobResult`` records as JSON Lines to a file or standard output.
+public final class ManifestWriter: Sendable {
+    private let handle: Mutex<FileHandle>
+    private let ownsHandle: Bool
+
+    /// Opens (and truncates) `path`, or standard output for `-`.
+    public init(path: String) throws(ImagePipeError) {
+        if path == "-" {
+            handle = Mutex(FileHandle.standardOutput)
+            ownsHandle = false
+            return
+        }
+        let absolute = FilePath.absolute(path)
+        let directory = (absolute as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw .configuration("cannot create manifest directory \(directory): \(FilePath.reason(of: error))")
+        }
+        guard FileManager.default.createFile(atPath: absolute, contents: nil),
+              let file = FileHandle(forWritingAtPath: absolute) else {
+            throw .configuration("cannot write manifest \(absolute)")
+        }
+        handle = Mutex(file)
+        ownsHandle = true
+    }
+
+    /// Appends one record as a line.
+    public func append(_ result: JobResult) {
+        let line = Data((result.jsonLine() + "\n").utf8)
+        handle.withLock { $0.write(line) }
+    }
+
+    /// Flushes and closes the file.
+    public func close() {
+        handle.withLock { file in
+            if ownsHandle {
+                try? file.synchronize()
+                try? file.close()
+            }
+        }
+    }
+}

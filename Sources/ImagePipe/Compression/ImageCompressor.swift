@@ -1,0 +1,88 @@
+// The seam between the FileHandler and an image library: one source in, every variant out.
+import Foundation
+
+/// Turns one source image into encoded variants, decoding it once.
+///
+/// Implementations are called concurrently from the compression queue, one source per call, and
+/// block while they work; they must be safe to call from several threads at once.
+public protocol ImageCompressor: Sendable {
+    /// Decodes `source` once and encodes every variant from it.
+    ///
+    /// - Throws: ``ImagePipeError`` with an input code (`unsupportedFormat`, `corruptImage`,
+    ///   `imageTooLarge`, `emptyFile`) when the source cannot be used.
+    func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage
+}
+
+/// Limits checked before any pixel is decoded.
+public struct CompressionLimits: Sendable, Hashable {
+    /// The largest pixel count (width × height of one frame) a source may declare.
+    public var maxPixels: Int
+
+    /// The default: 100 million pixels.
+    public static let `default` = CompressionLimits(maxPixels: 100_000_000)
+
+    /// Creates limits.
+    public init(maxPixels: Int) { self.maxPixels = maxPixels }
+}
+
+/// The bytes of a source image, in memory or in a file too large to read whole.
+public struct SourceImage: Sendable {
+    /// Where the bytes are.
+    public enum Content: Sendable {
+        /// The whole file, already read.
+        case bytes(Data)
+        /// A file path the compressor reads itself.
+        case file(String)
+    }
+
+    /// A name for error messages: the source's path relative to the batch or queue.
+    public let name: String
+    /// The encoded image.
+    public let content: Content
+
+    /// Creates a source.
+    public init(name: String, content: Content) {
+        self.name = name
+        self.content = content
+    }
+}
+
+/// What the compressor made of one source.
+public struct CompressedImage: Sendable {
+    /// The decoder's name for the source format, e.g. `jpeg`, `png`, `heic`.
+    public var sourceFormat: String
+    /// The source size as displayed, i.e. after EXIF orientation.
+    public var sourceSize: PixelSize
+    /// One encoded image per requested variant, in the same order.
+    public var variants: [EncodedVariant]
+    /// Time spent reading the header, decoding with shrink-on-load and converting colour.
+    public var decodeTime: Duration
+    /// Time spent resizing and encoding all variants.
+    public var encodeTime: Duration
+
+    /// Creates a result.
+    public init(sourceFormat: String, sourceSize: PixelSize, variants: [EncodedVariant], decodeTime: Duration, encodeTime: Duration) {
+        self.sourceFormat = sourceFormat
+        self.sourceSize = sourceSize
+        self.variants = variants
+        self.decodeTime = decodeTime
+        self.encodeTime = encodeTime
+    }
+}
+
+/// One encoded variant.
+public struct EncodedVariant: Sendable {
+    /// The variant it was made for.
+    public var spec: VariantSpec
+    /// Its pixel size.
+    public var size: PixelSize
+    /// The encoded bytes (for libvips, its own buffer, not a copy).
+    public var data: Data
+
+    /// Creates an encoded variant.
+    public init(spec: VariantSpec, size: PixelSize, data: Data) {
+        self.spec = spec
+        self.size = size
+        self.data = data
+    }
+}

@@ -1,0 +1,138 @@
+// The result record of one job: one manifest line, one `done/NAME.json`.
+import Foundation
+
+/// What happened to one source: its outputs and timings, or why it failed.
+public struct JobResult: Sendable, Codable, Equatable {
+    /// Whether the job finished.
+    public enum Status: String, Sendable, Codable {
+        /// Every variant was stored.
+        case done
+        /// Nothing is reported stored; ``JobResult/error`` says why.
+        case failed
+    }
+
+    /// The source path relative to the batch root or inbox.
+    public var source: String
+    /// Done or failed.
+    public var status: Status
+    /// Why it failed, for people.
+    public var error: String?
+    /// Why it failed, for machines (see ``ImagePipeError/Code``).
+    public var errorCode: String?
+    /// Whether retrying may help (only present on failures).
+    public var transient: Bool?
+    /// Hex SHA-256 of the source bytes.
+    public var sha256: String?
+    /// The source format as decoded (`jpeg`, `png`, `webp`, `tiff`, `gif`, `heic`, `avif`, ...).
+    public var format: String?
+    /// The source width as displayed (after orientation).
+    public var width: Int?
+    /// The source height as displayed (after orientation).
+    public var height: Int?
+    /// The source size in bytes.
+    public var bytes: Int?
+    /// The stored variants; empty when the job failed.
+    public var variants: [VariantRecord]
+    /// Where the time went.
+    public var timings: Timings
+    /// How many attempts it took (watch mode retries transient failures).
+    public var attempts: Int
+
+    /// Creates a result.
+    public init(source: String, status: Status, error: ImagePipeError? = nil, sha256: String? = nil, format: String? = nil,
+                width: Int? = nil, height: Int? = nil, bytes: Int? = nil, variants: [VariantRecord] = [],
+                timings: Timings = Timings(), attempts: Int = 1) {
+        self.source = source
+        self.status = status
+        self.error = error?.reason
+        self.errorCode = error?.code.description
+        self.transient = error.map(\.isTransient)
+        self.sha256 = sha256
+        self.format = format
+        self.width = width
+        self.height = height
+        self.bytes = bytes
+        self.variants = variants
+        self.timings = timings
+        self.attempts = attempts
+    }
+
+    /// Total bytes of all stored variants.
+    public var outputBytes: Int { variants.reduce(0) { $0 + $1.bytes } }
+
+    enum CodingKeys: String, CodingKey {
+        case source, status, error, errorCode = "error_code", transient, sha256, format, width, height, bytes, variants, timings, attempts
+    }
+}
+
+/// One stored variant in a result.
+public struct VariantRecord: Sendable, Codable, Equatable {
+    /// The variant name.
+    public var name: String
+    /// The key relative to the destination root.
+    public var key: String
+    /// The URL recorded by the storage.
+    public var url: String
+    /// The output format.
+    public var format: OutputFormat
+    /// Output width in pixels.
+    public var width: Int
+    /// Output height in pixels.
+    public var height: Int
+    /// Stored size in bytes.
+    public var bytes: Int
+
+    /// Creates a record.
+    public init(name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int) {
+        self.name = name
+        self.key = key
+        self.url = url
+        self.format = format
+        self.width = width
+        self.height = height
+        self.bytes = bytes
+    }
+}
+
+/// Milliseconds spent in each stage of a job.
+public struct Timings: Sendable, Codable, Equatable {
+    /// Waiting for a compression slot after being accepted.
+    public var queueMs: Double = 0
+    /// Reading and hashing the source.
+    public var readMs: Double = 0
+    /// Header check, shrink-on-load decode and colour conversion.
+    public var decodeMs: Double = 0
+    /// Resizing and encoding every variant.
+    public var encodeMs: Double = 0
+    /// From the first put starting to the last one ending.
+    public var storeMs: Double = 0
+    /// From acceptance to the result.
+    public var totalMs: Double = 0
+
+    /// Creates zero timings.
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case queueMs = "queue_ms", readMs = "read_ms", decodeMs = "decode_ms", encodeMs = "encode_ms"
+        case storeMs = "store_ms", totalMs = "total_ms"
+    }
+}
+
+extension Duration {
+    /// Milliseconds, rounded to microseconds.
+    public var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return ((Double(seconds) * 1000 + Double(attoseconds) / 1e15) * 1000).rounded() / 1000
+    }
+}
+
+extension JobResult {
+    /// The record as one line of JSON (no trailing newline), keys sorted.
+    public func jsonLine() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding plain values cannot fail.
+        let data = try! encoder.encode(self)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

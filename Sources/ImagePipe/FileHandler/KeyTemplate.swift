@@ -1,0 +1,127 @@
+// Output keys from a template such as `{dir}/{stem}-{variant}.{ext}`, never escaping the destination.
+
+/// A template for output keys.
+///
+/// Placeholders: `{dir}` (the source's directory relative to the batch or inbox root, empty at the
+/// top), `{stem}` (file name without its extension), `{variant}`, `{ext}` (`jpg`, `webp`, `avif`,
+/// `png`), `{hash}` (first 16 hex digits of the source's SHA-256), `{sha256}` (all 64) and
+/// `{srcext}` (the source's own extension, lowercased). A `{dir}/` segment vanishes when the
+/// directory is empty, so top-level sources get no leading slash.
+public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
+    /// The default template.
+    public static let `default` = try! KeyTemplate("{dir}/{stem}-{variant}.{ext}")
+
+    /// The placeholders a template may use.
+    public static let placeholders: Set<String> = ["dir", "stem", "variant", "ext", "hash", "sha256", "srcext"]
+
+    /// The template text.
+    public let text: String
+
+    /// Parses and checks a template: known placeholders only, balanced braces, relative.
+    public init(_ text: String) throws(ImagePipeError) {
+        func bad(_ why: String) -> ImagePipeError { .configuration("invalid --key template '\(text)': \(why)") }
+        guard !text.isEmpty else { throw bad("it is empty") }
+        guard !text.hasPrefix("/") else { throw bad("keys are relative to the destination; remove the leading '/'") }
+        var rest = Substring(text)
+        var usesVariant = false
+        while let open = rest.firstIndex(where: { $0 == "{" || $0 == "}" }) {
+            guard rest[open] == "{" else { throw bad("unbalanced '}'") }
+            guard let close = rest[open...].firstIndex(of: "}") else { throw bad("unbalanced '{'") }
+            let name = String(rest[rest.index(after: open)..<close])
+            guard Self.placeholders.contains(name) else {
+                throw bad("unknown placeholder {\(name)}; use \(Self.placeholders.sorted().map { "{\($0)}" }.joined(separator: ", "))")
+            }
+            if name == "variant" { usesVariant = true }
+            rest = rest[rest.index(after: close)...]
+        }
+        guard usesVariant else { throw bad("it must contain {variant}, or every variant would get the same key") }
+        self.text = text
+    }
+
+    public var description: String { text }
+
+    /// Whether the key depends on the source's content hash (and so cannot be known before reading it).
+    public var usesHash: Bool { text.contains("{hash}") || text.contains("{sha256}") }
+
+    /// The values a key is built from.
+    public struct Values: Sendable {
+        /// Directory relative to the root, without leading or trailing slash; empty at the top.
+        public var dir: String
+        /// File name without its last extension.
+        public var stem: String
+        /// The source's extension, lowercased, without the dot.
+        public var sourceExtension: String
+        /// Hex SHA-256 of the source, when known.
+        public var sha256: String?
+
+        /// Creates values.
+        public init(dir: String, stem: String, sourceExtension: String, sha256: String?) {
+            self.dir = dir
+            self.stem = stem
+            self.sourceExtension = sourceExtension
+            self.sha256 = sha256
+        }
+
+        /// Splits a relative source path such as `2024/trip/IMG 1.HEIC` into its parts.
+        public init(relativePath: String, sha256: String?) {
+            let slash = relativePath.lastIndex(of: "/")
+            dir = slash.map { String(relativePath[..<$0]) } ?? ""
+            let name = slash.map { String(relativePath[relativePath.index(after: $0)...]) } ?? relativePath
+            if let dot = name.lastIndex(of: "."), dot != name.startIndex {
+                stem = String(name[..<dot])
+                sourceExtension = String(name[name.index(after: dot)...]).lowercased()
+            } else {
+                stem = name
+                sourceExtension = ""
+            }
+            self.sha256 = sha256
+        }
+    }
+
+    /// The key for one variant, checked so that it stays inside the destination.
+    public func key(for values: Values, variant: String, ext: String) throws(ImagePipeError) -> String {
+        var result = ""
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "{") {
+            result += rest[..<open]
+            let close = rest[open...].firstIndex(of: "}")!
+            let name = rest[rest.index(after: open)..<close]
+            rest = rest[rest.index(after: close)...]
+            switch name {
+            case "dir":
+                if values.dir.isEmpty, rest.first == "/" {
+                    rest = rest.dropFirst()
+                } else {
+                    result += values.dir
+                }
+            case "stem": result += values.stem
+            case "variant": result += variant
+            case "ext": result += ext
+            case "srcext": result += values.sourceExtension
+            case "hash", "sha256":
+                guard let sha = values.sha256 else {
+                    throw ImagePipeError(.invalidKey, "the key template uses {\(name)} but the source hash is unknown")
+                }
+                result += name == "hash" ? String(sha.prefix(16)) : sha
+            default: preconditionFailure("placeholder checked at init")
+            }
+        }
+        result += rest
+        try Self.validate(key: result)
+        return result
+    }
+
+    /// Rejects keys that are empty, absolute, contain `.` or `..` segments, empty segments or NUL,
+    /// or are longer than the 1024 bytes object stores accept.
+    public static func validate(key: String) throws(ImagePipeError) {
+        func bad(_ why: String) -> ImagePipeError { ImagePipeError(.invalidKey, "invalid output key '\(key)': \(why)") }
+        guard !key.isEmpty else { throw bad("it is empty") }
+        guard !key.hasPrefix("/") else { throw bad("absolute keys would escape the destination") }
+        guard key.utf8.count <= 1024 else { throw bad("longer than 1024 bytes") }
+        guard !key.utf8.contains(0) else { throw bad("contains a NUL byte") }
+        for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
+            if segment == ".." { throw bad("'..' would escape the destination") }
+            if segment == "." || segment.isEmpty { throw bad("empty or '.' path segment") }
+        }
+    }
+}

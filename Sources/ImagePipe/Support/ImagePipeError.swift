@@ -1,0 +1,91 @@
+// The one error type of imagepipe: a code that says whether retrying can help, and a reason for people.
+
+/// An error raised while turning a source into variants or storing them.
+///
+/// The ``Code`` tells callers what to do with it: input problems are permanent (the same bytes
+/// will fail the same way), storage problems may be transient and worth retrying.
+public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// What went wrong, as a value that can grow new cases without breaking callers.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Value: String, Sendable {
+            case unreadableSource = "unreadable_source"
+            case emptyFile = "empty_file"
+            case unsupportedFormat = "unsupported_format"
+            case corruptImage = "corrupt_image"
+            case imageTooLarge = "image_too_large"
+            case invalidKey = "invalid_key"
+            case keyCollision = "key_collision"
+            case encodeFailed = "encode_failed"
+            case storageUnavailable = "storage_unavailable"
+            case storageRejected = "storage_rejected"
+            case configuration = "configuration"
+            case interrupted = "interrupted"
+        }
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// The source file could not be read (missing, permissions, I/O error).
+        public static let unreadableSource = Code(.unreadableSource)
+        /// The source file has no bytes.
+        public static let emptyFile = Code(.emptyFile)
+        /// The bytes are not an image format imagepipe accepts, or its loader is blocked.
+        public static let unsupportedFormat = Code(.unsupportedFormat)
+        /// The image is truncated or its data is damaged.
+        public static let corruptImage = Code(.corruptImage)
+        /// The image declares more pixels than the configured limit.
+        public static let imageTooLarge = Code(.imageTooLarge)
+        /// An output key would escape the destination or is otherwise unusable.
+        public static let invalidKey = Code(.invalidKey)
+        /// Two sources of one batch would write the same output key.
+        public static let keyCollision = Code(.keyCollision)
+        /// The encoder refused the decoded image.
+        public static let encodeFailed = Code(.encodeFailed)
+        /// The storage could not be reached or failed in a way that may pass (timeouts, 5xx, disk full).
+        public static let storageUnavailable = Code(.storageUnavailable)
+        /// The storage refused the object for good (permissions, bad credentials, 4xx).
+        public static let storageRejected = Code(.storageRejected)
+        /// The command line or environment is wrong; nothing was processed.
+        public static let configuration = Code(.configuration)
+        /// Work was stopped before it finished (shutdown); the job can run again.
+        public static let interrupted = Code(.interrupted)
+
+        /// The stable machine-readable name, as written to manifests.
+        public var description: String { value.rawValue }
+
+        /// Whether the same job may succeed if tried again later.
+        public var isTransient: Bool {
+            switch value {
+            case .storageUnavailable, .interrupted: true
+            default: false
+            }
+        }
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// A sentence for people: what failed and why.
+    public let reason: String
+
+    /// Creates an error with a code and a reason.
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    /// Whether retrying the job later may succeed.
+    public var isTransient: Bool { code.isTransient }
+
+    public var description: String { reason }
+
+    /// The same error with context (a file or key name) put in front of the reason.
+    public func prefixed(_ context: String) -> ImagePipeError {
+        ImagePipeError(code, "\(context): \(reason)")
+    }
+}
+
+extension ImagePipeError {
+    /// A configuration problem: exits with status 2 from the command line.
+    public static func configuration(_ reason: String) -> ImagePipeError {
+        ImagePipeError(.configuration, reason)
+    }
+}

@@ -1,0 +1,83 @@
+// An image compressor that returns made-up bytes or scripted errors, and measures how it was called.
+import Foundation
+import ImagePipe
+import Synchronization
+
+/// Pretends to compress: every variant becomes a few bytes naming the source and variant.
+///
+/// It records how many calls ran at once, so tests can check the pipeline's concurrency limits,
+/// and can be told to fail for chosen sources.
+public final class ScriptedCompressor: ImageCompressor, Sendable {
+    /// Decides the outcome of a call by source name: nil succeeds, an error fails.
+    public typealias FailureRule = @Sendable (_ sourceName: String) -> ImagePipeError?
+
+    private struct State {
+        var calls: [String] = []
+        var concurrent = 0
+        var maxConcurrent = 0
+        var live = 0
+        var maxLive = 0
+    }
+
+    private let state = Mutex(State())
+    private let failure: FailureRule?
+    private let work: Duration
+    private let size: PixelSize
+
+    /// Creates a compressor; each call takes `work` and reports a source of `size`.
+    public init(failing: FailureRule? = nil, work: Duration = .zero, size: PixelSize = PixelSize(width: 4000, height: 3000)) {
+        self.failure = failing
+        self.work = work
+        self.size = size
+    }
+
+    public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
+        state.withLock { state in
+            state.calls.append(source.name)
+            state.concurrent += 1
+            state.maxConcurrent = max(state.maxConcurrent, state.concurrent)
+        }
+        defer { state.withLock { $0.concurrent -= 1 } }
+        if work > .zero { Thread.sleep(forTimeInterval: Double(work.milliseconds) / 1000) }
+        if let error = failure?(source.name) { throw error }
+        let outputs = variants.map { variant in
+            EncodedVariant(spec: variant, size: ResizePlan.outputSize(source: size, variant: variant),
+                           data: TrackedData.make(Data("\(source.name):\(variant.name)".utf8), owner: self))
+        }
+        return CompressedImage(sourceFormat: "fake", sourceSize: size, variants: outputs, decodeTime: work, encodeTime: .zero)
+    }
+
+    /// Source names in call order.
+    public var calls: [String] { state.withLock { $0.calls } }
+    /// The most calls that ran at the same time.
+    public var maxConcurrentCalls: Int { state.withLock { $0.maxConcurrent } }
+    /// Encoded outputs currently alive (not yet released by storage and the pipeline).
+    public var liveOutputs: Int { state.withLock { $0.live } }
+    /// The most encoded outputs alive at once: a measure of what the pipeline holds in memory.
+    public var maxLiveOutputs: Int { state.withLock { $0.maxLive } }
+
+    fileprivate func retain() {
+        state.withLock { state in
+            state.live += 1
+            state.maxLive = max(state.maxLive, state.live)
+        }
+    }
+
+    fileprivate func release() {
+        state.withLock { $0.live -= 1 }
+    }
+}
+
+/// Output bytes whose lifetime is counted, the way real encoders' buffers occupy memory.
+private enum TrackedData {
+    static func make(_ bytes: Data, owner: ScriptedCompressor) -> Data {
+        let count = bytes.count
+        let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(1, count), alignment: 1)
+        bytes.copyBytes(to: pointer.assumingMemoryBound(to: UInt8.self), count: count)
+        owner.retain()
+        return Data(bytesNoCopy: pointer, count: count, deallocator: .custom { pointer, _ in
+            pointer.deallocate()
+            owner.release()
+        })
+    }
+}

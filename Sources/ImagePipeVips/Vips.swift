@@ -1,0 +1,52 @@
+// Process-wide libvips set-up: start once, size its thread pool, collect its error text.
+import CVipsShim
+import Foundation
+import ImagePipe
+import Logging
+
+/// The libvips library as a process-wide resource.
+public enum Vips {
+    private static let started: Bool = {
+        guard ipv_init(CommandLine.arguments.first ?? "imagepipe") == 0 else { return false }
+        // libvips prints warnings (e.g. about colour metadata it ignores) straight to stderr; log them instead.
+        ipv_set_warning_handler { message in
+            guard let message else { return }
+            Vips.logger.debug("libvips: \(String(cString: message))")
+        }
+        return true
+    }()
+
+    private static let logger = Logger(label: "imagepipe.vips")
+
+    /// Starts libvips (once) and applies imagepipe's settings: no operation cache, untrusted
+    /// loaders blocked, `threadsPerImage` worker threads per image pipeline.
+    ///
+    /// With several images compressed at once, giving each image all cores oversubscribes the
+    /// machine; the composition root passes `cores / jobs`.
+    public static func configure(threadsPerImage: Int) throws(ImagePipeError) {
+        guard started else { throw .configuration("libvips failed to start: \(takeError() ?? "unknown error")") }
+        ipv_configure(Int32(max(1, threadsPerImage)))
+    }
+
+    /// Starts libvips with default settings if nothing configured it yet.
+    static func ensureStarted() throws(ImagePipeError) {
+        guard started else { throw .configuration("libvips failed to start: \(takeError() ?? "unknown error")") }
+    }
+
+    /// The libvips version, e.g. `8.14.1`.
+    public static var version: String {
+        "\(vips_version(0)).\(vips_version(1)).\(vips_version(2))"
+    }
+
+    /// Takes libvips' pending error text, cleaned to one line. The buffer is process-wide, so under
+    /// concurrency it can rarely hold another thread's message too; only the last lines are kept.
+    static func takeError() -> String? {
+        guard let raw = ipv_take_error() else { return nil }
+        defer { ipv_free(raw) }
+        let lines = String(cString: raw).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        var seen = Set<String>()
+        let unique = lines.filter { seen.insert($0).inserted }
+        return unique.suffix(3).joined(separator: "; ")
+    }
+}

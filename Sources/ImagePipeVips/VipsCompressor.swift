@@ -1,0 +1,205 @@
+// The libvips image compressor: header check → shrink-on-load decode → orient → sRGB → resize/crop → encode.
+import CVipsShim
+import Foundation
+import ImagePipe
+
+/// Compresses images with libvips, decoding each source once.
+///
+/// The source is opened lazily first so its header can be checked (format allowlist, pixel limit)
+/// before any pixel is decoded. It is then decoded once with shrink-on-load at the smallest size
+/// that serves the largest variant, auto-oriented and converted to 8-bit sRGB, held in memory, and
+/// every variant is resized (and centre-cropped for `cover`) from that copy and encoded with its
+/// metadata stripped. With a single variant nothing is held: libvips streams decode into encode.
+public struct VipsCompressor: ImageCompressor {
+    /// Encoder settings shared by every variant.
+    public struct Configuration: Sendable, Hashable {
+        /// WebP encoder effort, 0 (fast) to 6 (small).
+        public var webpEffort: Int = 4
+        /// AVIF encoder effort, 0 (fast) to 9 (small).
+        public var avifEffort: Int = 4
+        /// PNG zlib level, 0–9.
+        public var pngCompression: Int = 6
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The loaders imagepipe accepts; anything else libvips might recognise is refused.
+    public static let acceptedLoaders: [String: String] = [
+        "jpegload": "jpeg", "pngload": "png", "webpload": "webp", "tiffload": "tiff",
+        "gifload": "gif", "heifload": "heif",
+    ]
+
+    /// Encoder settings.
+    public let configuration: Configuration
+
+    /// Creates a compressor, starting libvips if needed.
+    public init(configuration: Configuration = .init()) throws(ImagePipeError) {
+        try Vips.ensureStarted()
+        self.configuration = configuration
+    }
+
+    public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
+        // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
+        defer { ipv_thread_done() }
+        let clock = ContinuousClock()
+        let start = clock.now
+
+        let header = try openHeader(source)
+        let format = try acceptedFormat(of: header)
+        let stored = header.size
+        let displayed = ipv_orientation_swaps(header.pointer) != 0
+            ? PixelSize(width: stored.height, height: stored.width) : stored
+        guard stored.area <= limits.maxPixels else {
+            throw ImagePipeError(.imageTooLarge, "image is \(stored) (\(Self.megapixels(stored.area)) megapixels), "
+                                 + "over the limit of \(Self.megapixels(limits.maxPixels)) megapixels (--max-pixels)")
+        }
+
+        let plan = ResizePlan(source: displayed, variants: variants)
+        var encoded: [EncodedVariant] = []
+        encoded.reserveCapacity(variants.count)
+        let decodeTime: Duration
+
+        if variants.count == 1 {
+            // One output: decode, resize and encode stream through libvips together.
+            let variant = variants[0]
+            let image = try decode(source, to: plan.outputs[0], crop: variant.fit == .cover)
+            decodeTime = clock.now - start
+            encoded.append(try encode(image, as: variant))
+        } else {
+            // Several outputs: decode once at the largest size any of them needs and keep it in memory.
+            let decoded = try decode(source, to: plan.decodeSize, crop: false)
+            guard let memory = vips_image_copy_memory(decoded.pointer) else { throw decodeError() }
+            let intermediate = VipsImageHandle(memory)
+            ipv_forget_profile(intermediate.pointer)
+            decodeTime = clock.now - start
+            for (variant, output) in zip(variants, plan.outputs) {
+                let resized = try resize(intermediate, to: output, crop: variant.fit == .cover)
+                encoded.append(try encode(resized, as: variant))
+            }
+        }
+        let end = clock.now
+        return CompressedImage(sourceFormat: format, sourceSize: displayed, variants: encoded,
+                               decodeTime: decodeTime, encodeTime: end - start - decodeTime)
+    }
+
+    // MARK: - Steps, in pipeline order
+
+    /// Opens the source without decoding pixels.
+    private func openHeader(_ source: SourceImage) throws(ImagePipeError) -> VipsImageHandle {
+        let pointer: UnsafeMutablePointer<VipsImage>?
+        switch source.content {
+        case .bytes(let data):
+            guard !data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
+            pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count) }
+        case .file(let path):
+            pointer = ipv_header_file(path)
+        }
+        guard let pointer else { throw headerError() }
+        return VipsImageHandle(pointer)
+    }
+
+    /// The source format, if its loader is on the allowlist.
+    private func acceptedFormat(of header: VipsImageHandle) throws(ImagePipeError) -> String {
+        let loader = header.string("vips-loader") ?? "unknown"
+        let base = loader.replacingOccurrences(of: "_buffer", with: "").replacingOccurrences(of: "_source", with: "")
+        guard let format = Self.acceptedLoaders[base] else {
+            let name = base.hasSuffix("load") ? String(base.dropLast(4)) : base
+            throw ImagePipeError(.unsupportedFormat, "unsupported image format '\(name)'; accepted: JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF")
+        }
+        if format == "heif" {
+            switch header.string("heif-compression") {
+            case "av1": return "avif"
+            case "hevc": return "heic"
+            default: return "heif"
+            }
+        }
+        return format
+    }
+
+    /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB.
+    private func decode(_ source: SourceImage, to size: PixelSize, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
+        var out: UnsafeMutablePointer<VipsImage>?
+        let status: Int32
+        switch source.content {
+        case .bytes(let data):
+            status = data.withUnsafeBytes {
+                ipv_thumbnail_buffer($0.baseAddress, $0.count, Int32(size.width), Int32(size.height), crop ? 1 : 0, &out)
+            }
+        case .file(let path):
+            status = ipv_thumbnail_file(path, Int32(size.width), Int32(size.height), crop ? 1 : 0, &out)
+        }
+        guard status == 0, let out else { throw decodeError() }
+        return try toSRGB8(VipsImageHandle(out))
+    }
+
+    /// Converts grey, CMYK, LAB and 16-bit images to 8-bit sRGB.
+    private func toSRGB8(_ image: VipsImageHandle) throws(ImagePipeError) -> VipsImageHandle {
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard ipv_to_srgb8(image.pointer, &out) == 0, let out else { throw decodeError() }
+        return VipsImageHandle(out)
+    }
+
+    /// Resizes the in-memory intermediate to one variant's size; the intermediate itself when it already is.
+    private func resize(_ image: VipsImageHandle, to size: PixelSize, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
+        if image.size == size { return image }
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard ipv_thumbnail_image(image.pointer, Int32(size.width), Int32(size.height), crop ? 1 : 0, &out) == 0, let out else {
+            throw decodeError()
+        }
+        return VipsImageHandle(out)
+    }
+
+    /// Flattens alpha for JPEG and encodes; the returned Data owns libvips' buffer without copying it.
+    private func encode(_ image: VipsImageHandle, as variant: VariantSpec) throws(ImagePipeError) -> EncodedVariant {
+        var source = image
+        if !variant.format.keepsAlpha && image.hasAlpha {
+            var out: UnsafeMutablePointer<VipsImage>?
+            guard ipv_flatten_white(image.pointer, &out) == 0, let out else { throw encodeError(variant) }
+            source = VipsImageHandle(out)
+        }
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        let quality = Int32(variant.quality)
+        let status: Int32 = switch variant.format {
+        case .jpeg: ipv_save_jpeg(source.pointer, quality, &buffer, &length)
+        case .webp: ipv_save_webp(source.pointer, quality, Int32(configuration.webpEffort), &buffer, &length)
+        case .avif: ipv_save_avif(source.pointer, quality, Int32(configuration.avifEffort), &buffer, &length)
+        case .png: ipv_save_png(source.pointer, Int32(configuration.pngCompression), &buffer, &length)
+        }
+        guard status == 0, let buffer else {
+            // Lazy pipelines decode while encoding, so damaged input often surfaces here.
+            throw decodeError()
+        }
+        let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
+        return EncodedVariant(spec: variant, size: source.size, data: data)
+    }
+
+    // MARK: - Errors
+
+    private func headerError() -> ImagePipeError {
+        let text = Vips.takeError() ?? "unknown error"
+        if let blocked = text.range(of: ": operation is blocked") {
+            let loader = text[..<blocked.lowerBound].split(separator: " ").last.map(String.init) ?? "untrusted"
+            let format = loader.replacingOccurrences(of: "_buffer", with: "").replacingOccurrences(of: "_source", with: "")
+                .replacingOccurrences(of: "load", with: "").uppercased()
+            return ImagePipeError(.unsupportedFormat, "refused: \(format) input is blocked (its libvips loader is not safe for untrusted files)")
+        }
+        if text.contains("not in a known format") || text.contains("is not a known file format") {
+            return ImagePipeError(.unsupportedFormat, "not a recognised image format")
+        }
+        return ImagePipeError(.corruptImage, "cannot read image header: \(text)")
+    }
+
+    private func decodeError() -> ImagePipeError {
+        ImagePipeError(.corruptImage, "corrupt or truncated image data: \(Vips.takeError() ?? "decoder failed")")
+    }
+
+    private func encodeError(_ variant: VariantSpec) -> ImagePipeError {
+        ImagePipeError(.encodeFailed, "cannot encode variant \(variant.name) as \(variant.format.rawValue): \(Vips.takeError() ?? "encoder failed")")
+    }
+
+    static func megapixels(_ pixels: Int) -> String {
+        String(format: "%.1f", Double(pixels) / 1e6)
+    }
+}

@@ -1,0 +1,21 @@
+// Ownership of a libvips image reference: released exactly once when the handle goes away.
+import CVipsShim
+import ImagePipe
+
+/// One reference to a `VipsImage`, released on deinit. Used within a single compression call.
+final class VipsImageHandle {
+    let pointer: UnsafeMutablePointer<VipsImage>
+
+    init(_ pointer: UnsafeMutablePointer<VipsImage>) {
+        self.pointer = pointer
+    }
+
+    deinit { ipv_unref(pointer) }
+
+    var size: PixelSize { PixelSize(width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize)) }
+    var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+
+    func string(_ name: String) -> String? {
+        ipv_get_string(pointer, name).map { String(cString: $0) }
+    }
+}

@@ -1,0 +1,49 @@
+// Options shared by every command that processes images: variants, keys, limits, concurrency, logging.
+import ArgumentParser
+import Foundation
+import ImagePipe
+import Logging
+
+/// What to make of each source and how hard to work.
+struct JobOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "Where variants are stored: a directory path or file:// URL.", valueName: "dest"))
+    var dest: String
+
+    @Option(name: .customLong("variant"), help: ArgumentHelp(
+        "A variant NAME=WxH,FORMAT,qN[,cover] (repeatable; replaces the web preset). FORMAT: jpeg, webp, avif, png.",
+        valueName: "spec"))
+    var variants: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Key template. Placeholders: {dir} {stem} {variant} {ext} {hash} {sha256} {srcext}.", valueName: "template"))
+    var key: String = KeyTemplate.default.text
+
+    @Option(name: .long, help: "Images compressed at once (default: number of cores).")
+    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(name: .long, help: "Objects stored at once.")
+    var uploads: Int = 4
+
+    @Option(name: .customLong("max-pixels"), help: "Refuse sources declaring more pixels than this (checked before decoding).")
+    var maxPixels: Int = CompressionLimits.default.maxPixels
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
+        guard uploads >= 1 && uploads <= 256 else { throw ValidationError("--uploads must be between 1 and 256") }
+        guard maxPixels >= 1 else { throw ValidationError("--max-pixels must be positive") }
+        guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
+    /// The variants asked for, or the web preset.
+    func variantSpecs() throws(ImagePipeError) -> [VariantSpec] {
+        let specs = try variants.isEmpty ? Preset.web : variants.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
+        try Preset.validate(specs)
+        return specs
+    }
+}

@@ -1,0 +1,54 @@
+// The one place that turns command-line options into concrete services: storage, compressor, handler, pipeline.
+import Foundation
+import ImagePipe
+import ImagePipeVips
+import Logging
+
+/// Builds the services a command runs with.
+enum CompositionRoot {
+    /// Installs the console log handler at the requested level and returns the root logger.
+    static func bootstrapLogging(level: String) -> Logger {
+        let level = Logger.Level(rawValue: level.lowercased()) ?? .info
+        LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, logLevel: level) }
+        return Logger(label: "imagepipe")
+    }
+
+    /// The storage repository named by `--dest`.
+    static func storage(for destination: String) throws(ImagePipeError) -> any StorageRepository {
+        if let colon = destination.range(of: "://") {
+            let scheme = destination[..<colon.lowerBound].lowercased()
+            switch scheme {
+            case "file":
+                guard let url = URL(string: destination), url.isFileURL, !url.path.isEmpty else {
+                    throw .configuration("invalid --dest URL '\(destination)'")
+                }
+                return try LocalDirectoryStorage(root: url.path)
+            default:
+                throw .configuration("unsupported --dest scheme '\(scheme)://'; use a directory path or file://")
+            }
+        }
+        guard !destination.isEmpty else { throw .configuration("--dest is empty") }
+        return try LocalDirectoryStorage(root: destination)
+    }
+
+    /// The FileHandler for a set of job options.
+    static func fileHandler(_ options: JobOptions) throws(ImagePipeError) -> FileHandler {
+        try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
+        let configuration = FileHandler.Configuration(
+            variants: try options.variantSpecs(),
+            keyTemplate: try KeyTemplate(options.key),
+            limits: CompressionLimits(maxPixels: options.maxPixels))
+        return FileHandler(compressor: try VipsCompressor(), storage: try storage(for: options.dest),
+                           configuration: configuration)
+    }
+
+    /// The pipeline around a handler.
+    static func pipeline(_ handler: FileHandler, _ options: JobOptions) -> JobPipeline {
+        JobPipeline(handler: handler, configuration: .init(jobs: options.jobs, uploads: options.uploads))
+    }
+
+    /// libvips threads per image: the cores shared among the images compressed at once.
+    static func threadsPerImage(jobs: Int) -> Int {
+        max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, jobs))
+    }
+}

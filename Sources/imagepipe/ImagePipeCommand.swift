@@ -1,0 +1,36 @@
+// The `imagepipe` command and its entry point, mapping errors to exit statuses 1 and 2.
+import ArgumentParser
+import Foundation
+import ImagePipe
+
+struct ImagePipeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "imagepipe",
+        abstract: "Turn original images into web variants and store them.",
+        version: "0.1.0",
+        subcommands: [BatchCommand.self])
+}
+
+@main
+enum Main {
+    static func main() async {
+        do {
+            var command = try ImagePipeCommand.parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ImagePipeError {
+            FileHandle.standardError.write(Data("imagepipe: error: \(error.reason)\n".utf8))
+            exit(error.code == .configuration ? 2 : 1)
+        } catch {
+            if ImagePipeCommand.exitCode(for: error) == .validationFailure {
+                let message = ImagePipeCommand.fullMessage(for: error)
+                FileHandle.standardError.write(Data("\(message)\n".utf8))
+                exit(2)
+            }
+            ImagePipeCommand.exit(withError: error)
+        }
+    }
+}

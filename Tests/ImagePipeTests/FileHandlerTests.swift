@@ -1,0 +1,86 @@
+import Foundation
+import ImagePipe
+import ImagePipeTestKit
+import Testing
+
+@Suite struct FileHandlerTests {
+    let directory = TemporaryDirectory()
+
+    func job(_ relative: String, _ contents: String = "original bytes") -> Job {
+        Job(path: directory.write(relative, contents), relativePath: relative)
+    }
+
+    @Test func storesEveryVariantUnderItsKeyAndRecordsTheResult() throws {
+        let storage = InMemoryStorage()
+        let handler = FileHandler(compressor: ScriptedCompressor(), storage: storage)
+        let result = handler.process(job("trip/IMG 1.jpg", "abc"))
+
+        #expect(result.status == .done)
+        #expect(result.error == nil)
+        #expect(result.source == "trip/IMG 1.jpg")
+        #expect(result.sha256 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(result.bytes == 3)
+        #expect(result.width == 4000 && result.height == 3000)
+        #expect(result.variants.map(\.key) == ["trip/IMG 1-large.jpg", "trip/IMG 1-medium.webp", "trip/IMG 1-thumb.webp"])
+        #expect(result.variants.map { "\($0.width)x\($0.height)" } == ["2048x1536", "1024x768", "320x320"])
+        #expect(Set(storage.objects.keys) == Set(result.variants.map(\.key)))
+        #expect(storage.objects["trip/IMG 1-thumb.webp"]?.contentType == "image/webp")
+        #expect(storage.objects["trip/IMG 1-large.jpg"]?.contentType == "image/jpeg")
+        #expect(result.variants.allSatisfy { $0.bytes == storage.objects[$0.key]?.body.count })
+    }
+
+    @Test func aStorageFailureFailsTheJobWithTheStorageReason() {
+        let storage = InMemoryStorage(failing: { object, _ in
+            object.key.hasSuffix("medium.webp") ? ImagePipeError(.storageUnavailable, "bucket is on fire (503)") : nil
+        })
+        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage).process(job("a.jpg"))
+        #expect(result.status == .failed)
+        #expect(result.variants.isEmpty)
+        #expect(result.error == "storing a-medium.webp: bucket is on fire (503)")
+        #expect(result.errorCode == "storage_unavailable")
+        #expect(result.transient == true)
+    }
+
+    @Test func anInputFailureStoresNothing() {
+        let storage = InMemoryStorage()
+        let compressor = ScriptedCompressor(failing: { _ in ImagePipeError(.corruptImage, "corrupt or truncated image data") })
+        let result = FileHandler(compressor: compressor, storage: storage).process(job("bad.jpg"))
+        #expect(result.status == .failed)
+        #expect(result.transient == false)
+        #expect(result.errorCode == "corrupt_image")
+        #expect(storage.putCount == 0)
+        #expect(result.sha256 != nil, "the source was read before it failed to decode")
+    }
+
+    @Test func missingAndEmptySourcesFailWithAReason() {
+        let handler = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage())
+        let missing = handler.process(Job(path: directory.url("gone.jpg"), relativePath: "gone.jpg"))
+        #expect(missing.status == .failed && missing.errorCode == "unreadable_source")
+        #expect(missing.error?.contains("No such file") == true)
+        let empty = handler.process(job("empty.jpg", ""))
+        #expect(empty.errorCode == "empty_file")
+    }
+
+    @Test func keysThatEscapeTheDestinationFailTheJob() throws {
+        let configuration = FileHandler.Configuration(keyTemplate: try KeyTemplate("{dir}/../../{stem}-{variant}.{ext}"))
+        let storage = InMemoryStorage()
+        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
+            .process(job("a/b.jpg"))
+        #expect(result.errorCode == "invalid_key")
+        #expect(storage.putCount == 0)
+    }
+
+    @Test func resultsEncodeAsOneJSONLine() throws {
+        let result = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage()).process(job("x.png"))
+        let line = result.jsonLine()
+        #expect(!line.contains("\n"))
+        let decoded = try JSONDecoder().decode(JobResult.self, from: Data(line.utf8))
+        #expect(decoded == result)
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+        for field in ["source", "status", "sha256", "width", "height", "bytes", "variants", "timings"] {
+            #expect(object[field] != nil, "manifest field \(field)")
+        }
+        let variant = (object["variants"] as! [[String: Any]])[0]
+        #expect(Set(variant.keys) == ["name", "key", "url", "format", "width", "height", "bytes"])
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import ImagePipe
+import ImagePipeTestKit
+import Synchronization
+import Testing
+
+@Suite struct JobPipelineTests {
+    let directory = TemporaryDirectory()
+
+    func jobs(_ count: Int) -> [Job] {
+        (0..<count).map { Job(path: directory.write("src/\($0).jpg", "image \($0)"), relativePath: "\($0).jpg") }
+    }
+
+    @Test func everyJobFinishesExactlyOnceWithinTheConcurrencyLimits() {
+        let compressor = ScriptedCompressor(work: .milliseconds(2))
+        let storage = InMemoryStorage(delay: .milliseconds(1))
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: storage),
+                                   configuration: .init(jobs: 2, uploads: 3))
+        let finished = Mutex<[String: Int]>([:])
+        for job in jobs(60) {
+            pipeline.submit(job) { result in
+                #expect(result.status == .done)
+                finished.withLock { $0[result.source, default: 0] += 1 }
+            }
+        }
+        pipeline.waitUntilIdle()
+        #expect(finished.withLock { $0.count } == 60)
+        #expect(finished.withLock { $0.values.allSatisfy { $0 == 1 } })
+        #expect(compressor.maxConcurrentCalls <= 2)
+        #expect(storage.maxConcurrentPuts <= 3)
+        #expect(storage.objects.count == 180)
+        #expect(pipeline.jobsInFlight == 0)
+    }
+
+    @Test func slowStorageHoldsBackAcceptanceSoMemoryStaysBounded() {
+        // Storage far slower than compression: without backpressure every encoded image would pile up.
+        let compressor = ScriptedCompressor()
+        let storage = InMemoryStorage(delay: .milliseconds(2))
+        let configuration = JobPipeline.Configuration(jobs: 2, uploads: 2, maxInFlight: 4)
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: storage), configuration: configuration)
+        let maxInFlightSeen = Atomic<Int>(0)
+        for job in jobs(120) {
+            pipeline.submit(job) { _ in }
+            let now = pipeline.jobsInFlight
+            maxInFlightSeen.max(now)
+        }
+        pipeline.waitUntilIdle()
+        #expect(storage.objects.count == 360)
+        #expect(maxInFlightSeen.load(ordering: .relaxed) <= 4)
+        #expect(compressor.maxLiveOutputs <= 4 * 3, "at most maxInFlight jobs' outputs alive at once")
+        #expect(compressor.liveOutputs == 0, "outputs are released once stored")
+    }
+
+    @Test func trySubmitRefusesWhenFull() {
+        let compressor = ScriptedCompressor(work: .milliseconds(50))
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
+                                   configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
+        let all = jobs(2)
+        #expect(pipeline.trySubmit(all[0]) { _ in })
+        #expect(!pipeline.trySubmit(all[1]) { _ in })
+        pipeline.waitUntilIdle()
+        #expect(pipeline.trySubmit(all[1]) { _ in })
+        pipeline.waitUntilIdle()
+    }
+
+    @Test func failuresDoNotStopTheOthers() {
+        let compressor = ScriptedCompressor(failing: { $0.hasPrefix("1") ? ImagePipeError(.corruptImage, "bad") : nil })
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()))
+        let statuses = Mutex<[String: JobResult.Status]>([:])
+        for job in jobs(25) {
+            pipeline.submit(job) { result in statuses.withLock { $0[result.source] = result.status } }
+        }
+        pipeline.waitUntilIdle()
+        let failed = statuses.withLock { $0.filter { $0.value == .failed }.keys.sorted() }
+        #expect(failed == ["1.jpg", "10.jpg", "11.jpg", "12.jpg", "13.jpg", "14.jpg", "15.jpg", "16.jpg", "17.jpg", "18.jpg", "19.jpg"])
+        #expect(statuses.withLock { $0.count } == 25)
+    }
+}
+
+extension Atomic where Value == Int {
+    func max(_ candidate: Int) {
+        var current = load(ordering: .relaxed)
+        while candidate > current {
+            let (exchanged, original) = compareExchange(expected: current, desired: candidate, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
+}

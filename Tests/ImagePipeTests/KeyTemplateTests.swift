@@ -1,0 +1,57 @@
+import ImagePipe
+import Testing
+
+@Suite struct KeyTemplateTests {
+    let template = KeyTemplate.default
+
+    @Test func topLevelSourcesGetNoLeadingSlash() throws {
+        let values = KeyTemplate.Values(relativePath: "beach.jpg", sha256: nil)
+        #expect(try template.key(for: values, variant: "large", ext: "jpg") == "beach-large.jpg")
+    }
+
+    @Test func nestedDirectoriesAreKept() throws {
+        let values = KeyTemplate.Values(relativePath: "2024/trip/IMG_0001.HEIC", sha256: nil)
+        #expect(values.sourceExtension == "heic")
+        #expect(try template.key(for: values, variant: "thumb", ext: "webp") == "2024/trip/IMG_0001-thumb.webp")
+    }
+
+    @Test func spacesAndNonASCIILettersSurvive() throws {
+        let values = KeyTemplate.Values(relativePath: "Été 2024/plage à Nice (1)+.jpg", sha256: nil)
+        #expect(try template.key(for: values, variant: "large", ext: "jpg") == "Été 2024/plage à Nice (1)+-large.jpg")
+    }
+
+    @Test func hashPlaceholders() throws {
+        let sha = String(repeating: "ab", count: 32)
+        let custom = try KeyTemplate("{hash}/{variant}.{ext}")
+        #expect(custom.usesHash)
+        #expect(try custom.key(for: .init(relativePath: "x.png", sha256: sha), variant: "v", ext: "png")
+            == "abababababababab/v.png")
+        #expect(try KeyTemplate("{sha256}-{variant}.{srcext}").key(for: .init(relativePath: "a/x.PNG", sha256: sha), variant: "v", ext: "jpg")
+            == sha + "-v.png")
+    }
+
+    @Test func dotFilesAndDotlessNames() throws {
+        #expect(KeyTemplate.Values(relativePath: "README", sha256: nil).stem == "README")
+        #expect(KeyTemplate.Values(relativePath: "a.b.c.jpg", sha256: nil).stem == "a.b.c")
+    }
+
+    @Test(arguments: ["/{stem}-{variant}.{ext}", "{stem}.{ext}", "{nope}/{variant}", "{stem-{variant}", "{stem}}{variant}", ""])
+    func rejectsBadTemplates(_ text: String) {
+        #expect(throws: ImagePipeError.self) { try KeyTemplate(text) }
+    }
+
+    @Test func keysThatWouldEscapeAreRejected() throws {
+        let escaping = try KeyTemplate("../{stem}-{variant}.{ext}")
+        #expect(throws: ImagePipeError.self) {
+            try escaping.key(for: .init(relativePath: "a.jpg", sha256: nil), variant: "v", ext: "jpg")
+        }
+        let inner = try KeyTemplate("{dir}/../../{stem}-{variant}.{ext}")
+        #expect(throws: ImagePipeError.self) {
+            try inner.key(for: .init(relativePath: "x/a.jpg", sha256: nil), variant: "v", ext: "jpg")
+        }
+        for bad in ["/etc/passwd", "a/../b", "a//b", "./a", "a/.", "", String(repeating: "k", count: 1025)] {
+            #expect(throws: ImagePipeError.self) { try KeyTemplate.validate(key: bad) }
+        }
+        try KeyTemplate.validate(key: "a/b..c/..d")
+    }
+}
