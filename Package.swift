@@ -69,7 +69,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipeCLITests",
-            dependencies: ["ImagePipe"],
+            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeTestKit"],
             swiftSettings: strict
         ),
     ]

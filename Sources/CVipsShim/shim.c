@@ -1,5 +1,6 @@
 // Non-variadic wrappers over libvips calls, one per operation the compressor uses.
 #include "CVipsShim.h"
+#include <string.h>
 
 const char *ipv_get_string(VipsImage *image, const char *name);
 
@@ -54,7 +55,9 @@ static VipsInteresting crop_mode(int crop) {
 }
 
 int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, VipsImage **out) {
+    // libvips 8.14 does not forward fail_on to buffer loaders; the loader option string does.
     return vips_thumbnail_buffer((void *) buf, len, out, width,
+        "option_string", "fail_on=truncated",
         "height", height,
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
@@ -96,6 +99,21 @@ int ipv_to_srgb8(VipsImage *in, VipsImage **out) {
     int result = vips_cast(srgb, out, VIPS_FORMAT_UCHAR, "shift", shift, NULL);
     g_object_unref(srgb);
     return result;
+}
+
+int ipv_strip_metadata(VipsImage *in, VipsImage **out) {
+    if (vips_copy(in, out, NULL))
+        return -1;
+    // libvips 8.14's WebP saver writes EXIF even with strip set, so the fields go before any saver sees them.
+    gchar **fields = vips_image_get_fields(*out);
+    for (int i = 0; fields[i] != NULL; i++) {
+        const char *name = fields[i];
+        if (g_str_has_prefix(name, "exif-") || g_str_has_prefix(name, "xmp-") || g_str_has_prefix(name, "iptc-") ||
+            g_str_has_prefix(name, "icc-") || g_str_has_prefix(name, "gif-comment") || strcmp(name, VIPS_META_ORIENTATION) == 0)
+            vips_image_remove(*out, name);
+    }
+    g_strfreev(fields);
+    return 0;
 }
 
 int ipv_flatten_white(VipsImage *in, VipsImage **out) {
@@ -170,4 +188,38 @@ static void forward_warning(const gchar *domain, GLogLevelFlags level, const gch
 void ipv_set_warning_handler(void (*handler)(const char *message)) {
     warning_sink = handler;
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, forward_warning, NULL);
+}
+
+VipsImage *ipv_decode_buffer(const void *buf, size_t len) {
+    VipsImage *image = vips_image_new_from_buffer(buf, len, "", "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    if (image == NULL)
+        return NULL;
+    VipsImage *memory = vips_image_copy_memory(image);
+    g_object_unref(image);
+    return memory;
+}
+
+double ipv_mean_abs_difference(VipsImage *a, VipsImage *b) {
+    VipsImage *diff = NULL, *magnitude = NULL;
+    double mean = -1;
+    if (vips_subtract(a, b, &diff, NULL) == 0 && vips_abs(diff, &magnitude, NULL) == 0)
+        vips_avg(magnitude, &mean, NULL);
+    if (diff) g_object_unref(diff);
+    if (magnitude) g_object_unref(magnitude);
+    return mean;
+}
+
+int ipv_pixel(VipsImage *image, int x, int y, double *values, int capacity) {
+    double *vector = NULL;
+    int n = 0;
+    if (vips_getpoint(image, &vector, &n, x, y, NULL))
+        return -1;
+    for (int i = 0; i < n && i < capacity; i++)
+        values[i] = vector[i];
+    g_free(vector);
+    return n;
+}
+
+int ipv_has_field(VipsImage *image, const char *name) {
+    return vips_image_get_typeof(image, name) != 0;
 }

@@ -63,18 +63,24 @@ public struct VipsCompressor: ImageCompressor {
         if variants.count == 1 {
             // One output: decode, resize and encode stream through libvips together.
             let variant = variants[0]
-            let image = try decode(source, to: plan.outputs[0], crop: variant.fit == .cover)
+            let image = try decode(source, to: plan.outputs[0], byWidth: Self.fitsByWidth(displayed, variant.box),
+                                   crop: variant.fit == .cover)
             decodeTime = clock.now - start
             encoded.append(try encode(image, as: variant))
         } else {
             // Several outputs: decode once at the largest size any of them needs and keep it in memory.
-            let decoded = try decode(source, to: plan.decodeSize, crop: false)
+            // Both sides of the decode size are at least what any variant needs; fitting by the side
+            // with the larger scale keeps the other one at least as large too.
+            let byWidth = Double(plan.decodeSize.width) / Double(displayed.width)
+                >= Double(plan.decodeSize.height) / Double(displayed.height)
+            let decoded = try decode(source, to: plan.decodeSize, byWidth: byWidth, crop: false)
             guard let memory = vips_image_copy_memory(decoded.pointer) else { throw decodeError() }
             let intermediate = VipsImageHandle(memory)
             ipv_forget_profile(intermediate.pointer)
             decodeTime = clock.now - start
             for (variant, output) in zip(variants, plan.outputs) {
-                let resized = try resize(intermediate, to: output, crop: variant.fit == .cover)
+                let resized = try resize(intermediate, to: output, byWidth: Self.fitsByWidth(displayed, variant.box),
+                                         crop: variant.fit == .cover)
                 encoded.append(try encode(resized, as: variant))
             }
         }
@@ -118,16 +124,17 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB.
-    private func decode(_ source: SourceImage, to size: PixelSize, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
+    private func decode(_ source: SourceImage, to size: PixelSize, byWidth: Bool, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
         var out: UnsafeMutablePointer<VipsImage>?
+        let box = Self.box(for: size, byWidth: byWidth, crop: crop)
         let status: Int32
         switch source.content {
         case .bytes(let data):
             status = data.withUnsafeBytes {
-                ipv_thumbnail_buffer($0.baseAddress, $0.count, Int32(size.width), Int32(size.height), crop ? 1 : 0, &out)
+                ipv_thumbnail_buffer($0.baseAddress, $0.count, box.width, box.height, crop ? 1 : 0, &out)
             }
         case .file(let path):
-            status = ipv_thumbnail_file(path, Int32(size.width), Int32(size.height), crop ? 1 : 0, &out)
+            status = ipv_thumbnail_file(path, box.width, box.height, crop ? 1 : 0, &out)
         }
         guard status == 0, let out else { throw decodeError() }
         return try toSRGB8(VipsImageHandle(out))
@@ -141,21 +148,24 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// Resizes the in-memory intermediate to one variant's size; the intermediate itself when it already is.
-    private func resize(_ image: VipsImageHandle, to size: PixelSize, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
+    private func resize(_ image: VipsImageHandle, to size: PixelSize, byWidth: Bool, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
         if image.size == size { return image }
         var out: UnsafeMutablePointer<VipsImage>?
-        guard ipv_thumbnail_image(image.pointer, Int32(size.width), Int32(size.height), crop ? 1 : 0, &out) == 0, let out else {
+        let box = Self.box(for: size, byWidth: byWidth, crop: crop)
+        guard ipv_thumbnail_image(image.pointer, box.width, box.height, crop ? 1 : 0, &out) == 0, let out else {
             throw decodeError()
         }
         return VipsImageHandle(out)
     }
 
-    /// Flattens alpha for JPEG and encodes; the returned Data owns libvips' buffer without copying it.
+    /// Drops metadata, flattens alpha for JPEG and encodes; the returned Data owns libvips' buffer without copying it.
     private func encode(_ image: VipsImageHandle, as variant: VariantSpec) throws(ImagePipeError) -> EncodedVariant {
-        var source = image
-        if !variant.format.keepsAlpha && image.hasAlpha {
+        var stripped: UnsafeMutablePointer<VipsImage>?
+        guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }
+        var source = VipsImageHandle(stripped)
+        if !variant.format.keepsAlpha && source.hasAlpha {
             var out: UnsafeMutablePointer<VipsImage>?
-            guard ipv_flatten_white(image.pointer, &out) == 0, let out else { throw encodeError(variant) }
+            guard ipv_flatten_white(source.pointer, &out) == 0, let out else { throw encodeError(variant) }
             source = VipsImageHandle(out)
         }
         var buffer: UnsafeMutableRawPointer?
@@ -171,8 +181,23 @@ public struct VipsCompressor: ImageCompressor {
             // Lazy pipelines decode while encoding, so damaged input often surfaces here.
             throw decodeError()
         }
-        let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
+        var data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
+        if variant.format == .webp { data = WebPMetadata.stripped(data) }
         return EncodedVariant(spec: variant, size: source.size, data: data)
+    }
+
+    /// What to ask libvips for so it produces `target`: for a crop, the box itself. For a fit, only the
+    /// side that limits it (`byWidth`), the other left unbounded, so libvips' rounding of the other
+    /// side can neither shave a pixel off the limiting one nor push the image out of its box.
+    static func box(for target: PixelSize, byWidth: Bool, crop: Bool) -> (width: Int32, height: Int32) {
+        let unbounded: Int32 = 10_000_000
+        if crop { return (Int32(target.width), Int32(target.height)) }
+        return byWidth ? (Int32(target.width), unbounded) : (unbounded, Int32(target.height))
+    }
+
+    /// Whether the width limits fitting `variant` into its box: the side with the smaller scale.
+    static func fitsByWidth(_ source: PixelSize, _ box: PixelSize) -> Bool {
+        Double(box.width) / Double(source.width) <= Double(box.height) / Double(source.height)
     }
 
     // MARK: - Errors

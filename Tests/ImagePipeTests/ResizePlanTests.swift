@@ -27,11 +27,22 @@ import Testing
 
     @Test func decodesOnceAtTheSizeTheLargestVariantNeeds() {
         let plan = ResizePlan(source: size(6000, 4000), variants: Preset.web)
-        #expect(plan.decodeSize == size(2048, 1365))
+        #expect(plan.decodeSize == size(2048, 1366))
         #expect(plan.outputs == [size(2048, 1365), size(1024, 683), size(320, 320)])
         // A panorama's square thumbnail needs more height than its large variant.
         let panorama = ResizePlan(source: size(20000, 1000), variants: Preset.web)
         #expect(panorama.outputs[0] == size(2048, 102))
         #expect(panorama.decodeSize == size(6400, 320))
+        // Never larger than the source, whatever the rounding.
+        #expect(ResizePlan(source: size(300, 200), variants: Preset.web).decodeSize == size(300, 200))
+    }
+
+    @Test func decodeSizeCoversEveryVariant() {
+        for (w, h) in [(4000, 3000), (3000, 4000), (1999, 1333), (20000, 700), (333, 999), (2049, 2047), (641, 321)] {
+            let plan = ResizePlan(source: size(w, h), variants: Preset.web)
+            for output in plan.outputs {
+                #expect(plan.decodeSize.width >= output.width && plan.decodeSize.height >= output.height, "\(w)x\(h)")
+            }
+        }
     }
 }

@@ -40,6 +40,9 @@ int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, VipsImag
 /// Converts any interpretation and depth (grey, 16-bit, CMYK, LAB) to 8-bit sRGB, keeping alpha.
 int ipv_to_srgb8(VipsImage *in, VipsImage **out);
 
+/// A copy without EXIF, XMP, IPTC, ICC and orientation metadata (pixels shared, not copied).
+int ipv_strip_metadata(VipsImage *in, VipsImage **out);
+
 /// Flattens alpha onto white.
 int ipv_flatten_white(VipsImage *in, VipsImage **out);
 
@@ -61,5 +64,15 @@ void ipv_thread_done(void);
 
 /// Sends libvips' warnings (which would go to stderr) to `handler` instead; NULL drops them.
 void ipv_set_warning_handler(void (*handler)(const char *message));
+
+/// Inspection helpers for tests and tools (not on the processing path).
+/// Fully decodes an encoded image (first page), or returns NULL.
+VipsImage *ipv_decode_buffer(const void *buf, size_t len);
+/// Mean absolute difference of two images of equal size and bands, over all bands; -1 on error.
+double ipv_mean_abs_difference(VipsImage *a, VipsImage *b);
+/// The band values of one pixel, up to `capacity`; returns the number of bands, -1 on error.
+int ipv_pixel(VipsImage *image, int x, int y, double *values, int capacity);
+/// Whether the image carries a metadata field.
+int ipv_has_field(VipsImage *image, const char *name);
 
 #endif

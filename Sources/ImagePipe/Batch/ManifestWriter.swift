@@ -1,5 +1,8 @@
 // Appends result records as JSON Lines, one complete line per job, flushed as each job finishes.
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// Writes ``JobResult`` records as JSON Lines to a file or standard output.
@@ -21,11 +24,11 @@ public final class ManifestWriter: Sendable {
         } catch {
             throw .configuration("cannot create manifest directory \(directory): \(FilePath.reason(of: error))")
         }
-        guard FileManager.default.createFile(atPath: absolute, contents: nil),
-              let file = FileHandle(forWritingAtPath: absolute) else {
-            throw .configuration("cannot write manifest \(absolute)")
+        let fd = open(absolute, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw .configuration("cannot write manifest \(absolute): \(String(cString: strerror(errno)))")
         }
-        handle = Mutex(file)
+        handle = Mutex(FileHandle(fileDescriptor: fd, closeOnDealloc: true))
         ownsHandle = true
     }
 

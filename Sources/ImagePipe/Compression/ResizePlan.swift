@@ -23,7 +23,8 @@ public struct PixelSize: Sendable, Hashable, Codable, CustomStringConvertible {
 public struct ResizePlan: Sendable, Equatable {
     /// The source as displayed (after orientation).
     public let source: PixelSize
-    /// The smallest size that still serves the largest variant; the source is decoded once at this size.
+    /// The smallest size that still serves every variant (both sides at least what any variant
+    /// needs); the source is decoded once at this size.
     public let decodeSize: PixelSize
     /// The exact output size of each variant, in the order given.
     public let outputs: [PixelSize]
@@ -35,7 +36,9 @@ public struct ResizePlan: Sendable, Equatable {
         let scale = zip(variants, outputs)
             .map { ResizePlan.scale(source: source, output: $1, fit: $0.fit) }
             .max() ?? 1
-        self.decodeSize = ResizePlan.scaled(source, by: scale)
+        // Rounded up, so that neither side ends up a pixel short of what a variant needs.
+        self.decodeSize = PixelSize(width: min(source.width, Int((Double(source.width) * scale - 1e-6).rounded(.up))),
+                                    height: min(source.height, Int((Double(source.height) * scale - 1e-6).rounded(.up))))
     }
 
     /// The output size of one variant: never larger than the source.

@@ -1,0 +1,71 @@
+// Decodes encoded images to check them: size, bands, metadata, pixels, differences. For tests and tools.
+import CVipsShim
+import Foundation
+import ImagePipe
+
+/// Reads back encoded images through libvips, to verify outputs.
+public enum VipsProbe {
+    /// A decoded image's properties.
+    public struct Info: Sendable, Equatable {
+        /// Pixel width.
+        public var width: Int
+        /// Pixel height.
+        public var height: Int
+        /// Number of bands (3 for sRGB, 4 with alpha, 1 for grey).
+        public var bands: Int
+        /// Bits per band sample.
+        public var bitsPerSample: Int
+        /// libvips' interpretation, e.g. `srgb`, `b-w`, `cmyk`.
+        public var interpretation: String
+        /// The loader that read it, e.g. `jpegload_buffer`.
+        public var loader: String
+        /// Metadata fields present among EXIF, XMP, IPTC and ICC profile.
+        public var metadata: [String]
+    }
+
+    /// A decoded image, released when dropped.
+    public final class Image {
+        fileprivate let handle: VipsImageHandle
+        fileprivate init(_ handle: VipsImageHandle) { self.handle = handle }
+
+        /// The size.
+        public var size: PixelSize { handle.size }
+
+        /// One pixel's band values.
+        public func pixel(x: Int, y: Int) -> [Double] {
+            var values = [Double](repeating: 0, count: 16)
+            let count = ipv_pixel(handle.pointer, Int32(x), Int32(y), &values, 16)
+            return count > 0 ? Array(values.prefix(Int(count))) : []
+        }
+
+        /// Mean absolute difference per sample against another image of the same size and bands.
+        public func meanAbsoluteDifference(to other: Image) -> Double? {
+            guard size == other.size, handle.pointer.pointee.Bands == other.handle.pointer.pointee.Bands else { return nil }
+            let value = ipv_mean_abs_difference(handle.pointer, other.handle.pointer)
+            return value < 0 ? nil : value
+        }
+    }
+
+    /// Decodes `data` (first page) fully.
+    public static func decode(_ data: Data) throws(ImagePipeError) -> Image {
+        try Vips.ensureStarted()
+        let pointer = data.withUnsafeBytes { ipv_decode_buffer($0.baseAddress, $0.count) }
+        guard let pointer else {
+            throw ImagePipeError(.corruptImage, "cannot decode: \(Vips.takeError() ?? "unknown error")")
+        }
+        return Image(VipsImageHandle(pointer))
+    }
+
+    /// Decodes `data` and describes it.
+    public static func info(_ data: Data) throws(ImagePipeError) -> Info {
+        let image = try decode(data)
+        let pointer = image.handle.pointer
+        let interpretation = vips_enum_nick(vips_interpretation_get_type(), Int32(pointer.pointee.Type.rawValue))
+            .map { String(cString: $0) } ?? "unknown"
+        let names: [String] = ["exif-data", "xmp-data", "iptc-data", "icc-profile-data"]
+        let fields = names.filter { ipv_has_field(pointer, $0) != 0 }
+        return Info(width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize), bands: Int(pointer.pointee.Bands),
+                    bitsPerSample: Int(vips_format_sizeof(pointer.pointee.BandFmt)) * 8, interpretation: interpretation,
+                    loader: image.handle.string("vips-loader") ?? "unknown", metadata: fields)
+    }
+}

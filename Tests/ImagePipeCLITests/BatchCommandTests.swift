@@ -1,0 +1,119 @@
+import Foundation
+import ImagePipe
+import ImagePipeTestKit
+import ImagePipeVips
+import Testing
+
+/// `imagepipe batch` end to end: the real binary on real files.
+@Suite struct BatchCommandTests {
+    let directory = TemporaryDirectory()
+
+    func makeSources() {
+        CommandRunner.copyFixture("images/exif-orientation/Landscape_6.jpg", to: directory, as: "src/rotated.jpg")
+        CommandRunner.copyFixture("images/formats/alpha.png", to: directory, as: "src/Été 2024/logo mark.png")
+        CommandRunner.copyFixture("images/formats/landscape-heic.heic", to: directory, as: "src/phone/IMG_0001.HEIC")
+        CommandRunner.copyFixture("hostile/truncated.jpg", to: directory, as: "src/broken/cut.jpg")
+        directory.write("src/notes.txt", "not an image")
+        directory.write("src/.hidden.jpg", "hidden")
+    }
+
+    func manifest() throws -> [[String: Any]] {
+        let text = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8)
+        return try text.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+    }
+
+    @Test func processesAFolderIntoVariantsAManifestAndASummary() throws {
+        makeSources()
+        let before = directory.files(under: "src").map { ($0, SHA256Digest.hash(try! Data(contentsOf: URL(fileURLWithPath: directory.url("src/" + $0)))).hex) }
+
+        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"),
+                                            "--manifest", directory.url("manifest.jsonl"), "--jobs", "2"])
+
+        #expect(output.status == 1, "one source is broken: \(output.stderr)")
+        #expect(directory.files(under: "out") == [
+            "phone/IMG_0001-large.jpg", "phone/IMG_0001-medium.webp", "phone/IMG_0001-thumb.webp",
+            "rotated-large.jpg", "rotated-medium.webp", "rotated-thumb.webp",
+            "Été 2024/logo mark-large.jpg", "Été 2024/logo mark-medium.webp", "Été 2024/logo mark-thumb.webp",
+        ].sorted())
+
+        let records = try manifest()
+        #expect(records.count == 4)
+        let bySource = Dictionary(uniqueKeysWithValues: records.map { ($0["source"] as! String, $0) })
+        let rotated = try #require(bySource["rotated.jpg"])
+        #expect(rotated["status"] as? String == "done")
+        #expect(rotated["width"] as? Int == 1800 && rotated["height"] as? Int == 1200, "stored 1200x1800 with orientation 6: reported as displayed")
+        let variants = try #require(rotated["variants"] as? [[String: Any]])
+        #expect(variants.map { $0["key"] as! String } == ["rotated-large.jpg", "rotated-medium.webp", "rotated-thumb.webp"])
+        #expect(variants[0]["url"] as? String == "file://" + directory.url("out/rotated-large.jpg"))
+        for variant in variants {
+            let data = try Data(contentsOf: URL(fileURLWithPath: directory.url("out/" + (variant["key"] as! String))))
+            #expect(variant["bytes"] as? Int == data.count)
+            let info = try VipsProbe.info(data)
+            #expect(info.width == variant["width"] as? Int && info.height == variant["height"] as? Int)
+        }
+        #expect(bySource["phone/IMG_0001.HEIC"]?["format"] as? String == "heic")
+
+        let broken = try #require(bySource["broken/cut.jpg"])
+        #expect(broken["status"] as? String == "failed")
+        #expect(broken["error_code"] as? String == "corrupt_image")
+        #expect((broken["variants"] as? [Any])?.isEmpty == true)
+
+        #expect(output.stderr.contains("failed broken/cut.jpg: corrupt or truncated image data"))
+        #expect(output.stderr.contains("3 done, 1 failed, 1 skipped (not images)"))
+        #expect(output.stderr.contains(" in → "))
+        #expect(!output.stderr.contains("\r"), "no progress line when stderr is not a terminal")
+
+        let after = directory.files(under: "src").map { ($0, SHA256Digest.hash(try! Data(contentsOf: URL(fileURLWithPath: directory.url("src/" + $0)))).hex) }
+        #expect(after.map(\.0) == before.map(\.0) && after.map(\.1) == before.map(\.1), "originals untouched")
+    }
+
+    @Test func customVariantsKeysAndAFileURLDestination() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/a/b.jpg")
+        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", "file://" + directory.url("out"),
+                                            "--variant", "photo=600x600,avif,q50", "--variant", "sq=100x100,png,q1,cover",
+                                            "--key", "{hash}/{dir}/{variant}.{ext}", "--manifest", "-"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let record = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as! [String: Any]
+        let hash = String((record["sha256"] as! String).prefix(16))
+        #expect(directory.files(under: "out") == ["\(hash)/a/photo.avif", "\(hash)/a/sq.png"])
+        let square = try VipsProbe.info(Data(contentsOf: URL(fileURLWithPath: directory.url("out/\(hash)/a/sq.png"))))
+        #expect(square.width == 100 && square.height == 100)
+    }
+
+    @Test func allDoneExitsZero() throws {
+        CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/tiny.png")
+        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("src/out")])
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stderr.contains("1 done, 0 failed"))
+        // The destination sits inside the source tree; a second run must not treat outputs as sources.
+        let again = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("src/out")])
+        #expect(again.stderr.contains("1 done, 0 failed"), "\(again.stderr)")
+    }
+
+    @Test(arguments: [
+        ["batch"],
+        ["batch", "/nonexistent-imagepipe-source", "--dest", "/tmp/x"],
+        ["batch", ".", "--dest", "ftp://example.com/x"],
+        ["batch", ".", "--dest", "/tmp/x", "--variant", "bad"],
+        ["batch", ".", "--dest", "/tmp/x", "--key", "/{stem}-{variant}.{ext}"],
+        ["batch", ".", "--dest", "/tmp/x", "--jobs", "0"],
+        ["batch", ".", "--dest", "/tmp/x", "--no-such-option"],
+        ["frobnicate"],
+    ])
+    func usageAndConfigurationErrorsExitTwo(_ arguments: [String]) throws {
+        let output = try CommandRunner.run(arguments, in: directory.path)
+        #expect(output.status == 2, "\(arguments): \(output.stderr)")
+        #expect(!output.stderr.isEmpty)
+    }
+
+    @Test func everyCommandHasHelp() throws {
+        for arguments in [["--help"], ["batch", "--help"]] {
+            let output = try CommandRunner.run(arguments)
+            #expect(output.status == 0)
+            #expect(output.stdout.contains("USAGE"))
+        }
+        #expect(try CommandRunner.run(["batch", "--help"]).stdout.contains("--variant"))
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import ImagePipe
+import ImagePipeVips
+import Testing
+
+/// Bad input fails with a clear, permanent error, and costs little.
+@Suite struct HostileInputTests {
+    func failure(_ relative: String, limits: CompressionLimits = .default) -> ImagePipeError? {
+        do {
+            _ = try Fixtures.compress(relative, limits: limits)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func truncatedImagesFailInsteadOfComingOutGrey() throws {
+        for name in ["hostile/truncated.jpg", "hostile/truncated.png"] {
+            let error = try #require(failure(name), "\(name) must fail")
+            #expect(error.code == .corruptImage, "\(name): \(error)")
+            #expect(!error.isTransient)
+            #expect(error.reason.contains("truncated") || error.reason.contains("corrupt"))
+        }
+    }
+
+    @Test func emptyAndNonImageFilesFailWithAReason() throws {
+        let empty = try #require(failure("hostile/empty.jpg"))
+        #expect(empty.code == .emptyFile)
+        let text = try #require(failure("hostile/text.jpg"))
+        #expect(text.code == .unsupportedFormat)
+        #expect(text.reason == "not a recognised image format")
+        let garbage = try #require(failure("hostile/garbage.webp"))
+        #expect(garbage.code == .unsupportedFormat || garbage.code == .corruptImage)
+    }
+
+    @Test func aDecompressionBombIsRejectedFromItsHeader() throws {
+        let header = try #require(failure("hostile/bomb.png"))
+        // imageTooLarge is only raised before decoding, from the declared size.
+        #expect(header.code == .imageTooLarge)
+        #expect(header.reason.contains("60000x60000"))
+        #expect(header.reason.contains("--max-pixels"))
+    }
+
+    @Test func theLimitIsConfigurable() throws {
+        let error = try #require(failure("images/exif-orientation/Landscape_1.jpg", limits: CompressionLimits(maxPixels: 1_000_000)))
+        #expect(error.code == .imageTooLarge)
+        #expect(error.reason.contains("1800x1200"))
+    }
+
+    @Test(arguments: ["hostile/image.svg", "hostile/document.pdf"])
+    func untrustedLoadersAreBlocked(_ relative: String) throws {
+        let error = try #require(failure(relative))
+        #expect(error.code == .unsupportedFormat)
+        #expect(error.reason.contains("blocked") || error.reason.contains("not a recognised"), "\(error)")
+    }
+}
