@@ -13,18 +13,23 @@ let package = Package(
         .executable(name: "imagepipe", targets: ["imagepipe"]),
         .library(name: "ImagePipe", targets: ["ImagePipe"]),
         .library(name: "ImagePipeVips", targets: ["ImagePipeVips"]),
+        .library(name: "ImagePipeRemoteStorage", targets: ["ImagePipeRemoteStorage"]),
+        .library(name: "ImagePipeQueue", targets: ["ImagePipeQueue"]),
         .library(name: "ImagePipeTestKit", targets: ["ImagePipeTestKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // System libraries from Debian, found through pkg-config.
         .systemLibrary(name: "CLibVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        // Non-variadic wrappers around the libvips calls Swift cannot make itself.
+        .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Non-variadic wrappers around the libvips and libcurl calls Swift cannot make itself.
         .target(name: "CVipsShim", dependencies: ["CLibVips"]),
+        .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
 
         // The core: jobs, variants, keys, the FileHandler, the bounded pipeline, local storage.
         .target(
@@ -44,15 +49,35 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Object stores over HTTP: S3-compatible services and Supabase Storage.
+        .target(
+            name: "ImagePipeRemoteStorage",
+            dependencies: [
+                "ImagePipe", "CCurlShim", "CLibCurl", "CLibCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The job queue directory and the watch-mode worker.
+        .target(
+            name: "ImagePipeQueue",
+            dependencies: [
+                "ImagePipe",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // In-memory storage and scripted compressors for testing code built on ImagePipe.
         .target(name: "ImagePipeTestKit", dependencies: ["ImagePipe"], swiftSettings: strict),
         // The command-line worker and its composition root.
         .executableTarget(
             name: "imagepipe",
             dependencies: [
-                "ImagePipe", "ImagePipeVips",
+                "ImagePipe", "ImagePipeVips", "ImagePipeRemoteStorage", "ImagePipeQueue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -65,6 +90,16 @@ let package = Package(
         .testTarget(
             name: "ImagePipeVipsTests",
             dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeTestKit", "CLibVips"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ImagePipeRemoteStorageTests",
+            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipeTestKit"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ImagePipeQueueTests",
+            dependencies: ["ImagePipe", "ImagePipeQueue", "ImagePipeTestKit"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -13,32 +13,16 @@ enum CompositionRoot {
         return Logger(label: "imagepipe")
     }
 
-    /// The storage repository named by `--dest`.
-    static func storage(for destination: String) throws(ImagePipeError) -> any StorageRepository {
-        if let colon = destination.range(of: "://") {
-            let scheme = destination[..<colon.lowerBound].lowercased()
-            switch scheme {
-            case "file":
-                guard let url = URL(string: destination), url.isFileURL, !url.path.isEmpty else {
-                    throw .configuration("invalid --dest URL '\(destination)'")
-                }
-                return try LocalDirectoryStorage(root: url.path)
-            default:
-                throw .configuration("unsupported --dest scheme '\(scheme)://'; use a directory path or file://")
-            }
-        }
-        guard !destination.isEmpty else { throw .configuration("--dest is empty") }
-        return try LocalDirectoryStorage(root: destination)
-    }
-
     /// The FileHandler for a set of job options.
     static func fileHandler(_ options: JobOptions) throws(ImagePipeError) -> FileHandler {
         try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
         let configuration = FileHandler.Configuration(
             variants: try options.variantSpecs(),
             keyTemplate: try KeyTemplate(options.key),
-            limits: CompressionLimits(maxPixels: options.maxPixels))
-        return FileHandler(compressor: try VipsCompressor(), storage: try storage(for: options.dest),
+            limits: CompressionLimits(maxPixels: options.maxPixels),
+            cacheControl: options.storage.cacheControl,
+            storeOriginal: options.storage.withOriginal)
+        return FileHandler(compressor: try VipsCompressor(), storage: try StorageFactory.make(options.storage),
                            configuration: configuration)
     }
 

@@ -84,3 +84,34 @@ import Testing
         #expect(Set(variant.keys) == ["name", "key", "url", "format", "width", "height", "bytes"])
     }
 }
+
+@Suite struct StoreOriginalTests {
+    let directory = TemporaryDirectory()
+
+    @Test func theUntouchedOriginalIsStoredUnderItsOwnPath() throws {
+        let storage = InMemoryStorage()
+        let configuration = FileHandler.Configuration(cacheControl: "public, max-age=60", storeOriginal: true)
+        let path = directory.write("trip/IMG 1.JPG", "the original bytes")
+        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
+            .process(Job(path: path, relativePath: "trip/IMG 1.JPG"))
+        #expect(result.status == .done)
+        #expect(result.original?.key == "trip/IMG 1.JPG")
+        #expect(result.original?.bytes == 18)
+        #expect(result.variants.count == 3, "the original is not counted as a variant")
+        let stored = try #require(storage.objects["trip/IMG 1.JPG"])
+        #expect(stored.body == Data("the original bytes".utf8))
+        #expect(stored.cacheControl == "public, max-age=60")
+        #expect(storage.objects["trip/IMG 1-large.jpg"]?.cacheControl == "public, max-age=60")
+    }
+
+    @Test func aFailedOriginalPutFailsTheJob() {
+        let storage = InMemoryStorage(failing: { object, _ in
+            object.key == "a.jpg" ? ImagePipeError(.storageUnavailable, "timeout") : nil
+        })
+        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage,
+                                 configuration: .init(storeOriginal: true))
+            .process(Job(path: directory.write("a.jpg", "x"), relativePath: "a.jpg"))
+        #expect(result.status == .failed)
+        #expect(result.original == nil && result.variants.isEmpty)
+    }
+}

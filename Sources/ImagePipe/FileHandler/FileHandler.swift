@@ -20,15 +20,19 @@ public struct FileHandler: Sendable {
         public var cacheControl: String?
         /// Sources up to this many bytes are read whole; larger ones are decoded from the file.
         public var inMemoryLimit: Int
+        /// Whether the untouched original is stored too, under its own relative path.
+        public var storeOriginal: Bool
 
         /// Creates a configuration; the defaults are the `web` preset and the default key template.
         public init(variants: [VariantSpec] = Preset.web, keyTemplate: KeyTemplate = .default,
-                    limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = 256 << 20) {
+                    limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = 256 << 20,
+                    storeOriginal: Bool = false) {
             self.variants = variants
             self.keyTemplate = keyTemplate
             self.limits = limits
             self.cacheControl = cacheControl
             self.inMemoryLimit = inMemoryLimit
+            self.storeOriginal = storeOriginal
         }
     }
 
@@ -70,6 +74,7 @@ public struct FileHandler: Sendable {
             for variant in configuration.variants {
                 keys.append(try configuration.keyTemplate.key(for: values, variant: variant.name, ext: variant.format.fileExtension))
             }
+            if configuration.storeOriginal { try KeyTemplate.validate(key: job.relativePath) }
         } catch {
             prepared.failure = error
             return prepared
@@ -93,7 +98,49 @@ public struct FileHandler: Sendable {
                 object: StorageObject(key: key, body: encoded.data, contentType: encoded.spec.format.contentType,
                                       cacheControl: configuration.cacheControl))
         }
+        if configuration.storeOriginal {
+            do {
+                prepared.outputs.append(try originalOutput(job, source, format: compressed.sourceFormat, size: compressed.sourceSize))
+            } catch {
+                prepared.failure = error
+            }
+        }
         return prepared
+    }
+
+    /// The untouched original as an object under its relative path.
+    private func originalOutput(_ job: Job, _ source: SourceFile, format: String, size: PixelSize) throws(ImagePipeError) -> PreparedJob.Output {
+        let body: Data
+        switch source.content {
+        case .bytes(let data):
+            body = data
+        case .file(let path):
+            // Too large to have been read whole; map it rather than copy it onto the heap.
+            do {
+                body = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+            } catch {
+                throw ImagePipeError(.unreadableSource, "cannot read the original again: \(FilePath.reason(of: error))")
+            }
+        }
+        return PreparedJob.Output(spec: nil, size: size,
+                                  object: StorageObject(key: job.relativePath, body: body,
+                                                        contentType: Self.mediaType(ofSourceFormat: format),
+                                                        cacheControl: configuration.cacheControl))
+    }
+
+    /// The media type of a source format as the compressor names it.
+    public static func mediaType(ofSourceFormat format: String) -> String {
+        switch format {
+        case "jpeg": "image/jpeg"
+        case "png": "image/png"
+        case "webp": "image/webp"
+        case "tiff": "image/tiff"
+        case "gif": "image/gif"
+        case "heic": "image/heic"
+        case "avif": "image/avif"
+        case "heif": "image/heif"
+        default: "application/octet-stream"
+        }
     }
 
     /// Stores one object, converting every failure to a result.
@@ -117,10 +164,10 @@ public struct FileHandler: Sendable {
 
 /// A job after the compression stage: its encoded outputs waiting to be stored, or its failure.
 public struct PreparedJob: Sendable {
-    /// One encoded output and where it goes.
+    /// One output and where it goes: an encoded variant, or the original itself.
     public struct Output: Sendable {
-        /// The variant.
-        public var spec: VariantSpec
+        /// The variant; nil for the original.
+        public var spec: VariantSpec?
         /// Its pixel size.
         public var size: PixelSize
         /// The object to put.
@@ -164,16 +211,23 @@ public struct PreparedJob: Sendable {
         }
         if let failure { return result(.failed, failure, []) }
         var records: [VariantRecord] = []
+        var original: StoredObject?
         for (output, outcome) in zip(outputs, stored) {
             switch outcome {
             case .failure(let error):
                 return result(.failed, error, [])
             case .success(let object):
-                records.append(VariantRecord(name: output.spec.name, key: object.key, url: object.url,
-                                             format: output.spec.format, width: output.size.width,
+                guard let spec = output.spec else {
+                    original = object
+                    continue
+                }
+                records.append(VariantRecord(name: spec.name, key: object.key, url: object.url,
+                                             format: spec.format, width: output.size.width,
                                              height: output.size.height, bytes: object.bytes))
             }
         }
-        return result(.done, nil, records)
+        var done = result(.done, nil, records)
+        done.original = original
+        return done
     }
 }

@@ -33,6 +33,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var bytes: Int?
     /// The stored variants; empty when the job failed.
     public var variants: [VariantRecord]
+    /// The stored copy of the original, when originals are stored too.
+    public var original: StoredObject?
     /// Where the time went.
     public var timings: Timings
     /// How many attempts it took (watch mode retries transient failures).
@@ -57,11 +59,12 @@ public struct JobResult: Sendable, Codable, Equatable {
         self.attempts = attempts
     }
 
-    /// Total bytes of all stored variants.
+    /// Total bytes of all stored variants (not counting a stored original).
     public var outputBytes: Int { variants.reduce(0) { $0 + $1.bytes } }
 
     enum CodingKeys: String, CodingKey {
-        case source, status, error, errorCode = "error_code", transient, sha256, format, width, height, bytes, variants, timings, attempts
+        case source, status, error, errorCode = "error_code", transient, sha256, format, width, height, bytes, variants, original
+        case timings, attempts
     }
 }
 

@@ -6,9 +6,7 @@ import Logging
 
 /// What to make of each source and how hard to work.
 struct JobOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "Where variants are stored: a directory path or file:// URL.", valueName: "dest"))
-    var dest: String
+    @OptionGroup var storage: StorageOptions
 
     @Option(name: .customLong("variant"), help: ArgumentHelp(
         "A variant NAME=WxH,FORMAT,qN[,cover] (repeatable; replaces the web preset). FORMAT: jpeg, webp, avif, png.",

@@ -1,0 +1,2 @@
+// The job queue directory: inbox, processing, done and failed.
+import ImagePipe
