@@ -104,7 +104,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipeCLITests",
-            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeTestKit"],
+            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeQueue", "ImagePipeTestKit"],
             swiftSettings: strict
         ),
     ]

@@ -19,11 +19,15 @@ public final class InMemoryStorage: StorageRepository, Sendable {
     private let state = Mutex(State())
     private let failure: FailureRule?
     private let delay: Duration
+    private let retainsBodies: Bool
 
     /// Creates an empty storage; `failing` scripts failures, `delay` makes every put take that long.
-    public init(failing: FailureRule? = nil, delay: Duration = .zero) {
+    /// With `retainingBodies` false, stored objects keep their metadata but drop their bytes, as a
+    /// real store frees the caller's memory once an object is written.
+    public init(failing: FailureRule? = nil, delay: Duration = .zero, retainingBodies: Bool = true) {
         self.failure = failing
         self.delay = delay
+        self.retainsBodies = retainingBodies
     }
 
     /// A storage whose every put fails with `error`.
@@ -44,11 +48,13 @@ public final class InMemoryStorage: StorageRepository, Sendable {
         defer { state.withLock { $0.concurrent -= 1 } }
         if delay > .zero { Thread.sleep(forTimeInterval: Double(delay.milliseconds) / 1000) }
         if let error = failure?(object, attempt) { throw error }
-        state.withLock { $0.objects[object.key] = object }
+        var kept = object
+        if !retainsBodies { kept.body = Data() }
+        state.withLock { $0.objects[kept.key] = kept }
         return StoredObject(key: object.key, url: "memory:///\(object.key)", bytes: object.body.count)
     }
 
-    /// The stored objects by key.
+    /// The stored objects by key (with empty bodies when the storage does not retain them).
     public var objects: [String: StorageObject] { state.withLock { $0.objects } }
     /// Number of put calls, failed ones included.
     public var putCount: Int { state.withLock { $0.putCount } }

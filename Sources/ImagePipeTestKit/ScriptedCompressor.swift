@@ -70,10 +70,15 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
 
 /// Output bytes whose lifetime is counted, the way real encoders' buffers occupy memory.
 private enum TrackedData {
+    /// Data keeps buffers of up to 14 bytes inline, copying them and freeing the original at once,
+    /// which would hide how long outputs live; tracked outputs are padded past that.
+    static let minimumCount = 64
+
     static func make(_ bytes: Data, owner: ScriptedCompressor) -> Data {
-        let count = bytes.count
+        let count = max(bytes.count, minimumCount)
         let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(1, count), alignment: 1)
-        bytes.copyBytes(to: pointer.assumingMemoryBound(to: UInt8.self), count: count)
+        pointer.initializeMemory(as: UInt8.self, repeating: 0x20, count: count)
+        bytes.copyBytes(to: pointer.assumingMemoryBound(to: UInt8.self), count: bytes.count)
         owner.retain()
         return Data(bytesNoCopy: pointer, count: count, deallocator: .custom { pointer, _ in
             pointer.deallocate()

@@ -8,7 +8,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
         commandName: "imagepipe",
         abstract: "Turn original images into web variants and store them.",
         version: "0.1.0",
-        subcommands: [BatchCommand.self])
+        subcommands: [BatchCommand.self, WatchCommand.self])
 }
 
 @main
@@ -16,6 +16,7 @@ enum Main {
     static func main() async {
         do {
             var command = try ImagePipeCommand.parseAsRoot()
+            if command is WatchCommand { blockShutdownSignals() }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -33,4 +34,17 @@ enum Main {
             ImagePipeCommand.exit(withError: error)
         }
     }
+}
+
+/// Blocks SIGTERM and SIGINT in this thread and every thread started after it.
+///
+/// On Linux, Dispatch receives signals through a signalfd, which only sees signals that no thread
+/// handles the default way; blocked everywhere, they reach the watch command's graceful shutdown
+/// instead of killing the process. Called before any other thread exists.
+private func blockShutdownSignals() {
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
+    sigaddset(&signals, SIGINT)
+    pthread_sigmask(SIG_BLOCK, &signals, nil)
 }

@@ -35,7 +35,7 @@ import Testing
     @Test func slowStorageHoldsBackAcceptanceSoMemoryStaysBounded() {
         // Storage far slower than compression: without backpressure every encoded image would pile up.
         let compressor = ScriptedCompressor()
-        let storage = InMemoryStorage(delay: .milliseconds(2))
+        let storage = InMemoryStorage(delay: .milliseconds(2), retainingBodies: false)
         let configuration = JobPipeline.Configuration(jobs: 2, uploads: 2, maxInFlight: 4)
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: storage), configuration: configuration)
         let maxInFlightSeen = Atomic<Int>(0)

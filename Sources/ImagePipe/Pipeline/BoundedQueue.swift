@@ -14,7 +14,8 @@ public final class BoundedQueue: Sendable {
 
     private struct State: ~Copyable {
         var running = 0
-        var pending: [@Sendable () -> Void] = []
+        // Slots are cleared as items start, so a finished item's captures (encoded images) are freed at once.
+        var pending: [(@Sendable () -> Void)?] = []
         var head = 0
     }
 
@@ -58,6 +59,7 @@ public final class BoundedQueue: Sendable {
                 return nil
             }
             let work = state.pending[state.head]
+            state.pending[state.head] = nil
             state.head += 1
             if state.head > 64 && state.head * 2 > state.pending.count {
                 state.pending.removeFirst(state.head)

@@ -57,6 +57,24 @@ public final class JobPipeline: Sendable {
         accept(job, completion: completion)
     }
 
+    /// Reserves room for one job, blocking until there is some or the deadline passes; true when reserved.
+    ///
+    /// A queue worker reserves before it claims a file, so it never holds more claimed jobs than it can
+    /// work on. Follow a reservation with ``submitReserved(_:completion:)`` or ``cancelReservation()``.
+    public func reserve(timeout: DispatchTime = .distantFuture) -> Bool {
+        admission.wait(timeout: timeout) == .success
+    }
+
+    /// Gives back a reservation that will not be used.
+    public func cancelReservation() {
+        admission.signal()
+    }
+
+    /// Accepts a job into a slot taken with ``reserve(timeout:)``.
+    public func submitReserved(_ job: Job, completion: @escaping @Sendable (JobResult) -> Void) {
+        accept(job, completion: completion)
+    }
+
     /// Accepts a job if there is room right now; returns false (and does nothing) when full.
     public func trySubmit(_ job: Job, completion: @escaping @Sendable (JobResult) -> Void) -> Bool {
         guard admission.wait(timeout: .now()) == .success else { return false }
@@ -90,11 +108,12 @@ public final class JobPipeline: Sendable {
                 finish(prepared.finish(stored: [], storeTime: .zero))
                 return
             }
-            let puts = PutCollector(prepared: prepared, finish: finish)
-            for (index, output) in prepared.outputs.enumerated() {
+            // The collector owns the encoded bytes from here on and lets go of each as it is stored,
+            // so nothing holds them once the job's slot is given back.
+            let puts = PutCollector(prepared: consume prepared, finish: finish)
+            for index in 0..<puts.count {
                 storage.async { [handler] in
-                    puts.started()
-                    puts.record(index, handler.store(output.object))
+                    puts.record(index, puts.store(index, with: handler))
                 }
             }
         }
@@ -104,23 +123,37 @@ public final class JobPipeline: Sendable {
 /// Gathers the outcomes of one job's puts and finishes the job after the last one.
 private final class PutCollector: Sendable {
     private struct State {
+        var objects: [StorageObject?]
         var outcomes: [Result<StoredObject, ImagePipeError>?]
         var remaining: Int
         var firstStart: ContinuousClock.Instant?
     }
+    /// The job with its outputs' bytes taken out (kept in `state.objects` until stored).
     private let prepared: PreparedJob
     private let finish: @Sendable (JobResult) -> Void
     private let state: Mutex<State>
 
-    init(prepared: PreparedJob, finish: @escaping @Sendable (JobResult) -> Void) {
+    /// Number of objects to store.
+    let count: Int
+
+    init(prepared: consuming PreparedJob, finish: @escaping @Sendable (JobResult) -> Void) {
+        let objects = prepared.outputs.map { Optional($0.object) }
+        for index in prepared.outputs.indices { prepared.outputs[index].object.body = Data() }
+        self.count = objects.count
         self.prepared = prepared
         self.finish = finish
-        self.state = Mutex(State(outcomes: Array(repeating: nil, count: prepared.outputs.count),
-                                 remaining: prepared.outputs.count))
+        self.state = Mutex(State(objects: objects, outcomes: Array(repeating: nil, count: objects.count),
+                                 remaining: objects.count))
     }
 
-    func started() {
-        state.withLock { if $0.firstStart == nil { $0.firstStart = .now } }
+    /// Takes object `index` out of the collector and stores it; its bytes are released on return.
+    func store(_ index: Int, with handler: FileHandler) -> Result<StoredObject, ImagePipeError> {
+        let object = state.withLock { state -> StorageObject in
+            if state.firstStart == nil { state.firstStart = .now }
+            defer { state.objects[index] = nil }
+            return state.objects[index]!
+        }
+        return handler.store(object)
     }
 
     func record(_ index: Int, _ outcome: Result<StoredObject, ImagePipeError>) {

@@ -1,0 +1,176 @@
+// A worker's own directory under processing/, locked for as long as the worker's process lives.
+import Foundation
+import ImagePipe
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where one worker keeps the jobs it has claimed.
+///
+/// The area is `processing/<host>-<pid>-<random>/` and holds an exclusive `flock` on its `.lock`
+/// file while the process lives. The kernel drops the lock when the process dies, even by
+/// `kill -9`, so any worker can prove an area abandoned by taking its lock, and return its jobs to
+/// the inbox.
+public final class ClaimArea: Sendable {
+    /// What happened to an attempt to claim a delivered file.
+    public enum ClaimOutcome: Sendable, Equatable {
+        /// The file is now in this area, at the given path.
+        case claimed(String)
+        /// Another worker claimed it first, or it was withdrawn.
+        case gone
+        /// A job with the same name is already in this area; try again after it finishes.
+        case busy
+        /// The rename failed for another reason.
+        case failed(String)
+    }
+
+    /// The area's name: `<host>-<pid>-<random>`.
+    public let id: String
+    /// The area's absolute path.
+    public let path: String
+    /// The queue it belongs to.
+    public let queue: QueueDirectory
+    private let lockDescriptor: Int32
+
+    /// Creates and locks a new area for this process.
+    public init(queue: QueueDirectory) throws(ImagePipeError) {
+        let hostName = Self.hostName().replacingOccurrences(of: "/", with: "_")
+        id = "\(hostName)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        path = queue.processing + "/" + id
+        self.queue = queue
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw .configuration("cannot create claim area \(path): \(FilePath.reason(of: error))")
+        }
+        let fd = open(path + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            throw .configuration("cannot lock claim area \(path): \(String(cString: strerror(errno)))")
+        }
+        let owner = "pid \(getpid()) on \(hostName)\n"
+        _ = owner.withCString { write(fd, $0, strlen($0)) }
+        lockDescriptor = fd
+    }
+
+    deinit { close(lockDescriptor) }
+
+    /// The kernel's host name (no DNS lookup).
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        gethostname(&buffer, buffer.count - 1)
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The path a claimed job has in this area.
+    public func pathOf(_ relative: String) -> String { path + "/" + relative }
+
+    /// Claims `inbox/<relative>` by renaming it into this area: of several workers, exactly one wins.
+    public func claim(_ relative: String) -> ClaimOutcome {
+        let source = queue.inbox + "/" + relative
+        let target = pathOf(relative)
+        if access(target, F_OK) == 0 { return .busy }
+        do {
+            try FileMoves.makeParent(of: target)
+        } catch {
+            return .failed(error.reason)
+        }
+        if rename(source, target) == 0 { return .claimed(target) }
+        if errno == ENOENT { return .gone }
+        return .failed("cannot claim \(relative): \(String(cString: strerror(errno)))")
+    }
+
+    /// Puts a claimed job back into the inbox (shutdown, or giving up on it for now).
+    @discardableResult
+    public func returnToInbox(_ relative: String) throws(ImagePipeError) -> String {
+        let placed = try FileMoves.moveKeepingBoth(pathOf(relative), to: queue.inbox + "/" + relative)
+        removeEmptyParents(of: relative)
+        return placed
+    }
+
+    /// Moves a finished job to `done/` or `failed/`, its record written first so that a crash in
+    /// between leaves the job to run again rather than an original without its record.
+    ///
+    /// - Parameters:
+    ///   - record: the JSON to write beside the original.
+    ///   - suffix: `.json` for done, `.error.json` for failed.
+    /// - Returns: the original's new path.
+    @discardableResult
+    public func finish(_ relative: String, into directory: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
+        let source = pathOf(relative)
+        let target = directory + "/" + relative
+        var number = 0
+        while true {
+            let candidate = number == 0 ? target : FileMoves.numbered(target, number)
+            if access(candidate, F_OK) == 0 || access(candidate + suffix, F_OK) == 0 {
+                number += 1
+                continue
+            }
+            try FileMoves.writeAtomically(record, to: candidate + suffix)
+            if link(source, candidate) == 0 {
+                unlink(source)
+            } else if errno == EEXIST {
+                // Another worker took this name between the check and the link.
+                number += 1
+                continue
+            } else if rename(source, candidate) != 0 {
+                throw FileMoves.failure("cannot move \(source) to \(candidate)")
+            }
+            FileMoves.syncDirectory((candidate as NSString).deletingLastPathComponent)
+            removeEmptyParents(of: relative)
+            return candidate
+        }
+    }
+
+    /// Removes the area when no job is left in it (a clean shutdown); the lock goes with the process.
+    public func removeIfEmpty() {
+        guard QueueDirectory.files(under: path).isEmpty else { return }
+        unlink(path + "/.lock")
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Removes subdirectories of this area left empty by a job leaving it.
+    private func removeEmptyParents(of relative: String) {
+        var parts = relative.split(separator: "/").dropLast()
+        while !parts.isEmpty {
+            if rmdir(path + "/" + parts.joined(separator: "/")) != 0 { return }
+            parts = parts.dropLast()
+        }
+    }
+
+    /// Returns the jobs of every abandoned area (its lock free) to the inbox, and removes the area.
+    ///
+    /// - Returns: the relative paths returned to the inbox.
+    public static func recoverAbandoned(in queue: QueueDirectory, except ownID: String?, logger: Logger) -> [String] {
+        guard let areas = try? FileManager.default.contentsOfDirectory(atPath: queue.processing) else { return [] }
+        var recovered: [String] = []
+        for area in areas where area != ownID {
+            let areaPath = queue.processing + "/" + area
+            var info = stat()
+            guard lstat(areaPath, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+            let fd = open(areaPath + "/.lock", O_RDWR | O_CLOEXEC)
+            if fd < 0 {
+                // A worker creates its lock right after its directory; only an old lock-less area is abandoned.
+                guard Date().timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > 60 else { continue }
+            } else if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                close(fd)
+                continue
+            }
+            defer { if fd >= 0 { close(fd) } }
+            for relative in QueueDirectory.files(under: areaPath) {
+                do {
+                    try FileMoves.moveKeepingBoth(areaPath + "/" + relative, to: queue.inbox + "/" + relative)
+                    recovered.append(relative)
+                } catch {
+                    logger.error("cannot return \(relative) from abandoned area \(area): \(error.reason)")
+                }
+            }
+            if QueueDirectory.files(under: areaPath).isEmpty {
+                unlink(areaPath + "/.lock")
+                try? FileManager.default.removeItem(atPath: areaPath)
+                logger.notice("returned \(recovered.count) job(s) from abandoned claim area \(area) to the inbox")
+            }
+        }
+        return recovered
+    }
+}

@@ -1,0 +1,96 @@
+// Moving files within the queue without ever overwriting one, and writing small records atomically.
+import Foundation
+import ImagePipe
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// File operations the queue is built from.
+enum FileMoves {
+    /// Moves `source` to `target` without replacing an existing file: when `target` is taken, a
+    /// numbered name (`photo.1.jpg`) is used instead. Returns the path used.
+    ///
+    /// Hard link then unlink: a crash in between leaves the file under both names, never under none.
+    @discardableResult
+    static func moveKeepingBoth(_ source: String, to target: String) throws(ImagePipeError) -> String {
+        try makeParent(of: target)
+        var candidate = target
+        var number = 0
+        while true {
+            if link(source, candidate) == 0 {
+                if unlink(source) != 0 && errno != ENOENT { throw failure("cannot remove \(source)") }
+                return candidate
+            }
+            switch errno {
+            case EEXIST:
+                number += 1
+                candidate = numbered(target, number)
+            case EPERM, EXDEV, EOPNOTSUPP, EMLINK:
+                // No hard links here (some network filesystems): fall back to a checked rename.
+                while FileManager.default.fileExists(atPath: candidate) {
+                    number += 1
+                    candidate = numbered(target, number)
+                }
+                if rename(source, candidate) != 0 { throw failure("cannot move \(source) to \(candidate)") }
+                return candidate
+            default:
+                throw failure("cannot move \(source) to \(candidate)")
+            }
+        }
+    }
+
+    /// `dir/name.ext` → `dir/name.N.ext`.
+    static func numbered(_ path: String, _ number: Int) -> String {
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        if let dot = path[slash...].lastIndex(of: "."), dot != slash {
+            return "\(path[..<dot]).\(number)\(path[dot...])"
+        }
+        return "\(path).\(number)"
+    }
+
+    /// Creates the parent directories of `path`.
+    static func makeParent(of path: String) throws(ImagePipeError) {
+        let parent = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        } catch {
+            throw ImagePipeError(.storageUnavailable, "cannot create \(parent): \(FilePath.reason(of: error))")
+        }
+    }
+
+    /// Writes `data` to `path` through a temporary file, fsync and rename.
+    static func writeAtomically(_ data: Data, to path: String) throws(ImagePipeError) {
+        try makeParent(of: path)
+        let temporary = (path as NSString).deletingLastPathComponent + "/.\((path as NSString).lastPathComponent).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw failure("cannot create \(temporary)") }
+        let written = data.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 { if errno == EINTR { continue } else { return false } }
+                offset += n
+            }
+            return true
+        }
+        let synced = written && fsync(fd) == 0
+        close(fd)
+        guard synced, rename(temporary, path) == 0 else {
+            let error = failure("cannot write \(path)")
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Flushes a directory's entries (renames and links into it) to disk.
+    static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+
+    static func failure(_ what: String) -> ImagePipeError {
+        ImagePipeError(.storageUnavailable, "\(what): \(String(cString: strerror(errno)))")
+    }
+}

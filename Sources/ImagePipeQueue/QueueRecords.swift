@@ -1,0 +1,56 @@
+// The records a worker leaves beside finished originals: NAME.json in done/, NAME.error.json in failed/.
+import Foundation
+import ImagePipe
+
+/// One attempt at a job that did not succeed.
+public struct AttemptRecord: Sendable, Codable, Equatable {
+    /// Which attempt, from 1.
+    public var attempt: Int
+    /// Why it failed.
+    public var error: String
+    /// The error code.
+    public var errorCode: String
+    /// Whether a retry could help.
+    public var transient: Bool
+    /// When it ended (ISO 8601).
+    public var at: String
+
+    enum CodingKeys: String, CodingKey {
+        case attempt, error, errorCode = "error_code", transient, at
+    }
+}
+
+/// `failed/NAME.error.json`: why a job failed for good, with every attempt's error.
+public struct FailureRecord: Sendable, Codable, Equatable {
+    /// The original's path relative to the inbox.
+    public var source: String
+    /// The final reason.
+    public var error: String
+    /// The final error code.
+    public var errorCode: String
+    /// Attempts made.
+    public var attempts: Int
+    /// Every failed attempt, oldest first.
+    public var history: [AttemptRecord]
+    /// The last attempt's result record.
+    public var result: JobResult
+
+    enum CodingKeys: String, CodingKey {
+        case source, error, errorCode = "error_code", attempts, history, result
+    }
+
+    /// Pretty-printed JSON with a final newline.
+    func encoded() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { $0 + Data("\n".utf8) } ?? Data()
+    }
+}
+
+extension AttemptRecord {
+    /// The record of a failed result.
+    init(_ result: JobResult) {
+        self.init(attempt: result.attempts, error: result.error ?? "unknown error", errorCode: result.errorCode ?? "unknown",
+                  transient: result.transient ?? false, at: Date().formatted(.iso8601))
+    }
+}

@@ -1,0 +1,51 @@
+// Tells whether some process still has a file open for writing, so a half-written delivery is never read.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Detects open writers of a file on this machine.
+///
+/// The kernel grants a read lease only when no process has the file open for writing, which answers
+/// the question exactly and at once. Leases need the file's owner (or CAP_LEASE) and a local
+/// filesystem; otherwise every process's open files are looked up in /proc.
+public enum WriterCheck {
+    private static let setLease: Int32 = 1024 // F_SETLEASE
+    private static let readLease: Int32 = Int32(F_RDLCK)
+    private static let unlock: Int32 = Int32(F_UNLCK)
+
+    /// Whether any process has `path` open for writing.
+    public static func hasWriters(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        if fcntl(fd, setLease, readLease) == 0 {
+            _ = fcntl(fd, setLease, unlock)
+            return false
+        }
+        if errno == EAGAIN || errno == EBUSY { return true }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return false }
+        return procHasWriter(device: info.st_dev, inode: info.st_ino)
+    }
+
+    /// Scans /proc/*/fdinfo for a descriptor on the same inode opened with write access.
+    static func procHasWriter(device: UInt, inode: UInt) -> Bool {
+        guard let processes = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return false }
+        let own = String(getpid())
+        for pid in processes where pid != own && pid.allSatisfy(\.isNumber) {
+            guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { continue }
+            for descriptor in descriptors {
+                var info = stat()
+                guard stat("/proc/\(pid)/fd/\(descriptor)", &info) == 0,
+                      info.st_ino == inode, info.st_dev == device else { continue }
+                guard let fdinfo = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(descriptor)", encoding: .utf8),
+                      let line = fdinfo.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
+                      let flags = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8)
+                else { return true }
+                if flags & Int(O_ACCMODE) != Int(O_RDONLY) { return true }
+            }
+        }
+        return false
+    }
+}

@@ -1,0 +1,71 @@
+// `imagepipe watch`: a long-running worker on a queue directory, stopped gracefully by SIGTERM or SIGINT.
+import ArgumentParser
+import Foundation
+import ImagePipe
+import ImagePipeQueue
+import Logging
+import ServiceLifecycle
+
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Process originals delivered into a queue directory, until stopped.",
+        discussion: """
+            Layout under QUEUE_DIR (created when missing): inbox/ (deliveries), processing/ (claimed jobs, \
+            one area per worker), done/ (originals with NAME.json), failed/ (originals with NAME.error.json).
+            Deliver by writing elsewhere (or under a name starting with '.') and renaming into inbox/. Names \
+            starting with '.' or ending in .part, .tmp or .crdownload are ignored.
+            SIGTERM or SIGINT stops claiming, lets jobs in flight finish within --shutdown-timeout, returns \
+            the rest to the inbox and exits 0.
+            """)
+
+    @Argument(help: "The queue directory.")
+    var queueDirectory: String
+
+    @OptionGroup var options: JobOptions
+
+    @Option(name: .customLong("max-attempts"), help: "Attempts per job before a transient failure is final.")
+    var maxAttempts: Int = 5
+
+    @Option(name: .customLong("retry-delay"), help: "Backoff ceiling in seconds after the first failure; doubles each time, up to 60 s, with full jitter.")
+    var retryDelay: Double = 1
+
+    @Option(name: .customLong("shutdown-timeout"), help: "Seconds jobs in flight may take to finish after SIGTERM/SIGINT.")
+    var shutdownTimeout: Double = 30
+
+    @Option(name: .customLong("rescan-interval"), help: "Seconds between safety-net rescans of the inbox.")
+    var rescanInterval: Double = 5
+
+    @Option(name: .customLong("status-interval"), help: "Seconds between status lines (0: none).")
+    var statusInterval: Double = 30
+
+    func validate() throws {
+        guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
+        guard retryDelay >= 0, shutdownTimeout >= 0, statusInterval >= 0 else {
+            throw ValidationError("--retry-delay, --shutdown-timeout and --status-interval cannot be negative")
+        }
+        guard rescanInterval > 0 else { throw ValidationError("--rescan-interval must be positive") }
+    }
+
+    func run() async throws {
+        let logger = CompositionRoot.bootstrapLogging(level: options.logLevel)
+        let handler = try CompositionRoot.fileHandler(options)
+        let pipeline = CompositionRoot.pipeline(handler, options)
+        let queue = try QueueDirectory(root: queueDirectory)
+        let worker = try QueueWorker(
+            queue: queue, pipeline: pipeline,
+            configuration: .init(
+                retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay)),
+                shutdownTimeout: .seconds(shutdownTimeout),
+                rescanInterval: .seconds(rescanInterval),
+                statusInterval: .seconds(statusInterval)),
+            logger: logger)
+        logger.info("storing into \(handler.storage.location)")
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: WatchService(worker: worker))],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        try await group.run()
+    }
+}

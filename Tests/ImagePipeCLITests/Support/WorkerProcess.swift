@@ -1,0 +1,56 @@
+import Foundation
+import ImagePipeTestKit
+
+/// A long-running `imagepipe` process (watch mode) whose standard error goes to a file.
+final class WorkerProcess {
+    let process = Process()
+    let logPath: String
+
+    init(_ arguments: [String], log: String) throws {
+        logPath = log
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
+        process.arguments = arguments
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// The exit status, or nil if the process is still running after `seconds` (a deadline, not a measurement).
+    func waitForExit(seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        guard !process.isRunning else { return nil }
+        return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    }
+
+    /// Waits until the log contains `text`.
+    @discardableResult
+    func waitForLog(_ text: String, seconds: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if log.contains(text) { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return false
+    }
+}
+
+/// Polls until `condition` holds or `seconds` pass.
+@discardableResult
+func eventually(seconds: Double = 60, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    return condition()
+}

@@ -1,0 +1,191 @@
+import Foundation
+import ImagePipe
+import ImagePipeQueue
+import ImagePipeTestKit
+import Synchronization
+import Testing
+
+@Suite struct QueueWorkerTests {
+    @Test func deliveriesEndInDoneWithTheirRecords() throws {
+        let fixture = try QueueFixture()
+        fixture.deliver("before-start.jpg")
+        let storage = InMemoryStorage()
+        let worker = try fixture.worker(storage: storage)
+        worker.start()
+        fixture.deliver("a.jpg")
+        fixture.deliver("2024/trip/b.png")
+        #expect(fixture.waitFor { fixture.files("done").count == 6 })
+        worker.shutdown()
+
+        #expect(fixture.files("done") == [
+            "2024/trip/b.png", "2024/trip/b.png.json", "a.jpg", "a.jpg.json", "before-start.jpg", "before-start.jpg.json",
+        ])
+        #expect(fixture.files("inbox").isEmpty && fixture.files("processing").isEmpty && fixture.files("failed").isEmpty)
+        let record = try JSONDecoder().decode(JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.done + "/2024/trip/b.png.json")))
+        #expect(record.status == .done && record.source == "2024/trip/b.png")
+        #expect(record.variants.map(\.key) == ["2024/trip/b-large.jpg", "2024/trip/b-medium.webp", "2024/trip/b-thumb.webp"])
+        #expect(storage.objects["2024/trip/b-thumb.webp"] != nil)
+        #expect(worker.statistics.done == 3)
+    }
+
+    @Test func ignoredNamesStayInTheInbox() throws {
+        let fixture = try QueueFixture()
+        let worker = try fixture.worker()
+        worker.start()
+        for name in ["upload.jpg.part", "x.tmp", "big.jpg.crdownload"] {
+            try Data("partial".utf8).write(to: URL(fileURLWithPath: fixture.queue.inbox + "/" + name))
+        }
+        fixture.deliver("real.jpg")
+        #expect(fixture.waitFor { fixture.files("done").count == 2 })
+        Thread.sleep(forTimeInterval: 0.5) // two rescans
+        worker.shutdown()
+        #expect(fixture.files("inbox") == ["big.jpg.crdownload", "upload.jpg.part", "x.tmp"].sorted())
+    }
+
+    @Test func transientFailuresAreRetriedUntilTheyPass() throws {
+        let fixture = try QueueFixture()
+        // Every object fails twice with a transient error, then stores.
+        let storage = InMemoryStorage(failing: { _, attempt in
+            attempt <= 2 ? ImagePipeError(.storageUnavailable, "503 Slow Down") : nil
+        })
+        let worker = try fixture.worker(storage: storage)
+        worker.start()
+        fixture.deliver("flaky.jpg")
+        #expect(fixture.waitFor { fixture.files("done").contains("flaky.jpg.json") })
+        worker.shutdown()
+        let record = try JSONDecoder().decode(JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.done + "/flaky.jpg.json")))
+        #expect(record.attempts == 3)
+        #expect(record.status == .done)
+        #expect(fixture.files("failed").isEmpty)
+    }
+
+    @Test func exhaustedRetriesFailWithEveryAttemptsReason() throws {
+        let fixture = try QueueFixture()
+        let worker = try fixture.worker(storage: InMemoryStorage.alwaysFailing(ImagePipeError(.storageUnavailable, "connection reset")))
+        worker.start()
+        fixture.deliver("doomed.jpg")
+        #expect(fixture.waitFor { fixture.files("failed").contains("doomed.jpg.error.json") })
+        worker.shutdown()
+        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/doomed.jpg.error.json")))
+        #expect(record.attempts == 3)
+        #expect(record.history.map(\.attempt) == [1, 2, 3])
+        #expect(record.history.allSatisfy { $0.transient && $0.error.contains("connection reset") })
+        #expect(fixture.files("failed") == ["doomed.jpg", "doomed.jpg.error.json"])
+    }
+
+    @Test func permanentFailuresAreNotRetried() throws {
+        let fixture = try QueueFixture()
+        let compressor = ScriptedCompressor(failing: { _ in ImagePipeError(.corruptImage, "corrupt or truncated image data") })
+        let worker = try fixture.worker(compressor: compressor)
+        worker.start()
+        fixture.deliver("bad.jpg")
+        #expect(fixture.waitFor { fixture.files("failed").contains("bad.jpg.error.json") })
+        worker.shutdown()
+        #expect(compressor.calls == ["bad.jpg"])
+        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/bad.jpg.error.json")))
+        #expect(record.errorCode == "corrupt_image" && record.attempts == 1)
+    }
+
+    @Test func shutdownReturnsUnfinishedJobsToTheInbox() throws {
+        let fixture = try QueueFixture()
+        let compressor = ScriptedCompressor(work: .seconds(3))
+        var configuration = QueueWorker.Configuration.fast
+        configuration.shutdownTimeout = .milliseconds(200)
+        let worker = try fixture.worker(compressor: compressor, configuration: configuration)
+        worker.start()
+        fixture.deliver("slow.jpg")
+        #expect(fixture.waitFor { compressor.calls.count == 1 })
+        worker.shutdown()
+        #expect(fixture.files("inbox") == ["slow.jpg"])
+        #expect(fixture.files("processing").isEmpty)
+        #expect(fixture.files("done").isEmpty)
+    }
+
+    @Test func aSecondDeliveryUnderTheSameNameWaitsForTheFirst() throws {
+        let fixture = try QueueFixture()
+        let compressor = ScriptedCompressor(work: .milliseconds(300))
+        let worker = try fixture.worker(compressor: compressor)
+        worker.start()
+        fixture.deliver("same.jpg", "first")
+        #expect(fixture.waitFor { compressor.calls.count == 1 })
+        fixture.deliver("same.jpg", "second")
+        #expect(fixture.waitFor { fixture.files("done").count == 4 })
+        worker.shutdown()
+        #expect(fixture.files("done") == ["same.1.jpg", "same.1.jpg.json", "same.jpg", "same.jpg.json"])
+        let contents = Set(["same.jpg", "same.1.jpg"].map { try! String(contentsOfFile: fixture.queue.done + "/" + $0, encoding: .utf8) })
+        #expect(contents == ["first", "second"], "neither delivery was lost or overwritten")
+    }
+
+    @Test func claimsNeverOutrunThePipeline() throws {
+        let fixture = try QueueFixture()
+        for index in 0..<150 { fixture.deliver("burst/\(index).jpg") }
+        let compressor = ScriptedCompressor(work: .milliseconds(2))
+        let worker = try fixture.worker(compressor: compressor, storage: InMemoryStorage(retainingBodies: false),
+                                        pipeline: .init(jobs: 2, uploads: 2, maxInFlight: 3))
+        let maxClaimed = Atomic<Int>(0)
+        worker.start()
+        let finished = fixture.waitFor {
+            let claimed = fixture.files("processing").filter { !$0.hasSuffix(".lock") }.count
+            var seen = maxClaimed.load(ordering: .relaxed)
+            while claimed > seen, !maxClaimed.compareExchange(expected: seen, desired: claimed, ordering: .relaxed).exchanged {
+                seen = maxClaimed.load(ordering: .relaxed)
+            }
+            return fixture.files("done").count == 300
+        }
+        worker.shutdown()
+        #expect(finished)
+        #expect(maxClaimed.load(ordering: .relaxed) <= 3, "claimed at most maxInFlight files at once")
+        #expect(compressor.maxLiveOutputs <= 3 * 3)
+    }
+}
+
+@Suite struct ClaimAreaTests {
+    @Test func abandonedAreasAreReturnedToTheInboxAndLiveOnesAreNot() throws {
+        let fixture = try QueueFixture()
+        // A worker that died: its area exists, its lock file is free.
+        let dead = fixture.queue.processing + "/deadhost-1-0"
+        try FileManager.default.createDirectory(atPath: dead + "/sub", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: dead + "/.lock", contents: Data())
+        try Data("a".utf8).write(to: URL(fileURLWithPath: dead + "/sub/orphan.jpg"))
+        // A live worker: its area is locked by this process through another descriptor.
+        let live = try ClaimArea(queue: fixture.queue)
+        try Data("b".utf8).write(to: URL(fileURLWithPath: live.path + "/mine.jpg"))
+
+        let recovered = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, logger: .init(label: "test"))
+        #expect(recovered == ["sub/orphan.jpg"])
+        #expect(fixture.files("inbox") == ["sub/orphan.jpg"])
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(FileManager.default.fileExists(atPath: live.path + "/mine.jpg"))
+    }
+
+    @Test func ofTwoClaimsOnlyOneWins() throws {
+        let fixture = try QueueFixture()
+        let first = try ClaimArea(queue: fixture.queue), second = try ClaimArea(queue: fixture.queue)
+        fixture.deliver("contested.jpg")
+        let outcomes = [first.claim("contested.jpg"), second.claim("contested.jpg")]
+        #expect(outcomes.filter { if case .claimed = $0 { true } else { false } }.count == 1)
+        #expect(outcomes.contains(.gone))
+    }
+
+    @Test func writerCheckSeesAnOpenWriter() throws {
+        let fixture = try QueueFixture()
+        let path = fixture.queue.inbox + "/writing.jpg"
+        _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        #expect(WriterCheck.hasWriters(path))
+        try handle.close()
+        #expect(!WriterCheck.hasWriters(path))
+        let reader = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        #expect(!WriterCheck.hasWriters(path), "readers do not count")
+        try reader.close()
+    }
+
+    @Test func backoffGrowsWithFullJitter() {
+        let policy = RetryPolicy(maxAttempts: 5, baseDelay: .seconds(1), maxDelay: .seconds(10))
+        #expect(policy.delay(afterAttempt: 1, random: 1) == .seconds(1))
+        #expect(policy.delay(afterAttempt: 3, random: 1) == .seconds(4))
+        #expect(policy.delay(afterAttempt: 9, random: 1) == .seconds(10))
+        #expect(policy.delay(afterAttempt: 3, random: 0) == .zero)
+        #expect(policy.shouldRetry(afterAttempt: 4) && !policy.shouldRetry(afterAttempt: 5))
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import ImagePipe
+import ImagePipeQueue
+import ImagePipeTestKit
+import Logging
+
+/// A queue directory in a scratch folder, and helpers to deliver files and wait for outcomes.
+struct QueueFixture {
+    let directory = TemporaryDirectory(prefix: "imagepipe-queue")
+    let queue: QueueDirectory
+
+    init() throws {
+        queue = try QueueDirectory(root: directory.url("queue"))
+    }
+
+    /// Delivers the safe way: written under a hidden name, then renamed into place.
+    func deliver(_ relative: String, _ contents: String = "image bytes") {
+        let target = queue.inbox + "/" + relative
+        try! FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let hidden = queue.inbox + "/.incoming-\(UUID().uuidString)"
+        try! Data(contents.utf8).write(to: URL(fileURLWithPath: hidden))
+        rename(hidden, target)
+    }
+
+    func worker(compressor: any ImageCompressor = ScriptedCompressor(), storage: any StorageRepository = InMemoryStorage(),
+                pipeline: JobPipeline.Configuration = .init(jobs: 2, uploads: 2),
+                configuration: QueueWorker.Configuration = .fast) throws -> QueueWorker {
+        let handler = FileHandler(compressor: compressor, storage: storage)
+        return try QueueWorker(queue: queue, pipeline: JobPipeline(handler: handler, configuration: pipeline),
+                               configuration: configuration, logger: Logger(label: "test"))
+    }
+
+    func files(_ sub: String) -> [String] { directory.files(under: "queue/" + sub) }
+
+    /// Polls until `condition` holds; false if it never does within `seconds` (a deadline, not a measurement).
+    @discardableResult
+    func waitFor(seconds: Double = 30, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return condition()
+    }
+}
+
+extension QueueWorker.Configuration {
+    /// Short delays so retry tests stay quick.
+    static let fast = QueueWorker.Configuration(
+        retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(20), maxDelay: .milliseconds(100)),
+        shutdownTimeout: .seconds(5), rescanInterval: .milliseconds(200), statusInterval: .zero)
+}
