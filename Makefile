@@ -17,9 +17,15 @@ test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# Tools only the tests need (servers they start on loopback).
+# Tools only the tests need (servers they start on loopback): moto's S3 server and boto3.
 test-deps:
-	@true
+	@python3 -c "import moto.server, boto3" 2>/dev/null || { \
+		echo "installing moto[server] and boto3 for the S3 tests"; \
+		python3 -m pip --version >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+			$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip; }; \
+		python3 -m pip install --quiet "moto[server]>=5,<6" boto3 2>/dev/null || \
+			python3 -m pip install --quiet --break-system-packages "moto[server]>=5,<6" boto3; \
+	}
 
 build: deps
 	$(SWIFT) build

@@ -422,11 +422,3 @@ private final class WeakBox: Sendable {
         set { reference.withLock { $0 = Weak(worker: newValue) } }
     }
 }
-
-extension Duration {
-    /// Seconds as a TimeInterval.
-    var timeInterval: TimeInterval { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-
-    /// Like `1.25 s`.
-    var formattedSeconds: String { String(format: "%.2f s", timeInterval) }
-}

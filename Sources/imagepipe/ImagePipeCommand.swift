@@ -8,7 +8,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
         commandName: "imagepipe",
         abstract: "Turn original images into web variants and store them.",
         version: "0.1.0",
-        subcommands: [BatchCommand.self, WatchCommand.self])
+        subcommands: [BatchCommand.self, WatchCommand.self, BenchCommand.self])
 }
 
 @main

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import ImagePipe
 import ImagePipeQueue
 import ImagePipeTestKit
@@ -41,15 +44,17 @@ import Testing
         // A writer that creates the file in the inbox itself and pauses for seconds between writes.
         let whole = try Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/images/formats/landscape.jpg"))
         let slowPath = queue + "/inbox/slow.jpg"
-        _ = FileManager.default.createFile(atPath: slowPath, contents: nil)
-        let writer = try FileHandle(forWritingTo: URL(fileURLWithPath: slowPath))
-        writer.write(whole.prefix(whole.count / 3))
+        // open(2) directly: FileManager.createFile would write a temporary file and rename it in.
+        let fd = open(slowPath, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(fd >= 0)
+        func write(_ part: Data) { part.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) } }
+        write(whole.prefix(whole.count / 3))
         Thread.sleep(forTimeInterval: 1.5)
-        writer.write(whole.dropFirst(whole.count / 3).prefix(whole.count / 3))
+        write(whole.dropFirst(whole.count / 3).prefix(whole.count / 3))
         Thread.sleep(forTimeInterval: 1.5)
         #expect(FileManager.default.fileExists(atPath: slowPath), "not claimed while its writer has it open")
-        writer.write(whole.dropFirst(2 * (whole.count / 3)))
-        try writer.close()
+        write(whole.dropFirst(2 * (whole.count / 3)))
+        close(fd)
 
         #expect(eventually { files("done").count == 6 }, "\(worker.log)")
         #expect(files("failed").isEmpty, "\(worker.log)")

@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeQueue
+import Logging
 import ImagePipeTestKit
 import Synchronization
 import Testing
@@ -151,7 +152,7 @@ import Testing
         let live = try ClaimArea(queue: fixture.queue)
         try Data("b".utf8).write(to: URL(fileURLWithPath: live.path + "/mine.jpg"))
 
-        let recovered = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, logger: .init(label: "test"))
+        let recovered = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         #expect(recovered == ["sub/orphan.jpg"])
         #expect(fixture.files("inbox") == ["sub/orphan.jpg"])
         #expect(!FileManager.default.fileExists(atPath: dead))

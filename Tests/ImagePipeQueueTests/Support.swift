@@ -27,20 +27,15 @@ struct QueueFixture {
                 configuration: QueueWorker.Configuration = .fast) throws -> QueueWorker {
         let handler = FileHandler(compressor: compressor, storage: storage)
         return try QueueWorker(queue: queue, pipeline: JobPipeline(handler: handler, configuration: pipeline),
-                               configuration: configuration, logger: Logger(label: "test"))
+                               configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     func files(_ sub: String) -> [String] { directory.files(under: "queue/" + sub) }
 
-    /// Polls until `condition` holds; false if it never does within `seconds` (a deadline, not a measurement).
+    /// Polls until `condition` holds (see ``eventually(seconds:_:)``).
     @discardableResult
     func waitFor(seconds: Double = 30, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return condition()
+        eventually(seconds: seconds, condition)
     }
 }
 

@@ -1,17 +1,11 @@
 import Foundation
 import ImagePipe
 import ImagePipeVips
+import ImagePipeTestKit
 
 /// The committed fixtures and a shared compressor.
 enum Fixtures {
-    static let root: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            if FileManager.default.fileExists(atPath: url.path + "/fixtures/README.md") { return url.path + "/fixtures" }
-        }
-        fatalError("fixtures/ not found above \(#filePath)")
-    }()
+    static let root = fixturesDirectory(above: #filePath)
 
     static func path(_ relative: String) -> String { root + "/" + relative }
 

@@ -121,14 +121,6 @@ public struct Timings: Sendable, Codable, Equatable {
     }
 }
 
-extension Duration {
-    /// Milliseconds, rounded to microseconds.
-    public var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return ((Double(seconds) * 1000 + Double(attoseconds) / 1e15) * 1000).rounded() / 1000
-    }
-}
-
 extension JobResult {
     /// The record as one line of JSON (no trailing newline), keys sorted.
     public func jsonLine() -> String {

@@ -43,14 +43,3 @@ final class WorkerProcess {
         return false
     }
 }
-
-/// Polls until `condition` holds or `seconds` pass.
-@discardableResult
-func eventually(seconds: Double = 60, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-    return condition()
-}

@@ -1,6 +1,10 @@
-// How often and how long to wait before retrying a job that failed for a reason that may pass.
+// How often and how long to wait before trying again something that failed for a reason that may pass.
 
 /// Exponential backoff with full jitter, up to a number of attempts.
+///
+/// The wait after attempt n is random between zero and `min(baseDelay × 2ⁿ⁻¹, maxDelay)`: full
+/// jitter spreads the retries of many workers hit by the same outage instead of synchronising them.
+/// The queue uses it for whole jobs, the object stores for single requests.
 public struct RetryPolicy: Sendable, Hashable {
     /// Attempts in all, the first included.
     public var maxAttempts: Int
@@ -16,12 +20,11 @@ public struct RetryPolicy: Sendable, Hashable {
         self.maxDelay = maxDelay
     }
 
-    /// Whether a job that failed transiently on `attempt` gets another one.
+    /// Whether something that failed on `attempt` (from 1) gets another one.
     public func shouldRetry(afterAttempt attempt: Int) -> Bool { attempt < maxAttempts }
 
-    /// The wait before the attempt after `attempt`: uniformly random between zero and the backoff
-    /// ceiling, so that many jobs failing together do not retry together.
-    public func delay(afterAttempt attempt: Int, random: Double = Double.random(in: 0...1)) -> Duration {
+    /// The wait after a failed `attempt`: uniformly random between zero and the backoff ceiling.
+    public func delay(afterAttempt attempt: Int, random: Double = Double.random(in: 0..<1)) -> Duration {
         let ceiling = min(maxDelay, baseDelay * (1 << min(30, max(0, attempt - 1))))
         return ceiling * random
     }

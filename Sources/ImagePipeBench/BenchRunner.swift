@@ -1,0 +1,128 @@
+// Runs imagepipe and its peers over one corpus, alternating them, and gathers the report.
+import Foundation
+import ImagePipe
+import Synchronization
+
+/// A side-by-side benchmark of whole-batch wall time and memory.
+public struct BenchRunner: Sendable {
+    /// The corpus.
+    public var corpus: Corpus
+    /// The job every tool does.
+    public var job: BenchJob
+    /// Runs per tool; the median counts.
+    public var runs: Int
+    /// Scratch space for outputs, manifests and scripts.
+    public var workDirectory: String
+    /// The imagepipe executable to measure.
+    public var executable: String
+    /// Extra imagepipe destinations to measure besides local storage (e.g. an S3 bucket).
+    public var extraDestinations: [String]
+
+    /// Creates a runner.
+    public init(corpus: Corpus, job: BenchJob, runs: Int, workDirectory: String, executable: String, extraDestinations: [String] = []) {
+        self.corpus = corpus
+        self.job = job
+        self.runs = max(1, runs)
+        self.workDirectory = workDirectory
+        self.executable = executable
+        self.extraDestinations = extraDestinations
+    }
+
+    /// Measures imagepipe alone, or with `compare` every installed peer too, in alternating order.
+    public func run(compare: Bool, progress: (String) -> Void = { _ in }) throws(ImagePipeError) -> BenchReport {
+        let scripts = workDirectory + "/scripts"
+        do {
+            try FileManager.default.createDirectory(atPath: scripts, withIntermediateDirectories: true)
+            try Data(PeerScripts.pyvips.utf8).write(to: URL(fileURLWithPath: scripts + "/pyvips_job.py"))
+            try Data(PeerScripts.pillow.utf8).write(to: URL(fileURLWithPath: scripts + "/pillow_job.py"))
+        } catch {
+            throw .configuration("cannot write to \(workDirectory): \(FilePath.reason(of: error))")
+        }
+        let manifests = workDirectory + "/manifests"
+        try? FileManager.default.createDirectory(atPath: manifests, withIntermediateDirectories: true)
+        let counter = ManifestCounter(directory: manifests)
+
+        var peers = [Peer.imagepipe(executable: executable, job: job, destination: nil, manifest: counter.next)]
+        for destination in extraDestinations {
+            peers.append(.imagepipe(executable: executable, job: job, destination: destination,
+                                    label: "imagepipe → \(destination.prefix(while: { $0 != ":" }))", manifest: { _ in "/dev/null" }))
+        }
+        if compare {
+            peers += [.pyvips(scriptDirectory: scripts, job: job), .vipsthumbnail(job: job),
+                      .pillow(scriptDirectory: scripts, job: job), .imagemagick(job: job)]
+        }
+        let runnable = peers.indices.filter { peers[$0].unavailable == nil }
+        var measurements = Array(repeating: [RunMeasurement](), count: peers.count)
+        let log = workDirectory + "/commands.log"
+
+        for round in 0..<runs {
+            // Rotate the order each round so no tool always runs first on a cold page cache or last on a hot one.
+            let order = runnable.indices.map { runnable[($0 + round) % runnable.count] }
+            for index in order {
+                let output = workDirectory + "/out-\(index)"
+                try? FileManager.default.removeItem(atPath: output)
+                try? FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+                let (commands, parallel) = peers[index].commands(corpus, output)
+                progress("round \(round + 1)/\(runs): \(peers[index].name)")
+                let measurement = ProcessRunner.run(commands, parallel: parallel, output: log)
+                measurements[index].append(measurement)
+                try? FileManager.default.removeItem(atPath: output)
+            }
+        }
+
+        let reference = measurements[0].map(\.seconds).quantile(0.5)
+        let tools = peers.indices.map { index -> BenchReport.Tool in
+            let runs = measurements[index]
+            let median = runs.map(\.seconds).quantile(0.5)
+            return BenchReport.Tool(
+                name: peers[index].name, skipped: peers[index].unavailable, runs: runs, medianSeconds: median,
+                ratio: median.flatMap { value in reference.map { value / $0 } },
+                peakResidentBytes: runs.map(\.peakResidentBytes).max())
+        }
+        return BenchReport(images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
+                           workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))
+    }
+
+    /// Per-image stage percentiles from imagepipe's manifests.
+    static func stages(from manifests: [String]) -> [String: BenchReport.Percentiles] {
+        var decode: [Double] = [], encode: [Double] = [], store: [Double] = [], total: [Double] = []
+        let decoder = JSONDecoder()
+        for path in manifests {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n") {
+                guard let result = try? decoder.decode(JobResult.self, from: Data(line.utf8)), result.status == .done else { continue }
+                decode.append(result.timings.decodeMs)
+                encode.append(result.timings.encodeMs)
+                store.append(result.timings.storeMs)
+                total.append(result.timings.totalMs)
+            }
+        }
+        var stages: [String: BenchReport.Percentiles] = [:]
+        for (name, values) in [("decode", decode), ("encode", encode), ("store", store), ("total", total)] {
+            if let p50 = values.quantile(0.5), let p95 = values.quantile(0.95) {
+                stages[name] = BenchReport.Percentiles(p50: p50, p95: p95)
+            }
+        }
+        return stages
+    }
+}
+
+/// Hands out one manifest path per imagepipe run and remembers them.
+private final class ManifestCounter: Sendable {
+    private let directory: String
+    private let state = Mutex<[String]>([])
+
+    init(directory: String) { self.directory = directory }
+
+    var paths: [String] { state.withLock { $0 } }
+
+    @Sendable func next(_ output: String) -> String {
+        state.withLock { paths in
+            let path = directory + "/run-\(paths.count + 1).jsonl"
+            paths.append(path)
+            return path
+        }
+    }
+}
+
+

@@ -1,0 +1,134 @@
+// The tools a benchmark compares: imagepipe itself and whichever reference tools are installed.
+import Foundation
+import ImagePipe
+
+/// One tool doing the benchmark's job over a corpus.
+public struct Peer: Sendable {
+    /// Its name in the table.
+    public var name: String
+    /// Why it cannot run here, or nil when it can.
+    public var unavailable: String?
+    /// The commands of one run, and how many run at once.
+    public var commands: @Sendable (_ corpus: Corpus, _ output: String) -> (commands: [[String]], parallel: Int)
+}
+
+/// What every peer is asked to do.
+public struct BenchJob: Sendable {
+    /// The variants made of each image.
+    public var variants: [VariantSpec]
+    /// Workers (threads or processes) every tool may use.
+    public var workers: Int
+
+    /// Creates a job.
+    public init(variants: [VariantSpec], workers: Int) {
+        self.variants = variants
+        self.workers = workers
+    }
+
+    /// `name:width:height:format:quality:fit`, the form the peer scripts take.
+    var scriptSpecs: [String] {
+        variants.map { "\($0.name):\($0.width):\($0.height):\($0.format.rawValue):\($0.quality):\($0.fit.rawValue)" }
+    }
+}
+
+extension Peer {
+    /// imagepipe's own `batch` command, run as a separate process like every peer.
+    static func imagepipe(executable: String, job: BenchJob, destination: String?, label: String = "imagepipe",
+                          manifest: @escaping @Sendable (String) -> String) -> Peer {
+        Peer(name: label, unavailable: nil) { corpus, output in
+            var command = [executable, "batch", corpus.directory, "--dest", destination ?? output,
+                           "--manifest", manifest(output), "--jobs", "\(job.workers)", "--log-level", "error"]
+            for variant in job.variants { command += ["--variant", variant.specString] }
+            return ([command], 1)
+        }
+    }
+
+    /// The pyvips script: decode once at the largest size, `thumbnail_image` for the others.
+    static func pyvips(scriptDirectory: String, job: BenchJob) -> Peer {
+        let available = ProcessRunner.capture(["python3", "-c", "import pyvips; print(pyvips.__version__)"]) != nil
+        return Peer(name: "pyvips", unavailable: available ? nil : "python3 module pyvips not installed (pip install pyvips)") { corpus, output in
+            ([["python3", scriptDirectory + "/pyvips_job.py", corpus.directory, output, "\(job.workers)"] + job.scriptSpecs], 1)
+        }
+    }
+
+    /// Pillow with draft mode in a process pool.
+    static func pillow(scriptDirectory: String, job: BenchJob) -> Peer {
+        var reason: String?
+        if ProcessRunner.capture(["python3", "-c", "import PIL; print(PIL.__version__)"]) == nil {
+            reason = "python3 module PIL not installed (pip install pillow)"
+        } else if job.variants.contains(where: { $0.format == .avif }) {
+            reason = "Pillow has no AVIF encoder"
+        }
+        return Peer(name: "pillow", unavailable: reason) { corpus, output in
+            ([["python3", scriptDirectory + "/pillow_job.py", corpus.directory, output, "\(job.workers)"] + job.scriptSpecs], 1)
+        }
+    }
+
+    /// vipsthumbnail, once per image and variant (it makes one size per run), `workers` at a time.
+    static func vipsthumbnail(job: BenchJob) -> Peer {
+        let available = ProcessRunner.which("vipsthumbnail") != nil
+        return Peer(name: "vipsthumbnail", unavailable: available ? nil : "vipsthumbnail not installed (apt-get install libvips-tools)") { corpus, output in
+            var commands: [[String]] = []
+            for file in corpus.files {
+                let stem = (file as NSString).deletingPathExtension
+                try? FileManager.default.createDirectory(atPath: (output + "/" + stem as NSString).deletingLastPathComponent,
+                                                         withIntermediateDirectories: true)
+                for variant in job.variants {
+                    var options = "strip,Q=\(variant.quality)"
+                    if variant.format == .jpeg { options += ",optimize_coding" }
+                    if variant.format == .avif { options += ",compression=av1" }
+                    if variant.format == .png { options = "strip" }
+                    var command = ["vipsthumbnail", corpus.directory + "/" + file, "--size", "\(variant.width)x\(variant.height)>",
+                                   "-o", "\(output)/\(stem)-\(variant.name).\(variant.format.fileExtension)[\(options)]"]
+                    if variant.fit == .cover { command += ["--smartcrop", "centre"] }
+                    commands.append(command)
+                }
+            }
+            return (commands, job.workers)
+        }
+    }
+
+    /// ImageMagick's `convert`, one process per image writing every variant from one decode.
+    static func imagemagick(job: BenchJob) -> Peer {
+        let convert = realImageMagick()
+        var reason: String? = convert == nil ? "ImageMagick not installed (apt-get install imagemagick)" : nil
+        if reason == nil && job.variants.contains(where: { $0.format == .avif }) { reason = "ImageMagick 6 has no AVIF encoder" }
+        return Peer(name: "imagemagick", unavailable: reason) { corpus, output in
+            let largest = job.variants.map { max($0.width, $0.height) }.max() ?? 2048
+            var commands: [[String]] = []
+            for file in corpus.files {
+                let stem = (file as NSString).deletingPathExtension
+                try? FileManager.default.createDirectory(atPath: (output + "/" + stem as NSString).deletingLastPathComponent,
+                                                         withIntermediateDirectories: true)
+                // jpeg:size lets libjpeg shrink on load, ImageMagick's counterpart of libvips' shrink-on-load.
+                var command = [convert ?? "convert", "-define", "jpeg:size=\(2 * largest)x\(2 * largest)",
+                               corpus.directory + "/" + file, "-auto-orient", "-strip"]
+                for variant in job.variants {
+                    let target = "\(output)/\(stem)-\(variant.name).\(variant.format.fileExtension)"
+                    command += ["(", "+clone"]
+                    if variant.fit == .cover {
+                        command += ["-thumbnail", "\(variant.width)x\(variant.height)^", "-gravity", "center",
+                                    "-extent", "\(variant.width)x\(variant.height)"]
+                    } else {
+                        command += ["-thumbnail", "\(variant.width)x\(variant.height)>"]
+                    }
+                    command += ["-quality", "\(variant.quality)", "-write", target, "+delete", ")"]
+                }
+                command += ["null:"]
+                commands.append(command)
+            }
+            return (commands, job.workers)
+        }
+    }
+
+    /// The first `convert` on PATH that is ImageMagick (some systems shadow it with a stand-in).
+    static func realImageMagick() -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/convert"
+            guard access(candidate, X_OK) == 0 else { continue }
+            if ProcessRunner.capture([candidate, "-version"])?.contains("ImageMagick") == true { return candidate }
+        }
+        return nil
+    }
+}

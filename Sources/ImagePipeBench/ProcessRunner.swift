@@ -1,0 +1,105 @@
+// Runs commands as child processes and measures their wall time and peak resident memory.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What one measured run took.
+public struct RunMeasurement: Sendable, Codable, Equatable {
+    /// Wall time in seconds.
+    public var seconds: Double
+    /// The largest peak resident set of any process of the run, in bytes.
+    public var peakResidentBytes: Int
+    /// Whether every process exited with status 0.
+    public var succeeded: Bool
+}
+
+/// Spawns processes with posix_spawn and reaps them with wait4, which reports their peak memory.
+public enum ProcessRunner {
+    /// Runs `commands` with at most `parallel` at a time and waits for all of them.
+    ///
+    /// - Parameters:
+    ///   - environment: extra variables on top of this process's environment.
+    ///   - output: a file receiving every process's standard output and error (nil: /dev/null).
+    public static func run(_ commands: [[String]], parallel: Int = 1, environment: [String: String] = [:],
+                           output: String? = nil) -> RunMeasurement {
+        let start = ContinuousClock.now
+        var running: Set<pid_t> = []
+        var peak = 0
+        var succeeded = true
+        var next = 0
+        let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0)=\($1)" }
+        let outputPath = output ?? "/dev/null"
+
+        func reapOne() {
+            var status: Int32 = 0
+            var usage = rusage()
+            let pid = wait4(-1, &status, 0, &usage)
+            guard pid > 0 else { return }
+            running.remove(pid)
+            peak = max(peak, Int(usage.ru_maxrss) * 1024)
+            // Exited normally with status 0: the low 7 bits (the terminating signal) and the exit code are zero.
+            if status != 0 { succeeded = false }
+        }
+
+        while next < commands.count || !running.isEmpty {
+            while next < commands.count && running.count < max(1, parallel) {
+                if let pid = spawn(commands[next], environment: env, output: outputPath) {
+                    running.insert(pid)
+                } else {
+                    succeeded = false
+                }
+                next += 1
+            }
+            if !running.isEmpty { reapOne() }
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return RunMeasurement(seconds: seconds, peakResidentBytes: peak, succeeded: succeeded)
+    }
+
+    /// Whether `name` is an executable on PATH (or an executable path).
+    public static func which(_ name: String) -> String? {
+        if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let candidate = "\(directory)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    /// Runs a command and returns its standard output, or nil when it fails.
+    public static func capture(_ command: [String]) -> String? {
+        let process = Process()
+        guard let executable = which(command[0]) else { return nil }
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = Array(command.dropFirst())
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        guard (try? process.run()) != nil else { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+    }
+
+    private static func spawn(_ command: [String], environment: [String], output: String) -> pid_t? {
+        guard let executable = which(command[0]) else { return nil }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        let argv = ([executable] + command.dropFirst()).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        return result == 0 ? pid : nil
+    }
+}

@@ -1,0 +1,143 @@
+// One libcurl easy handle: sets a request up, runs it, and collects the answer.
+import CCurlShim
+import CLibCurl
+import Foundation
+import ImagePipe
+
+/// A libcurl easy handle and the transfer state its callbacks fill.
+///
+/// libcurl keeps a connection cache per easy handle, so running many requests on the same handle
+/// reuses its open connection. A handle must only be used by one thread at a time, which
+/// ``CurlHTTPClient``'s pool guarantees; that is why it can be handed between threads.
+final class CurlEasyHandle: @unchecked Sendable {
+    private let raw: UnsafeMutableRawPointer
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    init() {
+        guard let raw = curl_easy_init() else { fatalError("libcurl could not create an easy handle") }
+        self.raw = raw
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        curl_easy_cleanup(raw)
+        errorBuffer.deallocate()
+    }
+
+    /// Runs one request to completion on this thread.
+    func perform(_ request: HTTPRequest, _ configuration: CurlHTTPClient.Configuration) throws(TransportError) -> (HTTPResponse, newConnections: Int) {
+        // Reset clears the previous request's options but keeps the connection cache, which is the point of pooling.
+        curl_easy_reset(raw)
+        errorBuffer[0] = 0
+        let state = TransferState(bodyLimit: configuration.maxResponseBytes)
+
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in request.headers {
+            list = curl_slist_append(list, "\(header.name): \(header.value)")
+        }
+        // 100-continue costs a round trip on every upload and some proxies mishandle it.
+        list = curl_slist_append(list, "Expect:")
+        if request.header("Content-Type") == nil {
+            // Otherwise libcurl labels every body as a form post.
+            list = curl_slist_append(list, "Content-Type:")
+        }
+        defer { curl_slist_free_all(list) }
+
+        let code: CURLcode = withExtendedLifetime(state) {
+            let context = Unmanaged.passUnretained(state).toOpaque()
+            ipc_setopt_string(raw, CURLOPT_URL, request.url)
+            ipc_setopt_slist(raw, CURLOPT_HTTPHEADER, list)
+            ipc_setopt_pointer(raw, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
+            // Timeouts through signals would break in a multithreaded process.
+            ipc_setopt_long(raw, CURLOPT_NOSIGNAL, 1)
+            ipc_setopt_long(raw, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
+            // A transfer moving less than the limit for the whole window is stalled: give up on it.
+            ipc_setopt_long(raw, CURLOPT_LOW_SPEED_LIMIT, configuration.stallBytesPerSecond)
+            ipc_setopt_long(raw, CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.timeInterval)))
+            ipc_setopt_long(raw, CURLOPT_SSL_VERIFYPEER, 1)
+            ipc_setopt_long(raw, CURLOPT_SSL_VERIFYHOST, 2)
+            ipc_setopt_string(raw, CURLOPT_PROTOCOLS_STR, "http,https")
+            ipc_setopt_long(raw, CURLOPT_TCP_KEEPALIVE, 1)
+            ipc_setopt_string(raw, CURLOPT_USERAGENT, configuration.userAgent)
+            ipc_setopt_write_callback(raw, CURLOPT_WRITEFUNCTION, Self.receiveBody)
+            ipc_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
+            ipc_setopt_write_callback(raw, CURLOPT_HEADERFUNCTION, Self.receiveHeader)
+            ipc_setopt_pointer(raw, CURLOPT_HEADERDATA, context)
+
+            return request.body.withUnsafeBytes { buffer -> CURLcode in
+                switch request.method {
+                case "HEAD":
+                    ipc_setopt_long(raw, CURLOPT_NOBODY, 1)
+                case "GET" where buffer.isEmpty:
+                    ipc_setopt_long(raw, CURLOPT_HTTPGET, 1)
+                case "DELETE" where buffer.isEmpty:
+                    ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method)
+                default:
+                    // The body goes from the caller's buffer; libcurl rewinds it by itself when it must
+                    // resend on a fresh connection, which a streaming read callback would have to handle.
+                    let pointer = buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? Self.emptyBody
+                    ipc_setopt_off(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(buffer.count))
+                    ipc_setopt_pointer(raw, CURLOPT_POSTFIELDS, pointer)
+                    if request.method != "POST" {
+                        ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method)
+                    }
+                }
+                return curl_easy_perform(raw)
+            }
+        }
+
+        var connects = 0
+        ipc_getinfo_long(raw, CURLINFO_NUM_CONNECTS, &connects)
+        guard code == CURLE_OK else {
+            let detail = String(cString: errorBuffer)
+            let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            throw TransportError(code: Int(code.rawValue), message: message)
+        }
+        var status = 0
+        ipc_getinfo_long(raw, CURLINFO_RESPONSE_CODE, &status)
+        return (HTTPResponse(status: status, headers: state.headers, body: state.body), connects)
+    }
+
+    /// A non-null pointer for empty bodies: a null POSTFIELDS would make libcurl look for a read callback.
+    nonisolated(unsafe) private static let emptyBody = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+
+    private static let receiveBody: curl_write_callback = { data, size, count, context in
+        let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
+        let length = size * count
+        guard let data, length > 0 else { return length }
+        // Answers are small XML or JSON; a huge one means something is wrong, so stop reading it.
+        guard state.body.count + length <= state.bodyLimit else { return 0 }
+        data.withMemoryRebound(to: UInt8.self, capacity: length) { state.body.append($0, count: length) }
+        return length
+    }
+
+    private static let receiveHeader: curl_write_callback = { data, size, count, context in
+        let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
+        let length = size * count
+        guard let data, length > 0 else { return length }
+        let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }.trimmingCharacters(in: .whitespacesAndNewlines)
+        if line.hasPrefix("HTTP/") {
+            // A new status line (after 100 Continue): only the final response's headers count.
+            state.headers.removeAll()
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            state.headers.append((name, value))
+        }
+        return length
+    }
+}
+
+/// What the callbacks of one transfer collect. Only touched by the thread running the transfer.
+private final class TransferState {
+    var body = Data()
+    var headers: [(name: String, value: String)] = []
+    let bodyLimit: Int
+
+    init(bodyLimit: Int) {
+        self.bodyLimit = bodyLimit
+    }
+}

@@ -1,0 +1,27 @@
+// One HTTP request as the remote stores build it: method, URL, headers and a body held in memory.
+import Foundation
+
+/// A request for ``CurlHTTPClient``.
+public struct HTTPRequest: Sendable {
+    /// `GET`, `PUT`, `POST`, `HEAD`, `DELETE`, `PATCH`.
+    public var method: String
+    /// The absolute URL, already percent-encoded.
+    public var url: String
+    /// Headers in the order they are sent. A `Host` header here replaces the one libcurl derives.
+    public var headers: [(name: String, value: String)]
+    /// The body; empty for none. It is sent straight from this buffer, never copied.
+    public var body: Data
+
+    /// Creates a request.
+    public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The last value of a header, matched case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.last { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}

@@ -1,0 +1,33 @@
+// A transfer that got no complete HTTP answer: libcurl's error code, sorted into worth-retrying or not.
+import CCurlShim
+import CLibCurl
+
+/// libcurl could not complete a transfer (connect failure, reset, stall, TLS problem).
+public struct TransportError: Error, Sendable, CustomStringConvertible {
+    /// libcurl's `CURLcode`.
+    public let code: Int
+    /// libcurl's explanation, with the detail from its error buffer when there is one.
+    public let message: String
+
+    /// Creates an error from a libcurl code and message.
+    public init(code: Int, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// Whether the transfer timed out (connect timeout or a stalled transfer); such retries cost more quota.
+    public var isTimeout: Bool { code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }
+
+    /// Whether another attempt may succeed: network trouble, not a malformed URL or a bad certificate.
+    public var isRetryable: Bool {
+        Self.retryableCodes.contains(code)
+    }
+
+    public var description: String { message }
+
+    private static let retryableCodes: Set<Int> = Set([
+        CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_WEIRD_SERVER_REPLY, CURLE_HTTP2,
+        CURLE_PARTIAL_FILE, CURLE_OPERATION_TIMEDOUT, CURLE_SSL_CONNECT_ERROR, CURLE_GOT_NOTHING,
+        CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2_STREAM, CURLE_AGAIN, CURLE_HTTP3, CURLE_QUIC_CONNECT_ERROR,
+    ].map { Int($0.rawValue) })
+}

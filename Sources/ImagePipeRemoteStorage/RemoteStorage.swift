@@ -1,2 +1,0 @@
-// Object stores over HTTP: S3-compatible services and Supabase Storage.
-import ImagePipe

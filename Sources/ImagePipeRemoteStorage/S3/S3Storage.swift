@@ -1,0 +1,138 @@
+// S3 and S3-compatible object storage: signed PUTs, multipart above a threshold, retries, checksums.
+import Foundation
+import ImagePipe
+import Logging
+
+/// Stores objects in an S3 bucket (or MinIO, R2, Ceph, Supabase's S3 endpoint) under a prefix.
+///
+/// Every PUT carries Content-Type, Cache-Control, Content-MD5 and the signed SHA-256 of its body, so
+/// a body damaged on the way is refused by the store; where the store does not check Content-MD5
+/// (and does not encrypt, which changes what its ETag means), the ETag it answers a single PUT with
+/// is compared with the MD5 sent as well. Objects above the multipart threshold go up in parts, and an upload that
+/// fails is aborted so no parts are left behind. Safe to call from many threads: each request
+/// borrows a pooled libcurl handle, and nothing else is shared but the retry quota.
+public final class S3Storage: StorageRepository, Sendable {
+    /// The configuration.
+    public let configuration: S3Configuration
+    let client: CurlHTTPClient
+    let signer: SigV4Signer
+    let retrier: Retrier
+    let logger: Logger
+
+    /// SHA-256 of an empty body, signed for requests without one.
+    static let emptyPayloadHash = Digests.sha256(Data()).hexString
+
+    /// Creates the storage. Nothing is sent until the first put.
+    public init(configuration: S3Configuration, logger: Logger = Logger(label: "imagepipe.s3"), quota: RetryQuota = RetryQuota()) {
+        self.configuration = configuration
+        self.logger = logger
+        client = CurlHTTPClient(configuration: configuration.http)
+        signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region, service: "s3")
+        retrier = Retrier(policy: configuration.retry, quota: quota, logger: logger)
+    }
+
+    public var location: String { "s3://\(configuration.destination.bucket)/\(configuration.destination.prefix)" }
+
+    /// Requests sent and connections opened so far.
+    public var httpStatistics: CurlHTTPClient.Statistics { client.statistics }
+
+    public func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
+        try KeyTemplate.validate(key: object.key)
+        let key = configuration.destination.fullKey(object.key)
+        guard key.utf8.count <= 1024 else {
+            throw ImagePipeError(.invalidKey, "key '\(key)' is longer than S3's 1024 bytes")
+        }
+        if object.body.count > configuration.multipartThreshold {
+            try putMultipart(object, key: key)
+        } else {
+            try putSingle(object, key: key)
+        }
+        logger.trace("stored \(object.body.count) bytes at \(location)\(object.key)")
+        return StoredObject(key: object.key, url: configuration.objectURL(forKey: key), bytes: object.body.count)
+    }
+
+    private func putSingle(_ object: StorageObject, key: String) throws(ImagePipeError) {
+        let md5 = Digests.md5(object.body)
+        let payloadHash = Digests.sha256(object.body).hexString
+        var headers = objectHeaders(object)
+        headers.append(("Content-MD5", Data(md5).base64EncodedString()))
+        try run("PUT", key) { (_) throws(RequestFailure) in
+            let response = try send("PUT", key: key, headers: headers, body: object.body, payloadHash: payloadHash)
+            try verifyETag(response, md5: md5)
+        } onIntegrityFailure: {
+            removeCorrupted(key)
+        }
+    }
+
+    /// Content-Type and Cache-Control, which S3 keeps with the object and serves back.
+    func objectHeaders(_ object: StorageObject) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = [("Content-Type", object.contentType)]
+        if let cacheControl = object.cacheControl, !cacheControl.isEmpty {
+            headers.append(("Cache-Control", cacheControl))
+        }
+        return headers
+    }
+
+    /// Runs one retried request step, turning its final failure into an ImagePipeError naming the object.
+    func run<T>(_ what: String, _ key: String, _ attempt: (Int) throws(RequestFailure) -> T,
+                onIntegrityFailure: () -> Void = {}) throws(ImagePipeError) -> T {
+        do {
+            return try retrier.run("\(what) \(key)", attempt)
+        } catch {
+            if case .integrity = error.failure { onIntegrityFailure() }
+            throw error.failure.imagePipeError("\(what) s3://\(configuration.destination.bucket)/\(key)", attempts: error.attempts)
+        }
+    }
+
+    /// Signs and sends one request for `key`; any non-2xx answer becomes a ``RequestFailure``.
+    func send(_ method: String, key: String, query: [(name: String, value: String)] = [],
+              headers: [(name: String, value: String)] = [], body: Data = Data(),
+              payloadHash: String = S3Storage.emptyPayloadHash) throws(RequestFailure) -> HTTPResponse {
+        let (endpoint, path) = configuration.target(forKey: key)
+        var signable = SigV4Signer.Request(
+            method: method, path: path, query: query,
+            headers: [("Host", endpoint.authority)] + headers + [("x-amz-content-sha256", payloadHash)],
+            payloadHash: payloadHash)
+        signer.sign(&signable, at: Date())
+        var url = endpoint.origin + PercentEncoding.encodePath(path)
+        if !query.isEmpty { url += "?" + SigV4Signer.canonicalQuery(query) }
+
+        let started = ContinuousClock.now
+        let response: HTTPResponse
+        do {
+            response = try client.perform(HTTPRequest(method: method, url: url, headers: signable.headers, body: body))
+        } catch {
+            throw .transport(error)
+        }
+        logger.trace("\(method) \(url) -> \(response.status) in \((ContinuousClock.now - started).formattedSeconds)")
+        guard response.isSuccess else { throw S3ErrorResponse.failure(response) }
+        return response
+    }
+
+    /// Compares the ETag with the MD5 sent, when the ETag can be an MD5 at all.
+    ///
+    /// Encrypted objects (SSE-KMS, SSE-C, and some stores' SSE-S3) get ETags that are not MD5s, so any
+    /// answer that reports encryption is left to the store's own Content-MD5 check.
+    func verifyETag(_ response: HTTPResponse, md5: [UInt8]) throws(RequestFailure) {
+        guard configuration.verifyETags,
+              response.header("x-amz-server-side-encryption") == nil,
+              response.header("x-amz-server-side-encryption-customer-algorithm") == nil,
+              let etag = response.header("ETag") else { return }
+        let value = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\"W/")).lowercased()
+        guard value.count == 32, value.allSatisfy(\.isHexDigit) else { return }
+        let expected = md5.hexString
+        guard value == expected else {
+            throw .integrity("the store reports MD5 \(value) for the bytes it received, but \(expected) was sent")
+        }
+    }
+
+    /// After a body arrived damaged every time, removes what the store kept so no broken object is served.
+    func removeCorrupted(_ key: String) {
+        do {
+            _ = try send("DELETE", key: key)
+            logger.warning("removed s3://\(configuration.destination.bucket)/\(key): its upload arrived damaged")
+        } catch {
+            logger.error("s3://\(configuration.destination.bucket)/\(key) may hold damaged bytes and could not be removed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,86 @@
+// Supabase Storage: standard uploads for small objects, resumable (TUS) uploads for large ones.
+import Foundation
+import ImagePipe
+import Logging
+
+/// Stores objects in a Supabase Storage bucket under a prefix, through its HTTP API.
+///
+/// Objects up to ``SupabaseConfiguration/resumableThreshold`` go up in one
+/// `POST /storage/v1/object/BUCKET/KEY` with `x-upsert: true`; larger ones through the TUS
+/// endpoint in 6 MiB chunks, resuming from the offset the server reports after a failed chunk.
+/// Safe to call from many threads.
+public final class SupabaseStorage: StorageRepository, Sendable {
+    /// The configuration.
+    public let configuration: SupabaseConfiguration
+    let client: CurlHTTPClient
+    let retrier: Retrier
+    let logger: Logger
+
+    /// Creates the storage. Nothing is sent until the first put.
+    public init(configuration: SupabaseConfiguration, logger: Logger = Logger(label: "imagepipe.supabase"),
+                quota: RetryQuota = RetryQuota()) {
+        self.configuration = configuration
+        self.logger = logger
+        client = CurlHTTPClient(configuration: configuration.http)
+        retrier = Retrier(policy: configuration.retry, quota: quota, logger: logger)
+    }
+
+    public var location: String { "supabase://\(configuration.destination.bucket)/\(configuration.destination.prefix)" }
+
+    /// Requests sent and connections opened so far.
+    public var httpStatistics: CurlHTTPClient.Statistics { client.statistics }
+
+    public func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
+        try KeyTemplate.validate(key: object.key)
+        let key = configuration.destination.fullKey(object.key)
+        if object.body.count > configuration.resumableThreshold {
+            try TUSUpload(storage: self, object: object, key: key).run()
+        } else {
+            try putStandard(object, key: key)
+        }
+        logger.trace("stored \(object.body.count) bytes at \(location)\(object.key)")
+        return StoredObject(key: object.key, url: configuration.objectURL(forKey: key), bytes: object.body.count)
+    }
+
+    private func putStandard(_ object: StorageObject, key: String) throws(ImagePipeError) {
+        let path = "\(configuration.projectURL.basePath)/storage/v1/object/\(configuration.destination.bucket)/\(key)"
+        var headers = authorizationHeaders + [("Content-Type", object.contentType), ("x-upsert", "true"),
+                                              ("Content-MD5", Data(Digests.md5(object.body)).base64EncodedString())]
+        if let cacheControl = object.cacheControl, !cacheControl.isEmpty {
+            headers.append(("Cache-Control", cacheControl))
+        }
+        let request = HTTPRequest(method: "POST", url: configuration.projectURL.origin + PercentEncoding.encodePath(path),
+                                  headers: headers, body: object.body)
+        try run("upload", key) { (_) throws(RequestFailure) in
+            _ = try send(request)
+        }
+    }
+
+    /// `Authorization: Bearer` and `apikey`, both carrying the key, as Supabase's gateway wants.
+    var authorizationHeaders: [(name: String, value: String)] {
+        [("Authorization", "Bearer \(configuration.key)"), ("apikey", configuration.key)]
+    }
+
+    /// Sends one request; any non-2xx answer becomes a ``RequestFailure``.
+    func send(_ request: HTTPRequest) throws(RequestFailure) -> HTTPResponse {
+        let started = ContinuousClock.now
+        let response: HTTPResponse
+        do {
+            response = try client.perform(request)
+        } catch {
+            throw .transport(error)
+        }
+        logger.trace("\(request.method) \(request.url) -> \(response.status) in \((ContinuousClock.now - started).formattedSeconds)")
+        guard response.isSuccess else { throw SupabaseErrorResponse.failure(response) }
+        return response
+    }
+
+    /// Runs one retried step, turning its final failure into an ImagePipeError naming the object.
+    func run<T>(_ what: String, _ key: String, _ attempt: (Int) throws(RequestFailure) -> T) throws(ImagePipeError) -> T {
+        do {
+            return try retrier.run("\(what) \(key)", attempt)
+        } catch {
+            throw error.failure.imagePipeError("\(what) supabase://\(configuration.destination.bucket)/\(key)", attempts: error.attempts)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+// Runs the built `imagepipe` executable in tests and captures its exit status and output.
+import Foundation
+import Synchronization
+
+/// Runs the `imagepipe` binary built beside the test bundle (or the one named by `IMAGEPIPE_BIN`).
+public enum CommandLineRunner {
+    /// What a run printed and how it ended.
+    public struct Output: Sendable {
+        /// The exit status.
+        public var status: Int32
+        /// Standard output.
+        public var stdout: String
+        /// Standard error.
+        public var stderr: String
+    }
+
+    /// The executable under test.
+    public static let binary: String = {
+        if let path = ProcessInfo.processInfo.environment["IMAGEPIPE_BIN"] { return path }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("imagepipe").path
+    }()
+
+    /// Runs `imagepipe arguments` to completion.
+    ///
+    /// - Parameters:
+    ///   - directory: the working directory (default: the test's).
+    ///   - environment: when given, replaces every `AWS_*` and `SUPABASE_*` variable of the test's
+    ///     environment, so stray credentials never leak into a run.
+    public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        if let environment {
+            var base = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") && !$0.key.hasPrefix("SUPABASE_") }
+            base.merge(environment) { $1 }
+            process.environment = base
+        }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Both pipes are drained while the process runs, so a full pipe cannot block it.
+        let outData = Captured(), errData = Captured()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) { outData.set(out.fileHandleForReading.readDataToEndOfFile()) }
+        DispatchQueue.global().async(group: group) { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        process.waitUntilExit()
+        group.wait()
+        return Output(status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
+                      stderr: String(decoding: errData.get(), as: UTF8.self))
+    }
+}
+
+/// Bytes handed from a reader thread to the caller.
+private final class Captured: Sendable {
+    private let data = Mutex(Data())
+    func set(_ value: Data) { data.withLock { $0 = value } }
+    func get() -> Data { data.withLock { $0 } }
+}

@@ -1,0 +1,84 @@
+// `imagepipe bench`: the real pipeline over a corpus, optionally side by side with reference tools.
+import ArgumentParser
+import Foundation
+import ImagePipe
+import ImagePipeBench
+
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Benchmark imagepipe on a corpus, optionally against vipsthumbnail, pyvips, Pillow and ImageMagick.",
+        discussion: """
+            Every tool runs as its own process over the same corpus doing the same job, alternating, and \
+            the report gives median wall times, their ratio to imagepipe's, images/s, MB/s, peak resident \
+            memory, and imagepipe's per-image stage times at p50 and p95. Without CORPUS_DIR the corpus in \
+            .bench/corpus is used, built first by fixtures/make-corpus.sh when missing.
+            """)
+
+    @Argument(help: "A folder of images (default: .bench/corpus, built by fixtures/make-corpus.sh).")
+    var corpus: String?
+
+    @Flag(help: "Also run every installed reference tool and print time ratios.")
+    var compare = false
+
+    @Flag(help: "Print the report as JSON on standard output.")
+    var json = false
+
+    @Option(help: "Runs per tool; the median counts.")
+    var runs: Int = 3
+
+    @Option(help: "Workers per tool (default: number of cores).")
+    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(name: .customLong("variant"), help: "A variant NAME=WxH,FORMAT,qN[,cover] (repeatable; default: the web preset).")
+    var variants: [String] = []
+
+    @Option(help: "Repeat the corpus this many times (hard links), for long-batch memory checks.")
+    var `repeat`: Int = 1
+
+    @Option(name: .customLong("also-dest"), help: "Also time imagepipe storing into this destination (e.g. s3://bucket/bench).")
+    var alsoDest: [String] = []
+
+    @Option(name: .customLong("work-dir"), help: "Scratch folder for outputs and scripts.")
+    var workDirectory: String = ".bench/work"
+
+    func validate() throws {
+        guard runs >= 1, jobs >= 1, self.repeat >= 1 else { throw ValidationError("--runs, --jobs and --repeat must be positive") }
+    }
+
+    func run() throws {
+        let specs = try variants.isEmpty ? Preset.web : variants.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
+        try Preset.validate(specs)
+        var images = try Corpus(directory: try corpusDirectory())
+        if self.repeat > 1 {
+            images = try images.repeated(self.repeat, into: workDirectory + "/repeated")
+        }
+        let runner = BenchRunner(corpus: images, job: BenchJob(variants: specs, workers: jobs), runs: runs,
+                                 workDirectory: FilePath.absolute(workDirectory), executable: Self.executablePath(),
+                                 extraDestinations: alsoDest)
+        let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
+        Console.shared.setStatus(nil)
+        print(json ? report.json : report.table)
+    }
+
+    /// The corpus folder, building the default one when needed.
+    private func corpusDirectory() throws(ImagePipeError) -> String {
+        if let corpus { return corpus }
+        let directory = ".bench/corpus"
+        if let files = try? FileManager.default.contentsOfDirectory(atPath: directory), !files.isEmpty { return directory }
+        let candidates = ["fixtures/make-corpus.sh",
+                          URL(fileURLWithPath: Self.executablePath()).deletingLastPathComponent()
+                            .appendingPathComponent("../../fixtures/make-corpus.sh").standardizedFileURL.path]
+        guard let script = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw .configuration("no corpus given and fixtures/make-corpus.sh not found; pass CORPUS_DIR")
+        }
+        Console.shared.line("imagepipe: building the benchmark corpus with \(script)")
+        let measurement = ProcessRunner.run([["bash", script, directory]], output: "/dev/stderr")
+        guard measurement.succeeded else { throw .configuration("\(script) failed") }
+        return directory
+    }
+
+    static func executablePath() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+}

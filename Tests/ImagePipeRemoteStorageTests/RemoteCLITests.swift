@@ -1,0 +1,123 @@
+import Foundation
+import ImagePipe
+import ImagePipeTestKit
+import Testing
+
+/// `imagepipe batch` into moto and the Supabase stand-in: the real binary, its flags and environment.
+@Suite struct RemoteCLITests {
+    let directory = TemporaryDirectory()
+
+    func makeSources() throws {
+        directory.write("src/trip/tiny.png", try Fixtures.data("images/formats/tiny.png"))
+        directory.write("src/small.jpg", try Fixtures.data("images/formats/small-200x150.jpg"))
+    }
+
+    func manifest() throws -> [String: [String: Any]] {
+        let text = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8)
+        let records = try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        return Dictionary(uniqueKeysWithValues: records.map { ($0["source"] as! String, $0) })
+    }
+
+    @Test func aBatchIntoS3StoresEveryVariantWithItsHeaders() throws {
+        let moto = try MotoServer.signed()
+        let bucket = try moto.makeBucket()
+        try makeSources()
+        let output = try CommandRunner.run(
+            ["batch", directory.url("src"), "--dest", "s3://\(bucket)/site", "--endpoint", moto.endpoint, "--region", "us-east-1",
+             "--manifest", directory.url("manifest.jsonl"), "--cache-control", "public, max-age=600", "--with-original"],
+            environment: ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+                          "HOME": directory.path])
+
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(try moto.keys(bucket) == [
+            "site/small-large.jpg", "site/small-medium.webp", "site/small-thumb.webp", "site/small.jpg",
+            "site/trip/tiny-large.jpg", "site/trip/tiny-medium.webp", "site/trip/tiny-thumb.webp", "site/trip/tiny.png",
+        ])
+        let records = try manifest()
+        let tiny = try #require(records["trip/tiny.png"])
+        #expect(tiny["status"] as? String == "done")
+        let variants = try #require(tiny["variants"] as? [[String: Any]])
+        #expect(variants.first?["url"] as? String == "\(moto.endpoint)/\(bucket)/site/trip/tiny-large.jpg")
+        for variant in variants {
+            let info = try #require(try moto.object(bucket, "site/" + (variant["key"] as! String)))
+            #expect(info.size == variant["bytes"] as? Int)
+            #expect(info.contentType == (variant["format"] as? String == "jpeg" ? "image/jpeg" : "image/webp"))
+            #expect(info.cacheControl == "public, max-age=600")
+        }
+        let original = try #require(try moto.object(bucket, "site/trip/tiny.png"))
+        #expect(original.sha256 == (try Fixtures.data("images/formats/tiny.png")).sha256)
+        #expect(original.contentType == "image/png")
+    }
+
+    @Test func aWrongSecretFailsTheJobsWithTheCauseAndExitStatus1() throws {
+        let moto = try MotoServer.signed()
+        let bucket = try moto.makeBucket()
+        try makeSources()
+        let secret = "not-the-secret-\(UUID().uuidString)"
+        let output = try CommandRunner.run(
+            ["batch", directory.url("src"), "--dest", "s3://\(bucket)", "--manifest", directory.url("manifest.jsonl")],
+            environment: ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": secret,
+                          "AWS_ENDPOINT_URL_S3": moto.endpoint, "AWS_REGION": "us-east-1", "HOME": directory.path])
+
+        #expect(output.status == 1)
+        let records = try manifest()
+        #expect(records.count == 2)
+        for record in records.values {
+            #expect(record["status"] as? String == "failed")
+            #expect(record["error_code"] as? String == "storage_rejected")
+            #expect(record["transient"] as? Bool == false)
+            #expect((record["error"] as? String)?.contains("SignatureDoesNotMatch (403)") == true)
+            #expect((record["variants"] as? [Any])?.isEmpty == true)
+        }
+        #expect(output.stderr.contains("SignatureDoesNotMatch (403)"))
+        #expect(output.stderr.contains("0 done, 2 failed"))
+        let manifestText = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8)
+        #expect(!output.stderr.contains(secret) && !output.stdout.contains(secret) && !manifestText.contains(secret))
+        #expect(try moto.keys(bucket).isEmpty)
+    }
+
+    @Test func missingCredentialsAndMisplacedFlagsExitWithStatus2() throws {
+        try makeSources()
+        let noCredentials = try CommandRunner.run(["batch", directory.url("src"), "--dest", "s3://bucket/x"],
+                                                  environment: ["HOME": directory.path])
+        #expect(noCredentials.status == 2)
+        #expect(noCredentials.stderr.contains("no AWS credentials"), "\(noCredentials.stderr)")
+
+        let localWithEndpoint = try CommandRunner.run(
+            ["batch", directory.url("src"), "--dest", directory.url("out"), "--endpoint", "http://127.0.0.1:1"],
+            environment: ["HOME": directory.path])
+        #expect(localWithEndpoint.status == 2)
+        #expect(localWithEndpoint.stderr.contains("--endpoint applies only to s3://"))
+
+        let noSupabaseURL = try CommandRunner.run(["batch", directory.url("src"), "--dest", "supabase://bucket"],
+                                                  environment: ["HOME": directory.path])
+        #expect(noSupabaseURL.status == 2)
+        #expect(noSupabaseURL.stderr.contains("SUPABASE_URL is not set"))
+    }
+
+    @Test func helpNamesTheFlagsAndNoSecrets() throws {
+        let help = try CommandRunner.run(["batch", "--help"], environment: ["AWS_SECRET_ACCESS_KEY": "s3cr3t-in-env"])
+        for flag in ["--endpoint", "--region", "--public-base-url", "--cache-control", "--with-original", "s3://", "supabase://"] {
+            #expect(help.stdout.contains(flag), "\(flag)")
+        }
+        #expect(!help.stdout.contains("s3cr3t-in-env"))
+    }
+
+    @Test func aBatchIntoSupabase() throws {
+        let key = "service-\(UUID().uuidString)"
+        let stub = try SupabaseStub(key: key)
+        try makeSources()
+        let output = try CommandRunner.run(
+            ["batch", directory.url("src"), "--dest", "supabase://media/web", "--public-base-url", "https://cdn.example.com/",
+             "--manifest", directory.url("manifest.jsonl")],
+            environment: ["SUPABASE_URL": stub.url, "SUPABASE_SERVICE_ROLE_KEY": key])
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(try stub.state().objects.keys.sorted() == [
+            "media/web/small-large.jpg", "media/web/small-medium.webp", "media/web/small-thumb.webp",
+            "media/web/trip/tiny-large.jpg", "media/web/trip/tiny-medium.webp", "media/web/trip/tiny-thumb.webp",
+        ])
+        let variants = try #require(try manifest()["trip/tiny.png"]?["variants"] as? [[String: Any]])
+        #expect(variants.first?["url"] as? String == "https://cdn.example.com/web/trip/tiny-large.jpg")
+        #expect(!output.stderr.contains(key))
+    }
+}

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""A Supabase Storage stand-in for the Swift tests: the wire protocol of uploads, checked strictly.
+
+No Supabase server can run here, so this checks what the client sends:
+  POST /storage/v1/object/BUCKET/KEY     Authorization: Bearer KEY, apikey: KEY, a real Content-Type,
+                                         x-upsert: true, Content-MD5 matching the body
+  POST /storage/v1/upload/resumable      TUS 1.0.0 creation: Upload-Length, Upload-Metadata
+                                         (bucketName, objectName, contentType), x-upsert: true
+  PATCH /storage/v1/upload/resumable/ID  Upload-Offset must match, chunks of at most 6 MiB
+  HEAD  /storage/v1/upload/resumable/ID  reports Upload-Offset
+  GET   /_stub/state                     what was stored and every request seen (for assertions)
+--faults NAME#N=FAULT,... injects faults into the N-th request of a kind (post, create, patch):
+503 answers 503; cut stores half of a PATCH body, then drops the connection without answering.
+Prints {"port"} on standard output and exits when standard input closes.
+"""
+import argparse
+import base64
+import hashlib
+import json
+import os
+import sys
+import threading
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--key", required=True)
+parser.add_argument("--faults", default="")
+args = parser.parse_args()
+
+CHUNK = 6 * 1024 * 1024
+faults = {}
+for item in filter(None, args.faults.split(",")):
+    name, fault = item.split("=")
+    faults[name] = fault
+lock = threading.Lock()
+counts = {}
+objects = {}
+uploads = {}
+requests = []
+
+
+def error(handler, status, code, message):
+    handler.reply(status, json.dumps({"statusCode": str(status), "error": code, "message": message}).encode(),
+                  [("Content-Type", "application/json")])
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *_):
+        pass
+
+    def reply(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def fault(self, kind):
+        with lock:
+            counts[kind] = counts.get(kind, 0) + 1
+            return faults.get(f"{kind}#{counts[kind]}")
+
+    def record(self):
+        keep = ("content-type", "cache-control", "x-upsert", "content-md5", "upload-offset", "upload-length",
+                "tus-resumable")
+        with lock:
+            requests.append({"method": self.command, "path": self.path,
+                             "headers": {k.lower(): v for k, v in self.headers.items() if k.lower() in keep}})
+
+    def authorized(self):
+        if self.headers.get("Authorization") != f"Bearer {args.key}" or self.headers.get("apikey") != args.key:
+            error(self, 403, "Unauthorized", "Invalid Compact JWS")
+            return False
+        return True
+
+    def do_GET(self):
+        if self.path == "/_stub/state":
+            with lock:
+                state = {"objects": objects, "requests": requests}
+            self.reply(200, json.dumps(state).encode(), [("Content-Type", "application/json")])
+        else:
+            error(self, 404, "not_found", "no such route")
+
+    def do_POST(self):
+        self.record()
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length)
+        if not self.authorized():
+            return
+        if self.path == "/storage/v1/upload/resumable":
+            return self.create_upload()
+        prefix = "/storage/v1/object/"
+        if not self.path.startswith(prefix):
+            return error(self, 404, "not_found", "no such route")
+        if self.fault("post") == "503":
+            return error(self, 503, "ServiceUnavailable", "try again")
+        bucket, _, key = urllib.parse.unquote(self.path[len(prefix):]).partition("/")
+        content_type = self.headers.get("Content-Type", "")
+        if not content_type or content_type == "application/x-www-form-urlencoded":
+            return error(self, 400, "InvalidMimeType", f"bad content type {content_type!r}")
+        if self.headers.get("x-upsert") != "true":
+            return error(self, 409, "Duplicate", "The resource already exists")
+        md5 = self.headers.get("Content-MD5")
+        if md5 is None or base64.b64decode(md5) != hashlib.md5(body).digest():
+            return error(self, 400, "InvalidDigest", "Content-MD5 missing or does not match the body")
+        self.store(bucket, key, body, content_type, self.headers.get("Cache-Control"), "standard")
+        self.reply(200, json.dumps({"Key": f"{bucket}/{key}", "Id": str(uuid.uuid4())}).encode(),
+                   [("Content-Type", "application/json")])
+
+    def store(self, bucket, key, body, content_type, cache_control, method):
+        with lock:
+            objects[f"{bucket}/{key}"] = {"size": len(body), "sha256": hashlib.sha256(body).hexdigest(),
+                                          "content_type": content_type, "cache_control": cache_control,
+                                          "method": method}
+
+    def create_upload(self):
+        if self.fault("create") == "503":
+            return error(self, 503, "ServiceUnavailable", "try again")
+        if self.headers.get("Tus-Resumable") != "1.0.0":
+            return error(self, 412, "PreconditionFailed", "Tus-Resumable 1.0.0 required")
+        if self.headers.get("x-upsert") != "true":
+            return error(self, 409, "Duplicate", "The resource already exists")
+        metadata = {}
+        for pair in self.headers.get("Upload-Metadata", "").split(","):
+            name, _, value = pair.strip().partition(" ")
+            metadata[name] = base64.b64decode(value).decode()
+        for required in ("bucketName", "objectName", "contentType"):
+            if required not in metadata:
+                return error(self, 400, "InvalidMetadata", f"{required} missing from Upload-Metadata")
+        upload_id = uuid.uuid4().hex
+        with lock:
+            uploads[upload_id] = {"length": int(self.headers["Upload-Length"]), "data": bytearray(),
+                                  "metadata": metadata}
+        host = self.headers.get("Host")
+        self.reply(201, b"", [("Location", f"http://{host}/storage/v1/upload/resumable/{upload_id}"),
+                              ("Tus-Resumable", "1.0.0")])
+
+    def upload(self):
+        upload_id = self.path.rsplit("/", 1)[-1]
+        with lock:
+            return upload_id, uploads.get(upload_id)
+
+    def do_HEAD(self):
+        self.record()
+        if not self.authorized():
+            return
+        _, upload = self.upload()
+        if upload is None:
+            return self.reply(404)
+        self.reply(200, b"", [("Upload-Offset", str(len(upload["data"]))), ("Upload-Length", str(upload["length"])),
+                              ("Tus-Resumable", "1.0.0"), ("Cache-Control", "no-store")])
+
+    def do_PATCH(self):
+        self.record()
+        length = int(self.headers.get("Content-Length", "0"))
+        upload_id, upload = self.upload()
+        fault = self.fault("patch")
+        if fault == "cut":
+            # Like a connection lost mid-chunk: the server keeps what arrived.
+            part = self.rfile.read(length // 2)
+            with lock:
+                upload["data"] += part
+            self.close_connection = True
+            return
+        body = self.rfile.read(length)
+        if not self.authorized():
+            return
+        if upload is None:
+            return self.reply(404)
+        if self.headers.get("Content-Type") != "application/offset+octet-stream":
+            return error(self, 415, "UnsupportedMediaType", "application/offset+octet-stream required")
+        if int(self.headers.get("Upload-Offset", "-1")) != len(upload["data"]):
+            return error(self, 409, "Conflict", "Upload-Offset does not match the upload")
+        if not 0 < len(body) <= CHUNK:
+            return error(self, 413, "ChunkTooLarge", "chunks are at most 6 MiB")
+        with lock:
+            upload["data"] += body
+            offset = len(upload["data"])
+        if offset == upload["length"]:
+            meta = upload["metadata"]
+            self.store(meta["bucketName"], meta["objectName"], bytes(upload["data"]), meta["contentType"],
+                       meta.get("cacheControl"), "tus")
+        self.reply(204, b"", [("Upload-Offset", str(offset)), ("Tus-Resumable", "1.0.0")])
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+print(json.dumps({"port": server.server_address[1]}), flush=True)
+
+
+def exit_when_parent_goes():
+    sys.stdin.buffer.read()
+    os._exit(0)
+
+
+threading.Thread(target=exit_when_parent_goes, daemon=True).start()
+server.serve_forever()
