@@ -6,7 +6,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev pkg-config
 RELEASE_BIN := .build/release/imagepipe
 
-.PHONY: demo test test-deps deps build release check-swift clean
+.PHONY: demo test test-deps deps build release check-swift clean bench bench-compare bench-thresholds bench-deps
 
 demo: deps release
 	rm -rf out
@@ -45,5 +45,20 @@ deps: check-swift
 check-swift:
 	@command -v $(SWIFT) >/dev/null || { echo "Swift 6.1 or later is needed: https://www.swift.org/install/linux/"; exit 1; }
 
+# Benchmarks, outside `make test`: the package-benchmark suite on the compression hot path, checked
+# against the committed thresholds, and `imagepipe bench --compare` against reference tools.
+bench: deps bench-deps
+	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark thresholds check
+
+bench-thresholds: deps bench-deps
+	cd Benchmarks && $(SWIFT) package --disable-sandbox --allow-writing-to-package-directory benchmark thresholds update
+
+bench-compare: deps bench-deps release
+	$(RELEASE_BIN) bench --compare --runs 3
+
+bench-deps:
+	@command -v /usr/bin/convert >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends imagemagick; }
+	@python3 -c "import pyvips, PIL" 2>/dev/null || python3 -m pip install -q pyvips pillow || python3 -m pip install -q --break-system-packages pyvips pillow
+
 clean:
-	rm -rf .build out
+	rm -rf .build out .bench Benchmarks/.build

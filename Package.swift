@@ -87,7 +87,7 @@ let package = Package(
 
         .testTarget(
             name: "ImagePipeTests",
-            dependencies: ["ImagePipe", "ImagePipeTestKit"],
+            dependencies: ["ImagePipe", "ImagePipeTestKit", "ImagePipeBench"],
             swiftSettings: strict
         ),
         .testTarget(

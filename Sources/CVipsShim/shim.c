@@ -1,8 +1,10 @@
 // Non-variadic wrappers over libvips calls, one per operation the compressor uses.
 #include "CVipsShim.h"
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
-const char *ipv_get_string(VipsImage *image, const char *name);
 
 int ipv_init(const char *argv0) {
     return VIPS_INIT(argv0 ? argv0 : "imagepipe");
@@ -32,10 +34,18 @@ const char *ipv_loader(VipsImage *image) {
 
 const char *ipv_get_string(VipsImage *image, const char *name) {
     const char *value = NULL;
-    if (vips_image_get_typeof(image, name) != 0 &&
-        vips_image_get_string(image, name, &value) == 0)
+    // Asking for a field of another type would leave a message in libvips' shared error buffer.
+    GType type = vips_image_get_typeof(image, name);
+    if ((type == G_TYPE_STRING || type == VIPS_TYPE_REF_STRING) && vips_image_get_string(image, name, &value) == 0)
         return value;
     return NULL;
+}
+
+int ipv_get_int(VipsImage *image, const char *name, int fallback) {
+    int value = fallback;
+    if (vips_image_get_typeof(image, name) == G_TYPE_INT && vips_image_get_int(image, name, &value) == 0)
+        return value;
+    return fallback;
 }
 
 void ipv_forget_profile(VipsImage *image) {
@@ -175,6 +185,11 @@ void ipv_unref(VipsImage *image) {
 
 void ipv_thread_done(void) {
     vips_thread_shutdown();
+#if defined(__GLIBC__)
+    // Freed strip and tile buffers below the mmap threshold leave holes in the heap; hand their
+    // pages back so a long batch does not keep its worst moment's memory.
+    malloc_trim(0);
+#endif
 }
 
 static void (*warning_sink)(const char *) = NULL;
@@ -222,4 +237,21 @@ int ipv_pixel(VipsImage *image, int x, int y, double *values, int capacity) {
 
 int ipv_has_field(VipsImage *image, const char *name) {
     return vips_image_get_typeof(image, name) != 0;
+}
+
+int ipv_tune_malloc(int arenas, int mmap_threshold) {
+#if defined(__GLIBC__)
+    int ok = 1;
+    if (arenas > 0)
+        ok &= mallopt(M_ARENA_MAX, arenas);
+    // A fixed threshold also turns off glibc's dynamic one, which otherwise climbs to 32 MB after the
+    // first large free and then keeps every buffer below that size in the heap.
+    if (mmap_threshold > 0)
+        ok &= mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+    return ok;
+#else
+    (void) arenas;
+    (void) mmap_threshold;
+    return 0;
+#endif
 }

@@ -64,7 +64,7 @@ public struct BenchRunner: Sendable {
                 try? FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
                 let (commands, parallel) = peers[index].commands(corpus, output)
                 progress("round \(round + 1)/\(runs): \(peers[index].name)")
-                let measurement = ProcessRunner.run(commands, parallel: parallel, output: log)
+                let measurement = ProcessRunner.run(commands, parallel: parallel, environment: peers[index].environment, output: log)
                 measurements[index].append(measurement)
                 try? FileManager.default.removeItem(atPath: output)
             }

@@ -8,6 +8,8 @@ public struct Peer: Sendable {
     public var name: String
     /// Why it cannot run here, or nil when it can.
     public var unavailable: String?
+    /// Environment variables the tool runs with.
+    public var environment: [String: String] = [:]
     /// The commands of one run, and how many run at once.
     public var commands: @Sendable (_ corpus: Corpus, _ output: String) -> (commands: [[String]], parallel: Int)
 }
@@ -93,15 +95,17 @@ extension Peer {
         let convert = realImageMagick()
         var reason: String? = convert == nil ? "ImageMagick not installed (apt-get install imagemagick)" : nil
         if reason == nil && job.variants.contains(where: { $0.format == .avif }) { reason = "ImageMagick 6 has no AVIF encoder" }
-        return Peer(name: "imagemagick", unavailable: reason) { corpus, output in
-            let largest = job.variants.map { max($0.width, $0.height) }.max() ?? 2048
+        // Each of the `workers` processes gets one thread, as every other tool's workers do.
+        return Peer(name: "imagemagick", unavailable: reason, environment: ["MAGICK_THREAD_LIMIT": "1"]) { corpus, output in
+            let largestWidth = job.variants.map(\.width).max() ?? 2048
+            let largestHeight = job.variants.map(\.height).max() ?? 2048
             var commands: [[String]] = []
             for file in corpus.files {
                 let stem = (file as NSString).deletingPathExtension
                 try? FileManager.default.createDirectory(atPath: (output + "/" + stem as NSString).deletingLastPathComponent,
                                                          withIntermediateDirectories: true)
-                // jpeg:size lets libjpeg shrink on load, ImageMagick's counterpart of libvips' shrink-on-load.
-                var command = [convert ?? "convert", "-define", "jpeg:size=\(2 * largest)x\(2 * largest)",
+                // jpeg:size lets libjpeg shrink on load to no less than the largest box, like libvips' shrink-on-load.
+                var command = [convert ?? "convert", "-define", "jpeg:size=\(largestWidth)x\(largestHeight)",
                                corpus.directory + "/" + file, "-auto-orient", "-strip"]
                 for variant in job.variants {
                     let target = "\(output)/\(stem)-\(variant.name).\(variant.format.fileExtension)"
@@ -127,7 +131,7 @@ extension Peer {
         for directory in path.split(separator: ":") {
             let candidate = "\(directory)/convert"
             guard access(candidate, X_OK) == 0 else { continue }
-            if ProcessRunner.capture([candidate, "-version"])?.contains("ImageMagick") == true { return candidate }
+            if ProcessRunner.capture([candidate, "-version"])?.hasPrefix("Version: ImageMagick") == true { return candidate }
         }
         return nil
     }

@@ -64,10 +64,11 @@ enum PeerScripts {
             pass
     """#
 
-    /// Pillow with JPEG draft mode (its shrink-on-load), one process per core.
+    /// Pillow with JPEG draft mode (its shrink-on-load), one process per core. The workers are started
+    /// fresh ("spawn") rather than forked, and a pool whose worker dies fails instead of hanging.
     static let pillow = #"""
-    import os, sys
-    from multiprocessing import Pool
+    import multiprocessing, os, sys
+    from concurrent.futures import ProcessPoolExecutor
     from PIL import Image, ImageOps
 
     source, dest, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -104,7 +105,8 @@ enum PeerScripts {
     if __name__ == "__main__":
         files = sorted(os.path.relpath(os.path.join(d, f), source)
                        for d, _, names in os.walk(source) for f in names if not f.startswith("."))
-        with Pool(workers) as pool:
-            pool.map(job, files, chunksize=1)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for _ in pool.map(job, files):
+                pass
     """#
 }

@@ -21,8 +21,10 @@ public enum ProcessRunner {
     /// - Parameters:
     ///   - environment: extra variables on top of this process's environment.
     ///   - output: a file receiving every process's standard output and error (nil: /dev/null).
+    ///   - timeout: after this long, every process still running (with its children) is killed and
+    ///     the run counts as failed, so a hung tool cannot hang the benchmark.
     public static func run(_ commands: [[String]], parallel: Int = 1, environment: [String: String] = [:],
-                           output: String? = nil) -> RunMeasurement {
+                           output: String? = nil, timeout: Duration = .seconds(3600)) -> RunMeasurement {
         let start = ContinuousClock.now
         var running: Set<pid_t> = []
         var peak = 0
@@ -31,15 +33,27 @@ public enum ProcessRunner {
         let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0)=\($1)" }
         let outputPath = output ?? "/dev/null"
 
+        let deadline = start + timeout
         func reapOne() {
             var status: Int32 = 0
             var usage = rusage()
-            let pid = wait4(-1, &status, 0, &usage)
-            guard pid > 0 else { return }
-            running.remove(pid)
-            peak = max(peak, Int(usage.ru_maxrss) * 1024)
-            // Exited normally with status 0: the low 7 bits (the terminating signal) and the exit code are zero.
-            if status != 0 { succeeded = false }
+            while true {
+                let pid = wait4(-1, &status, WNOHANG, &usage)
+                if pid > 0 {
+                    running.remove(pid)
+                    peak = max(peak, Int(usage.ru_maxrss) * 1024)
+                    // Exited normally with status 0: no terminating signal and a zero exit code.
+                    if status != 0 { succeeded = false }
+                    return
+                }
+                if pid < 0 && errno != EINTR { running.removeAll(); return }
+                if ContinuousClock.now > deadline {
+                    // Each command leads its own process group: the kill reaches its children too.
+                    for pid in running { kill(-pid, SIGKILL) }
+                    succeeded = false
+                }
+                usleep(5_000)
+            }
         }
 
         while next < commands.count || !running.isEmpty {
@@ -98,8 +112,18 @@ public enum ProcessRunner {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A process group of its own (so a timeout can kill its children) and no signals blocked.
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK))
+
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         return result == 0 ? pid : nil
     }
 }

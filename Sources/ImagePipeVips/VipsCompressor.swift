@@ -19,6 +19,9 @@ public struct VipsCompressor: ImageCompressor {
         public var avifEffort: Int = 4
         /// PNG zlib level, 0–9.
         public var pngCompression: Int = 6
+        /// Working memory all concurrent compressions may hold together (see ``WorkingMemoryBudget``);
+        /// nil for no limit. The default suits two images at once.
+        public var workingMemoryLimit: Int? = 136 << 20
 
         /// The defaults.
         public init() {}
@@ -32,11 +35,13 @@ public struct VipsCompressor: ImageCompressor {
 
     /// Encoder settings.
     public let configuration: Configuration
+    private let budget: WorkingMemoryBudget?
 
     /// Creates a compressor, starting libvips if needed.
     public init(configuration: Configuration = .init()) throws(ImagePipeError) {
         try Vips.ensureStarted()
         self.configuration = configuration
+        self.budget = configuration.workingMemoryLimit.map(WorkingMemoryBudget.init(limit:))
     }
 
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
@@ -56,6 +61,10 @@ public struct VipsCompressor: ImageCompressor {
         }
 
         let plan = ResizePlan(source: displayed, variants: variants)
+        let sourceBytes = if case .bytes(let data) = source.content { data.count } else { 0 }
+        let reserved = budget?.acquire(Self.workingMemory(header, format: format, plan: plan, variants: variants,
+                                                          sourceBytes: sourceBytes)) ?? 0
+        defer { budget?.release(reserved) }
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
         let decodeTime: Duration
@@ -184,6 +193,43 @@ public struct VipsCompressor: ImageCompressor {
         var data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
         if variant.format == .webp { data = WebPMetadata.stripped(data) }
         return EncodedVariant(spec: variant, size: source.size, data: data)
+    }
+
+    /// The memory one compression will hold at its peak, estimated from the header: the source bytes,
+    /// the decoder's buffers, the in-memory intermediate and the largest encoder's buffers.
+    static func workingMemory(_ header: VipsImageHandle, format: String, plan: ResizePlan, variants: [VariantSpec],
+                              sourceBytes: Int) -> Int {
+        let stored = header.size
+        let bands = Int(header.pointer.pointee.Bands)
+        let sampleBytes = Int(vips_format_sizeof(header.pointer.pointee.BandFmt))
+        var decoder = 0
+        switch format {
+        case "jpeg":
+            // Progressive JPEGs keep every DCT coefficient (2 bytes each) until the last scan.
+            if header.int("jpeg-multiscan") == 1 {
+                let components: Double = switch header.string("jpeg-chroma-subsample") {
+                case "4:2:0": 1.5
+                case "4:2:2": 2
+                default: Double(bands)
+                }
+                decoder = Int(Double(stored.area) * components * 2)
+            }
+        case "png":
+            // Interlaced (Adam7) PNGs decode whole; others stream.
+            if header.int("interlaced") == 1 { decoder = stored.area * bands * sampleBytes }
+        case "tiff":
+            decoder = 0
+        default:
+            // WebP, HEIC, AVIF and GIF decoders produce the whole image at once.
+            decoder = stored.area * max(bands, 3) * sampleBytes
+        }
+        let intermediate = variants.count > 1 ? plan.decodeSize.area * 4 : 0
+        // Encoders hold their whole input: JPEG's optimised Huffman pass keeps coefficients (6 bytes per
+        // pixel), libwebp and libaom their own planes. Variants are encoded one after another.
+        let encoder = zip(variants, plan.outputs).map { variant, size in
+            size.area * (variant.format == .avif ? 12 : 6)
+        }.max() ?? 0
+        return sourceBytes + decoder + intermediate + encoder
     }
 
     /// What to ask libvips for so it produces `target`: for a crop, the box itself. For a fit, only the

@@ -15,6 +15,11 @@ final class VipsImageHandle {
     var size: PixelSize { PixelSize(width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize)) }
     var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
 
+    func int(_ name: String) -> Int? {
+        let value = ipv_get_int(pointer, name, Int32.min)
+        return value == Int32.min ? nil : Int(value)
+    }
+
     func string(_ name: String) -> String? {
         ipv_get_string(pointer, name).map { String(cString: $0) }
     }

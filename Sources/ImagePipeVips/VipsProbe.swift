@@ -56,6 +56,18 @@ public enum VipsProbe {
         return Image(VipsImageHandle(pointer))
     }
 
+    /// The working memory the compressor reserves from its decode budget for `data` and `variants`.
+    public static func workingMemory(_ data: Data, variants: [VariantSpec]) throws(ImagePipeError) -> Int {
+        try Vips.ensureStarted()
+        let pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count) }
+        guard let pointer else { throw ImagePipeError(.unsupportedFormat, Vips.takeError() ?? "unreadable header") }
+        let header = VipsImageHandle(pointer)
+        let loader = (header.string("vips-loader") ?? "").replacingOccurrences(of: "_buffer", with: "")
+        let format = VipsCompressor.acceptedLoaders[loader] ?? loader
+        let plan = ResizePlan(source: header.size, variants: variants)
+        return VipsCompressor.workingMemory(header, format: format, plan: plan, variants: variants, sourceBytes: data.count)
+    }
+
     /// Decodes `data` and describes it.
     public static func info(_ data: Data) throws(ImagePipeError) -> Info {
         let image = try decode(data)

@@ -22,7 +22,11 @@ enum CompositionRoot {
             limits: CompressionLimits(maxPixels: options.maxPixels),
             cacheControl: options.storage.cacheControl,
             storeOriginal: options.storage.withOriginal)
-        return FileHandler(compressor: try VipsCompressor(), storage: try StorageFactory.make(options.storage),
+        var encoders = VipsCompressor.Configuration()
+        // 68 MiB per image at once: room for one 5120x2880 progressive JPEG beside a light image, not two.
+        let workingMemory = options.workingMemory ?? 68 * options.jobs
+        encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory << 20 : nil
+        return FileHandler(compressor: try VipsCompressor(configuration: encoders), storage: try StorageFactory.make(options.storage),
                            configuration: configuration)
     }
 

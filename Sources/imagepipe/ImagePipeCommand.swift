@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
+import ImagePipeVips
 
 struct ImagePipeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,6 +15,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
 @main
 enum Main {
     static func main() async {
+        Vips.tuneAllocator()
         do {
             var command = try ImagePipeCommand.parseAsRoot()
             if command is WatchCommand { blockShutdownSignals() }

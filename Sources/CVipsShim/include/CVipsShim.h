@@ -21,8 +21,11 @@ const char *ipv_loader(VipsImage *image);
 /// Whether the header carries an orientation that swaps width and height.
 int ipv_orientation_swaps(VipsImage *image);
 
-/// A string field of the header (e.g. "heif-compression"), or NULL when absent.
+/// A string field of the header (e.g. "heif-compression"), or NULL when absent or not a string.
 const char *ipv_get_string(VipsImage *image, const char *name);
+
+/// An integer field of the header (e.g. "jpeg-multiscan"), or `fallback` when absent or not an integer.
+int ipv_get_int(VipsImage *image, const char *name, int fallback);
 
 /// Drops the attached ICC profile once pixels are already sRGB, so later resizes skip colour management.
 void ipv_forget_profile(VipsImage *image);
@@ -58,6 +61,11 @@ char *ipv_take_error(void);
 /// Frees what libvips allocated.
 void ipv_free(void *p);
 void ipv_unref(VipsImage *image);
+
+/// Tunes glibc's malloc for libvips' large, short-lived pixel buffers (no-op elsewhere): at most
+/// `arenas` arenas (0: unchanged) and a fixed mmap threshold (0: unchanged), so that freed buffers go
+/// back to the system instead of staying in the heap. Returns 1 when every setting was applied.
+int ipv_tune_malloc(int arenas, int mmap_threshold);
 
 /// Releases libvips' per-thread buffers on a thread libvips did not create.
 void ipv_thread_done(void);

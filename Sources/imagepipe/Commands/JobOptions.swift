@@ -26,6 +26,11 @@ struct JobOptions: ParsableArguments {
     @Option(name: .customLong("max-pixels"), help: "Refuse sources declaring more pixels than this (checked before decoding).")
     var maxPixels: Int = CompressionLimits.default.maxPixels
 
+    @Option(name: .customLong("working-memory"), help: ArgumentHelp(
+        "MiB the images compressed at once may hold together (default: 68 per --jobs); 0: no limit.",
+        valueName: "MiB"))
+    var workingMemory: Int?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -33,6 +38,7 @@ struct JobOptions: ParsableArguments {
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard uploads >= 1 && uploads <= 256 else { throw ValidationError("--uploads must be between 1 and 256") }
         guard maxPixels >= 1 else { throw ValidationError("--max-pixels must be positive") }
+        guard (workingMemory ?? 0) >= 0 else { throw ValidationError("--working-memory cannot be negative") }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }

@@ -1,0 +1,48 @@
+import Foundation
+import ImagePipeTestKit
+import Testing
+
+/// `imagepipe bench` on a tiny corpus: the report's shape, not its numbers.
+@Suite struct BenchCommandTests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-bench")
+
+    func makeCorpus() {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "corpus/a.jpg")
+        CommandRunner.copyFixture("images/exif-orientation/Landscape_6.jpg", to: directory, as: "corpus/b.jpg")
+    }
+
+    @Test func measuresImagepipeAndReportsStagesAsJSON() throws {
+        makeCorpus()
+        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--runs", "2", "--json",
+                                            "--work-dir", directory.url("work")])
+        #expect(output.status == 0, "\(output.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
+        #expect(report["images"] as? Int == 2)
+        let tools = try #require(report["tools"] as? [[String: Any]])
+        #expect(tools.map { $0["name"] as? String } == ["imagepipe"])
+        let runs = try #require(tools[0]["runs"] as? [[String: Any]])
+        #expect(runs.count == 2 && runs.allSatisfy { $0["succeeded"] as? Bool == true })
+        #expect((tools[0]["median_seconds"] as? Double ?? 0) > 0)
+        #expect((tools[0]["peak_rss_bytes"] as? Int ?? 0) > 1_000_000)
+        let stages = try #require(report["stages"] as? [String: [String: Double]])
+        for stage in ["decode", "encode", "store"] {
+            let percentiles = try #require(stages[stage], "stage \(stage)")
+            #expect(percentiles["p50"]! <= percentiles["p95"]!)
+        }
+    }
+
+    @Test func compareRunsOrSkipsEveryPeerWithAReason() throws {
+        makeCorpus()
+        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--compare", "--runs", "1",
+                                            "--variant", "photo=400x400,jpeg,q80", "--work-dir", directory.url("work")])
+        #expect(output.status == 0, "\(output.stderr)")
+        for peer in ["imagepipe", "pyvips", "vipsthumbnail", "pillow", "imagemagick"] {
+            let line = output.stdout.split(separator: "\n").first { $0.hasPrefix(peer + " ") }
+            let row = try #require(line, "no row for \(peer) in\n\(output.stdout)")
+            // Either measured (a ratio) or skipped with the reason.
+            #expect(row.contains("x ") || row.contains("skipped: "), "\(row)")
+            #expect(!row.contains("some runs failed"), "\(row)")
+        }
+        #expect(output.stdout.contains("1.00x"))
+    }
+}
