@@ -21,7 +21,7 @@ public struct VipsCompressor: ImageCompressor {
         public var pngCompression: Int = 6
         /// Working memory all concurrent compressions may hold together (see ``WorkingMemoryBudget``);
         /// nil for no limit. The default suits two images at once.
-        public var workingMemoryLimit: Int? = 136 << 20
+        public var workingMemoryLimit: Int? = 256 << 20
 
         /// The defaults.
         public init() {}

@@ -24,7 +24,7 @@ enum CompositionRoot {
             storeOriginal: options.storage.withOriginal)
         var encoders = VipsCompressor.Configuration()
         // 68 MiB per image at once: room for one 5120x2880 progressive JPEG beside a light image, not two.
-        let workingMemory = options.workingMemory ?? 68 * options.jobs
+        let workingMemory = options.workingMemory ?? 128 * options.jobs
         encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory << 20 : nil
         return FileHandler(compressor: try VipsCompressor(configuration: encoders), storage: try StorageFactory.make(options.storage),
                            configuration: configuration)
@@ -35,8 +35,10 @@ enum CompositionRoot {
         JobPipeline(handler: handler, configuration: .init(jobs: options.jobs, uploads: options.uploads))
     }
 
-    /// libvips threads per image: the cores shared among the images compressed at once.
+    /// libvips threads per image: libvips' own `VIPS_CONCURRENCY` when set, else the cores shared
+    /// among the images compressed at once.
     static func threadsPerImage(jobs: Int) -> Int {
-        max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, jobs))
+        if let value = ProcessInfo.processInfo.environment["VIPS_CONCURRENCY"].flatMap(Int.init), value > 0 { return value }
+        return max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, jobs))
     }
 }

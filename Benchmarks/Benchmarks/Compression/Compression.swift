@@ -36,13 +36,19 @@ let benchmarks: @Sendable () -> Void = {
         maxDuration: .seconds(5),
         maxIterations: 40,
         thresholds: [
-            // Shared machines are noisy: only a clear regression should fail the check.
-            .wallClock: .init(relative: [.p50: 25, .p90: 35]),
+            // Shared machines are noisy (±40% between runs at p90): only a clear regression, such as
+            // decoding once per variant again (+65%), should fail the check.
+            .wallClock: .init(relative: [.p90: 50]),
+            // Throughput is counted in whole images per second, too coarse at 3–25/s to check;
+            // wall clock stands for it.
+            .throughput: .init(relative: [.p90: 100]),
             .peakMemoryResident: .init(relative: [.p90: 20]),
             .mallocCountTotal: .init(relative: [.p90: 10]),
         ]
     )
 
+    // Names without spaces or slashes: the plugin writes threshold files with those replaced but
+    // looks them up by the name as given.
     func register(_ name: String, _ workload: CompressionWorkload, _ source: Data) {
         Benchmark(name) { benchmark in
             for _ in benchmark.scaledIterations {
@@ -51,13 +57,13 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    register("Web preset, decode once (1800x1200 JPEG)", .decodeOnceWebPreset, photo)
-    register("Web preset, decode per variant (1800x1200 JPEG)", .independentDecodesWebPreset, photo)
-    register("Web preset, decode once, EXIF orientation 6", .decodeOnceWebPreset, rotatedPhoto)
-    register("JPEG 1600", .jpeg1600, photo)
-    register("WebP 1600", .webp1600, photo)
-    register("AVIF 1600", .avif1600, photo)
-    register("PNG 1600", .png1600, photo)
-    register("Thumbnail 320 cover", .thumbnail320, photo)
-    register("Web preset, PNG with alpha", .decodeOnceWebPreset, alphaPNG)
+    register("web-preset-decode-once-jpeg-1800x1200", .decodeOnceWebPreset, photo)
+    register("web-preset-decode-per-variant-jpeg-1800x1200", .independentDecodesWebPreset, photo)
+    register("web-preset-decode-once-exif-orientation-6", .decodeOnceWebPreset, rotatedPhoto)
+    register("jpeg-1600", .jpeg1600, photo)
+    register("webp-1600", .webp1600, photo)
+    register("avif-1600", .avif1600, photo)
+    register("png-1600", .png1600, photo)
+    register("thumbnail-320-cover", .thumbnail320, photo)
+    register("web-preset-png-with-alpha", .decodeOnceWebPreset, alphaPNG)
 }

@@ -27,7 +27,7 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Runs per tool; the median counts.")
     var runs: Int = 3
 
-    @Option(help: "Workers per tool (default: number of cores).")
+    @Option(help: "Workers per tool (one per core unless set).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(name: .customLong("variant"), help: "A variant NAME=WxH,FORMAT,qN[,cover] (repeatable; default: the web preset).")

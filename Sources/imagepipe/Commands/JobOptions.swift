@@ -17,7 +17,7 @@ struct JobOptions: ParsableArguments {
         "Key template. Placeholders: {dir} {stem} {variant} {ext} {hash} {sha256} {srcext}.", valueName: "template"))
     var key: String = KeyTemplate.default.text
 
-    @Option(name: .long, help: "Images compressed at once (default: number of cores).")
+    @Option(name: .long, help: "Images compressed at once (one per core unless set).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(name: .long, help: "Objects stored at once.")
@@ -27,7 +27,7 @@ struct JobOptions: ParsableArguments {
     var maxPixels: Int = CompressionLimits.default.maxPixels
 
     @Option(name: .customLong("working-memory"), help: ArgumentHelp(
-        "MiB the images compressed at once may hold together (default: 68 per --jobs); 0: no limit.",
+        "MiB the images compressed at once may hold together (default: 128 per --jobs); 0: no limit.",
         valueName: "MiB"))
     var workingMemory: Int?
 
