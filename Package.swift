@@ -97,7 +97,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipeRemoteStorageTests",
-            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipeTestKit"],
+            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipeVips", "ImagePipeTestKit"],
             exclude: ["Support/python"],
             swiftSettings: strict
         ),

@@ -18,9 +18,14 @@ public struct BenchReport: Sendable, Codable {
         public var ratio: Double?
         /// Peak resident memory over all runs, in bytes.
         public var peakResidentBytes: Int?
+        /// Images per second at the median time.
+        public var imagesPerSecond: Double?
+        /// Megabytes (10⁶ bytes) of originals per second at the median time.
+        public var megabytesPerSecond: Double?
 
         enum CodingKeys: String, CodingKey {
             case name, skipped, runs, medianSeconds = "median_seconds", ratio, peakResidentBytes = "peak_rss_bytes"
+            case imagesPerSecond = "images_per_second", megabytesPerSecond = "mb_per_second"
         }
     }
 
@@ -68,8 +73,8 @@ public struct BenchReport: Sendable, Codable {
             lines.append(pad(tool.name, 22)
                          + pad(String(format: "%.2f s", median), 10, right: true)
                          + pad(tool.ratio.map { String(format: "%.2fx", $0) } ?? "-", 10, right: true)
-                         + pad(String(format: "%.2f", Double(images) / median), 10, right: true)
-                         + pad(String(format: "%.1f", Double(corpusBytes) / 1e6 / median), 9, right: true)
+                         + pad(String(format: "%.2f", tool.imagesPerSecond ?? Double(images) / median), 10, right: true)
+                         + pad(String(format: "%.1f", tool.megabytesPerSecond ?? Double(corpusBytes) / 1e6 / median), 9, right: true)
                          + pad(BatchSummary.formatBytes(tool.peakResidentBytes ?? 0), 11, right: true) + failed)
         }
         lines.append("")

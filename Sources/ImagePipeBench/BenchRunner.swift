@@ -77,7 +77,9 @@ public struct BenchRunner: Sendable {
             return BenchReport.Tool(
                 name: peers[index].name, skipped: peers[index].unavailable, runs: runs, medianSeconds: median,
                 ratio: median.flatMap { value in reference.map { value / $0 } },
-                peakResidentBytes: runs.map(\.peakResidentBytes).max())
+                peakResidentBytes: runs.map(\.peakResidentBytes).max(),
+                imagesPerSecond: median.map { Double(corpus.files.count) / $0 },
+                megabytesPerSecond: median.map { Double(corpus.bytes) / 1e6 / $0 })
         }
         return BenchReport(images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
                            workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))

@@ -12,6 +12,10 @@ public struct RunMeasurement: Sendable, Codable, Equatable {
     public var peakResidentBytes: Int
     /// Whether every process exited with status 0.
     public var succeeded: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case seconds, peakResidentBytes = "peak_rss_bytes", succeeded
+    }
 }
 
 /// Spawns processes with posix_spawn and reaps them with wait4, which reports their peak memory.

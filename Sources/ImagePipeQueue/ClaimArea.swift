@@ -88,8 +88,12 @@ public final class ClaimArea: Sendable {
         return placed
     }
 
-    /// Moves a finished job to `done/` or `failed/`, its record written first so that a crash in
-    /// between leaves the job to run again rather than an original without its record.
+    /// Moves a finished job to `done/` or `failed/` beside its record.
+    ///
+    /// The original is linked into place first, then the record is written, then the claim is
+    /// released. A crash before the record leaves the claim to run again, and that run finds its own
+    /// original already linked (the same file) and completes the move under the same name, so a job
+    /// is never finished twice under two names.
     ///
     /// - Parameters:
     ///   - record: the JSON to write beside the original.
@@ -99,27 +103,59 @@ public final class ClaimArea: Sendable {
     public func finish(_ relative: String, into directory: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
         let source = pathOf(relative)
         let target = directory + "/" + relative
+        try FileMoves.makeParent(of: target)
         var number = 0
         while true {
             let candidate = number == 0 ? target : FileMoves.numbered(target, number)
+            if FileMoves.sameFile(source, candidate) {
+                return try complete(relative, at: candidate, record: record, suffix: suffix)
+            }
             if access(candidate, F_OK) == 0 || access(candidate + suffix, F_OK) == 0 {
                 number += 1
                 continue
             }
-            try FileMoves.writeAtomically(record, to: candidate + suffix)
             if link(source, candidate) == 0 {
-                unlink(source)
+                return try complete(relative, at: candidate, record: record, suffix: suffix)
             } else if errno == EEXIST {
                 // Another worker took this name between the check and the link.
                 number += 1
                 continue
-            } else if rename(source, candidate) != 0 {
+            } else if errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP || errno == EMLINK {
+                // No hard links here (some network filesystems): record first, then a rename.
+                try FileMoves.writeAtomically(record, to: candidate + suffix)
+                if rename(source, candidate) != 0 { throw FileMoves.failure("cannot move \(source) to \(candidate)") }
+                FileMoves.syncDirectory((candidate as NSString).deletingLastPathComponent)
+                removeEmptyParents(of: relative)
+                return candidate
+            } else {
                 throw FileMoves.failure("cannot move \(source) to \(candidate)")
             }
-            FileMoves.syncDirectory((candidate as NSString).deletingLastPathComponent)
-            removeEmptyParents(of: relative)
-            return candidate
         }
+    }
+
+    /// Writes the record of an original already linked at `placed` and releases the claim.
+    private func complete(_ relative: String, at placed: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
+        try FileMoves.writeAtomically(record, to: placed + suffix)
+        FileMoves.syncDirectory((placed as NSString).deletingLastPathComponent)
+        if unlink(pathOf(relative)) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
+        removeEmptyParents(of: relative)
+        return placed
+    }
+
+    /// Whether a claimed file was already finished (it is in `done/` or `failed/` with its record) and
+    /// only its release was cut short.
+    static func isFinished(_ claimed: String, relative: String, in queue: QueueDirectory) -> Bool {
+        for (directory, suffix) in [(queue.done, ".json"), (queue.failed, ".error.json")] {
+            let target = directory + "/" + relative
+            var number = 0
+            var candidate = target
+            while access(candidate, F_OK) == 0 || access(candidate + suffix, F_OK) == 0 {
+                if FileMoves.sameFile(claimed, candidate) { return access(candidate + suffix, F_OK) == 0 }
+                number += 1
+                candidate = FileMoves.numbered(target, number)
+            }
+        }
+        return false
     }
 
     /// Removes the area when no job is left in it (a clean shutdown); the lock goes with the process.
@@ -158,6 +194,10 @@ public final class ClaimArea: Sendable {
             }
             defer { if fd >= 0 { close(fd) } }
             for relative in QueueDirectory.files(under: areaPath) {
+                if isFinished(areaPath + "/" + relative, relative: relative, in: queue) {
+                    unlink(areaPath + "/" + relative)
+                    continue
+                }
                 do {
                     try FileMoves.moveKeepingBoth(areaPath + "/" + relative, to: queue.inbox + "/" + relative)
                     recovered.append(relative)

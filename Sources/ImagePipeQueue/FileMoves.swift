@@ -23,6 +23,11 @@ enum FileMoves {
             }
             switch errno {
             case EEXIST:
+                if sameFile(source, candidate) {
+                    // An earlier move of this very file stopped between link and unlink (a crash).
+                    if unlink(source) != 0 && errno != ENOENT { throw failure("cannot remove \(source)") }
+                    return candidate
+                }
                 number += 1
                 candidate = numbered(target, number)
             case EPERM, EXDEV, EOPNOTSUPP, EMLINK:
@@ -37,6 +42,12 @@ enum FileMoves {
                 throw failure("cannot move \(source) to \(candidate)")
             }
         }
+    }
+
+    /// Whether two paths name the same file, one a hard link of the other.
+    static func sameFile(_ first: String, _ second: String) -> Bool {
+        var a = stat(), b = stat()
+        return lstat(first, &a) == 0 && lstat(second, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino
     }
 
     /// `dir/name.ext` → `dir/name.N.ext`.

@@ -254,10 +254,13 @@ public final class QueueWorker: Sendable {
     }
 
     private func claimLoop() {
+        // Jobs waiting for a retry hold no pipeline room but still count here: during a storage outage a
+        // worker must not drain the inbox into its claim area, where other workers cannot reach them.
+        let holdLimit = pipeline.configuration.maxInFlight
         while true {
             let hasWork = state.withLock { state -> Bool? in
                 if state.stopping { return nil }
-                return !state.readyRetries.isEmpty || !state.pending.isEmpty
+                return !state.readyRetries.isEmpty || (!state.pending.isEmpty && state.jobs.count < holdLimit)
             }
             guard let hasWork else { return }
             if !hasWork {
@@ -269,7 +272,7 @@ public final class QueueWorker: Sendable {
             let work = state.withLock { state -> Work? in
                 if state.stopping { return nil }
                 if !state.readyRetries.isEmpty { return .retry(state.readyRetries.removeFirst()) }
-                guard !state.pending.isEmpty else { return nil }
+                guard !state.pending.isEmpty, state.jobs.count < holdLimit else { return nil }
                 let name = state.pending.removeFirst()
                 state.pendingSet.remove(name)
                 return .candidate(name)
@@ -323,7 +326,9 @@ public final class QueueWorker: Sendable {
             if state.abandoned.contains(name) { return .ignore }
             if result.status == .done { return .done }
             state.history[name, default: []].append(AttemptRecord(result))
-            if result.transient == true {
+            // A store that refuses (expired credentials, a bucket policy) is put right outside the job, so
+            // its jobs wait and retry like any other storage failure instead of failing at once.
+            if result.transient == true || result.errorCode == ImagePipeError.Code.storageRejected.description {
                 if state.stopping { return .giveBack }
                 if configuration.retry.shouldRetry(afterAttempt: job.attempt) {
                     state.jobs[name] = .waitingRetry(attempt: job.attempt)
@@ -393,6 +398,7 @@ public final class QueueWorker: Sendable {
         }
         // A second delivery under the same name waited for this one to leave the claim area.
         if again { enqueue([name]) }
+        wakeup.signal()
     }
 
     // MARK: - Status

@@ -98,6 +98,7 @@ import Testing
         ["batch", ".", "--dest", "ftp://example.com/x"],
         ["batch", ".", "--dest", "/tmp/x", "--variant", "bad"],
         ["batch", ".", "--dest", "/tmp/x", "--key", "/{stem}-{variant}.{ext}"],
+        ["batch", ".", "--dest", "/tmp/x", "--key", "../{stem}-{variant}.{ext}"],
         ["batch", ".", "--dest", "/tmp/x", "--jobs", "0"],
         ["batch", ".", "--dest", "/tmp/x", "--no-such-option"],
         ["frobnicate"],

@@ -22,7 +22,11 @@ import Testing
         #expect(tools.map { $0["name"] as? String } == ["imagepipe"])
         let runs = try #require(tools[0]["runs"] as? [[String: Any]])
         #expect(runs.count == 2 && runs.allSatisfy { $0["succeeded"] as? Bool == true })
-        #expect((tools[0]["median_seconds"] as? Double ?? 0) > 0)
+        #expect(runs.allSatisfy { ($0["peak_rss_bytes"] as? Int ?? 0) > 1_000_000 && ($0["seconds"] as? Double ?? 0) > 0 })
+        let median = try #require(tools[0]["median_seconds"] as? Double)
+        #expect(median > 0)
+        #expect(abs((tools[0]["images_per_second"] as? Double ?? 0) - 2 / median) < 1e-6)
+        #expect((tools[0]["mb_per_second"] as? Double ?? 0) > 0)
         #expect((tools[0]["peak_rss_bytes"] as? Int ?? 0) > 1_000_000)
         let stages = try #require(report["stages"] as? [String: [String: Double]])
         for stage in ["decode", "encode", "store"] {

@@ -74,6 +74,38 @@ import Testing
         #expect(fixture.files("failed") == ["doomed.jpg", "doomed.jpg.error.json"])
     }
 
+    @Test func duringAnOutageAWorkerHoldsNoMoreThanItsPipelineTakes() throws {
+        let fixture = try QueueFixture()
+        let outage = InMemoryStorage.alwaysFailing(ImagePipeError(.storageUnavailable, "connection refused"))
+        let slowRetries = QueueWorker.Configuration(retry: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(60), maxDelay: .seconds(60)),
+                                                    shutdownTimeout: .seconds(5), rescanInterval: .milliseconds(100), statusInterval: .zero)
+        let worker = try fixture.worker(storage: outage, pipeline: .init(jobs: 1, uploads: 1), configuration: slowRetries)
+        for index in 0..<20 { fixture.deliver("photo-\(index).jpg") }
+        worker.start()
+        let limit = JobPipeline.Configuration(jobs: 1, uploads: 1).maxInFlight
+        #expect(fixture.waitFor { worker.statistics.retrying == limit })
+        Thread.sleep(forTimeInterval: 0.5) // several claim rounds and rescans
+        let held = fixture.files("processing").filter { $0.hasSuffix(".jpg") }
+        #expect(held.count == limit, "\(held)")
+        #expect(fixture.files("inbox").count == 20 - limit, "the rest stays for other workers")
+        worker.shutdown()
+        #expect(fixture.files("inbox").count == 20)
+    }
+
+    @Test func aStoreThatRefusesIsRetriedLikeAnOutage() throws {
+        let fixture = try QueueFixture()
+        // Credentials that are fixed while the job waits: refused twice, then accepted.
+        let storage = InMemoryStorage(failing: { _, attempt in
+            attempt <= 2 ? ImagePipeError(.storageRejected, "InvalidAccessKeyId (403): The key does not exist") : nil
+        })
+        let worker = try fixture.worker(storage: storage)
+        worker.start()
+        fixture.deliver("kept.jpg")
+        #expect(fixture.waitFor { fixture.files("done").contains("kept.jpg.json") })
+        worker.shutdown()
+        #expect(fixture.files("failed").isEmpty)
+    }
+
     @Test func permanentFailuresAreNotRetried() throws {
         let fixture = try QueueFixture()
         let compressor = ScriptedCompressor(failing: { _ in ImagePipeError(.corruptImage, "corrupt or truncated image data") })
@@ -157,6 +189,39 @@ import Testing
         #expect(fixture.files("inbox") == ["sub/orphan.jpg"])
         #expect(!FileManager.default.fileExists(atPath: dead))
         #expect(FileManager.default.fileExists(atPath: live.path + "/mine.jpg"))
+    }
+
+    /// A claim area of a worker killed while it was moving files, with its lock free.
+    private func deadArea(_ fixture: QueueFixture, holding names: [String]) throws -> String {
+        let dead = fixture.queue.processing + "/deadhost-2-0"
+        try FileManager.default.createDirectory(atPath: dead, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: dead + "/.lock", contents: Data())
+        for name in names { try Data(name.utf8).write(to: URL(fileURLWithPath: dead + "/" + name)) }
+        return dead
+    }
+
+    @Test func aKillDuringAnyFinishingStepNeverDuplicatesTheJob() throws {
+        let fixture = try QueueFixture()
+        let dead = try deadArea(fixture, holding: ["recorded.jpg", "linked.jpg", "returning.jpg"])
+        // Killed after the original was linked into done/ and its record written, before the release.
+        link(dead + "/recorded.jpg", fixture.queue.done + "/recorded.jpg")
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: fixture.queue.done + "/recorded.jpg.json"))
+        // Killed after the link into done/, before the record.
+        link(dead + "/linked.jpg", fixture.queue.done + "/linked.jpg")
+        // Killed while being returned to the inbox, between link and unlink.
+        link(dead + "/returning.jpg", fixture.queue.inbox + "/returning.jpg")
+
+        let recovered = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        #expect(recovered.sorted() == ["linked.jpg", "returning.jpg"])
+        #expect(fixture.files("inbox") == ["linked.jpg", "returning.jpg"], "nothing under a second name")
+        #expect(!FileManager.default.fileExists(atPath: dead))
+
+        // The rerun of the half-finished job completes it under its first name.
+        let area = try ClaimArea(queue: fixture.queue)
+        guard case .claimed = area.claim("linked.jpg") else { Issue.record("not claimed"); return }
+        let placed = try area.finish("linked.jpg", into: fixture.queue.done, record: Data("{}".utf8), suffix: ".json")
+        #expect(placed == fixture.queue.done + "/linked.jpg")
+        #expect(fixture.files("done") == ["linked.jpg", "linked.jpg.json", "recorded.jpg", "recorded.jpg.json"])
     }
 
     @Test func ofTwoClaimsOnlyOneWins() throws {

@@ -54,6 +54,7 @@ import Testing
         #expect(configuration.endpoint == ServiceEndpoint(scheme: "https", host: "minio.internal", port: 9000))
         #expect(configuration.addressing == .path)
         #expect(configuration.retry.maxAttempts == 5)
+        #expect(configuration.retry.maxDelay == .seconds(20), "the standard mode's cap on backoff")
         #expect(configuration.destination.prefix == "")
         #expect(configuration.objectURL(forKey: "k.png") == "https://minio.internal:9000/bucket.with.dots/k.png")
     }

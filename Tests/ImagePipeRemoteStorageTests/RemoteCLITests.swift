@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeTestKit
+import ImagePipeVips
 import Testing
 
 /// `imagepipe batch` into moto and the Supabase stand-in: the real binary, its flags and environment.
@@ -39,10 +40,13 @@ import Testing
         let variants = try #require(tiny["variants"] as? [[String: Any]])
         #expect(variants.first?["url"] as? String == "\(moto.endpoint)/\(bucket)/site/trip/tiny-large.jpg")
         for variant in variants {
-            let info = try #require(try moto.object(bucket, "site/" + (variant["key"] as! String)))
+            let info = try #require(try moto.object(bucket, "site/" + (variant["key"] as! String), withBody: true))
             #expect(info.size == variant["bytes"] as? Int)
             #expect(info.contentType == (variant["format"] as? String == "jpeg" ? "image/jpeg" : "image/webp"))
             #expect(info.cacheControl == "public, max-age=600")
+            let decoded = try VipsProbe.info(info.body)
+            #expect(decoded.width == variant["width"] as? Int && decoded.height == variant["height"] as? Int)
+            #expect(decoded.loader.hasPrefix(variant["format"] as? String == "jpeg" ? "jpegload" : "webpload"))
         }
         let original = try #require(try moto.object(bucket, "site/trip/tiny.png"))
         #expect(original.sha256 == (try Fixtures.data("images/formats/tiny.png")).sha256)

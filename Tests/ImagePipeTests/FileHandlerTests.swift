@@ -62,10 +62,11 @@ import Testing
     }
 
     @Test func keysThatEscapeTheDestinationFailTheJob() throws {
-        let configuration = FileHandler.Configuration(keyTemplate: try KeyTemplate("{dir}/../../{stem}-{variant}.{ext}"))
+        // Templates cannot escape (they are checked when parsed), but a job's own path could.
         let storage = InMemoryStorage()
-        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
-            .process(job("a/b.jpg"))
+        let source = directory.write("b.jpg", "original bytes")
+        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage)
+            .process(Job(path: source, relativePath: "../../b.jpg"))
         #expect(result.errorCode == "invalid_key")
         #expect(storage.putCount == 0)
     }

@@ -22,6 +22,9 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
         func bad(_ why: String) -> ImagePipeError { .configuration("invalid --key template '\(text)': \(why)") }
         guard !text.isEmpty else { throw bad("it is empty") }
         guard !text.hasPrefix("/") else { throw bad("keys are relative to the destination; remove the leading '/'") }
+        guard !text.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == ".." || $0 == "." }) else {
+            throw bad("'..' and '.' segments would leave or blur the destination")
+        }
         var rest = Substring(text)
         var usesVariant = false
         while let open = rest.firstIndex(where: { $0 == "{" || $0 == "}" }) {

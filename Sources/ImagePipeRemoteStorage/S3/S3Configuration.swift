@@ -83,7 +83,8 @@ public struct S3Configuration: Sendable {
         if let publicBaseURL { try RemoteDestination.validatePublicBaseURL(publicBaseURL) }
         return S3Configuration(destination: target, region: region, endpoint: parsedEndpoint, credentials: credentials,
                                publicBaseURL: publicBaseURL,
-                               retry: RetryPolicy(maxAttempts: shared.maxAttempts ?? RetryPolicy.standard.maxAttempts))
+                               retry: RetryPolicy(maxAttempts: shared.maxAttempts ?? RetryPolicy.standard.maxAttempts,
+                                                  baseDelay: RetryPolicy.standard.baseDelay, maxDelay: RetryPolicy.standard.maxDelay))
     }
 
     /// The host and decoded path a request for `key` (a full key, prefix included) goes to.

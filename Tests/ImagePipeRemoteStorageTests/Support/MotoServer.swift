@@ -36,12 +36,13 @@ final class MotoServer: Sendable {
     }
 
     /// An object as boto3 reads it back; nil when it does not exist.
-    func object(_ bucket: String, _ key: String) throws -> StoredInfo? {
-        let answer = try check(["op": "head", "bucket": bucket, "key": key])
+    func object(_ bucket: String, _ key: String, withBody: Bool = false) throws -> StoredInfo? {
+        let answer = try check(["op": "head", "bucket": bucket, "key": key, "body": withBody ? "yes" : ""])
         if answer["missing"] != nil { return nil }
         return StoredInfo(size: answer["size"] as? Int ?? -1, sha256: answer["sha256"] as? String ?? "",
                           contentType: answer["content_type"] as? String, cacheControl: answer["cache_control"] as? String,
-                          etag: answer["etag"] as? String ?? "")
+                          etag: answer["etag"] as? String ?? "",
+                          body: (answer["body"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data())
     }
 
     /// Every key in a bucket.
@@ -78,6 +79,8 @@ struct StoredInfo: Equatable {
     var contentType: String?
     var cacheControl: String?
     var etag: String
+    /// The object's bytes as the independent client read them, when asked for.
+    var body: Data
 }
 
 extension RetryPolicy {

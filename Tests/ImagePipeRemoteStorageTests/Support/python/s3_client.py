@@ -3,11 +3,13 @@
 
 Each input line is a command, each output line its answer:
   {"op": "create_bucket", "bucket": B}
-  {"op": "head", "bucket": B, "key": K}    -> size, sha256 of the bytes, content_type, cache_control, etag
+  {"op": "head", "bucket": B, "key": K}    -> size, sha256 of the bytes, content_type, cache_control, etag,
+                                              and with "body": true the bytes in base64
   {"op": "keys", "bucket": B}              -> every key
   {"op": "uploads", "bucket": B}           -> multipart uploads in progress
 Endpoint and credentials come from the arguments. Exits when standard input closes.
 """
+import base64
 import hashlib
 import json
 import sys
@@ -35,7 +37,8 @@ def handle(command):
         body = got["Body"].read()
         return {"size": len(body), "sha256": hashlib.sha256(body).hexdigest(),
                 "content_type": got.get("ContentType"), "cache_control": got.get("CacheControl"),
-                "etag": got.get("ETag", "").strip('"')}
+                "etag": got.get("ETag", "").strip('"'),
+                "body": base64.b64encode(body).decode("ascii") if command.get("body") else None}
     if op == "keys":
         pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
         return {"keys": sorted(o["Key"] for page in pages for o in page.get("Contents", []))}
