@@ -23,14 +23,20 @@ public final class QueueWorker: Sendable {
         public var rescanInterval: Duration
         /// How often a status line is logged; zero for never.
         public var statusInterval: Duration
+        /// How long a delivery whose writers cannot be seen (another user's file) must stay unchanged
+        /// before it is taken.
+        public var quietPeriod: Duration
 
-        /// Creates settings: 5 attempts, 30 s shutdown timeout, rescans every 5 s, status every 30 s.
+        /// Creates settings: 5 attempts, 30 s shutdown timeout, rescans every 5 s, status every 30 s,
+        /// a 10 s quiet period.
         public init(retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
-                    rescanInterval: Duration = .seconds(5), statusInterval: Duration = .seconds(30)) {
+                    rescanInterval: Duration = .seconds(5), statusInterval: Duration = .seconds(30),
+                    quietPeriod: Duration = .seconds(10)) {
             self.retry = retry
             self.shutdownTimeout = shutdownTimeout
             self.rescanInterval = rescanInterval
             self.statusInterval = statusInterval
+            self.quietPeriod = quietPeriod
         }
     }
 
@@ -62,6 +68,7 @@ public final class QueueWorker: Sendable {
         var busyNames: Set<String> = []
         var abandoned: Set<String> = []
         var stopping = false
+        var warnedBlindWriterCheck = false
         var started = false
         var stopped = false
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
@@ -291,11 +298,24 @@ public final class QueueWorker: Sendable {
 
     private func claim(_ name: String) {
         let path = queue.inbox + "/" + name
-        if WriterCheck.hasWriters(path) {
+        switch WriterCheck.writers(of: path) {
+        case .none:
+            break
+        case .open:
             // Its writer still has it open; the close event brings it back.
             logger.debug("\(name) is still being written; waiting for its writer to close it")
             pipeline.cancelReservation()
             return
+        case .unknown:
+            // Another user's file, and this worker may not see that user's processes: only a file left
+            // unchanged for the quiet period is taken. A rescan brings it back when that has passed.
+            if state.withLock({ state in defer { state.warnedBlindWriterCheck = true }; return !state.warnedBlindWriterCheck }) {
+                logger.warning("cannot see whether \(name) is still being written: it belongs to another user. Files are taken once unchanged for \(configuration.quietPeriod.formattedSeconds); deliver by rename, or run the worker as the producers' user or with CAP_LEASE, to take them at once")
+            }
+            if let age = Self.timeSinceLastChange(path), age < configuration.quietPeriod {
+                pipeline.cancelReservation()
+                return
+            }
         }
         switch area.claim(name) {
         case .claimed(let claimedPath):
@@ -311,6 +331,17 @@ public final class QueueWorker: Sendable {
             logger.error("\(reason)")
             pipeline.cancelReservation()
         }
+    }
+
+    /// How long ago the file's content or metadata last changed.
+    private static func timeSinceLastChange(_ path: String) -> Duration? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let changed = max(Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9,
+                          Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9)
+        return .milliseconds(Int64(((Double(now.tv_sec) + Double(now.tv_nsec) / 1e9) - changed) * 1000))
     }
 
     private func run(_ job: Job) {

@@ -69,6 +69,41 @@ import Testing
         #expect(files("processing").isEmpty)
     }
 
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+                   "needs root to run the worker as another user"))
+    func anotherUsersSlowWriterIsWaitedFor() throws {
+        // The worker runs as nobody; the producer (this process, root) writes straight into the inbox.
+        // Without CAP_LEASE the worker can neither take a lease on root's file nor read root's /proc.
+        chmod(directory.path, 0o777)
+        for folder in [queue, directory.url("out")] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            chmod(folder, 0o777)
+        }
+        let worker = try WorkerProcess(["watch", queue, "--dest", directory.url("out"), "--jobs", "1", "--rescan-interval", "0.2",
+                                        "--status-interval", "0", "--quiet-period", "2"],
+                                       log: directory.url("nobody.log"), asNobody: true)
+        #expect(worker.waitForLog("watching"), "\(worker.log)")
+
+        let whole = try Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/images/formats/landscape.jpg"))
+        let path = queue + "/inbox/slow.jpg"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(fd >= 0)
+        func write(_ part: Data) { part.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) } }
+        for third in 0..<3 {
+            write(whole.dropFirst(third * (whole.count / 3)).prefix(third == 2 ? whole.count : whole.count / 3))
+            if third < 2 { Thread.sleep(forTimeInterval: 1.2) }
+        }
+        #expect(FileManager.default.fileExists(atPath: path), "not taken while it kept changing")
+        close(fd)
+
+        #expect(eventually { files("done").contains("slow.jpg.json") }, "\(worker.log)")
+        #expect(files("failed").isEmpty, "\(worker.log)")
+        #expect(try record("slow.jpg").bytes == whole.count)
+        #expect(worker.log.contains("belongs to another user"))
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 30) == 0)
+    }
+
     @Test func killNineLosesNothingAndTwoWorkersShareTheQueue() throws {
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
         let good = ["images/formats/landscape.jpg", "images/formats/small-400x300.jpg", "images/formats/alpha.png",

@@ -238,11 +238,11 @@ import Testing
         let path = fixture.queue.inbox + "/writing.jpg"
         _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        #expect(WriterCheck.hasWriters(path))
+        #expect(WriterCheck.writers(of: path) == .open)
         try handle.close()
-        #expect(!WriterCheck.hasWriters(path))
+        #expect(WriterCheck.writers(of: path) == .none)
         let reader = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        #expect(!WriterCheck.hasWriters(path), "readers do not count")
+        #expect(WriterCheck.writers(of: path) == .none, "readers do not count")
         try reader.close()
     }
 

@@ -39,10 +39,13 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("status-interval"), help: "Seconds between status lines (0: none).")
     var statusInterval: Double = 30
 
+    @Option(name: .customLong("quiet-period"), help: "Seconds another user's file written into the inbox must stay unchanged before it is taken, when its writers cannot be seen (no CAP_LEASE).")
+    var quietPeriod: Double = 10
+
     func validate() throws {
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
-        guard retryDelay >= 0, shutdownTimeout >= 0, statusInterval >= 0 else {
-            throw ValidationError("--retry-delay, --shutdown-timeout and --status-interval cannot be negative")
+        guard retryDelay >= 0, shutdownTimeout >= 0, statusInterval >= 0, quietPeriod >= 0 else {
+            throw ValidationError("--retry-delay, --shutdown-timeout, --status-interval and --quiet-period cannot be negative")
         }
         guard rescanInterval > 0 else { throw ValidationError("--rescan-interval must be positive") }
     }
@@ -58,7 +61,8 @@ struct WatchCommand: AsyncParsableCommand {
                 retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay)),
                 shutdownTimeout: .seconds(shutdownTimeout),
                 rescanInterval: .seconds(rescanInterval),
-                statusInterval: .seconds(statusInterval)),
+                statusInterval: .seconds(statusInterval),
+                quietPeriod: .seconds(quietPeriod)),
             logger: logger)
         logger.info("storing into \(handler.storage.location)")
         let group = ServiceGroup(

@@ -6,11 +6,17 @@ final class WorkerProcess {
     let process = Process()
     let logPath: String
 
-    init(_ arguments: [String], log: String) throws {
+    /// Starts `imagepipe` with `arguments`; as the user `nobody` when `asNobody` (the caller must be root).
+    init(_ arguments: [String], log: String, asNobody: Bool = false) throws {
         logPath = log
         _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
-        process.arguments = arguments
+        if asNobody {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CommandRunner.binary] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
+            process.arguments = arguments
+        }
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try process.run()
