@@ -43,12 +43,13 @@ import Testing
         #expect(fixture.files("inbox") == ["big.jpg.crdownload", "upload.jpg.part", "x.tmp"].sorted())
     }
 
-    @Test func transientFailuresAreRetriedUntilTheyPass() throws {
+    /// An outage, and a store that refuses (credentials put right while the job waits): both retried.
+    @Test(arguments: [ImagePipeError(.storageUnavailable, "503 Slow Down"),
+                      ImagePipeError(.storageRejected, "InvalidAccessKeyId (403): The key does not exist")])
+    func storageFailuresAreRetriedUntilTheyPass(_ failure: ImagePipeError) throws {
         let fixture = try QueueFixture()
-        // Every object fails twice with a transient error, then stores.
-        let storage = InMemoryStorage(failing: { _, attempt in
-            attempt <= 2 ? ImagePipeError(.storageUnavailable, "503 Slow Down") : nil
-        })
+        // Every object fails twice, then stores.
+        let storage = InMemoryStorage(failing: { _, attempt in attempt <= 2 ? failure : nil })
         let worker = try fixture.worker(storage: storage)
         worker.start()
         fixture.deliver("flaky.jpg")
@@ -90,20 +91,6 @@ import Testing
         #expect(fixture.files("inbox").count == 20 - limit, "the rest stays for other workers")
         worker.shutdown()
         #expect(fixture.files("inbox").count == 20)
-    }
-
-    @Test func aStoreThatRefusesIsRetriedLikeAnOutage() throws {
-        let fixture = try QueueFixture()
-        // Credentials that are fixed while the job waits: refused twice, then accepted.
-        let storage = InMemoryStorage(failing: { _, attempt in
-            attempt <= 2 ? ImagePipeError(.storageRejected, "InvalidAccessKeyId (403): The key does not exist") : nil
-        })
-        let worker = try fixture.worker(storage: storage)
-        worker.start()
-        fixture.deliver("kept.jpg")
-        #expect(fixture.waitFor { fixture.files("done").contains("kept.jpg.json") })
-        worker.shutdown()
-        #expect(fixture.files("failed").isEmpty)
     }
 
     @Test func permanentFailuresAreNotRetried() throws {
