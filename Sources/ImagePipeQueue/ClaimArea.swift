@@ -122,7 +122,7 @@ public final class ClaimArea: Sendable {
                 continue
             } else if errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP || errno == EMLINK {
                 // No hard links here (some network filesystems): record first, then a rename.
-                try FileMoves.writeAtomically(record, to: candidate + suffix)
+                try FileMoves.writeAtomically(record, to: candidate + suffix, stagingIn: path)
                 if rename(source, candidate) != 0 { throw FileMoves.failure("cannot move \(source) to \(candidate)") }
                 FileMoves.syncDirectory((candidate as NSString).deletingLastPathComponent)
                 removeEmptyParents(of: relative)
@@ -135,7 +135,7 @@ public final class ClaimArea: Sendable {
 
     /// Writes the record of an original already linked at `placed` and releases the claim.
     private func complete(_ relative: String, at placed: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
-        try FileMoves.writeAtomically(record, to: placed + suffix)
+        try FileMoves.writeAtomically(record, to: placed + suffix, stagingIn: path)
         FileMoves.syncDirectory((placed as NSString).deletingLastPathComponent)
         if unlink(pathOf(relative)) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
         removeEmptyParents(of: relative)

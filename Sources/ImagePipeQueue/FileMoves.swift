@@ -70,9 +70,13 @@ enum FileMoves {
     }
 
     /// Writes `data` to `path` through a temporary file, fsync and rename.
-    static func writeAtomically(_ data: Data, to path: String) throws(ImagePipeError) {
+    ///
+    /// The temporary file goes in `staging` when given (a claim area, removed with its worker, so a
+    /// crash mid-write leaves nothing behind in `done/`), else beside `path`.
+    static func writeAtomically(_ data: Data, to path: String, stagingIn staging: String? = nil) throws(ImagePipeError) {
         try makeParent(of: path)
-        let temporary = (path as NSString).deletingLastPathComponent + "/.\((path as NSString).lastPathComponent).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let temporary = (staging ?? (path as NSString).deletingLastPathComponent)
+            + "/.\((path as NSString).lastPathComponent).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("cannot create \(temporary)") }
         let written = data.withUnsafeBytes { buffer -> Bool in
@@ -87,8 +91,10 @@ enum FileMoves {
         let synced = written && fsync(fd) == 0
         close(fd)
         guard synced, rename(temporary, path) == 0 else {
+            let crossDevice = synced && errno == EXDEV
             let error = failure("cannot write \(path)")
             unlink(temporary)
+            if crossDevice && staging != nil { return try writeAtomically(data, to: path) }
             throw error
         }
     }

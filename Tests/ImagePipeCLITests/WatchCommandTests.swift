@@ -127,7 +127,7 @@ import Testing
         let leftBehind = files("processing").count
         let second = try start(log: "second.log"), third = try start(log: "third.log")
         #expect(eventually { files("inbox").isEmpty && files("processing").isEmpty && files("done").count + files("failed").count == 2 * names.count },
-                "\(second.log)\n\(third.log)")
+                "\(files("inbox")) \(files("processing")) \(files("done")) \(files("failed"))\n\(second.log)\n\(third.log)")
         second.send(SIGTERM)
         third.send(SIGTERM)
         #expect(second.waitForExit(seconds: 30) == 0)

@@ -193,8 +193,9 @@ import Testing
         // Killed after the original was linked into done/ and its record written, before the release.
         link(dead + "/recorded.jpg", fixture.queue.done + "/recorded.jpg")
         try Data("{}".utf8).write(to: URL(fileURLWithPath: fixture.queue.done + "/recorded.jpg.json"))
-        // Killed after the link into done/, before the record.
+        // Killed after the link into done/, while writing the record (staged in the claim area).
         link(dead + "/linked.jpg", fixture.queue.done + "/linked.jpg")
+        try Data("{\"sou".utf8).write(to: URL(fileURLWithPath: dead + "/.linked.jpg.json.1234.tmp"))
         // Killed while being returned to the inbox, between link and unlink.
         link(dead + "/returning.jpg", fixture.queue.inbox + "/returning.jpg")
 
