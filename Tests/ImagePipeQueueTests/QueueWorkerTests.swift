@@ -145,7 +145,8 @@ import Testing
         let maxClaimed = Atomic<Int>(0)
         worker.start()
         let finished = fixture.waitFor {
-            let claimed = fixture.files("processing").filter { !$0.hasSuffix(".lock") }.count
+            // Hidden files are the lock and records being written, not claims.
+            let claimed = fixture.files("processing").filter { !($0 as NSString).lastPathComponent.hasPrefix(".") }.count
             var seen = maxClaimed.load(ordering: .relaxed)
             while claimed > seen, !maxClaimed.compareExchange(expected: seen, desired: claimed, ordering: .relaxed).exchanged {
                 seen = maxClaimed.load(ordering: .relaxed)
