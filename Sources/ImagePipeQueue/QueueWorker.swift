@@ -337,11 +337,9 @@ public final class QueueWorker: Sendable {
     private static func timeSinceLastChange(_ path: String) -> Duration? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
         let changed = max(Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9,
                           Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9)
-        return .milliseconds(Int64(((Double(now.tv_sec) + Double(now.tv_nsec) / 1e9) - changed) * 1000))
+        return .seconds(Date().timeIntervalSince1970 - changed)
     }
 
     private func run(_ job: Job) {

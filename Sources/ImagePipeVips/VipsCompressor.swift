@@ -21,7 +21,11 @@ public struct VipsCompressor: ImageCompressor {
         public var pngCompression: Int = 6
         /// Working memory all concurrent compressions may hold together (see ``WorkingMemoryBudget``);
         /// nil for no limit. The default suits two images at once.
-        public var workingMemoryLimit: Int? = 256 << 20
+        public var workingMemoryLimit: Int? = 2 * Self.workingMemoryPerImage
+
+        /// The working memory to allow per image compressed at once: room for a 5120x2880 progressive
+        /// JPEG (88 MB of coefficients) with its outputs, so two light images never wait for each other.
+        public static let workingMemoryPerImage = 128 << 20
 
         /// The defaults.
         public init() {}
@@ -51,10 +55,9 @@ public struct VipsCompressor: ImageCompressor {
         let start = clock.now
 
         let header = try openHeader(source)
-        let format = try acceptedFormat(of: header)
+        let format = try Self.acceptedFormat(of: header)
         let stored = header.size
-        let displayed = ipv_orientation_swaps(header.pointer) != 0
-            ? PixelSize(width: stored.height, height: stored.width) : stored
+        let displayed = Self.displayedSize(of: header)
         guard stored.area <= limits.maxPixels else {
             throw ImagePipeError(.imageTooLarge, "image is \(stored) (\(Self.megapixels(stored.area)) megapixels), "
                                  + "over the limit of \(Self.megapixels(limits.maxPixels)) megapixels (--max-pixels)")
@@ -115,7 +118,7 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// The source format, if its loader is on the allowlist.
-    private func acceptedFormat(of header: VipsImageHandle) throws(ImagePipeError) -> String {
+    static func acceptedFormat(of header: VipsImageHandle) throws(ImagePipeError) -> String {
         let loader = header.string("vips-loader") ?? "unknown"
         let base = loader.replacingOccurrences(of: "_buffer", with: "").replacingOccurrences(of: "_source", with: "")
         guard let format = Self.acceptedLoaders[base] else {
@@ -195,6 +198,12 @@ public struct VipsCompressor: ImageCompressor {
         return EncodedVariant(spec: variant, size: source.size, data: data)
     }
 
+    /// The size as displayed: width and height swapped when the EXIF orientation turns the image.
+    static func displayedSize(of header: VipsImageHandle) -> PixelSize {
+        let stored = header.size
+        return ipv_orientation_swaps(header.pointer) != 0 ? PixelSize(width: stored.height, height: stored.width) : stored
+    }
+
     /// The memory one compression will hold at its peak, estimated from the header: the source bytes,
     /// the decoder's buffers, the in-memory intermediate and the largest encoder's buffers.
     static func workingMemory(_ header: VipsImageHandle, format: String, plan: ResizePlan, variants: [VariantSpec],
@@ -202,26 +211,19 @@ public struct VipsCompressor: ImageCompressor {
         let stored = header.size
         let bands = Int(header.pointer.pointee.Bands)
         let sampleBytes = Int(vips_format_sizeof(header.pointer.pointee.BandFmt))
-        var decoder = 0
-        switch format {
-        case "jpeg":
+        let decoder: Int = switch format {
+        case "jpeg" where header.int("jpeg-multiscan") == 1:
             // Progressive JPEGs keep every DCT coefficient (2 bytes each) until the last scan.
-            if header.int("jpeg-multiscan") == 1 {
-                let components: Double = switch header.string("jpeg-chroma-subsample") {
-                case "4:2:0": 1.5
-                case "4:2:2": 2
-                default: Double(bands)
-                }
-                decoder = Int(Double(stored.area) * components * 2)
-            }
-        case "png":
-            // Interlaced (Adam7) PNGs decode whole; others stream.
-            if header.int("interlaced") == 1 { decoder = stored.area * bands * sampleBytes }
-        case "tiff":
-            decoder = 0
+            Int(Double(stored.area) * 2 * Self.jpegComponentsPerPixel(header, bands: bands))
+        case "png" where header.int("interlaced") == 1:
+            // Interlaced (Adam7) PNGs decode whole.
+            stored.area * bands * sampleBytes
+        case "jpeg", "png", "tiff":
+            // Baseline JPEG, plain PNG and TIFF decode in strips.
+            0
         default:
             // WebP, HEIC, AVIF and GIF decoders produce the whole image at once.
-            decoder = stored.area * max(bands, 3) * sampleBytes
+            stored.area * max(bands, 3) * sampleBytes
         }
         let intermediate = variants.count > 1 ? plan.decodeSize.area * 4 : 0
         // Encoders hold their whole input: JPEG's optimised Huffman pass keeps coefficients (6 bytes per
@@ -230,6 +232,15 @@ public struct VipsCompressor: ImageCompressor {
             size.area * (variant.format == .avif ? 12 : 6)
         }.max() ?? 0
         return sourceBytes + decoder + intermediate + encoder
+    }
+
+    /// JPEG components stored per pixel: chroma subsampling shares them between pixels.
+    private static func jpegComponentsPerPixel(_ header: VipsImageHandle, bands: Int) -> Double {
+        switch header.string("jpeg-chroma-subsample") {
+        case "4:2:0": 1.5
+        case "4:2:2": 2
+        default: Double(bands)
+        }
     }
 
     /// What to ask libvips for so it produces `target`: for a crop, the box itself. For a fit, only the

@@ -62,10 +62,9 @@ public enum VipsProbe {
         let pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count) }
         guard let pointer else { throw ImagePipeError(.unsupportedFormat, Vips.takeError() ?? "unreadable header") }
         let header = VipsImageHandle(pointer)
-        let loader = (header.string("vips-loader") ?? "").replacingOccurrences(of: "_buffer", with: "")
-        let format = VipsCompressor.acceptedLoaders[loader] ?? loader
-        let plan = ResizePlan(source: header.size, variants: variants)
-        return VipsCompressor.workingMemory(header, format: format, plan: plan, variants: variants, sourceBytes: data.count)
+        let plan = ResizePlan(source: VipsCompressor.displayedSize(of: header), variants: variants)
+        return VipsCompressor.workingMemory(header, format: try VipsCompressor.acceptedFormat(of: header), plan: plan,
+                                            variants: variants, sourceBytes: data.count)
     }
 
     /// Decodes `data` and describes it.

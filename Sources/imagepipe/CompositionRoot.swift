@@ -23,9 +23,8 @@ enum CompositionRoot {
             cacheControl: options.storage.cacheControl,
             storeOriginal: options.storage.withOriginal)
         var encoders = VipsCompressor.Configuration()
-        // 68 MiB per image at once: room for one 5120x2880 progressive JPEG beside a light image, not two.
-        let workingMemory = options.workingMemory ?? 128 * options.jobs
-        encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory << 20 : nil
+        let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage * options.jobs
+        encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory : nil
         return FileHandler(compressor: try VipsCompressor(configuration: encoders), storage: try StorageFactory.make(options.storage),
                            configuration: configuration)
     }

@@ -81,10 +81,10 @@ public struct S3Configuration: Sendable {
             throw .configuration("invalid region '\(region)'")
         }
         if let publicBaseURL { try RemoteDestination.validatePublicBaseURL(publicBaseURL) }
+        var retry = RetryPolicy.standard
+        if let attempts = shared.maxAttempts { retry.maxAttempts = max(1, attempts) }
         return S3Configuration(destination: target, region: region, endpoint: parsedEndpoint, credentials: credentials,
-                               publicBaseURL: publicBaseURL,
-                               retry: RetryPolicy(maxAttempts: shared.maxAttempts ?? RetryPolicy.standard.maxAttempts,
-                                                  baseDelay: RetryPolicy.standard.baseDelay, maxDelay: RetryPolicy.standard.maxDelay))
+                               publicBaseURL: publicBaseURL, retry: retry)
     }
 
     /// The host and decoded path a request for `key` (a full key, prefix included) goes to.

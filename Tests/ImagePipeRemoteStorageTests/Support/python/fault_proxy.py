@@ -17,12 +17,12 @@ Prints {"port"} on standard output and exits when standard input closes.
 import argparse
 import http.client
 import json
-import os
 import socket
 import socketserver
 import struct
-import sys
 import threading
+
+from parent_watch import exit_with_parent
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--upstream", required=True, help="host:port")
@@ -134,11 +134,5 @@ class Server(socketserver.ThreadingTCPServer):
 server = Server(("127.0.0.1", 0), Handler)
 print(json.dumps({"port": server.server_address[1]}), flush=True)
 
-
-def exit_when_parent_goes():
-    sys.stdin.buffer.read()
-    os._exit(0)
-
-
-threading.Thread(target=exit_when_parent_goes, daemon=True).start()
+exit_with_parent()
 server.serve_forever()

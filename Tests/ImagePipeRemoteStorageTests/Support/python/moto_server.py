@@ -9,8 +9,9 @@ dies with the test process that started it, however that process ends.
 import argparse
 import json
 import os
-import sys
 import threading
+
+from parent_watch import exit_with_parent
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--auth", action="store_true", help="check SigV4 signatures and IAM permissions")
@@ -44,11 +45,5 @@ if args.auth:
 
 print(json.dumps({"port": port, "access_key": access_key, "secret_key": secret_key}), flush=True)
 
-
-def exit_when_parent_goes():
-    sys.stdin.buffer.read()
-    os._exit(0)
-
-
-threading.Thread(target=exit_when_parent_goes, daemon=True).start()
+exit_with_parent()
 threading.Event().wait()

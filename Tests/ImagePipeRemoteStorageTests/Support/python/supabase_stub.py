@@ -17,12 +17,12 @@ import argparse
 import base64
 import hashlib
 import json
-import os
-import sys
 import threading
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from parent_watch import exit_with_parent
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--key", required=True)
@@ -193,11 +193,5 @@ server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
 print(json.dumps({"port": server.server_address[1]}), flush=True)
 
-
-def exit_when_parent_goes():
-    sys.stdin.buffer.read()
-    os._exit(0)
-
-
-threading.Thread(target=exit_when_parent_goes, daemon=True).start()
+exit_with_parent()
 server.serve_forever()
