@@ -22,7 +22,7 @@ struct Retrier: Sendable {
                 quota.release(spent > 0 ? spent : RetryQuota.successRefund)
                 return value
             } catch {
-                guard error.isRetryable, number < policy.maxAttempts,
+                guard error.isRetryable, policy.shouldRetry(afterAttempt: number),
                       let cost = quota.acquire(timeout: error.isTimeout) else {
                     throw RetryExhausted(failure: error, attempts: number)
                 }
