@@ -9,7 +9,7 @@ public struct AttemptRecord: Sendable, Codable, Equatable {
     /// Why it failed.
     public var error: String
     /// The error code.
-    public var errorCode: String
+    public var errorCode: ImagePipeError.Code?
     /// Whether a retry could help.
     public var transient: Bool
     /// When it ended (ISO 8601).
@@ -27,7 +27,7 @@ public struct FailureRecord: Sendable, Codable, Equatable {
     /// The final reason.
     public var error: String
     /// The final error code.
-    public var errorCode: String
+    public var errorCode: ImagePipeError.Code?
     /// Attempts made.
     public var attempts: Int
     /// Every failed attempt, oldest first.
@@ -50,7 +50,7 @@ public struct FailureRecord: Sendable, Codable, Equatable {
 extension AttemptRecord {
     /// The record of a failed result.
     init(_ result: JobResult) {
-        self.init(attempt: result.attempts, error: result.error ?? "unknown error", errorCode: result.errorCode ?? "unknown",
+        self.init(attempt: result.attempts, error: result.error ?? "unknown error", errorCode: result.errorCode,
                   transient: result.transient ?? false, at: Date().formatted(.iso8601))
     }
 }

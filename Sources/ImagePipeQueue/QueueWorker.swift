@@ -357,7 +357,7 @@ public final class QueueWorker: Sendable {
             state.history[name, default: []].append(AttemptRecord(result))
             // A store that refuses (expired credentials, a bucket policy) is put right outside the job, so
             // its jobs wait and retry like any other storage failure instead of failing at once.
-            if result.transient == true || result.errorCode == ImagePipeError.Code.storageRejected.description {
+            if result.transient == true || result.errorCode == .storageRejected {
                 if state.stopping { return .giveBack }
                 if configuration.retry.shouldRetry(afterAttempt: job.attempt) {
                     state.jobs[name] = .waitingRetry(attempt: job.attempt)
@@ -391,7 +391,7 @@ public final class QueueWorker: Sendable {
             returnToInbox(name)
             return
         case .fail(let history):
-            let record = FailureRecord(source: name, error: result.error ?? "unknown error", errorCode: result.errorCode ?? "unknown",
+            let record = FailureRecord(source: name, error: result.error ?? "unknown error", errorCode: result.errorCode,
                                        attempts: job.attempt, history: history, result: result)
             finish(name) { () throws(ImagePipeError) in try area.finish(name, into: queue.failed, record: record.encoded(), suffix: ".error.json") }
             logger.error("failed \(name) after \(job.attempt) attempt(s): \(result.error ?? "unknown error")")

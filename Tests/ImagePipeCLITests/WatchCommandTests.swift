@@ -149,7 +149,7 @@ import Testing
         // Reprocessing after the crash wrote the same keys again, never a second set of outputs.
         #expect(directory.files(under: "out").count == 3 * names.values.filter { $0 }.count)
         let failure = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: queue + "/failed/burst/broken.jpg.error.json")))
-        #expect(failure.errorCode == "corrupt_image" && failure.attempts == 1)
+        #expect(failure.errorCode == .corruptImage && failure.attempts == 1)
         #expect(leftBehind > 0, "the killed worker held claimed jobs")
         #expect((second.log + third.log).contains("recovered"), "its jobs were returned to the inbox")
     }

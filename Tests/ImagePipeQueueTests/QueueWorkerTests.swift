@@ -103,7 +103,7 @@ import Testing
         worker.shutdown()
         #expect(compressor.calls == ["bad.jpg"])
         let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/bad.jpg.error.json")))
-        #expect(record.errorCode == "corrupt_image" && record.attempts == 1)
+        #expect(record.errorCode == .corruptImage && record.attempts == 1)
     }
 
     @Test func shutdownReturnsUnfinishedJobsToTheInbox() throws {

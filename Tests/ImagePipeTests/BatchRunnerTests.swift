@@ -42,7 +42,7 @@ import Testing
         #expect(summary.total == 3 && summary.done == 2 && summary.failed == 1)
         let failed = results.withLock { $0.first { $0.status == .failed } }
         #expect(failed?.source == "a.png")
-        #expect(failed?.errorCode == "key_collision")
+        #expect(failed?.errorCode == .keyCollision)
         #expect(failed?.error?.contains("'a.jpg'") == true)
         #expect(String(decoding: storage.objects["a-large.jpg"]!.body, as: UTF8.self).trimmingCharacters(in: .whitespaces) == "a.jpg:large")
     }

@@ -37,7 +37,7 @@ import Testing
         #expect(result.status == .failed)
         #expect(result.variants.isEmpty)
         #expect(result.error == "storing a-medium.webp: bucket is on fire (503)")
-        #expect(result.errorCode == "storage_unavailable")
+        #expect(result.errorCode == .storageUnavailable)
         #expect(result.transient == true)
     }
 
@@ -47,7 +47,7 @@ import Testing
         let result = FileHandler(compressor: compressor, storage: storage).process(job("bad.jpg"))
         #expect(result.status == .failed)
         #expect(result.transient == false)
-        #expect(result.errorCode == "corrupt_image")
+        #expect(result.errorCode == .corruptImage)
         #expect(storage.putCount == 0)
         #expect(result.sha256 != nil, "the source was read before it failed to decode")
     }
@@ -55,10 +55,10 @@ import Testing
     @Test func missingAndEmptySourcesFailWithAReason() {
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage())
         let missing = handler.process(Job(path: directory.url("gone.jpg"), relativePath: "gone.jpg"))
-        #expect(missing.status == .failed && missing.errorCode == "unreadable_source")
+        #expect(missing.status == .failed && missing.errorCode == .unreadableSource)
         #expect(missing.error?.contains("No such file") == true)
         let empty = handler.process(job("empty.jpg", ""))
-        #expect(empty.errorCode == "empty_file")
+        #expect(empty.errorCode == .emptyFile)
     }
 
     @Test func keysThatEscapeTheDestinationFailTheJob() throws {
@@ -67,7 +67,7 @@ import Testing
         let source = directory.write("b.jpg", "original bytes")
         let result = FileHandler(compressor: ScriptedCompressor(), storage: storage)
             .process(Job(path: source, relativePath: "../../b.jpg"))
-        #expect(result.errorCode == "invalid_key")
+        #expect(result.errorCode == .invalidKey)
         #expect(storage.putCount == 0)
     }
 

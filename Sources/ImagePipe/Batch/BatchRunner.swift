@@ -34,17 +34,18 @@ public struct BatchRunner: Sendable {
         let scan = try scanner.scan()
         onStart(scan)
         let total = scan.jobs.count
-        let collected = Mutex(BatchSummary())
+        let collected = Mutex((summary: BatchSummary(), finished: 0))
         collected.withLock {
-            $0.total = total
-            $0.skipped = scan.skipped.count
+            $0.summary.total = total
+            $0.summary.skipped = scan.skipped.count
         }
         // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a time.
         let delivery = DispatchQueue(label: "imagepipe.batch.results")
         let deliver: @Sendable (JobResult) -> Void = { result in
-            let finished = collected.withLock { summary -> Int in
-                summary.add(result)
-                return summary.done + summary.failed
+            let finished = collected.withLock { collected -> Int in
+                collected.summary.add(result)
+                collected.finished += 1
+                return collected.finished
             }
             delivery.async {
                 onResult(result, Progress(finished: finished, total: total, elapsed: .now - started))
@@ -61,9 +62,9 @@ public struct BatchRunner: Sendable {
         }
         pipeline.waitUntilIdle()
         delivery.sync {}
-        return collected.withLock { summary in
-            summary.wallTime = .now - started
-            return summary
+        return collected.withLock { collected in
+            collected.summary.wallTime = .now - started
+            return collected.summary
         }
     }
 

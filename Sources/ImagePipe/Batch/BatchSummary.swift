@@ -9,7 +9,7 @@ public struct BatchSummary: Sendable, Equatable {
     public var done = 0
     /// Images that failed.
     public var failed = 0
-    /// Files left out because they are not images by extension.
+    /// Sources left alone: outputs already up to date, or not images by extension.
     public var skipped = 0
     /// Bytes of the sources that were done.
     public var bytesIn = 0
@@ -30,6 +30,8 @@ public struct BatchSummary: Sendable, Equatable {
             bytesOut += result.outputBytes
         case .failed:
             failed += 1
+        case .skipped:
+            skipped += 1
         }
     }
 

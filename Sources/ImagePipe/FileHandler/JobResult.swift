@@ -9,6 +9,16 @@ public struct JobResult: Sendable, Codable, Equatable {
         case done
         /// Nothing is reported stored; ``JobResult/error`` says why.
         case failed
+        /// Nothing was done on purpose; ``JobResult/skipCode`` and ``JobResult/reason`` say why.
+        case skipped
+    }
+
+    /// Why a source was left alone.
+    public enum SkipCode: String, Sendable, Codable {
+        /// Every output already exists from this very original (a re-run).
+        case upToDate = "up_to_date"
+        /// The file's extension is not an image's.
+        case notAnImage = "not_an_image"
     }
 
     /// The source path relative to the batch root or inbox.
@@ -17,10 +27,14 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var status: Status
     /// Why it failed, for people.
     public var error: String?
-    /// Why it failed, for machines (see ``ImagePipeError/Code``).
-    public var errorCode: String?
+    /// Why it failed, for machines.
+    public var errorCode: ImagePipeError.Code?
     /// Whether retrying may help (only present on failures).
     public var transient: Bool?
+    /// Why it was skipped, for machines (only present when skipped).
+    public var skipCode: SkipCode?
+    /// Why it was skipped, for people (only present when skipped).
+    public var reason: String?
     /// Hex SHA-256 of the source bytes.
     public var sha256: String?
     /// The source format as decoded (`jpeg`, `png`, `webp`, `tiff`, `gif`, `heic`, `avif`, ...).
@@ -31,7 +45,7 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var height: Int?
     /// The source size in bytes.
     public var bytes: Int?
-    /// The stored variants; empty when the job failed.
+    /// The stored variants; empty when the job failed (when skipped: the outputs found in place).
     public var variants: [VariantRecord]
     /// The stored copy of the original, when originals are stored too.
     public var original: StoredObject?
@@ -47,7 +61,7 @@ public struct JobResult: Sendable, Codable, Equatable {
         self.source = source
         self.status = status
         self.error = error?.reason
-        self.errorCode = error?.code.description
+        self.errorCode = error?.code
         self.transient = error.map(\.isTransient)
         self.sha256 = sha256
         self.format = format
@@ -63,7 +77,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var outputBytes: Int { variants.reduce(0) { $0 + $1.bytes } }
 
     enum CodingKeys: String, CodingKey {
-        case source, status, error, errorCode = "error_code", transient, sha256, format, width, height, bytes, variants, original
+        case source, status, error, errorCode = "error_code", transient, skipCode = "skip_code", reason
+        case sha256, format, width, height, bytes, variants, original
         case timings, attempts
     }
 }
@@ -122,6 +137,20 @@ public struct Timings: Sendable, Codable, Equatable {
 }
 
 extension JobResult {
+    /// A source left alone on purpose.
+    public static func skipped(_ source: String, _ code: SkipCode, reason: String) -> JobResult {
+        var result = JobResult(source: source, status: .skipped)
+        result.skipCode = code
+        result.reason = reason
+        return result
+    }
+
+    /// The failure as the error it was, when this result is a failure.
+    public var failure: ImagePipeError? {
+        guard status == .failed, let errorCode else { return nil }
+        return ImagePipeError(errorCode, error ?? "")
+    }
+
     /// The record as one line of JSON (no trailing newline), keys sorted.
     public func jsonLine() -> String {
         let encoder = JSONEncoder()

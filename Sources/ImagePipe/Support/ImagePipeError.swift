@@ -6,8 +6,8 @@
 /// will fail the same way), storage problems may be transient and worth retrying.
 public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatable {
     /// What went wrong, as a value that can grow new cases without breaking callers.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Value: String, Sendable {
+    public struct Code: Sendable, Hashable, CustomStringConvertible, Codable {
+        private enum Value: String, Sendable, CaseIterable {
             case unreadableSource = "unreadable_source"
             case emptyFile = "empty_file"
             case unsupportedFormat = "unsupported_format"
@@ -15,14 +15,37 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
             case imageTooLarge = "image_too_large"
             case invalidKey = "invalid_key"
             case keyCollision = "key_collision"
+            case notARegularFile = "not_a_regular_file"
             case encodeFailed = "encode_failed"
             case storageUnavailable = "storage_unavailable"
             case storageRejected = "storage_rejected"
+            case storageFull = "storage_full"
             case configuration = "configuration"
-            case interrupted = "interrupted"
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
+
+        /// The code with this stable name, or nil for a name imagepipe does not use.
+        public init?(rawValue: String) {
+            guard let value = Value(rawValue: rawValue) else { return nil }
+            self.value = value
+        }
+
+        /// Every code, for documentation and tests.
+        public static var all: [Code] { Value.allCases.map(Code.init) }
+
+        public init(from decoder: any Decoder) throws {
+            let name = try decoder.singleValueContainer().decode(String.self)
+            guard let code = Code(rawValue: name) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown error code '\(name)'"))
+            }
+            self = code
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(description)
+        }
 
         /// The source file could not be read (missing, permissions, I/O error).
         public static let unreadableSource = Code(.unreadableSource)
@@ -36,18 +59,20 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let imageTooLarge = Code(.imageTooLarge)
         /// An output key would escape the destination or is otherwise unusable.
         public static let invalidKey = Code(.invalidKey)
-        /// Two sources of one batch would write the same output key.
+        /// An output key is already taken by another original's object (or one imagepipe did not write).
         public static let keyCollision = Code(.keyCollision)
+        /// The source is a symbolic link, a FIFO, a device or a directory, not a regular file.
+        public static let notARegularFile = Code(.notARegularFile)
         /// The encoder refused the decoded image.
         public static let encodeFailed = Code(.encodeFailed)
         /// The storage could not be reached or failed in a way that may pass (timeouts, 5xx, disk full).
         public static let storageUnavailable = Code(.storageUnavailable)
         /// The storage refused the object for good (permissions, bad credentials, 4xx).
         public static let storageRejected = Code(.storageRejected)
+        /// The destination has no space left (disk full, quota); retrying after space is freed helps.
+        public static let storageFull = Code(.storageFull)
         /// The command line or environment is wrong; nothing was processed.
         public static let configuration = Code(.configuration)
-        /// Work was stopped before it finished (shutdown); the job can run again.
-        public static let interrupted = Code(.interrupted)
 
         /// The stable machine-readable name, as written to manifests.
         public var description: String { value.rawValue }
@@ -55,7 +80,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         /// Whether the same job may succeed if tried again later.
         public var isTransient: Bool {
             switch value {
-            case .storageUnavailable, .interrupted: true
+            case .storageUnavailable, .storageFull: true
             default: false
             }
         }
