@@ -31,12 +31,14 @@ let package = Package(
         // Non-variadic wrappers around the libvips and libcurl calls Swift cannot make itself.
         .target(name: "CVipsShim", dependencies: ["CLibVips"]),
         .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
+        // Extended attributes, where local storage records each file's original.
+        .target(name: "CFileSystem"),
 
         // The core: jobs, variants, keys, the FileHandler, the bounded pipeline, local storage.
         .target(
             name: "ImagePipe",
             dependencies: [
-                "CLibCrypto",
+                "CLibCrypto", "CFileSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

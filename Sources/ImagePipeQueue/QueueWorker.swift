@@ -353,7 +353,8 @@ public final class QueueWorker: Sendable {
         enum Next { case ignore, done, retry(Duration), giveBack, fail([AttemptRecord]) }
         let next = state.withLock { state -> Next in
             if state.abandoned.contains(name) { return .ignore }
-            if result.status == .done { return .done }
+            // An up-to-date re-delivery (every output in place from the same bytes) is done too.
+            if result.status != .failed { return .done }
             state.history[name, default: []].append(AttemptRecord(result))
             // A store that refuses (expired credentials, a bucket policy) is put right outside the job, so
             // its jobs wait and retry like any other storage failure instead of failing at once.

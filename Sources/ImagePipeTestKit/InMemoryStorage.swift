@@ -4,6 +4,9 @@ import ImagePipe
 import Synchronization
 
 /// Keeps stored objects in a dictionary and can fail chosen puts.
+///
+/// Like the local directory storage, a put refuses with `keyCollision` to replace an object made
+/// from another original, unless the object says it may.
 public final class InMemoryStorage: StorageRepository, Sendable {
     /// Decides the outcome of each put: nil stores the object, an error fails the put.
     public typealias FailureRule = @Sendable (_ object: StorageObject, _ attempt: Int) -> ImagePipeError?
@@ -12,6 +15,8 @@ public final class InMemoryStorage: StorageRepository, Sendable {
         var objects: [String: StorageObject] = [:]
         var attempts: [String: Int] = [:]
         var putCount = 0
+        var deleted: [String] = []
+        var lookups = 0
         var concurrent = 0
         var maxConcurrent = 0
     }
@@ -20,14 +25,21 @@ public final class InMemoryStorage: StorageRepository, Sendable {
     private let failure: FailureRule?
     private let delay: Duration
     private let retainsBodies: Bool
+    private let probeFailure: ImagePipeError?
+    /// The key limits it reports (S3's by default).
+    public let keyLimits: KeyLimits
 
     /// Creates an empty storage; `failing` scripts failures, `delay` makes every put take that long.
     /// With `retainingBodies` false, stored objects keep their metadata but drop their bytes, as a
     /// real store frees the caller's memory once an object is written.
-    public init(failing: FailureRule? = nil, delay: Duration = .zero, retainingBodies: Bool = true) {
+    /// `probeFailure` makes ``probe()`` fail with it.
+    public init(failing: FailureRule? = nil, delay: Duration = .zero, retainingBodies: Bool = true,
+                keyLimits: KeyLimits = KeyLimits(maxKeyBytes: 1024), probeFailure: ImagePipeError? = nil) {
         self.failure = failing
         self.delay = delay
         self.retainsBodies = retainingBodies
+        self.keyLimits = keyLimits
+        self.probeFailure = probeFailure
     }
 
     /// A storage whose every put fails with `error`.
@@ -50,9 +62,43 @@ public final class InMemoryStorage: StorageRepository, Sendable {
         if let error = failure?(object, attempt) { throw error }
         var kept = object
         if !retainsBodies { kept.body = Data() }
-        state.withLock { $0.objects[kept.key] = kept }
+        try state.withLock { state throws(ImagePipeError) in
+            if let holder = state.objects[kept.key], let origin = kept.origin, !kept.replacesOtherOriginals,
+               !origin.isSameOriginal(as: holder.origin) {
+                throw .keyCollision(key: kept.key, source: origin.source, existing: holder.origin)
+            }
+            state.objects[kept.key] = kept
+        }
         return StoredObject(key: object.key, url: "memory:///\(object.key)", bytes: object.body.count)
     }
+
+    public func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? {
+        state.withLock { state in
+            state.lookups += 1
+            return state.objects[key].map { ExistingObject(origin: $0.origin, bytes: $0.body.count, url: "memory:///\(key)") }
+        }
+    }
+
+    public func delete(_ key: String) throws(ImagePipeError) {
+        state.withLock { state in
+            state.objects[key] = nil
+            state.deleted.append(key)
+        }
+    }
+
+    public func probe() throws(ImagePipeError) {
+        if let probeFailure { throw probeFailure }
+    }
+
+    /// Puts an object as if an earlier run (or another tool, with no origin) had stored it.
+    public func preload(_ object: StorageObject) {
+        state.withLock { $0.objects[object.key] = object }
+    }
+
+    /// Keys removed, in order.
+    public var deletedKeys: [String] { state.withLock { $0.deleted } }
+    /// Number of ``existing(_:)`` calls.
+    public var lookupCount: Int { state.withLock { $0.lookups } }
 
     /// The stored objects by key (with empty bodies when the storage does not retain them).
     public var objects: [String: StorageObject] { state.withLock { $0.objects } }

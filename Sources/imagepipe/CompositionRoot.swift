@@ -14,19 +14,21 @@ enum CompositionRoot {
     }
 
     /// The FileHandler for a set of job options.
-    static func fileHandler(_ options: JobOptions) throws(ImagePipeError) -> FileHandler {
+    static func fileHandler(_ options: JobOptions, force: Bool = false, logger: Logger) throws(ImagePipeError) -> FileHandler {
         try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
         let configuration = FileHandler.Configuration(
             variants: try options.variantSpecs(),
             keyTemplate: try KeyTemplate(options.key),
             limits: CompressionLimits(maxPixels: options.maxPixels),
             cacheControl: options.storage.cacheControl,
-            storeOriginal: options.storage.withOriginal)
+            storeOriginal: options.storage.withOriginal,
+            overwrite: options.overwrite,
+            force: force)
         var encoders = VipsCompressor.Configuration()
         let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage * options.jobs
         encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory : nil
         return FileHandler(compressor: try VipsCompressor(configuration: encoders), storage: try StorageFactory.make(options.storage),
-                           configuration: configuration)
+                           configuration: configuration, logger: logger)
     }
 
     /// The pipeline around a handler.

@@ -34,12 +34,12 @@ enum StorageFactory {
             guard let url = URL(string: destination), url.isFileURL, !url.path.isEmpty else {
                 throw .configuration("invalid --dest URL '\(destination)'")
             }
-            return try LocalDirectoryStorage(root: url.path)
+            return LocalDirectoryStorage(root: url.path)
         case let scheme?:
             throw .configuration("unsupported --dest scheme '\(scheme)://'; use a directory path, file://, s3:// or supabase://")
         case nil:
             guard !destination.isEmpty else { throw .configuration("--dest is empty") }
-            return try LocalDirectoryStorage(root: destination)
+            return LocalDirectoryStorage(root: destination)
         }
     }
 }

@@ -121,19 +121,49 @@ import Testing
         #expect(fixture.files("done").isEmpty)
     }
 
-    @Test func aSecondDeliveryUnderTheSameNameWaitsForTheFirst() throws {
+    @Test func aSecondDeliveryOfTheSameBytesUnderTheSameNameWaitsForTheFirstAndIsIdempotent() throws {
         let fixture = try QueueFixture()
         let compressor = ScriptedCompressor(work: .milliseconds(300))
-        let worker = try fixture.worker(compressor: compressor)
+        let storage = InMemoryStorage()
+        let worker = try fixture.worker(compressor: compressor, storage: storage)
         worker.start()
-        fixture.deliver("same.jpg", "first")
+        fixture.deliver("same.jpg", "the same bytes")
         #expect(fixture.waitFor { compressor.calls.count == 1 })
-        fixture.deliver("same.jpg", "second")
+        fixture.deliver("same.jpg", "the same bytes")
         #expect(fixture.waitFor { fixture.files("done").count == 4 })
         worker.shutdown()
         #expect(fixture.files("done") == ["same.1.jpg", "same.1.jpg.json", "same.jpg", "same.jpg.json"])
-        let contents = Set(["same.jpg", "same.1.jpg"].map { try! String(contentsOfFile: fixture.queue.done + "/" + $0, encoding: .utf8) })
-        #expect(contents == ["first", "second"], "neither delivery was lost or overwritten")
+        #expect(fixture.files("failed").isEmpty)
+        #expect(storage.objects.count == 3)
+    }
+
+    @Test func anotherImageDeliveredUnderTheSameNameFailsWithAKeyCollisionAndLeavesTheFirstsOutputs() throws {
+        let fixture = try QueueFixture()
+        let compressor = ScriptedCompressor(work: .milliseconds(300))
+        let storage = InMemoryStorage()
+        let worker = try fixture.worker(compressor: compressor, storage: storage)
+        worker.start()
+        fixture.deliver("photo.jpg", "blinds")
+        #expect(fixture.waitFor { fixture.files("done").count == 2 })
+        let before = storage.objects.mapValues(\.body)
+        fixture.deliver("photo.jpg", "dune")
+        #expect(fixture.waitFor { fixture.files("failed").count == 2 })
+        // Delivered together under names that share keys (a.jpg, a.png): one of them fails.
+        fixture.deliver("a.jpg", "one picture")
+        fixture.deliver("a.png", "another picture")
+        #expect(fixture.waitFor { fixture.files("done").count + fixture.files("failed").count == 8 })
+        worker.shutdown()
+
+        #expect(storage.objects.filter { $0.key.hasPrefix("photo-") }.mapValues(\.body) == before, "the first image's outputs are untouched")
+        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/photo.jpg.error.json")))
+        #expect(record.errorCode == .keyCollision)
+        #expect(record.error.contains("made from 'photo.jpg'") && record.error.contains("photo-large.jpg"), "\(record.error)")
+        #expect(try String(contentsOfFile: fixture.queue.failed + "/photo.jpg", encoding: .utf8) == "dune", "the refused original is kept")
+        let pair = ["a.jpg", "a.png"]
+        #expect(pair.filter { fixture.files("done").contains($0) }.count == 1)
+        #expect(pair.filter { fixture.files("failed").contains($0) }.count == 1)
+        let winner = try #require(pair.first { fixture.files("done").contains($0) })
+        #expect(storage.objects["a-large.jpg"]?.origin?.source == winner, "the key holds the pixels of the job that succeeded")
     }
 
     @Test func claimsNeverOutrunThePipeline() throws {

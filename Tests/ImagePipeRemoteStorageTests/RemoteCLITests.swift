@@ -31,8 +31,8 @@ import Testing
 
         #expect(output.status == 0, "\(output.stderr)")
         #expect(try moto.keys(bucket) == [
-            "site/small-large.jpg", "site/small-medium.webp", "site/small-thumb.webp", "site/small.jpg",
-            "site/trip/tiny-large.jpg", "site/trip/tiny-medium.webp", "site/trip/tiny-thumb.webp", "site/trip/tiny.png",
+            "site/small-large.jpg", "site/small-medium.webp", "site/small-original.jpg", "site/small-thumb.webp",
+            "site/trip/tiny-large.jpg", "site/trip/tiny-medium.webp", "site/trip/tiny-original.png", "site/trip/tiny-thumb.webp",
         ])
         let records = try manifest()
         let tiny = try #require(records["trip/tiny.png"])
@@ -48,12 +48,12 @@ import Testing
             #expect(decoded.width == variant["width"] as? Int && decoded.height == variant["height"] as? Int)
             #expect(decoded.loader.hasPrefix(variant["format"] as? String == "jpeg" ? "jpegload" : "webpload"))
         }
-        let original = try #require(try moto.object(bucket, "site/trip/tiny.png"))
+        let original = try #require(try moto.object(bucket, "site/trip/tiny-original.png"))
         #expect(original.sha256 == (try Fixtures.data("images/formats/tiny.png")).sha256)
         #expect(original.contentType == "image/png")
     }
 
-    @Test func aWrongSecretFailsTheJobsWithTheCauseAndExitStatus1() throws {
+    @Test func aWrongSecretStopsTheBatchBeforeAnythingIsDecodedWithExitStatus2() throws {
         let moto = try MotoServer.signed()
         let bucket = try moto.makeBucket()
         try makeSources()
@@ -63,18 +63,10 @@ import Testing
             environment: ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": secret,
                           "AWS_ENDPOINT_URL_S3": moto.endpoint, "AWS_REGION": "us-east-1", "HOME": directory.path])
 
-        #expect(output.status == 1)
-        let records = try manifest()
-        #expect(records.count == 2)
-        for record in records.values {
-            #expect(record["status"] as? String == "failed")
-            #expect(record["error_code"] as? String == "storage_rejected")
-            #expect(record["transient"] as? Bool == false)
-            #expect((record["error"] as? String)?.contains("SignatureDoesNotMatch (403)") == true)
-            #expect((record["variants"] as? [Any])?.isEmpty == true)
-        }
-        #expect(output.stderr.contains("SignatureDoesNotMatch (403)"))
-        #expect(output.stderr.contains("0 done, 2 failed"))
+        #expect(output.status == 2, "\(output.stderr)")
+        #expect(try manifest().isEmpty, "nothing was processed")
+        #expect(output.stderr.contains("access to bucket s3://\(bucket) is denied (403)"), "\(output.stderr)")
+        #expect(!output.stderr.contains(" done, "), "no summary: the run stopped before the first image")
         let manifestText = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8)
         #expect(!output.stderr.contains(secret) && !output.stdout.contains(secret) && !manifestText.contains(secret))
         #expect(try moto.keys(bucket).isEmpty)

@@ -89,17 +89,17 @@ import Testing
 @Suite struct StoreOriginalTests {
     let directory = TemporaryDirectory()
 
-    @Test func theUntouchedOriginalIsStoredUnderItsOwnPath() throws {
+    @Test func theUntouchedOriginalGoesThroughTheKeyTemplateAsVariantOriginal() throws {
         let storage = InMemoryStorage()
         let configuration = FileHandler.Configuration(cacheControl: "public, max-age=60", storeOriginal: true)
         let path = directory.write("trip/IMG 1.JPG", "the original bytes")
         let result = FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
             .process(Job(path: path, relativePath: "trip/IMG 1.JPG"))
         #expect(result.status == .done)
-        #expect(result.original?.key == "trip/IMG 1.JPG")
+        #expect(result.original?.key == "trip/IMG 1-original.jpg")
         #expect(result.original?.bytes == 18)
         #expect(result.variants.count == 3, "the original is not counted as a variant")
-        let stored = try #require(storage.objects["trip/IMG 1.JPG"])
+        let stored = try #require(storage.objects["trip/IMG 1-original.jpg"])
         #expect(stored.body == Data("the original bytes".utf8))
         #expect(stored.cacheControl == "public, max-age=60")
         #expect(storage.objects["trip/IMG 1-large.jpg"]?.cacheControl == "public, max-age=60")
@@ -107,12 +107,27 @@ import Testing
 
     @Test func aFailedOriginalPutFailsTheJob() {
         let storage = InMemoryStorage(failing: { object, _ in
-            object.key == "a.jpg" ? ImagePipeError(.storageUnavailable, "timeout") : nil
+            object.key == "a-original.jpg" ? ImagePipeError(.storageUnavailable, "timeout") : nil
         })
         let result = FileHandler(compressor: ScriptedCompressor(), storage: storage,
                                  configuration: .init(storeOriginal: true))
             .process(Job(path: directory.write("a.jpg", "x"), relativePath: "a.jpg"))
         #expect(result.status == .failed)
         #expect(result.original == nil && result.variants.isEmpty)
+        #expect(storage.objects.isEmpty, "the variants it did store were removed again")
+    }
+
+    @Test func withAHashTemplateTheOriginalKeyIsMadeFromTheContentAndItsOwnExtension() throws {
+        let storage = InMemoryStorage()
+        let configuration = FileHandler.Configuration(keyTemplate: try KeyTemplate("{hash}/{variant}.{ext}"), storeOriginal: true)
+        let jpeg = Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data("rest".utf8)
+        let named = FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
+            .process(Job(path: directory.write("IMG 0001 ünïcode.JPG", jpeg), relativePath: "IMG 0001 ünïcode.JPG"))
+        let hash = try #require(named.sha256?.prefix(16))
+        #expect(named.original?.key == "\(hash)/original.jpg")
+        // No extension in the name: the file's signature gives it.
+        let bare = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage(), configuration: configuration)
+            .process(Job(path: directory.write("upload-1234", jpeg), relativePath: "upload-1234"))
+        #expect(bare.original?.key == "\(hash)/original.jpg")
     }
 }

@@ -51,15 +51,17 @@ import Testing
         #expect(compressor.liveOutputs == 0, "outputs are released once stored")
     }
 
-    @Test func trySubmitRefusesWhenFull() {
+    @Test func reservingRefusesWhenFull() {
         let compressor = ScriptedCompressor(work: .milliseconds(50))
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
                                    configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
         let all = jobs(2)
-        #expect(pipeline.trySubmit(all[0]) { _ in })
-        #expect(!pipeline.trySubmit(all[1]) { _ in })
+        #expect(pipeline.reserve(timeout: .now()))
+        pipeline.submitReserved(all[0]) { _ in }
+        #expect(!pipeline.reserve(timeout: .now()))
         pipeline.waitUntilIdle()
-        #expect(pipeline.trySubmit(all[1]) { _ in })
+        #expect(pipeline.reserve(timeout: .now()))
+        pipeline.submitReserved(all[1]) { _ in }
         pipeline.waitUntilIdle()
     }
 

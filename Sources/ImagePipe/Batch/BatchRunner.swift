@@ -26,12 +26,19 @@ public struct BatchRunner: Sendable {
         public var elapsed: Duration
     }
 
-    /// Scans, then runs every job, calling `onStart` once with the scan and `onResult` after each
-    /// job (serially, in completion order). Returns when the last job is finished.
+    /// Scans, probes the destination, then runs every job, calling `onStart` once with the scan and
+    /// `onResult` after each job (serially, in completion order). Returns when the last job is finished.
+    ///
+    /// Once the destination reports it is full, nothing more is decoded: the jobs left fail at once
+    /// with `storage_full`.
+    ///
+    /// - Throws: `configuration` when the sources cannot be listed or the destination's probe fails,
+    ///   before any image is decoded.
     public func run(onStart: @Sendable (SourceScanner.Result) -> Void = { _ in },
                     onResult: @escaping @Sendable (JobResult, Progress) -> Void) throws(ImagePipeError) -> BatchSummary {
         let started = ContinuousClock.now
         let scan = try scanner.scan()
+        try pipeline.handler.storage.probe()
         onStart(scan)
         let total = scan.jobs.count
         let collected = Mutex((summary: BatchSummary(), finished: 0))
@@ -41,7 +48,8 @@ public struct BatchRunner: Sendable {
         }
         // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a time.
         let delivery = DispatchQueue(label: "imagepipe.batch.results")
-        let deliver: @Sendable (JobResult) -> Void = { result in
+        let deliver: @Sendable (JobResult) -> Void = { [pipeline] result in
+            if result.errorCode == .storageFull, let error = result.failure { pipeline.halt(error) }
             let finished = collected.withLock { collected -> Int in
                 collected.summary.add(result)
                 collected.finished += 1
@@ -65,6 +73,20 @@ public struct BatchRunner: Sendable {
         return collected.withLock { collected in
             collected.summary.wallTime = .now - started
             return collected.summary
+        }
+    }
+
+    /// What a run would do to each source, in path order, touching nothing: reads and hashes each
+    /// source and looks up its outputs in the destination, but neither probes, decodes nor writes.
+    public func plan(onPlan: (InspectedJob) -> Void) throws(ImagePipeError) {
+        let scan = try scanner.scan()
+        let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
+        for job in scan.jobs {
+            var inspected = pipeline.handler.inspect(job, reserving: false)
+            if let collision = collisions[job.relativePath] {
+                inspected.finished = JobResult(source: job.relativePath, status: .failed, error: collision)
+            }
+            onPlan(inspected)
         }
     }
 

@@ -118,6 +118,8 @@ public struct Timings: Sendable, Codable, Equatable {
     public var queueMs: Double = 0
     /// Reading and hashing the source.
     public var readMs: Double = 0
+    /// Looking up every output in the destination.
+    public var checkMs: Double = 0
     /// Header check, shrink-on-load decode and colour conversion.
     public var decodeMs: Double = 0
     /// Resizing and encoding every variant.
@@ -131,7 +133,7 @@ public struct Timings: Sendable, Codable, Equatable {
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case queueMs = "queue_ms", readMs = "read_ms", decodeMs = "decode_ms", encodeMs = "encode_ms"
+        case queueMs = "queue_ms", readMs = "read_ms", checkMs = "check_ms", decodeMs = "decode_ms", encodeMs = "encode_ms"
         case storeMs = "store_ms", totalMs = "total_ms"
     }
 }

@@ -3,21 +3,23 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// The concurrent engine of a batch or a worker.
+/// The concurrent engine of a batch or a worker: it schedules the FileHandler's stages and applies
+/// backpressure; the handler does the work.
 ///
-/// Compression runs on one ``BoundedQueue`` (``Configuration/jobs`` at once, one per core by
-/// default), storage puts on another (``Configuration/uploads`` at once), so encoding the next image
-/// overlaps storing the previous one. ``submit(_:completion:)`` blocks its caller while
-/// ``Configuration/maxInFlight`` jobs are accepted but not finished: however large the batch, only
-/// that many images are in memory, and a queue worker claims new files only as fast as they are done.
+/// Each job's inspection (read, hash, destination lookups) and its puts run on one ``BoundedQueue``
+/// (``Configuration/uploads`` at once), its compression on another (``Configuration/jobs`` at once,
+/// one per core by default), so encoding one image overlaps storing and inspecting others.
+/// ``submit(_:completion:)`` blocks its caller while ``Configuration/maxInFlight`` jobs are accepted
+/// but not finished: however large the batch, only that many images are in memory, and a queue
+/// worker claims new files only as fast as they are done.
 public final class JobPipeline: Sendable {
     /// Concurrency limits.
     public struct Configuration: Sendable {
         /// Images compressed at once.
         public var jobs: Int
-        /// Objects stored at once.
+        /// Objects stored (and sources inspected) at once.
         public var uploads: Int
-        /// Jobs accepted but not finished (decoding, encoded and waiting for storage, or storing).
+        /// Jobs accepted but not finished (inspecting, decoding, encoded and waiting for storage, or storing).
         public var maxInFlight: Int
 
         /// Creates limits; `maxInFlight` defaults to twice `jobs` plus `uploads`.
@@ -37,6 +39,7 @@ public final class JobPipeline: Sendable {
     private let admission: DispatchSemaphore
     private let group = DispatchGroup()
     private let inFlight = Atomic<Int>(0)
+    private let halted = Mutex<ImagePipeError?>(nil)
 
     /// Creates a pipeline around a handler.
     public init(handler: FileHandler, configuration: Configuration = .init()) {
@@ -75,11 +78,10 @@ public final class JobPipeline: Sendable {
         accept(job, completion: completion)
     }
 
-    /// Accepts a job if there is room right now; returns false (and does nothing) when full.
-    public func trySubmit(_ job: Job, completion: @escaping @Sendable (JobResult) -> Void) -> Bool {
-        guard admission.wait(timeout: .now()) == .success else { return false }
-        accept(job, completion: completion)
-        return true
+    /// Stops compressing: every job accepted from now on, and every accepted one not yet decoded,
+    /// fails at once with `error` (a batch whose destination is full need not decode the rest).
+    public func halt(_ error: ImagePipeError) {
+        halted.withLock { if $0 == nil { $0 = error } }
     }
 
     /// Blocks until every accepted job has finished.
@@ -102,69 +104,21 @@ public final class JobPipeline: Sendable {
             admission.signal()
             group.leave()
         }
-        compression.async { [self] in
-            let prepared = handler.prepare(job, acceptedAt: accepted)
-            guard prepared.failure == nil, !prepared.outputs.isEmpty else {
-                finish(prepared.finish(stored: [], storeTime: .zero))
-                return
-            }
-            // The collector owns the encoded bytes from here on and lets go of each as it is stored,
-            // so nothing holds them once the job's slot is given back.
-            let puts = PutCollector(prepared: consume prepared, finish: finish)
-            for index in 0..<puts.count {
-                storage.async { [handler] in
-                    puts.record(index, puts.store(index, with: handler))
-                }
+        storage.async { [self] in
+            if let halt = haltError(job) { return finish(halt) }
+            let inspected = handler.inspect(job, acceptedAt: accepted)
+            guard inspected.next == .compress else { return finish(inspected.finished!) }
+            compression.async { [self] in
+                if let halt = haltError(job) { return finish(handler.abandon(inspected, halt)) }
+                handler.store(handler.compress(inspected), schedule: { storage.async($0) }, completion: finish)
             }
         }
     }
-}
 
-/// Gathers the outcomes of one job's puts and finishes the job after the last one.
-private final class PutCollector: Sendable {
-    private struct State {
-        var objects: [StorageObject?]
-        var outcomes: [Result<StoredObject, ImagePipeError>?]
-        var remaining: Int
-        var firstStart: ContinuousClock.Instant?
-    }
-    /// The job with its outputs' bytes taken out (kept in `state.objects` until stored).
-    private let prepared: PreparedJob
-    private let finish: @Sendable (JobResult) -> Void
-    private let state: Mutex<State>
-
-    /// Number of objects to store.
-    let count: Int
-
-    init(prepared: consuming PreparedJob, finish: @escaping @Sendable (JobResult) -> Void) {
-        let objects = prepared.outputs.map { Optional($0.object) }
-        for index in prepared.outputs.indices { prepared.outputs[index].object.body = Data() }
-        self.count = objects.count
-        self.prepared = prepared
-        self.finish = finish
-        self.state = Mutex(State(objects: objects, outcomes: Array(repeating: nil, count: objects.count),
-                                 remaining: objects.count))
-    }
-
-    /// Takes object `index` out of the collector and stores it; its bytes are released on return.
-    func store(_ index: Int, with handler: FileHandler) -> Result<StoredObject, ImagePipeError> {
-        let object = state.withLock { state -> StorageObject in
-            if state.firstStart == nil { state.firstStart = .now }
-            defer { state.objects[index] = nil }
-            return state.objects[index]!
-        }
-        return handler.store(object)
-    }
-
-    func record(_ index: Int, _ outcome: Result<StoredObject, ImagePipeError>) {
-        let complete = state.withLock { state -> (outcomes: [Result<StoredObject, ImagePipeError>], since: ContinuousClock.Instant)? in
-            state.outcomes[index] = outcome
-            state.remaining -= 1
-            guard state.remaining == 0 else { return nil }
-            return (state.outcomes.map { $0! }, state.firstStart ?? .now)
-        }
-        if let complete {
-            finish(prepared.finish(stored: complete.outcomes, storeTime: .now - complete.since))
-        }
+    /// The result of a job refused because the pipeline was halted, if it was.
+    private func haltError(_ job: Job) -> JobResult? {
+        guard let error = halted.withLock({ $0 }) else { return nil }
+        return JobResult(source: job.relativePath, status: .failed,
+                         error: ImagePipeError(error.code, "not processed: \(error.reason)"), attempts: job.attempt)
     }
 }

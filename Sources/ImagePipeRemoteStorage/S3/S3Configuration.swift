@@ -67,6 +67,7 @@ public struct S3Configuration: Sendable {
     public static func resolve(destination: String, endpoint: String?, region: String?, publicBaseURL: String?,
                                environment: [String: String]) throws(ImagePipeError) -> S3Configuration {
         let target = try RemoteDestination(parsing: destination, scheme: "s3")
+        try S3BucketName.validate(target.bucket)
         let shared = try AWSSharedConfig.resolve(environment: environment)
         guard let credentials = shared.credentials else {
             throw .configuration("no AWS credentials for \(destination): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
@@ -94,6 +95,14 @@ public struct S3Configuration: Sendable {
             return (endpoint, endpoint.basePath + "/" + destination.bucket + "/" + key)
         case .virtualHosted:
             return (endpoint.withHost(destination.bucket + "." + endpoint.host), endpoint.basePath + "/" + key)
+        }
+    }
+
+    /// The host and decoded path of requests on the bucket itself.
+    func bucketTarget() -> (endpoint: ServiceEndpoint, path: String) {
+        switch addressing {
+        case .path: (endpoint, endpoint.basePath + "/" + destination.bucket)
+        case .virtualHosted: (endpoint.withHost(destination.bucket + "." + endpoint.host), endpoint.basePath + "/")
         }
     }
 

@@ -38,10 +38,8 @@ public final class S3Storage: StorageRepository, Sendable {
 
     public func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
         try KeyTemplate.validate(key: object.key)
+        try keyLimits.check(object.key)
         let key = configuration.destination.fullKey(object.key)
-        guard key.utf8.count <= 1024 else {
-            throw ImagePipeError(.invalidKey, "key '\(key)' is longer than S3's 1024 bytes")
-        }
         if object.body.count > configuration.multipartThreshold {
             try putMultipart(object, key: key)
         } else {
@@ -64,11 +62,15 @@ public final class S3Storage: StorageRepository, Sendable {
         }
     }
 
-    /// Content-Type and Cache-Control, which S3 keeps with the object and serves back.
+    /// Content-Type and Cache-Control, which S3 keeps with the object and serves back, and the
+    /// object's origin as user metadata (`x-amz-meta-imagepipe-sha256`, `-source`, `-size`).
     func objectHeaders(_ object: StorageObject) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = [("Content-Type", object.contentType)]
         if let cacheControl = object.cacheControl, !cacheControl.isEmpty {
             headers.append(("Cache-Control", cacheControl))
+        }
+        for (name, value) in (object.origin?.metadataFields ?? [:]).sorted(by: { $0.key < $1.key }) {
+            headers.append((Self.metadataPrefix + name, value))
         }
         return headers
     }

@@ -32,6 +32,7 @@ public final class SupabaseStorage: StorageRepository, Sendable {
 
     public func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
         try KeyTemplate.validate(key: object.key)
+        try keyLimits.check(object.key)
         let key = configuration.destination.fullKey(object.key)
         if object.body.count > configuration.resumableThreshold {
             try TUSUpload(storage: self, object: object, key: key).run()
@@ -48,6 +49,10 @@ public final class SupabaseStorage: StorageRepository, Sendable {
                                               ("Content-MD5", Data(Digests.md5(object.body)).base64EncodedString())]
         if let cacheControl = object.cacheControl, !cacheControl.isEmpty {
             headers.append(("Cache-Control", cacheControl))
+        }
+        // Supabase keeps `x-metadata` (base64 of a JSON object) as the object's user metadata.
+        if let userMetadata = Self.userMetadata(object) {
+            headers.append(("x-metadata", Data(userMetadata.utf8).base64EncodedString()))
         }
         let request = HTTPRequest(method: "POST", url: configuration.projectURL.origin + PercentEncoding.encodePath(path),
                                   headers: headers, body: object.body)

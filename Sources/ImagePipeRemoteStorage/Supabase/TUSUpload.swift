@@ -71,6 +71,7 @@ struct TUSUpload {
         var pairs = [("bucketName", configuration.destination.bucket), ("objectName", key), ("contentType", object.contentType)]
         // Supabase's clients send cacheControl as seconds and it serves `max-age=` that many.
         if let maxAge = object.cacheControl.flatMap(Self.maxAge) { pairs.append(("cacheControl", String(maxAge))) }
+        if let userMetadata = SupabaseStorage.userMetadata(object) { pairs.append(("metadata", userMetadata)) }
         return pairs.map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
     }
 

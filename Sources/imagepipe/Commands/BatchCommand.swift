@@ -21,15 +21,25 @@ struct BatchCommand: ParsableCommand {
 
     @OptionGroup var options: JobOptions
 
+    @Flag(name: .long, help: "Redo sources whose outputs are all in place from the same original (skipped otherwise).")
+    var force = false
+
+    @Flag(name: .customLong("dry-run"), help: "List each source and the keys it would write (or why not), touching nothing.")
+    var dryRun = false
+
     func run() throws {
         let logger = CompositionRoot.bootstrapLogging(level: options.logLevel)
-        let handler = try CompositionRoot.fileHandler(options)
+        let handler = try CompositionRoot.fileHandler(options, force: force, logger: logger)
         let pipeline = CompositionRoot.pipeline(handler, options)
         let writer = try manifest.map { (path) throws(ImagePipeError) in try ManifestWriter(path: path) }
 
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { FilePath.absolute($0) }].compactMap { $0 }
         let runner = BatchRunner(scanner: SourceScanner(root: source, excluding: excluded), pipeline: pipeline)
+        if dryRun {
+            try runner.plan { inspected in print(DryRunLine(inspected).text) }
+            return
+        }
         let progress = ProgressLine()
 
         let summary = try runner.run(
@@ -43,6 +53,8 @@ struct BatchCommand: ParsableCommand {
                 writer?.append(result)
                 if result.status == .failed {
                     logger.error("failed \(result.source): \(result.error ?? "unknown error")")
+                } else if result.status == .skipped {
+                    logger.info("skipped \(result.source): \(result.reason ?? "")")
                 } else {
                     logger.debug("done \(result.source) in \(result.timings.totalMs) ms")
                 }

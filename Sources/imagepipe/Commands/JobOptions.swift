@@ -17,6 +17,10 @@ struct JobOptions: ParsableArguments {
         "Key template. Placeholders: {dir} {stem} {variant} {ext} {hash} {sha256} {srcext}.", valueName: "template"))
     var key: String = KeyTemplate.default.text
 
+    @Flag(name: .long, help: ArgumentHelp(
+        "Replace outputs made from other originals (each replacement is logged). Without it, such a key fails the image with key_collision."))
+    var overwrite = false
+
     @Option(name: .long, help: "Images compressed at once (one per core unless set).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
@@ -48,6 +52,9 @@ struct JobOptions: ParsableArguments {
     func variantSpecs() throws(ImagePipeError) -> [VariantSpec] {
         let specs = try variants.isEmpty ? Preset.web : variants.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
         try Preset.validate(specs)
+        if storage.withOriginal, specs.contains(where: { $0.name == FileHandler.originalVariantName }) {
+            throw .configuration("a variant named '\(FileHandler.originalVariantName)' would share its keys with --with-original; rename it")
+        }
         return specs
     }
 }

@@ -27,6 +27,6 @@ struct StorageOptions: ParsableArguments {
     @Option(name: .customLong("cache-control"), help: "Cache-Control stored with every object on HTTP object stores.")
     var cacheControl: String = "public, max-age=31536000, immutable"
 
-    @Flag(name: .customLong("with-original"), help: "Also store the untouched original under {dir}/{stem}.{original extension}.")
+    @Flag(name: .customLong("with-original"), help: "Also store the untouched original, keyed by --key with {variant} = original and {ext} = its own extension.")
     var withOriginal = false
 }

@@ -52,7 +52,10 @@ struct WatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = CompositionRoot.bootstrapLogging(level: options.logLevel)
-        let handler = try CompositionRoot.fileHandler(options)
+        let handler = try CompositionRoot.fileHandler(options, logger: logger)
+        // A wrong destination stops the worker here, not after every job used up its attempts;
+        // one that goes away later is retried like any storage failure.
+        try handler.storage.probe()
         let pipeline = CompositionRoot.pipeline(handler, options)
         let queue = try QueueDirectory(root: queueDirectory)
         let worker = try QueueWorker(

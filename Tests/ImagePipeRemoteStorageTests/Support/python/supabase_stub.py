@@ -8,6 +8,10 @@ No Supabase server can run here, so this checks what the client sends:
                                          (bucketName, objectName, contentType), x-upsert: true
   PATCH /storage/v1/upload/resumable/ID  Upload-Offset must match, chunks of at most 6 MiB
   HEAD  /storage/v1/upload/resumable/ID  reports Upload-Offset
+  GET   /storage/v1/bucket/BUCKET        200 for the buckets named by --buckets, else 400 not_found
+  GET   /storage/v1/object/info/authenticated/BUCKET/KEY
+                                         size and user metadata (x-metadata on upload, `metadata` in TUS)
+  DELETE /storage/v1/object/BUCKET/KEY   removes an object
   GET   /_stub/state                     what was stored and every request seen (for assertions)
 --faults NAME#N=FAULT,... injects faults into the N-th request of a kind (post, create, patch):
 503 answers 503; cut stores half of a PATCH body, then drops the connection without answering.
@@ -27,6 +31,7 @@ from parent_watch import exit_with_parent
 parser = argparse.ArgumentParser()
 parser.add_argument("--key", required=True)
 parser.add_argument("--faults", default="")
+parser.add_argument("--buckets", default="media")
 args = parser.parse_args()
 
 CHUNK = 6 * 1024 * 1024
@@ -83,9 +88,38 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_stub/state":
             with lock:
                 state = {"objects": objects, "requests": requests}
-            self.reply(200, json.dumps(state).encode(), [("Content-Type", "application/json")])
-        else:
-            error(self, 404, "not_found", "no such route")
+            return self.reply(200, json.dumps(state).encode(), [("Content-Type", "application/json")])
+        self.record()
+        if not self.authorized():
+            return
+        path = urllib.parse.unquote(self.path)
+        if path.startswith("/storage/v1/bucket/"):
+            name = path[len("/storage/v1/bucket/"):]
+            if name not in args.buckets.split(","):
+                return error(self, 400, "not_found", "Bucket not found")
+            return self.reply(200, json.dumps({"id": name, "name": name, "public": False}).encode(),
+                              [("Content-Type", "application/json")])
+        info = "/storage/v1/object/info/authenticated/"
+        if path.startswith(info):
+            with lock:
+                found = objects.get(path[len(info):])
+            if found is None:
+                return error(self, 400, "not_found", "Object not found")
+            return self.reply(200, json.dumps({"size": found["size"], "metadata": found["metadata"]}).encode(),
+                              [("Content-Type", "application/json")])
+        error(self, 404, "not_found", "no such route")
+
+    def do_DELETE(self):
+        self.record()
+        if not self.authorized():
+            return
+        path = urllib.parse.unquote(self.path)
+        prefix = "/storage/v1/object/"
+        with lock:
+            found = objects.pop(path[len(prefix):], None) if path.startswith(prefix) else None
+        if found is None:
+            return error(self, 400, "not_found", "Object not found")
+        self.reply(200, json.dumps({"message": "Successfully deleted"}).encode(), [("Content-Type", "application/json")])
 
     def do_POST(self):
         self.record()
@@ -109,15 +143,16 @@ class Handler(BaseHTTPRequestHandler):
         md5 = self.headers.get("Content-MD5")
         if md5 is None or base64.b64decode(md5) != hashlib.md5(body).digest():
             return error(self, 400, "InvalidDigest", "Content-MD5 missing or does not match the body")
-        self.store(bucket, key, body, content_type, self.headers.get("Cache-Control"), "standard")
+        user_metadata = json.loads(base64.b64decode(self.headers["x-metadata"])) if "x-metadata" in self.headers else None
+        self.store(bucket, key, body, content_type, self.headers.get("Cache-Control"), "standard", user_metadata)
         self.reply(200, json.dumps({"Key": f"{bucket}/{key}", "Id": str(uuid.uuid4())}).encode(),
                    [("Content-Type", "application/json")])
 
-    def store(self, bucket, key, body, content_type, cache_control, method):
+    def store(self, bucket, key, body, content_type, cache_control, method, user_metadata):
         with lock:
             objects[f"{bucket}/{key}"] = {"size": len(body), "sha256": hashlib.sha256(body).hexdigest(),
                                           "content_type": content_type, "cache_control": cache_control,
-                                          "method": method}
+                                          "method": method, "metadata": user_metadata}
 
     def create_upload(self):
         if self.fault("create") == "503":
@@ -185,7 +220,7 @@ class Handler(BaseHTTPRequestHandler):
         if offset == upload["length"]:
             meta = upload["metadata"]
             self.store(meta["bucketName"], meta["objectName"], bytes(upload["data"]), meta["contentType"],
-                       meta.get("cacheControl"), "tus")
+                       meta.get("cacheControl"), "tus", json.loads(meta["metadata"]) if "metadata" in meta else None)
         self.reply(204, b"", [("Upload-Offset", str(offset)), ("Tus-Resumable", "1.0.0")])
 
 

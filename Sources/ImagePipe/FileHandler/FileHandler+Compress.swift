@@ -1,0 +1,85 @@
+// Stage 2 of a job: decode the source once and encode every output.
+import Foundation
+
+extension FileHandler {
+    /// Decodes and encodes an inspected job; never throws, a failure is carried in the result.
+    public func compress(_ inspected: InspectedJob) -> PreparedJob {
+        let start = ContinuousClock.now
+        var prepared = PreparedJob(job: inspected.job, acceptedAt: inspected.acceptedAt)
+        prepared.timings = inspected.timings
+        prepared.timings.queueMs += (start - inspected.inspectedAt).milliseconds
+        prepared.sha256 = inspected.source?.sha256
+        prepared.bytes = inspected.source?.byteCount
+        prepared.reservedKeys = inspected.reservedKeys
+        guard let source = inspected.source, let origin = inspected.origin else {
+            prepared.failure = ImagePipeError(.unreadableSource, "the source was not read")
+            return prepared
+        }
+
+        let compressed: CompressedImage
+        do {
+            compressed = try compressor.compress(SourceImage(name: inspected.job.relativePath, content: source.content),
+                                                 variants: configuration.variants, limits: configuration.limits)
+        } catch {
+            prepared.failure = error
+            return prepared
+        }
+        prepared.format = compressed.sourceFormat
+        prepared.size = compressed.sourceSize
+        prepared.timings.decodeMs = compressed.decodeTime.milliseconds
+        prepared.timings.encodeMs = compressed.encodeTime.milliseconds
+
+        func output(_ plan: InspectedJob.PlannedOutput, _ size: PixelSize, _ body: Data, _ contentType: String) -> PreparedJob.Output {
+            var marked = origin
+            marked.width = size.width
+            marked.height = size.height
+            return PreparedJob.Output(
+                spec: plan.spec, size: size,
+                object: StorageObject(key: plan.key, body: body, contentType: contentType, cacheControl: configuration.cacheControl,
+                                      origin: marked, replacesOtherOriginals: configuration.overwrite),
+                wasInPlace: origin.isSameOriginal(as: plan.existing?.origin))
+        }
+        prepared.outputs = zip(compressed.variants, inspected.outputs).map { encoded, plan in
+            output(plan, encoded.size, encoded.data, encoded.spec.format.contentType)
+        }
+        if configuration.storeOriginal, let plan = inspected.outputs.last, plan.spec == nil {
+            do {
+                prepared.outputs.append(output(plan, compressed.sourceSize, try Self.originalBody(source),
+                                               Self.mediaType(ofSourceFormat: compressed.sourceFormat)))
+            } catch {
+                prepared.failure = error
+            }
+        }
+        return prepared
+    }
+
+    /// The untouched original's bytes.
+    private static func originalBody(_ source: SourceFile) throws(ImagePipeError) -> Data {
+        switch source.content {
+        case .bytes(let data):
+            return data
+        case .file(let path):
+            // Too large to have been read whole; map it rather than copy it onto the heap.
+            do {
+                return try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+            } catch {
+                throw ImagePipeError(.unreadableSource, "cannot read the original again: \(FilePath.reason(of: error))")
+            }
+        }
+    }
+
+    /// The media type of a source format as the compressor names it.
+    public static func mediaType(ofSourceFormat format: String) -> String {
+        switch format {
+        case "jpeg": "image/jpeg"
+        case "png": "image/png"
+        case "webp": "image/webp"
+        case "tiff": "image/tiff"
+        case "gif": "image/gif"
+        case "heic": "image/heic"
+        case "avif": "image/avif"
+        case "heif": "image/heif"
+        default: "application/octet-stream"
+        }
+    }
+}
