@@ -18,7 +18,7 @@ enum Main {
         Vips.tuneAllocator()
         do {
             var command = try ImagePipeCommand.parseAsRoot()
-            if command is WatchCommand { blockShutdownSignals() }
+            if command is WatchCommand || command is BatchCommand { blockShutdownSignals() }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -42,7 +42,8 @@ enum Main {
 ///
 /// On Linux, Dispatch receives signals through a signalfd, which only sees signals that no thread
 /// handles the default way; blocked everywhere, they reach the watch command's graceful shutdown
-/// instead of killing the process. Called before any other thread exists.
+/// instead of killing the process (the watch command's graceful shutdown, the batch command's
+/// interruption). Called before any other thread exists.
 private func blockShutdownSignals() {
     var signals = sigset_t()
     sigemptyset(&signals)

@@ -84,6 +84,12 @@ import Testing
     @Test(arguments: [
         ("s3://", "names no bucket"),
         ("s3://bad bucket/x", "invalid bucket name"),
+        ("s3://ab", "3 to 63 characters"),
+        ("s3://-bad", "begin and end with a letter or digit"),
+        ("s3://Bad_Bucket", "only lowercase letters"),
+        ("s3://a..b", "two periods"),
+        ("s3://192.168.1.1", "IP address"),
+        ("s3://xn--abc", "reserved"),
         ("s3://b1b/../x", "invalid prefix"),
         ("s3://b1b/a//b", "invalid prefix"),
         ("s3://b1b/x?y=1", "without a query"),

@@ -116,4 +116,67 @@ import Testing
         #expect(variants.first?["url"] as? String == "https://cdn.example.com/web/trip/tiny-large.jpg")
         #expect(!output.stderr.contains(key))
     }
+
+    @Test func aReRunIntoS3SkipsEveryImageWithLookupsOnlyAndAnotherImageIsRefused() throws {
+        let moto = try MotoServer.signed()
+        let bucket = try moto.makeBucket()
+        let proxy = try FaultProxy(upstream: moto, plan: [])
+        try makeSources()
+        let environment = ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+                           "HOME": directory.path]
+        let arguments = ["batch", directory.url("src"), "--dest", "s3://\(bucket)/site", "--endpoint", proxy.endpoint,
+                         "--region", "us-east-1", "--manifest", directory.url("manifest.jsonl")]
+        #expect(try CommandRunner.run(arguments, environment: environment).status == 0)
+        let firstRequests = proxy.entries().count
+
+        let again = try CommandRunner.run(arguments, environment: environment)
+        #expect(again.status == 0, "\(again.stderr)")
+        let rerun = proxy.entries().dropFirst(firstRequests)
+        #expect(rerun.map(\.method).sorted() == ["HEAD"] + Array(repeating: "HEAD", count: 6),
+                "one probe and one lookup per output, no upload: \(rerun.map(\.method))")
+        let records = try manifest()
+        #expect(records.values.allSatisfy { $0["status"] as? String == "skipped" && $0["skip_code"] as? String == "up_to_date" })
+        #expect((records["trip/tiny.png"]?["variants"] as? [[String: Any]])?.count == 3)
+
+        // Another image under the name of one already stored fails and leaves the stored one alone.
+        let before = try #require(try moto.object(bucket, "site/small-large.jpg"))
+        directory.write("src/small.jpg", try Fixtures.data("images/formats/landscape.jpg"))
+        let other = try CommandRunner.run(arguments, environment: environment)
+        #expect(other.status == 1)
+        #expect(try manifest()["small.jpg"]?["error_code"] as? String == "key_collision")
+        #expect(try moto.object(bucket, "site/small-large.jpg") == before)
+    }
+
+    @Test func aMissingBucketStopsTheBatchWithExitStatus2() throws {
+        let moto = try MotoServer.signed()
+        try makeSources()
+        let output = try CommandRunner.run(
+            ["batch", directory.url("src"), "--dest", "s3://nobucket/web", "--endpoint", moto.endpoint],
+            environment: ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+                          "HOME": directory.path])
+        #expect(output.status == 2)
+        #expect(output.stderr.contains("bucket s3://nobucket does not exist at \(moto.endpoint)"), "\(output.stderr)")
+    }
+
+    @Test func aReRunIntoSupabaseSkipsAndAMissingBucketStopsIt() throws {
+        let key = "service-\(UUID().uuidString)"
+        let stub = try SupabaseStub(key: key)
+        try makeSources()
+        let environment = ["SUPABASE_URL": stub.url, "SUPABASE_SERVICE_ROLE_KEY": key]
+        let arguments = ["batch", directory.url("src"), "--dest", "supabase://media/web", "--manifest", directory.url("manifest.jsonl")]
+        #expect(try CommandRunner.run(arguments, environment: environment).status == 0)
+        let stored = try stub.state().objects
+        let metadata = try #require(stored["media/web/small-large.jpg"]?["metadata"] as? [String: String])
+        #expect(metadata["imagepipe-source"] == "small.jpg" && metadata["imagepipe-sha256"]?.count == 64)
+
+        let again = try CommandRunner.run(arguments, environment: environment)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try manifest().values.allSatisfy { $0["status"] as? String == "skipped" })
+        let posts = try stub.state().requests.filter { $0["method"] as? String == "POST" }
+        #expect(posts.count == 6, "no upload on the re-run")
+
+        let missing = try CommandRunner.run(["batch", directory.url("src"), "--dest", "supabase://nobucket"], environment: environment)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("bucket supabase://nobucket does not exist"), "\(missing.stderr)")
+    }
 }

@@ -1,13 +1,14 @@
 import Foundation
 import ImagePipe
 import ImagePipeTestKit
+import Synchronization
 import Testing
 
 @Suite struct LocalDirectoryStorageTests {
     let directory = TemporaryDirectory()
 
     @Test func writesNestedKeysAndReportsAFileURL() throws {
-        let storage = try LocalDirectoryStorage(root: directory.url("out"))
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
         let stored = try storage.put(StorageObject(key: "Été 2024/a b-large.jpg", body: Data("jpeg".utf8), contentType: "image/jpeg"))
         #expect(stored.key == "Été 2024/a b-large.jpg")
         #expect(stored.bytes == 4)
@@ -17,7 +18,7 @@ import Testing
     }
 
     @Test func replacesAnExistingObjectWhole() throws {
-        let storage = try LocalDirectoryStorage(root: directory.path)
+        let storage = LocalDirectoryStorage(root: directory.path)
         _ = try storage.put(StorageObject(key: "k.png", body: Data(repeating: 1, count: 10_000), contentType: "image/png"))
         _ = try storage.put(StorageObject(key: "k.png", body: Data([2, 2]), contentType: "image/png"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.url("k.png"))) == Data([2, 2]))
@@ -25,7 +26,7 @@ import Testing
     }
 
     @Test func refusesKeysOutsideTheRoot() throws {
-        let storage = try LocalDirectoryStorage(root: directory.url("out"))
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
         for key in ["../evil.jpg", "/etc/evil.jpg", "a/../../evil.jpg"] {
             #expect(throws: ImagePipeError.self) {
                 try storage.put(StorageObject(key: key, body: Data([1]), contentType: "image/jpeg"))
@@ -37,7 +38,7 @@ import Testing
     @Test func anUnwritableDestinationFailsWithAReason() throws {
         // A regular file where a directory is needed fails the same way for root and other users.
         directory.write("out/blocker", "not a directory")
-        let storage = try LocalDirectoryStorage(root: directory.url("out"))
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
         do {
             _ = try storage.put(StorageObject(key: "blocker/x.jpg", body: Data([1]), contentType: "image/jpeg"))
             Issue.record("put under a file must fail")
@@ -48,7 +49,7 @@ import Testing
     }
 
     @Test func concurrentPutsOfOneKeyLeaveOneCompleteFile() throws {
-        let storage = try LocalDirectoryStorage(root: directory.path)
+        let storage = LocalDirectoryStorage(root: directory.path)
         let bodies = (0..<8).map { Data(repeating: UInt8($0), count: 200_000) }
         DispatchQueue.concurrentPerform(iterations: 8) { index in
             _ = try? storage.put(StorageObject(key: "same.webp", body: bodies[index], contentType: "image/webp"))
@@ -56,5 +57,104 @@ import Testing
         let written = try Data(contentsOf: URL(fileURLWithPath: directory.url("same.webp")))
         #expect(bodies.contains(written))
         #expect(directory.files() == ["same.webp"])
+    }
+
+    func object(_ key: String, _ body: String, from source: String, sha: Character, replacing: Bool = false) -> StorageObject {
+        StorageObject(key: key, body: Data(body.utf8), contentType: "image/jpeg",
+                      origin: Origin(sha256: String(repeating: sha, count: 64), source: source, width: 4, height: 3),
+                      replacesOtherOriginals: replacing)
+    }
+
+    @Test func recordsTheOriginInAnExtendedAttributeAndReportsIt() throws {
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        _ = try storage.put(object("a/photo-large.jpg", "pixels", from: "a/photo.jpg", sha: "1"))
+        let origin = try #require(LocalDirectoryStorage.origin(atPath: directory.url("out/a/photo-large.jpg")))
+        #expect(origin == Origin(sha256: String(repeating: "1", count: 64), source: "a/photo.jpg", width: 4, height: 3))
+        let existing = try #require(try storage.existing("a/photo-large.jpg"))
+        #expect(existing.origin == origin && existing.bytes == 6)
+        #expect(try storage.existing("a/missing.jpg") == nil)
+        #expect(try storage.existing("no/such/dir/x.jpg") == nil)
+    }
+
+    @Test func refusesToReplaceAnotherOriginalsFileButReplacesItsOwnAndOverwritesWhenAllowed() throws {
+        let storage = LocalDirectoryStorage(root: directory.path)
+        _ = try storage.put(object("photo-large.jpg", "blinds", from: "photo.jpg", sha: "1"))
+        do {
+            _ = try storage.put(object("photo-large.jpg", "dune", from: "photo.jpg", sha: "2"))
+            Issue.record("another original's pixels must not replace the file")
+        } catch {
+            #expect(error.code == .keyCollision)
+            #expect(error.reason.contains("photo-large.jpg") && error.reason.contains("made from 'photo.jpg' (sha256 1111111111111111"))
+        }
+        #expect(try String(contentsOfFile: directory.url("photo-large.jpg"), encoding: .utf8) == "blinds")
+        // A file imagepipe did not write (no origin) is not replaced either.
+        directory.write("foreign.jpg", "someone else's")
+        #expect(throws: ImagePipeError.self) { try storage.put(object("foreign.jpg", "dune", from: "f.jpg", sha: "2")) }
+        // The same original again (a re-delivery, a re-run) replaces its own file.
+        _ = try storage.put(object("photo-large.jpg", "blinds, again", from: "renamed.jpg", sha: "1"))
+        #expect(try String(contentsOfFile: directory.url("photo-large.jpg"), encoding: .utf8) == "blinds, again")
+        _ = try storage.put(object("photo-large.jpg", "dune", from: "photo.jpg", sha: "2", replacing: true))
+        #expect(try String(contentsOfFile: directory.url("photo-large.jpg"), encoding: .utf8) == "dune")
+        #expect(LocalDirectoryStorage.origin(atPath: directory.url("photo-large.jpg"))?.sha256.first == "2")
+        #expect(directory.files() == ["foreign.jpg", "photo-large.jpg"], "no temporary file left behind")
+    }
+
+    @Test func ofConcurrentPutsFromTwoOriginalsExactlyTheFirstWins() throws {
+        // The link that moves a file into place fails when the name is taken, so between racing
+        // writers of different originals one wins and the others fail: no check-then-write window.
+        for round in 0..<20 {
+            let storage = LocalDirectoryStorage(root: directory.url("round\(round)"))
+            let outcomes = Mutex<[Character: Bool]>([:])
+            DispatchQueue.concurrentPerform(iterations: 4) { index in
+                let sha = Character(String(index + 1))
+                let stored = (try? storage.put(object("k.jpg", "from \(sha)", from: "\(sha).jpg", sha: sha))) != nil
+                outcomes.withLock { $0[sha] = stored }
+            }
+            let winners = outcomes.withLock { $0.filter(\.value).keys }
+            #expect(winners.count == 1)
+            let body = try String(contentsOfFile: directory.url("round\(round)/k.jpg"), encoding: .utf8)
+            #expect(body == "from \(winners.first!)", "the file holds the winner's bytes")
+        }
+    }
+
+    @Test func deleteRemovesTheFileAndTheDirectoriesItLeavesEmpty() throws {
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        _ = try storage.put(object("2024/trip/a-large.jpg", "x", from: "a.jpg", sha: "1"))
+        _ = try storage.put(object("2024/b-large.jpg", "x", from: "b.jpg", sha: "1"))
+        try storage.delete("2024/trip/a-large.jpg")
+        try storage.delete("2024/trip/a-large.jpg")
+        #expect(directory.files(under: "out") == ["2024/b-large.jpg"])
+        #expect(!FileManager.default.fileExists(atPath: directory.url("out/2024/trip")))
+        #expect(FileManager.default.fileExists(atPath: directory.url("out")), "the root stays")
+    }
+
+    @Test func keysLongerThanTheFileSystemTakesAreInvalidKeys() throws {
+        let storage = LocalDirectoryStorage(root: directory.path)
+        let long = String(repeating: "é", count: 128) + ".jpg"
+        #expect(throws: ImagePipeError.self) { try storage.keyLimits.check(long) }
+        #expect(throws: Never.self) { try storage.keyLimits.check(String(repeating: "a", count: 251) + ".jpg") }
+        do {
+            _ = try storage.put(object(long, "x", from: "a.jpg", sha: "1"))
+            Issue.record("a 260-byte name must be refused")
+        } catch {
+            #expect(error.code == .invalidKey && error.reason.contains("260 bytes"))
+        }
+        // At the limit itself the file is written: the temporary name is short.
+        _ = try storage.put(object(String(repeating: "a", count: 251) + ".jpg", "x", from: "a.jpg", sha: "1"))
+    }
+
+    @Test func theProbeCreatesTheRootAndLeavesNothingBehind() throws {
+        let storage = LocalDirectoryStorage(root: directory.url("new/out"))
+        #expect(!FileManager.default.fileExists(atPath: directory.url("new")), "nothing is created before the probe")
+        try storage.probe()
+        #expect(FileManager.default.fileExists(atPath: directory.url("new/out")))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url("new/out")).isEmpty)
+        directory.write("file", "x")
+        do {
+            try LocalDirectoryStorage(root: directory.url("file/out")).probe()
+            Issue.record("a destination under a file cannot be created")
+        } catch {
+            #expect(error.code == .configuration && error.reason.contains("file/out"))
+        }
     }
 }

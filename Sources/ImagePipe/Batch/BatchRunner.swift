@@ -34,7 +34,10 @@ public struct BatchRunner: Sendable {
     ///
     /// - Throws: `configuration` when the sources cannot be listed or the destination's probe fails,
     ///   before any image is decoded.
+    /// - Parameter shouldStop: asked before each job is submitted; once it says yes (Ctrl-C), no
+    ///   more jobs start, the ones in flight finish, and the summary says it was interrupted.
     public func run(onStart: @Sendable (SourceScanner.Result) -> Void = { _ in },
+                    shouldStop: () -> Bool = { false },
                     onResult: @escaping @Sendable (JobResult, Progress) -> Void) throws(ImagePipeError) -> BatchSummary {
         let started = ContinuousClock.now
         let scan = try scanner.scan()
@@ -61,7 +64,12 @@ public struct BatchRunner: Sendable {
         }
 
         let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
+        var interrupted = false
         for job in scan.jobs {
+            if shouldStop() {
+                interrupted = true
+                break
+            }
             if let collision = collisions[job.relativePath] {
                 deliver(JobResult(source: job.relativePath, status: .failed, error: collision))
                 continue
@@ -72,6 +80,7 @@ public struct BatchRunner: Sendable {
         delivery.sync {}
         return collected.withLock { collected in
             collected.summary.wallTime = .now - started
+            collected.summary.interrupted = interrupted
             return collected.summary
         }
     }

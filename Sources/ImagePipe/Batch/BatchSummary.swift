@@ -17,6 +17,8 @@ public struct BatchSummary: Sendable, Equatable {
     public var bytesOut = 0
     /// Wall time from the scan to the last result.
     public var wallTime: Duration = .zero
+    /// Whether the batch was stopped (Ctrl-C) before every image was started.
+    public var interrupted = false
 
     /// Creates an empty summary.
     public init() {}
@@ -47,7 +49,7 @@ public struct BatchSummary: Sendable, Equatable {
     /// The summary as printed at the end of a batch.
     public var lines: [String] {
         let seconds = wallTime.milliseconds / 1000
-        var first = "\(done) done, \(failed) failed"
+        var first = (interrupted ? "interrupted after " : "") + "\(done) done, \(failed) failed"
         if skipped > 0 { first += ", \(skipped) skipped (not images)" }
         first += String(format: " in %.2f s (%.2f images/s)", seconds, imagesPerSecond)
         let second = "\(Self.formatBytes(bytesIn)) in → \(Self.formatBytes(bytesOut)) out"

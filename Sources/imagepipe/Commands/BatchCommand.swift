@@ -41,6 +41,7 @@ struct BatchCommand: ParsableCommand {
             return
         }
         let progress = ProgressLine()
+        let interruption = Interruption(logger: logger)
 
         let summary = try runner.run(
             onStart: { scan in
@@ -49,6 +50,7 @@ struct BatchCommand: ParsableCommand {
                 }
                 logger.debug("found \(scan.jobs.count) images, \(scan.skipped.count) other files")
             },
+            shouldStop: { interruption.isRequested },
             onResult: { result, state in
                 writer?.append(result)
                 if result.status == .failed {
@@ -63,6 +65,7 @@ struct BatchCommand: ParsableCommand {
         progress.clear()
         writer?.close()
         for line in summary.lines { Console.shared.line("imagepipe: " + line) }
+        if summary.interrupted { throw ExitCode(130) }
         if summary.failed > 0 { throw ExitCode(1) }
     }
 }

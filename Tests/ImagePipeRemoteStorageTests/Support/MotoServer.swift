@@ -41,7 +41,7 @@ final class MotoServer: Sendable {
         if answer["missing"] != nil { return nil }
         return StoredInfo(size: answer["size"] as? Int ?? -1, sha256: answer["sha256"] as? String ?? "",
                           contentType: answer["content_type"] as? String, cacheControl: answer["cache_control"] as? String,
-                          etag: answer["etag"] as? String ?? "",
+                          etag: answer["etag"] as? String ?? "", metadata: answer["metadata"] as? [String: String] ?? [:],
                           body: (answer["body"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data())
     }
 
@@ -79,6 +79,8 @@ struct StoredInfo: Equatable {
     var contentType: String?
     var cacheControl: String?
     var etag: String
+    /// The object's user metadata (`x-amz-meta-*`, without the prefix).
+    var metadata: [String: String]
     /// The object's bytes as the independent client read them, when asked for.
     var body: Data
 }

@@ -3,7 +3,7 @@
 
 Each input line is a command, each output line its answer:
   {"op": "create_bucket", "bucket": B}
-  {"op": "head", "bucket": B, "key": K}    -> size, sha256 of the bytes, content_type, cache_control, etag,
+  {"op": "head", "bucket": B, "key": K}    -> size, sha256 of the bytes, content_type, cache_control, etag, metadata,
                                               and with "body": true the bytes in base64
   {"op": "keys", "bucket": B}              -> every key
   {"op": "uploads", "bucket": B}           -> multipart uploads in progress
@@ -37,7 +37,7 @@ def handle(command):
         body = got["Body"].read()
         return {"size": len(body), "sha256": hashlib.sha256(body).hexdigest(),
                 "content_type": got.get("ContentType"), "cache_control": got.get("CacheControl"),
-                "etag": got.get("ETag", "").strip('"'),
+                "etag": got.get("ETag", "").strip('"'), "metadata": got.get("Metadata", {}),
                 "body": base64.b64encode(body).decode("ascii") if command.get("body") else None}
     if op == "keys":
         pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)

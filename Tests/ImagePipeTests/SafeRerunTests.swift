@@ -1,0 +1,140 @@
+import Foundation
+import ImagePipe
+import ImagePipeTestKit
+import Synchronization
+import Testing
+
+/// The FileHandler's destination check: outputs of the same original are skipped or replaced, another
+/// original's are never silently replaced, and a job that fails midway leaves nothing behind.
+@Suite struct SafeRerunTests {
+    let directory = TemporaryDirectory()
+
+    func job(_ relative: String, _ contents: String) -> Job {
+        Job(path: directory.write(relative, contents), relativePath: relative)
+    }
+
+    func handler(_ storage: InMemoryStorage, _ compressor: ScriptedCompressor = ScriptedCompressor(),
+                 _ configuration: FileHandler.Configuration = .init()) -> FileHandler {
+        FileHandler(compressor: compressor, storage: storage, configuration: configuration)
+    }
+
+    @Test func aReRunSkipsWithoutDecodingAndReportsWhatIsInPlace() throws {
+        let storage = InMemoryStorage()
+        let compressor = ScriptedCompressor()
+        let first = handler(storage, compressor).process(job("trip/a.jpg", "bytes"))
+        #expect(first.status == .done)
+        let puts = storage.putCount
+
+        let again = handler(storage, compressor).process(job("trip/a.jpg", "bytes"))
+        #expect(again.status == .skipped && again.skipCode == .upToDate)
+        #expect(again.reason == "every output is in place from this original")
+        #expect(compressor.calls.count == 1, "nothing was decoded again")
+        #expect(storage.putCount == puts, "nothing was written again")
+        #expect(again.sha256 == first.sha256 && again.bytes == first.bytes)
+        #expect(again.variants == first.variants, "keys, URLs, sizes and bytes come from what is stored")
+
+        let forced = handler(storage, compressor, .init(force: true)).process(job("trip/a.jpg", "bytes"))
+        #expect(forced.status == .done && compressor.calls.count == 2 && storage.putCount == puts + 3)
+    }
+
+    @Test func aMissingOutputMakesTheWholeJobRunAgain() throws {
+        let storage = InMemoryStorage()
+        _ = handler(storage).process(job("a.jpg", "bytes"))
+        try storage.delete("a-medium.webp")
+        let again = handler(storage).process(job("a.jpg", "bytes"))
+        #expect(again.status == .done)
+        #expect(storage.objects["a-medium.webp"] != nil)
+    }
+
+    @Test func anotherOriginalsOutputFailsTheJobBeforeDecodingNamingBothOriginals() throws {
+        let storage = InMemoryStorage()
+        let compressor = ScriptedCompressor()
+        _ = handler(storage, compressor).process(job("photo.jpg", "blinds"))
+        let before = storage.objects.mapValues(\.body)
+
+        let other = handler(storage, compressor).process(job("photo.jpg", "dune"))
+        #expect(other.status == .failed && other.errorCode == .keyCollision && other.transient == false)
+        #expect(other.error?.contains("output key 'photo-large.jpg' already holds an image made from 'photo.jpg'") == true, "\(other.error ?? "")")
+        #expect(other.error?.contains("--overwrite") == true)
+        #expect(compressor.calls.count == 1, "the colliding image was not decoded")
+        #expect(storage.objects.mapValues(\.body) == before)
+        #expect(storage.deletedKeys.isEmpty)
+
+        // An object no imagepipe run wrote (no origin) is not replaced either.
+        storage.preload(StorageObject(key: "logo-large.jpg", body: Data("hand-made".utf8), contentType: "image/jpeg"))
+        let foreign = handler(storage, compressor).process(job("logo.png", "logo"))
+        #expect(foreign.errorCode == .keyCollision && foreign.error?.contains("not written by imagepipe") == true)
+    }
+
+    @Test func overwriteReplacesAnotherOriginalsOutputs() throws {
+        let storage = InMemoryStorage()
+        _ = handler(storage).process(job("photo.jpg", "blinds"))
+        let replaced = handler(storage, ScriptedCompressor(), .init(overwrite: true)).process(job("photo.jpg", "dune"))
+        #expect(replaced.status == .done)
+        #expect(storage.objects["photo-large.jpg"]?.origin?.sha256 == replaced.sha256)
+    }
+
+    @Test func aJobThatFailsMidwayRemovesWhatItStoredButNotWhatWasInPlace() throws {
+        let failMedium = InMemoryStorage(failing: { object, _ in
+            object.key.hasSuffix("-medium.webp") ? ImagePipeError(.storageUnavailable, "timeout") : nil
+        })
+        let fresh = handler(failMedium).process(job("a.jpg", "bytes"))
+        #expect(fresh.status == .failed && fresh.errorCode == .storageUnavailable)
+        #expect(failMedium.objects.isEmpty, "large and thumb were stored, then removed")
+        #expect(Set(failMedium.deletedKeys) == ["a-large.jpg", "a-thumb.webp"])
+
+        // Outputs in place from this very original before the job stay: they are still right.
+        let storage = InMemoryStorage(failing: { object, attempt in
+            object.key.hasSuffix("-medium.webp") && attempt > 1 ? ImagePipeError(.storageUnavailable, "timeout") : nil
+        })
+        _ = handler(storage).process(job("b.jpg", "bytes"))
+        try storage.delete("b-thumb.webp")
+        let partial = handler(storage).process(job("b.jpg", "bytes"))
+        #expect(partial.status == .failed)
+        #expect(Set(storage.objects.keys) == ["b-large.jpg", "b-medium.webp"],
+                "the rewritten large and the earlier medium stay; the new thumb is removed")
+        #expect(storage.deletedKeys.last == "b-thumb.webp")
+    }
+
+    @Test func keysTooLongForTheDestinationFailBeforeDecoding() throws {
+        let storage = InMemoryStorage(keyLimits: KeyLimits(maxKeyBytes: 1024, maxSegmentBytes: 255))
+        let compressor = ScriptedCompressor()
+        let result = handler(storage, compressor).process(job(String(repeating: "n", count: 250) + ".jpg", "x"))
+        #expect(result.status == .failed && result.errorCode == .invalidKey)
+        #expect(result.error?.contains("at most 255") == true)
+        #expect(compressor.calls.isEmpty && storage.lookupCount == 0)
+    }
+
+    @Test func jobsInFlightWithDifferentOriginalsNeverShareAKey() throws {
+        // a.jpg and a.png make the same keys; both are inspected before either stores anything.
+        let storage = InMemoryStorage(delay: .milliseconds(50))
+        let pipeline = JobPipeline(handler: handler(storage, ScriptedCompressor(work: .milliseconds(100))),
+                                   configuration: .init(jobs: 2, uploads: 4))
+        let results = Mutex<[JobResult]>([])
+        for round in 0..<5 {
+            for name in ["\(round)/a.jpg", "\(round)/a.png"] {
+                pipeline.submit(job(name, name)) { result in results.withLock { $0.append(result) } }
+            }
+        }
+        pipeline.waitUntilIdle()
+        let all = results.withLock { $0 }
+        #expect(all.filter { $0.status == .done }.count == 5)
+        #expect(all.filter { $0.errorCode == .keyCollision }.count == 5)
+        for done in all where done.status == .done {
+            #expect(storage.objects[done.variants[0].key]?.origin?.source == done.source)
+        }
+    }
+
+    @Test func aHaltedPipelineDecodesNothingMore() throws {
+        let compressor = ScriptedCompressor()
+        let pipeline = JobPipeline(handler: handler(InMemoryStorage(), compressor))
+        pipeline.halt(ImagePipeError(.storageFull, "storing a-large.jpg: No space left on device"))
+        let result = Mutex<JobResult?>(nil)
+        pipeline.submit(job("b.jpg", "x")) { finished in result.withLock { $0 = finished } }
+        pipeline.waitUntilIdle()
+        let failed = try #require(result.withLock { $0 })
+        #expect(failed.errorCode == .storageFull)
+        #expect(failed.error == "not processed: storing a-large.jpg: No space left on device")
+        #expect(compressor.calls.isEmpty)
+    }
+}
