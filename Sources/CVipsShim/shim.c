@@ -167,11 +167,37 @@ int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len) {
         NULL);
 }
 
+/* libpng and other loaders report why they failed as GLib warnings, not in the error buffer (which
+ * then holds nothing or a generic "libpng read error"). The warnings raised on each thread are kept
+ * here, per thread, so one image's reason never names another image being read at the same time. */
+static _Thread_local char thread_warnings[1024];
+static _Thread_local size_t thread_warnings_length;
+
+static void keep_thread_warning(const char *message) {
+    size_t length = strlen(message);
+    if (thread_warnings_length + length + 2 > sizeof thread_warnings)
+        return;
+    memcpy(thread_warnings + thread_warnings_length, message, length);
+    thread_warnings_length += length;
+    thread_warnings[thread_warnings_length++] = '\n';
+    thread_warnings[thread_warnings_length] = '\0';
+}
+
+void ipv_begin_call(void) {
+    thread_warnings_length = 0;
+    thread_warnings[0] = '\0';
+}
+
 char *ipv_take_error(void) {
-    const char *text = vips_error_buffer();
-    if (text == NULL || text[0] == '\0')
+    char *errors = vips_error_buffer_copy();
+    char *text = g_strconcat(thread_warnings, errors ? errors : "", NULL);
+    g_free(errors);
+    ipv_begin_call();
+    if (text[0] == '\0') {
+        g_free(text);
         return NULL;
-    return vips_error_buffer_copy();
+    }
+    return text;
 }
 
 void ipv_free(void *p) {
@@ -195,7 +221,9 @@ void ipv_thread_done(void) {
 static void (*warning_sink)(const char *) = NULL;
 
 static void forward_warning(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
-    (void) domain; (void) level; (void) data;
+    (void) domain; (void) data;
+    if ((level & G_LOG_LEVEL_WARNING) && message)
+        keep_thread_warning(message);
     if (warning_sink)
         warning_sink(message);
 }

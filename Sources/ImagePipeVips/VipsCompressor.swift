@@ -51,6 +51,8 @@ public struct VipsCompressor: ImageCompressor {
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
         defer { ipv_thread_done() }
+        // A failure's reason names only what this image raised, not an earlier image's warnings.
+        ipv_begin_call()
         let clock = ContinuousClock()
         let start = clock.now
 
