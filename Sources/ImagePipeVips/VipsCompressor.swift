@@ -249,7 +249,7 @@ public struct VipsCompressor: ImageCompressor {
     /// side that limits it (`byWidth`), the other left unbounded, so libvips' rounding of the other
     /// side can neither shave a pixel off the limiting one nor push the image out of its box.
     static func box(for target: PixelSize, byWidth: Bool, crop: Bool) -> (width: Int32, height: Int32) {
-        let unbounded: Int32 = 10_000_000
+        let unbounded = Int32(VariantSpec.unbounded)
         if crop { return (Int32(target.width), Int32(target.height)) }
         return byWidth ? (Int32(target.width), unbounded) : (unbounded, Int32(target.height))
     }

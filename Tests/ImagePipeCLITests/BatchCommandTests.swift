@@ -82,6 +82,21 @@ import Testing
         #expect(square.width == 100 && square.height == 100)
     }
 
+    @Test func openSidedBoxesAndPNGWithoutAQuality() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/wide.jpg")
+        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"),
+                                            "--variant", "w=300x,jpeg,q80", "--variant", "h=x100,png"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let wide = try VipsProbe.info(Data(contentsOf: URL(fileURLWithPath: directory.url("out/wide-w.jpg"))))
+        let high = try VipsProbe.info(Data(contentsOf: URL(fileURLWithPath: directory.url("out/wide-h.png"))))
+        #expect(wide.width == 300 && wide.height == 200, "900x600 fitted 300 wide")
+        #expect(high.width == 150 && high.height == 100, "900x600 fitted 100 high")
+
+        let cover = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out2"), "--variant", "c=300x,webp,q80,cover"])
+        #expect(cover.status == 2)
+        #expect(cover.stderr.contains("'c=300x,webp,q80,cover'") && cover.stderr.contains("needs both a width and a height"), "\(cover.stderr)")
+    }
+
     @Test func allDoneExitsZero() throws {
         CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/tiny.png")
         let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("src/out")])
@@ -110,11 +125,18 @@ import Testing
     }
 
     @Test func everyCommandHasHelp() throws {
-        for arguments in [["--help"], ["batch", "--help"]] {
+        for arguments in [["--help"], ["batch", "--help"], ["watch", "--help"]] {
             let output = try CommandRunner.run(arguments)
             #expect(output.status == 0)
             #expect(output.stdout.contains("USAGE"))
         }
-        #expect(try CommandRunner.run(["batch", "--help"]).stdout.contains("--variant"))
+    }
+
+    @Test(arguments: ["batch", "watch"])
+    func helpShowsTheWebPresetAndAnExampleVariant(_ command: String) throws {
+        let help = try CommandRunner.run([command, "--help"]).stdout
+        for spec in ["large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78", "thumb=320x320,webp,q70,cover", "photo=1600x,jpeg,q80"] {
+            #expect(help.contains(spec), "\(command) --help lacks \(spec): \(help)")
+        }
     }
 }
