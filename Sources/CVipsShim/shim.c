@@ -172,6 +172,9 @@ int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len) {
  * here, per thread, so one image's reason never names another image being read at the same time. */
 static _Thread_local char thread_warnings[1024];
 static _Thread_local size_t thread_warnings_length;
+/* libvips' error buffer is process-wide, and successful loads leave messages in it (reading a HEIC
+ * leaves "source: bad seek to ..."). What it held when this thread's call began is not this call's. */
+static _Thread_local char *errors_before_call;
 
 static void keep_thread_warning(const char *message) {
     size_t length = strlen(message);
@@ -183,16 +186,28 @@ static void keep_thread_warning(const char *message) {
     thread_warnings[thread_warnings_length] = '\0';
 }
 
-void ipv_begin_call(void) {
+static void forget_thread_messages(void) {
     thread_warnings_length = 0;
     thread_warnings[0] = '\0';
+    g_free(errors_before_call);
+    errors_before_call = NULL;
+}
+
+void ipv_begin_call(void) {
+    forget_thread_messages();
+    const char *errors = vips_error_buffer();
+    if (errors && errors[0] != '\0')
+        errors_before_call = g_strdup(errors);
 }
 
 char *ipv_take_error(void) {
     char *errors = vips_error_buffer_copy();
-    char *text = g_strconcat(thread_warnings, errors ? errors : "", NULL);
+    const char *fresh = errors ? errors : "";
+    if (errors_before_call && g_str_has_prefix(fresh, errors_before_call))
+        fresh += strlen(errors_before_call);
+    char *text = g_strconcat(thread_warnings, fresh, NULL);
     g_free(errors);
-    ipv_begin_call();
+    forget_thread_messages();
     if (text[0] == '\0') {
         g_free(text);
         return NULL;
