@@ -203,6 +203,37 @@ import Testing
         #expect(output.stderr.contains("failed z.jpg: corrupt or truncated image data: VipsJpeg: Premature end of input file\n"), "\(output.stderr)")
     }
 
+    @Test func manifestLinesOnATerminalNeverShareTheProgressLine() throws {
+        // script(1) runs imagepipe with standard output and error on one pseudo-terminal, as in a shell.
+        let script = "/usr/bin/script"
+        try #require(FileManager.default.isExecutableFile(atPath: script), "util-linux script is needed for a terminal")
+        for (index, fixture) in ["tiny.png", "grey.jpg", "small-200x150.jpg", "landscape-png.png"].enumerated() {
+            CommandRunner.copyFixture("images/formats/" + fixture, to: directory, as: "src/\(index)-" + fixture)
+        }
+        let command = [CommandRunner.binary, "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", "-",
+                       "--jobs", "1", "--variant", "t=20x20,png"].map { "'\($0)'" }.joined(separator: " ")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: script)
+        process.arguments = ["-qefc", command, "/dev/null"]
+        process.standardInput = FileHandle.nullDevice
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let terminal = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(terminal)")
+
+        #expect(terminal.contains("[1/4] 0 failed, "), "the progress line is drawn: \(terminal.debugDescription)")
+        let starts = terminal.ranges(of: "{\"attempts\"")
+        #expect(starts.count == 4)
+        for start in starts {
+            // A manifest line starts a terminal line: after a newline, or after the progress line was erased.
+            let before = terminal[..<start.lowerBound]
+            #expect(before.isEmpty || before.hasSuffix("\n") || before.hasSuffix("\r\u{1B}[2K"),
+                    "a manifest line glued to the progress line: \(terminal.debugDescription)")
+        }
+    }
+
     @Test(arguments: [
         ["batch"],
         ["batch", "--dest", "/tmp/x"],
