@@ -27,7 +27,7 @@ public struct JobResult: Sendable, Codable, Equatable {
         case notARegularFile = "not_a_regular_file"
     }
 
-    /// The source path relative to the batch root or inbox.
+    /// The source's name: its path relative to its batch folder or the inbox, or a file's path as given.
     public var source: String
     /// Done or failed.
     public var status: Status

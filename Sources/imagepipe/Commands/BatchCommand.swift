@@ -53,7 +53,7 @@ struct BatchCommand: ParsableCommand {
         let summary = try runner.run(
             onStart: { scan in
                 for (path, reason) in scan.unreadable {
-                    logger.warning("cannot list directory \(path.isEmpty ? "." : path): \(reason)")
+                    logger.warning("cannot list directory \(path): \(reason)")
                 }
                 for skipped in scan.skipped {
                     writer?.append(skipped)
