@@ -167,11 +167,52 @@ int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len) {
         NULL);
 }
 
+/* libpng and other loaders report why they failed as GLib warnings, not in the error buffer (which
+ * then holds nothing or a generic "libpng read error"). The warnings raised on each thread are kept
+ * here, per thread, so one image's reason never names another image being read at the same time. */
+static _Thread_local char thread_warnings[1024];
+static _Thread_local size_t thread_warnings_length;
+/* libvips' error buffer is process-wide, and successful loads leave messages in it (reading a HEIC
+ * leaves "source: bad seek to ..."). What it held when this thread's call began is not this call's. */
+static _Thread_local char *errors_before_call;
+
+static void keep_thread_warning(const char *message) {
+    size_t length = strlen(message);
+    if (thread_warnings_length + length + 2 > sizeof thread_warnings)
+        return;
+    memcpy(thread_warnings + thread_warnings_length, message, length);
+    thread_warnings_length += length;
+    thread_warnings[thread_warnings_length++] = '\n';
+    thread_warnings[thread_warnings_length] = '\0';
+}
+
+static void forget_thread_messages(void) {
+    thread_warnings_length = 0;
+    thread_warnings[0] = '\0';
+    g_free(errors_before_call);
+    errors_before_call = NULL;
+}
+
+void ipv_begin_call(void) {
+    forget_thread_messages();
+    const char *errors = vips_error_buffer();
+    if (errors && errors[0] != '\0')
+        errors_before_call = g_strdup(errors);
+}
+
 char *ipv_take_error(void) {
-    const char *text = vips_error_buffer();
-    if (text == NULL || text[0] == '\0')
+    char *errors = vips_error_buffer_copy();
+    const char *fresh = errors ? errors : "";
+    if (errors_before_call && g_str_has_prefix(fresh, errors_before_call))
+        fresh += strlen(errors_before_call);
+    char *text = g_strconcat(thread_warnings, fresh, NULL);
+    g_free(errors);
+    forget_thread_messages();
+    if (text[0] == '\0') {
+        g_free(text);
         return NULL;
-    return vips_error_buffer_copy();
+    }
+    return text;
 }
 
 void ipv_free(void *p) {
@@ -195,7 +236,9 @@ void ipv_thread_done(void) {
 static void (*warning_sink)(const char *) = NULL;
 
 static void forward_warning(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
-    (void) domain; (void) level; (void) data;
+    (void) domain; (void) data;
+    if ((level & G_LOG_LEVEL_WARNING) && message)
+        keep_thread_warning(message);
     if (warning_sink)
         warning_sink(message);
 }

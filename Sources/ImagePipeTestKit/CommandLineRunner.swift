@@ -26,7 +26,9 @@ public enum CommandLineRunner {
     ///   - directory: the working directory (default: the test's).
     ///   - environment: when given, replaces every `AWS_*` and `SUPABASE_*` variable of the test's
     ///     environment, so stray credentials never leak into a run.
-    public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil) throws -> Output {
+    ///   - input: what the process reads on standard input (default: nothing, end of file at once).
+    public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
+                           input: Data? = nil) throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
@@ -39,8 +41,16 @@ public enum CommandLineRunner {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let stdin = Pipe()
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
         try process.run()
+        if let input {
+            // Written from another thread, so a process that writes much before reading cannot deadlock.
+            DispatchQueue.global().async {
+                stdin.fileHandleForWriting.write(input)
+                try? stdin.fileHandleForWriting.close()
+            }
+        }
         // Both pipes are drained while the process runs, so a full pipe cannot block it.
         let outData = Captured(), errData = Captured()
         let group = DispatchGroup()

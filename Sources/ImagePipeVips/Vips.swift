@@ -49,8 +49,10 @@ public enum Vips {
         "\(vips_version(0)).\(vips_version(1)).\(vips_version(2))"
     }
 
-    /// Takes libvips' pending error text, cleaned to one line. The buffer is process-wide, so under
-    /// concurrency it can rarely hold another thread's message too; only the last lines are kept.
+    /// Takes libvips' reason for the failure on this thread, cleaned to one line: the warnings its
+    /// loaders raised here (libpng's "PNG unsigned integer out of range" is one) and its error buffer,
+    /// each line once. The error buffer is process-wide, so under concurrency it can rarely hold
+    /// another thread's message too; only the last lines are kept.
     static func takeError() -> String? {
         guard let raw = ipv_take_error() else { return nil }
         defer { ipv_free(raw) }

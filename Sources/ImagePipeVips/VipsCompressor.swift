@@ -51,6 +51,8 @@ public struct VipsCompressor: ImageCompressor {
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
         defer { ipv_thread_done() }
+        // A failure's reason names only what this image raised, not an earlier image's warnings.
+        ipv_begin_call()
         let clock = ContinuousClock()
         let start = clock.now
 
@@ -247,7 +249,7 @@ public struct VipsCompressor: ImageCompressor {
     /// side that limits it (`byWidth`), the other left unbounded, so libvips' rounding of the other
     /// side can neither shave a pixel off the limiting one nor push the image out of its box.
     static func box(for target: PixelSize, byWidth: Bool, crop: Bool) -> (width: Int32, height: Int32) {
-        let unbounded: Int32 = 10_000_000
+        let unbounded = Int32(VariantSpec.unbounded)
         if crop { return (Int32(target.width), Int32(target.height)) }
         return byWidth ? (Int32(target.width), unbounded) : (unbounded, Int32(target.height))
     }

@@ -39,7 +39,7 @@ import Testing
         ].sorted())
 
         let records = try manifest()
-        #expect(records.count == 4)
+        #expect(records.count == 5)
         let bySource = Dictionary(uniqueKeysWithValues: records.map { ($0["source"] as! String, $0) })
         let rotated = try #require(bySource["rotated.jpg"])
         #expect(rotated["status"] as? String == "done")
@@ -60,9 +60,15 @@ import Testing
         #expect(broken["error_code"] as? String == "corrupt_image")
         #expect((broken["variants"] as? [Any])?.isEmpty == true)
 
+        let notes = try #require(bySource["notes.txt"])
+        #expect(notes["status"] as? String == "skipped" && notes["skip_code"] as? String == "not_an_image")
+        #expect(notes["reason"] as? String == "not an image: extension .txt")
+        #expect(records.first?["source"] as? String == "notes.txt", "skipped entries are written as the scan ends, before any result")
+
         #expect(output.stderr.contains("failed broken/cut.jpg: corrupt or truncated image data"))
-        #expect(output.stderr.contains("3 done, 1 failed, 1 skipped (not images)"))
-        #expect(output.stderr.contains(" in → "))
+        #expect(output.stderr.contains("info skipped notes.txt: not an image: extension .txt"))
+        #expect(output.stderr.contains("3 done, 1 failed, 1 skipped (1 not_an_image)"))
+        #expect(output.stderr.contains(" of it failed) → "), "the broken file's bytes were read: \(output.stderr)")
         #expect(!output.stderr.contains("\r"), "no progress line when stderr is not a terminal")
 
         let after = directory.files(under: "src").map { ($0, SHA256Digest.hash(try! Data(contentsOf: URL(fileURLWithPath: directory.url("src/" + $0)))).hex) }
@@ -82,6 +88,21 @@ import Testing
         #expect(square.width == 100 && square.height == 100)
     }
 
+    @Test func openSidedBoxesAndPNGWithoutAQuality() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/wide.jpg")
+        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"),
+                                            "--variant", "w=300x,jpeg,q80", "--variant", "h=x100,png"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let wide = try VipsProbe.info(Data(contentsOf: URL(fileURLWithPath: directory.url("out/wide-w.jpg"))))
+        let high = try VipsProbe.info(Data(contentsOf: URL(fileURLWithPath: directory.url("out/wide-h.png"))))
+        #expect(wide.width == 300 && wide.height == 200, "900x600 fitted 300 wide")
+        #expect(high.width == 150 && high.height == 100, "900x600 fitted 100 high")
+
+        let cover = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out2"), "--variant", "c=300x,webp,q80,cover"])
+        #expect(cover.status == 2)
+        #expect(cover.stderr.contains("'c=300x,webp,q80,cover'") && cover.stderr.contains("needs both a width and a height"), "\(cover.stderr)")
+    }
+
     @Test func allDoneExitsZero() throws {
         CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/tiny.png")
         let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("src/out")])
@@ -93,8 +114,130 @@ import Testing
         #expect(again.stderr.contains("1 done, 0 failed"), "\(again.stderr)")
     }
 
+    func records(_ text: String) throws -> [String: [String: Any]] {
+        let lines = try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        return Dictionary(uniqueKeysWithValues: lines.map { ($0["source"] as! String, $0) })
+    }
+
+    @Test func filesFoldersAndListsMixed() throws {
+        // Paths as a user types them, relative to the working directory.
+        CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "one/04-Blinds.png")
+        CommandRunner.copyFixture("images/formats/grey.jpg", to: directory, as: "two/sub/grey.jpg")
+        CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "elsewhere/abs.jpg")
+        directory.write("one/readme.md", "not an image")
+        let output = try CommandRunner.run(["batch", "one/04-Blinds.png", "two", directory.url("elsewhere/abs.jpg"), "./one/readme.md",
+                                            "--dest", "out", "--manifest", "-", "--variant", "t=20x20,png"], in: directory.path)
+        #expect(output.status == 0, "\(output.stderr)")
+        // A file: its path as given ({dir} one); a folder: relative to it; an absolute file: its name.
+        #expect(directory.files(under: "out") == ["abs-t.png", "one/04-Blinds-t.png", "sub/grey-t.png"])
+        let bySource = try records(output.stdout)
+        #expect(bySource.keys.sorted() == ["abs.jpg", "one/04-Blinds.png", "one/readme.md", "sub/grey.jpg"])
+        #expect(bySource["one/readme.md"]?["skip_code"] as? String == "not_an_image", "a file given directly is still checked by extension")
+        #expect(output.stderr.contains("3 done, 0 failed, 1 skipped (1 not_an_image)"))
+    }
+
+    @Test func aListOnStandardInputAndInAFile() throws {
+        CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "photos/trip/a.png")
+        CommandRunner.copyFixture("images/formats/grey.jpg", to: directory, as: "photos/b.jpg")
+        let list = "trip/a.png\n\n./b.jpg\ntrip/vanished.jpg\n"
+        let piped = try CommandRunner.run(["batch", "--from", "-", "--dest", directory.url("out"), "--manifest", "-",
+                                           "--variant", "t=20x20,png"], in: directory.url("photos"), input: Data(list.utf8))
+        #expect(piped.status == 1, "one listed file is missing: \(piped.stderr)")
+        #expect(directory.files(under: "out") == ["b-t.png", "trip/a-t.png"], "listed paths keep their folders, as a folder run would")
+        let bySource = try records(piped.stdout)
+        #expect(bySource["trip/vanished.jpg"]?["error_code"] as? String == "unreadable_source")
+        #expect(piped.stderr.contains("failed trip/vanished.jpg: cannot read: No such file or directory"))
+
+        directory.write("photos/list.txt", list)
+        let fromFile = try CommandRunner.run(["batch", "--from", "list.txt", "--dest", directory.url("out2"), "--variant", "t=20x20,png"],
+                                             in: directory.url("photos"))
+        #expect(fromFile.status == 1)
+        #expect(directory.files(under: "out2") == ["b-t.png", "trip/a-t.png"])
+    }
+
+    @Test func aMissingSourceStopsBeforeTheDestinationIsCreated() throws {
+        CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/tiny.png")
+        let output = try CommandRunner.run(["batch", "src", "nope", "gone.jpg", "--dest", "outx"], in: directory.path)
+        #expect(output.status == 2)
+        #expect(output.stderr.contains("source nope does not exist; source gone.jpg does not exist"), "\(output.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.url("outx")), "nothing is created")
+
+        let list = try CommandRunner.run(["batch", "--from", "no-such-list.txt", "--dest", "outx"], in: directory.path)
+        #expect(list.status == 2)
+        #expect(list.stderr.contains("cannot read the list no-such-list.txt"), "\(list.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.url("outx")))
+    }
+
+    @Test func skippedEntriesAreNamedAndAnEmptySourceWarns() throws {
+        directory.write("src/notes", "no extension")
+        directory.write("src/sub/x.txt", "text")
+        try FileManager.default.createSymbolicLink(atPath: directory.url("src/loop"), withDestinationPath: directory.url("src"))
+        try FileManager.default.createSymbolicLink(atPath: directory.url("src/gone.jpg"), withDestinationPath: directory.url("missing.jpg"))
+        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", "-"])
+        #expect(output.status == 0, "nothing failed: \(output.stderr)")
+        #expect(output.stderr.contains("warning no images found"))
+        #expect(output.stderr.contains("info skipped loop: symbolic link to a directory, not followed"))
+        #expect(output.stderr.contains("info skipped gone.jpg: dangling symbolic link: No such file or directory"))
+        #expect(output.stderr.contains("info skipped notes: not an image: no file extension"))
+        #expect(output.stderr.contains("0 done, 0 failed, 4 skipped (1 dangling_link, 2 not_an_image, 1 symlinked_directory)"))
+        let bySource = try records(output.stdout)
+        #expect(bySource.mapValues { $0["skip_code"] as? String } == [
+            "loop": "symlinked_directory", "gone.jpg": "dangling_link", "notes": "not_an_image", "sub/x.txt": "not_an_image",
+        ])
+        #expect(bySource.values.allSatisfy { $0["status"] as? String == "skipped" && $0["error"] == nil })
+    }
+
+    @Test func anAllFailedBatchCountsTheBytesItRead() throws {
+        CommandRunner.copyFixture("hostile/garbage.png", to: directory, as: "src/garbage.png")
+        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out")])
+        #expect(output.status == 1)
+        #expect(output.stderr.contains("failed garbage.png: cannot read image header: PNG unsigned integer out of range"), "\(output.stderr)")
+        #expect(output.stderr.contains("2.0 kB in (2.0 kB of it failed) → 0 B out"), "\(output.stderr)")
+    }
+
+    @Test func aFailureCarriesOnlyItsOwnLibvipsReason() throws {
+        // Reading a HEIC leaves "source: bad seek to ..." in libvips' shared error buffer, though it succeeds.
+        CommandRunner.copyFixture("images/formats/landscape-heic.heic", to: directory, as: "src/a.heic")
+        CommandRunner.copyFixture("hostile/truncated.jpg", to: directory, as: "src/z.jpg")
+        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"), "--jobs", "1"])
+        #expect(output.status == 1)
+        #expect(output.stderr.contains("failed z.jpg: corrupt or truncated image data: VipsJpeg: Premature end of input file\n"), "\(output.stderr)")
+    }
+
+    @Test func manifestLinesOnATerminalNeverShareTheProgressLine() throws {
+        // script(1) runs imagepipe with standard output and error on one pseudo-terminal, as in a shell.
+        let script = "/usr/bin/script"
+        try #require(FileManager.default.isExecutableFile(atPath: script), "util-linux script is needed for a terminal")
+        for (index, fixture) in ["tiny.png", "grey.jpg", "small-200x150.jpg", "landscape-png.png"].enumerated() {
+            CommandRunner.copyFixture("images/formats/" + fixture, to: directory, as: "src/\(index)-" + fixture)
+        }
+        let command = [CommandRunner.binary, "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", "-",
+                       "--jobs", "1", "--variant", "t=20x20,png"].map { "'\($0)'" }.joined(separator: " ")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: script)
+        process.arguments = ["-qefc", command, "/dev/null"]
+        process.standardInput = FileHandle.nullDevice
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let terminal = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(terminal)")
+
+        #expect(terminal.contains("[1/4] 0 failed, "), "the progress line is drawn: \(terminal.debugDescription)")
+        let starts = terminal.ranges(of: "{\"attempts\"")
+        #expect(starts.count == 4)
+        for start in starts {
+            // A manifest line starts a terminal line: after a newline, or after the progress line was erased.
+            let before = terminal[..<start.lowerBound]
+            #expect(before.isEmpty || before.hasSuffix("\n") || before.hasSuffix("\r\u{1B}[2K"),
+                    "a manifest line glued to the progress line: \(terminal.debugDescription)")
+        }
+    }
+
     @Test(arguments: [
         ["batch"],
+        ["batch", "--dest", "/tmp/x"],
         ["batch", "/nonexistent-imagepipe-source", "--dest", "/tmp/x"],
         ["batch", ".", "--dest", "ftp://example.com/x"],
         ["batch", ".", "--dest", "/tmp/x", "--variant", "bad"],
@@ -111,11 +254,18 @@ import Testing
     }
 
     @Test func everyCommandHasHelp() throws {
-        for arguments in [["--help"], ["batch", "--help"]] {
+        for arguments in [["--help"], ["batch", "--help"], ["watch", "--help"]] {
             let output = try CommandRunner.run(arguments)
             #expect(output.status == 0)
             #expect(output.stdout.contains("USAGE"))
         }
-        #expect(try CommandRunner.run(["batch", "--help"]).stdout.contains("--variant"))
+    }
+
+    @Test(arguments: ["batch", "watch"])
+    func helpShowsTheWebPresetAndAnExampleVariant(_ command: String) throws {
+        let help = try CommandRunner.run([command, "--help"]).stdout
+        for spec in ["large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78", "thumb=320x320,webp,q70,cover", "photo=1600x,jpeg,q80"] {
+            #expect(help.contains(spec), "\(command) --help lacks \(spec): \(help)")
+        }
     }
 }

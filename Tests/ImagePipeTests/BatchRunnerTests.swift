@@ -17,8 +17,63 @@ import Testing
         directory.write("src/out/previous-large.jpg", "x")
         let scan = try SourceScanner(root: directory.url("src"), excluding: [directory.url("src/out")]).scan()
         #expect(scan.jobs.map(\.relativePath) == ["a/c.PNG", "a/deep/d.heic", "b.jpg"])
-        #expect(scan.skipped == ["notes.txt"])
+        #expect(scan.skipped.map(\.source) == ["notes.txt"])
+        #expect(scan.skipped.first?.status == .skipped && scan.skipped.first?.skipCode == .notAnImage)
+        #expect(scan.skipped.first?.reason == "not an image: extension .txt")
         #expect(scan.jobs[0].path == directory.url("src/a/c.PNG"))
+    }
+
+    @Test func linksToDirectoriesDanglingLinksAndFIFOsAreReportedNotFollowed() throws {
+        directory.write("src/a/real.jpg", "x")
+        let manager = FileManager.default
+        try manager.createSymbolicLink(atPath: directory.url("src/a/loop"), withDestinationPath: directory.url("src"))
+        try manager.createSymbolicLink(atPath: directory.url("src/gone.jpg"), withDestinationPath: directory.url("nowhere.jpg"))
+        try manager.createSymbolicLink(atPath: directory.url("src/alias.jpg"), withDestinationPath: directory.url("src/a/real.jpg"))
+        #expect(mkfifo(directory.url("src/pipe.jpg"), 0o600) == 0)
+        let scan = try SourceScanner(root: directory.url("src")).scan()
+        #expect(scan.jobs.map(\.relativePath) == ["a/real.jpg", "alias.jpg"], "a link to a file is followed")
+        #expect(scan.skipped.map(\.source) == ["a/loop", "gone.jpg", "pipe.jpg"])
+        #expect(scan.skipped.map(\.skipCode) == [.symlinkedDirectory, .danglingLink, .notARegularFile])
+        #expect(scan.skipped[1].reason == "dangling symbolic link: No such file or directory")
+    }
+
+    @Test func severalInputsKeepTheirOrderAndFilesGoByTheirName() throws {
+        directory.write("b/z.jpg", "x")
+        directory.write("b/y.jpg", "x")
+        directory.write("a/x.png", "x")
+        directory.write("c/readme.md", "x")
+        let scanner = SourceScanner(inputs: [.init(directory.url("b")), .init(directory.url("a/x.png")),
+                                             .init(directory.url("c/readme.md")), .init(directory.url("gone.jpg"), listed: true)])
+        let scan = try scanner.scan()
+        #expect(scan.jobs.map(\.relativePath) == ["y.jpg", "z.jpg", "x.png", "gone.jpg"])
+        #expect(scan.jobs[2].path == directory.url("a/x.png"))
+        #expect(scan.skipped.map(\.source) == ["readme.md"])
+    }
+
+    @Test func aMissingArgumentIsAConfigurationErrorNamingIt() {
+        let scanner = SourceScanner(inputs: [.init(directory.url("nope")), .init(directory.url("listed-nope"), listed: true)])
+        do {
+            try scanner.check()
+            Issue.record("a missing argument must be refused")
+        } catch {
+            #expect(error.code == .configuration)
+            #expect(error.reason == "source \(directory.url("nope")) does not exist", "a listed path is not checked: \(error)")
+        }
+    }
+
+    @Test func theSameRelativePathFromTwoInputsCollides() throws {
+        directory.write("one/x.jpg", "1")
+        directory.write("two/x.jpg", "2")
+        let storage = InMemoryStorage()
+        let pipeline = JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage))
+        let results = Mutex<[JobResult]>([])
+        let scanner = SourceScanner(inputs: [.init(directory.url("one")), .init(directory.url("two"))])
+        let summary = try BatchRunner(scanner: scanner, pipeline: pipeline).run { result, _ in results.withLock { $0.append(result) } }
+        #expect(summary.done == 1 && summary.failed == 1)
+        let failed = try #require(results.withLock { $0.first { $0.status == .failed } })
+        #expect(failed.source == "x.jpg" && failed.errorCode == .keyCollision)
+        #expect(failed.error?.contains(directory.url("one/x.jpg")) == true, "names the other file: \(failed.error ?? "")")
+        #expect(String(decoding: storage.objects["x-large.jpg"]!.body, as: UTF8.self).hasPrefix("x.jpg"))
     }
 
     @Test func aMissingSourceIsAConfigurationError() {
@@ -51,12 +106,33 @@ import Testing
         for index in 0..<5 { directory.write("src/\(index).jpg", String(repeating: "x", count: 1000)) }
         let compressor = ScriptedCompressor(failing: { $0 == "3.jpg" ? ImagePipeError(.corruptImage, "bad") : nil })
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()))
-        let progress = Mutex<[Int]>([])
+        directory.write("src/notes.txt", "x")
+        let progress = Mutex<[BatchRunner.Progress]>([])
         let summary = try BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline)
-            .run { _, state in progress.withLock { $0.append(state.finished) } }
-        #expect(progress.withLock { $0.sorted() } == [1, 2, 3, 4, 5])
-        #expect(summary.done == 4 && summary.failed == 1 && summary.bytesIn == 4000)
-        #expect(summary.lines[0].hasPrefix("4 done, 1 failed in "))
-        #expect(summary.lines[1].hasPrefix("4.0 kB in → "))
+            .run { _, state in progress.withLock { $0.append(state) } }
+        let states = progress.withLock { $0.sorted { $0.finished < $1.finished } }
+        #expect(states.map(\.finished) == [1, 2, 3, 4, 5] && states.allSatisfy { $0.total == 5 })
+        #expect(states.last?.failed == 1, "the failure is counted in progress")
+        #expect(summary.done == 4 && summary.failed == 1 && summary.skipped == 1)
+        #expect(summary.bytesIn == 5000 && summary.bytesInDone == 4000, "the failed image's bytes were read too")
+        #expect(summary.lines[0].hasPrefix("4 done, 1 failed, 1 skipped (1 not_an_image) in "))
+        #expect(summary.lines[1].hasPrefix("5.0 kB in (1.0 kB of it failed) → "))
+        #expect(summary.lines[1].hasSuffix(String(format: "(ratio %.3f)", Double(summary.bytesOut) / 4000)))
+    }
+
+    @Test func anAllFailedBatchStillCountsWhatItRead() {
+        var summary = BatchSummary()
+        summary.add(JobResult(source: "a.png", status: .failed, error: ImagePipeError(.corruptImage, "bad"), bytes: 2048))
+        summary.add(.skipped("b.jpg", .danglingLink, reason: "gone"))
+        summary.add(.skipped("c", .notAnImage, reason: "no extension"))
+        summary.add(.skipped("d", .notAnImage, reason: "no extension"))
+        #expect(summary.lines[0].hasPrefix("0 done, 1 failed, 3 skipped (1 dangling_link, 2 not_an_image) in "))
+        #expect(summary.lines[1] == "2.0 kB in (2.0 kB of it failed) → 0 B out (ratio 0.000)")
+    }
+
+    @Test func theProgressLineShowsFailures() {
+        let line = BatchRunner.Progress(finished: 12, failed: 3, total: 40, elapsed: .seconds(4)).line
+        #expect(line == "[12/40] 3 failed, 3.0 images/s, ETA 0:09")
+        #expect(BatchRunner.Progress(finished: 0, failed: 0, total: 7, elapsed: .zero).line == "[0/7] 0 failed, 0.0 images/s, ETA 0:00")
     }
 }

@@ -33,6 +33,34 @@ import Testing
         #expect(garbage.code == .unsupportedFormat || garbage.code == .corruptImage)
     }
 
+    @Test(arguments: [
+        ("hostile/garbage.png", "PNG unsigned integer out of range"),
+        ("pngsuite/xc1n0g08.png", "Invalid color type in IHDR"),
+        ("pngsuite/xhdn0g08.png", "IHDR: CRC error"),
+        ("hostile/truncated.jpg", "Premature end of"),
+    ])
+    func failuresCarryLibvipsOwnReason(_ relative: String, _ reason: String) throws {
+        let error = try #require(failure(relative))
+        #expect(error.code == .corruptImage)
+        #expect(error.reason.contains(reason), "\(relative): \(error.reason)")
+        #expect(!error.reason.contains("unknown error"))
+    }
+
+    @Test func concurrentFailuresKeepTheirOwnReasons() async throws {
+        // libpng's reasons arrive as warnings; each image must get those raised while reading it.
+        let cases = [("hostile/garbage.png", "PNG unsigned integer", "IHDR"),
+                     ("pngsuite/xc1n0g08.png", "Invalid color type in IHDR", "PNG unsigned integer")]
+        let reasons = await withTaskGroup(of: (Int, String).self) { group in
+            for round in 0..<40 {
+                group.addTask { (round % 2, failure(cases[round % 2].0)?.reason ?? "") }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        for (index, reason) in reasons {
+            #expect(reason.contains(cases[index].1) && !reason.contains(cases[index].2), "\(cases[index].0): \(reason)")
+        }
+    }
+
     @Test func aDecompressionBombIsRejectedFromItsHeader() throws {
         let header = try #require(failure("hostile/bomb.png"))
         // imageTooLarge is only raised before decoding, from the declared size.

@@ -55,7 +55,13 @@ int ipv_save_webp(VipsImage *in, int quality, int effort, void **buf, size_t *le
 int ipv_save_avif(VipsImage *in, int quality, int effort, void **buf, size_t *len);
 int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len);
 
-/// Takes and clears the libvips error text; the caller frees it with g_free. NULL when empty.
+/// Forgets the warnings libvips raised on this thread so far and notes what its process-wide error
+/// buffer holds now (left there by earlier, successful calls); called as each image starts.
+void ipv_begin_call(void);
+
+/// Takes and clears the warnings libvips raised on this thread since ipv_begin_call (where loaders
+/// such as libpng put their reason), followed by what libvips' error buffer gained since then; the
+/// caller frees it with g_free. NULL when both are empty.
 char *ipv_take_error(void);
 
 /// Frees what libvips allocated.

@@ -1,9 +1,9 @@
-// Runs one batch: scan a folder, refuse key collisions, feed the pipeline, collect every result.
+// Runs one batch: scan the inputs, refuse key collisions, feed the pipeline, collect every result.
 import Dispatch
 import Foundation
 import Synchronization
 
-/// Processes every image under a directory through a ``JobPipeline``.
+/// Processes every image of a batch's inputs through a ``JobPipeline``.
 public struct BatchRunner: Sendable {
     /// The scanner that lists the sources.
     public let scanner: SourceScanner
@@ -20,10 +20,28 @@ public struct BatchRunner: Sendable {
     public struct Progress: Sendable {
         /// Jobs finished so far.
         public var finished: Int
+        /// Jobs that failed so far.
+        public var failed: Int
         /// Jobs in the batch.
         public var total: Int
         /// Time since the batch started.
         public var elapsed: Duration
+
+        /// Creates a progress report.
+        public init(finished: Int, failed: Int, total: Int, elapsed: Duration) {
+            self.finished = finished
+            self.failed = failed
+            self.total = total
+            self.elapsed = elapsed
+        }
+
+        /// The live line, e.g. `[12/40] 1 failed, 3.2 images/s, ETA 0:09`.
+        public var line: String {
+            let seconds = elapsed.milliseconds / 1000
+            let rate = seconds > 0 ? Double(finished) / seconds : 0
+            let eta = rate > 0 ? Int((Double(total - finished) / rate).rounded()) : 0
+            return String(format: "[%d/%d] %d failed, %.1f images/s, ETA %d:%02d", finished, total, failed, rate, eta / 60, eta % 60)
+        }
     }
 
     /// Scans, probes the destination, then runs every job, calling `onStart` once with the scan and
@@ -47,30 +65,30 @@ public struct BatchRunner: Sendable {
         let collected = Mutex((summary: BatchSummary(), finished: 0))
         collected.withLock {
             $0.summary.total = total
-            $0.summary.skipped = scan.skipped.count
+            for skipped in scan.skipped { $0.summary.add(skipped) }
         }
         // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a time.
         let delivery = DispatchQueue(label: "imagepipe.batch.results")
         let deliver: @Sendable (JobResult) -> Void = { [pipeline] result in
             if result.errorCode == .storageFull, let error = result.failure { pipeline.halt(error) }
-            let finished = collected.withLock { collected -> Int in
+            let (finished, failed) = collected.withLock { collected -> (Int, Int) in
                 collected.summary.add(result)
                 collected.finished += 1
-                return collected.finished
+                return (collected.finished, collected.summary.failed)
             }
             delivery.async {
-                onResult(result, Progress(finished: finished, total: total, elapsed: .now - started))
+                onResult(result, Progress(finished: finished, failed: failed, total: total, elapsed: .now - started))
             }
         }
 
         let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
         var interrupted = false
-        for job in scan.jobs {
+        for (index, job) in scan.jobs.enumerated() {
             if shouldStop() {
                 interrupted = true
                 break
             }
-            if let collision = collisions[job.relativePath] {
+            if let collision = collisions[index] {
                 deliver(JobResult(source: job.relativePath, status: .failed, error: collision))
                 continue
             }
@@ -90,35 +108,38 @@ public struct BatchRunner: Sendable {
     public func plan(onPlan: (InspectedJob) -> Void) throws(ImagePipeError) {
         let scan = try scanner.scan()
         let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
-        for job in scan.jobs {
+        for (index, job) in scan.jobs.enumerated() {
             var inspected = pipeline.handler.inspect(job, reserving: false)
-            if let collision = collisions[job.relativePath] {
+            if let collision = collisions[index] {
                 inspected.finished = JobResult(source: job.relativePath, status: .failed, error: collision)
             }
             onPlan(inspected)
         }
     }
 
-    /// Sources whose keys another (earlier, by path) source of the batch already produces.
+    /// Sources whose keys another source earlier in the batch already produces, by position in `jobs`.
+    /// Two inputs can give the same relative path (`a/x.jpg` and `b/x.jpg` given as folders `a` and
+    /// `b`), so sources are told apart by position, and such a clash names the other file's path.
     ///
     /// Keys that depend on the content hash cannot be known before reading, and two identical files
     /// writing identical objects are harmless, so such templates are not checked.
-    static func collisions(in jobs: [Job], configuration: FileHandler.Configuration) -> [String: ImagePipeError] {
+    static func collisions(in jobs: [Job], configuration: FileHandler.Configuration) -> [Int: ImagePipeError] {
         guard !configuration.keyTemplate.usesHash else { return [:] }
-        var owners: [String: String] = [:]
-        var collisions: [String: ImagePipeError] = [:]
-        for job in jobs {
+        var owners: [String: Job] = [:]
+        var collisions: [Int: ImagePipeError] = [:]
+        for (index, job) in jobs.enumerated() {
             let values = KeyTemplate.Values(relativePath: job.relativePath, sha256: nil)
             let keys = configuration.variants.compactMap {
                 try? configuration.keyTemplate.key(for: values, variant: $0.name, ext: $0.format.fileExtension)
             }
-            if let clash = keys.first(where: { owners[$0] != nil }) {
-                collisions[job.relativePath] = ImagePipeError(
+            if let clash = keys.first(where: { owners[$0] != nil }), let owner = owners[clash] {
+                let other = owner.relativePath == job.relativePath ? "\(owner.path), given by another input" : "'\(owner.relativePath)'"
+                collisions[index] = ImagePipeError(
                     .keyCollision,
-                    "output key '\(clash)' is already produced by '\(owners[clash]!)'; add {srcext} or {hash} to --key to keep both")
+                    "output key '\(clash)' is already produced by \(other); add {srcext} or {hash} to --key to keep both")
                 continue
             }
-            for key in keys { owners[key] = job.relativePath }
+            for key in keys { owners[key] = job }
         }
         return collisions
     }

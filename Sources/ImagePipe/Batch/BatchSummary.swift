@@ -9,10 +9,14 @@ public struct BatchSummary: Sendable, Equatable {
     public var done = 0
     /// Images that failed.
     public var failed = 0
-    /// Sources left alone: outputs already up to date, or not images by extension.
+    /// Sources left alone: outputs already up to date, not images by extension, links not followed.
     public var skipped = 0
-    /// Bytes of the sources that were done.
+    /// The skipped sources by why.
+    public var skippedBy: [JobResult.SkipCode: Int] = [:]
+    /// Bytes of the sources read, done or failed.
     public var bytesIn = 0
+    /// Bytes of the sources that were done: the base of the compression ratio.
+    public var bytesInDone = 0
     /// Bytes of all stored variants.
     public var bytesOut = 0
     /// Wall time from the scan to the last result.
@@ -29,11 +33,14 @@ public struct BatchSummary: Sendable, Equatable {
         case .done:
             done += 1
             bytesIn += result.bytes ?? 0
+            bytesInDone += result.bytes ?? 0
             bytesOut += result.outputBytes
         case .failed:
             failed += 1
+            bytesIn += result.bytes ?? 0
         case .skipped:
             skipped += 1
+            if let code = result.skipCode { skippedBy[code, default: 0] += 1 }
         }
     }
 
@@ -44,16 +51,21 @@ public struct BatchSummary: Sendable, Equatable {
     }
 
     /// Output bytes over input bytes of the done images.
-    public var ratio: Double { bytesIn > 0 ? Double(bytesOut) / Double(bytesIn) : 0 }
+    public var ratio: Double { bytesInDone > 0 ? Double(bytesOut) / Double(bytesInDone) : 0 }
 
-    /// The summary as printed at the end of a batch.
+    /// The summary as printed at the end of a batch, e.g. `3 done, 1 failed, 2 skipped (1 dangling_link,
+    /// 1 not_an_image) in 1.20 s (3.33 images/s)` and `4.1 MB in (1.0 MB of it failed) → 900.0 kB out (ratio 0.290)`.
     public var lines: [String] {
         let seconds = wallTime.milliseconds / 1000
         var first = (interrupted ? "interrupted after " : "") + "\(done) done, \(failed) failed"
-        if skipped > 0 { first += ", \(skipped) skipped (not images)" }
+        if skipped > 0 {
+            let reasons = skippedBy.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
+            first += ", \(skipped) skipped (\(reasons.joined(separator: ", ")))"
+        }
         first += String(format: " in %.2f s (%.2f images/s)", seconds, imagesPerSecond)
-        let second = "\(Self.formatBytes(bytesIn)) in → \(Self.formatBytes(bytesOut)) out"
-            + String(format: " (ratio %.3f)", ratio)
+        var second = "\(Self.formatBytes(bytesIn)) in"
+        if bytesIn > bytesInDone { second += " (\(Self.formatBytes(bytesIn - bytesInDone)) of it failed)" }
+        second += " → \(Self.formatBytes(bytesOut)) out" + String(format: " (ratio %.3f)", ratio)
         return [first, second]
     }
 

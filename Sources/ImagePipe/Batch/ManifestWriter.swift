@@ -9,9 +9,19 @@ import Synchronization
 public final class ManifestWriter: Sendable {
     private let handle: Mutex<FileHandle>
     private let ownsHandle: Bool
+    private let sink: (@Sendable (Data) -> Void)?
+
+    /// Writes to standard output through `sink`, which writes each line whole; the command line's
+    /// console passes one that clears its progress line first when both go to the same terminal.
+    public init(standardOutputThrough sink: @escaping @Sendable (Data) -> Void) {
+        handle = Mutex(FileHandle.standardOutput)
+        ownsHandle = false
+        self.sink = sink
+    }
 
     /// Opens (and truncates) `path`, or standard output for `-`.
     public init(path: String) throws(ImagePipeError) {
+        sink = nil
         if path == "-" {
             handle = Mutex(FileHandle.standardOutput)
             ownsHandle = false
@@ -35,6 +45,7 @@ public final class ManifestWriter: Sendable {
     /// Appends one record as a line.
     public func append(_ result: JobResult) {
         let line = Data((result.jsonLine() + "\n").utf8)
+        if let sink { return sink(line) }
         handle.withLock { $0.write(line) }
     }
 

@@ -1,47 +1,103 @@
-// Finds the images of a batch: recursive, hidden files skipped, sorted, the destination left out.
+// Finds the images of a batch: folders (recursive, hidden files skipped, sorted, the destination left out) and files.
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Lists the image files under a directory.
+/// Lists the image files of a batch's inputs: folders, files and the lines of a `--from` list.
 public struct SourceScanner: Sendable {
     /// File extensions treated as images (lowercase, without the dot). Other files are counted as skipped.
     public static let imageExtensions: Set<String> = [
         "jpg", "jpeg", "jpe", "jfif", "png", "webp", "tif", "tiff", "gif", "heic", "heif", "hif", "avif",
     ]
 
+    /// One path the batch takes sources from: a folder or a file.
+    public struct Input: Sendable, Hashable {
+        /// The path as given, relative to the current directory or absolute.
+        public var path: String
+        /// Whether it came from a `--from` list rather than the command line. A listed path that does
+        /// not exist fails as that one source (lists go stale); a missing argument stops the batch.
+        public var listed: Bool
+
+        /// Creates an input.
+        public init(_ path: String, listed: Bool = false) {
+            self.path = path
+            self.listed = listed
+        }
+    }
+
     /// What a scan found.
     public struct Result: Sendable {
-        /// The images, as jobs, sorted by relative path.
+        /// The images, as jobs: in the order of the inputs, each folder's sorted by relative path.
         public var jobs: [Job]
-        /// Relative paths of files left out because their extension is not an image's.
-        public var skipped: [String]
+        /// Entries left out, as `skipped` results saying why: not an image by extension, a link to a
+        /// directory (not followed), a dangling link, not a regular file.
+        public var skipped: [JobResult]
         /// Directories that could not be listed, with the reason.
         public var unreadable: [(path: String, reason: String)]
     }
 
-    /// The absolute root directory.
-    public let root: String
+    /// The inputs, in the order given.
+    public let inputs: [Input]
     /// Absolute directories not to descend into (e.g. a destination inside the source).
     public let excluded: Set<String>
 
-    /// Creates a scanner for `root`, skipping the `excluded` directories.
-    public init(root: String, excluding excluded: [String] = []) {
-        self.root = FilePath.absolute(root)
+    /// Creates a scanner for the inputs, skipping the `excluded` directories.
+    public init(inputs: [Input], excluding excluded: [String] = []) {
+        self.inputs = inputs
         self.excluded = Set(excluded.map(FilePath.absolute))
     }
 
-    /// Walks the tree. Symbolic links to files are followed; links to directories are not, so a
-    /// link cycle cannot make the walk endless.
-    public func scan() throws(ImagePipeError) -> Result {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else {
-            throw .configuration("source directory \(root) does not exist")
-        }
-        guard isDirectory.boolValue else { throw .configuration("source \(root) is not a directory") }
+    /// Creates a scanner for one folder (or file).
+    public init(root: String, excluding excluded: [String] = []) {
+        self.init(inputs: [Input(root)], excluding: excluded)
+    }
 
+    /// Checks that every input given on the command line exists, before anything is created or read.
+    public func check() throws(ImagePipeError) {
+        let missing = inputs.filter { !$0.listed && !FileManager.default.fileExists(atPath: $0.path) }
+        guard missing.isEmpty else {
+            throw .configuration(missing.map { "source \($0.path) does not exist" }.joined(separator: "; "))
+        }
+    }
+
+    /// Lists every input. A folder gives its images relative to itself; a file goes by its path as
+    /// given when that is relative and stays below the current directory, else by its name alone.
+    /// A listed path that does not exist becomes a job, which fails when it is read.
+    public func scan() throws(ImagePipeError) -> Result {
+        try check()
         var result = Result(jobs: [], skipped: [], unreadable: [])
+        for input in inputs {
+            let path = FilePath.absolute(input.path)
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                result.jobs.append(Job(path: path, relativePath: Self.relativePath(ofFile: input.path)))
+                continue
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR:
+                var found = Result(jobs: [], skipped: [], unreadable: [])
+                walk(path, into: &found)
+                result.jobs += found.jobs
+                result.skipped += found.skipped
+                result.unreadable += found.unreadable.map { (Self.joined(input.path, $0.path), $0.reason) }
+            case S_IFREG:
+                let relative = Self.relativePath(ofFile: input.path)
+                if let skip = Self.skipUnlessImage(relative) {
+                    result.skipped.append(skip)
+                } else {
+                    result.jobs.append(Job(path: path, relativePath: relative))
+                }
+            default:
+                result.skipped.append(.skipped(Self.relativePath(ofFile: input.path), .notARegularFile, reason: Self.notRegular))
+            }
+        }
+        return result
+    }
+
+    /// Walks one folder. Symbolic links to files are followed; links to directories are not, so a
+    /// link cycle cannot make the walk endless: they are reported as skipped, like dangling links.
+    private func walk(_ root: String, into result: inout Result) {
         var stack: [String] = [""]
         while let relativeDirectory = stack.popLast() {
             let directory = relativeDirectory.isEmpty ? root : root + "/" + relativeDirectory
@@ -59,23 +115,57 @@ public struct SourceScanner: Sendable {
                 guard lstat(path, &info) == 0 else { continue }
                 var mode = info.st_mode & S_IFMT
                 if mode == S_IFLNK {
-                    guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
-                    mode = S_IFREG
+                    guard stat(path, &info) == 0 else {
+                        result.skipped.append(.skipped(relative, .danglingLink,
+                                                       reason: "dangling symbolic link: \(String(cString: strerror(errno)))"))
+                        continue
+                    }
+                    guard info.st_mode & S_IFMT != S_IFDIR else {
+                        result.skipped.append(.skipped(relative, .symlinkedDirectory, reason: "symbolic link to a directory, not followed"))
+                        continue
+                    }
+                    mode = info.st_mode & S_IFMT
                 }
                 if mode == S_IFDIR {
                     if !excluded.contains(path) { stack.append(relative) }
                 } else if mode == S_IFREG {
-                    let ext = name.lastIndex(of: ".").map { String(name[name.index(after: $0)...]).lowercased() } ?? ""
-                    if Self.imageExtensions.contains(ext) {
-                        result.jobs.append(Job(path: path, relativePath: relative))
+                    if let skip = Self.skipUnlessImage(relative) {
+                        result.skipped.append(skip)
                     } else {
-                        result.skipped.append(relative)
+                        result.jobs.append(Job(path: path, relativePath: relative))
                     }
+                } else {
+                    result.skipped.append(.skipped(relative, .notARegularFile, reason: Self.notRegular))
                 }
             }
         }
         result.jobs.sort { $0.relativePath < $1.relativePath }
-        result.skipped.sort()
-        return result
+        result.skipped.sort { $0.source < $1.source }
+    }
+
+    /// A `not_an_image` result when the name's extension is not an image's; nil for an image.
+    static func skipUnlessImage(_ relative: String) -> JobResult? {
+        let name = relative.split(separator: "/").last.map(String.init) ?? relative
+        let ext = name.lastIndex(of: ".").map { String(name[name.index(after: $0)...]).lowercased() } ?? ""
+        if Self.imageExtensions.contains(ext) { return nil }
+        return .skipped(relative, .notAnImage, reason: ext.isEmpty ? "not an image: no file extension"
+                                                                   : "not an image: extension .\(ext)")
+    }
+
+    /// The name a file given directly goes by in keys and manifests: its path as given when that is
+    /// relative and stays below the current directory (`./` and repeated slashes dropped), so
+    /// `trip/a.jpg` keeps `trip` as `{dir}`; otherwise (absolute, or through `..`) its name alone.
+    static func relativePath(ofFile path: String) -> String {
+        let parts = path.split(separator: "/").filter { $0 != "." }
+        if path.hasPrefix("/") || parts.isEmpty || parts.contains("..") {
+            return URL(fileURLWithPath: FilePath.absolute(path)).lastPathComponent
+        }
+        return parts.joined(separator: "/")
+    }
+
+    private static let notRegular = "not a regular file (a FIFO, socket or device)"
+
+    private static func joined(_ directory: String, _ relative: String) -> String {
+        relative.isEmpty ? directory : directory + "/" + relative
     }
 }

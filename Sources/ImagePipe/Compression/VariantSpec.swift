@@ -12,9 +12,9 @@ public enum Fit: String, Sendable, Codable {
 public struct VariantSpec: Sendable, Hashable, Codable {
     /// The variant's name, used in keys as `{variant}`.
     public var name: String
-    /// The box width in pixels.
+    /// The box width in pixels; ``unbounded`` when only the height limits the image.
     public var width: Int
-    /// The box height in pixels.
+    /// The box height in pixels; ``unbounded`` when only the width limits the image.
     public var height: Int
     /// How the image fits the box.
     public var fit: Fit
@@ -35,10 +35,19 @@ public struct VariantSpec: Sendable, Hashable, Codable {
 
     /// The box as a size.
     public var box: PixelSize { PixelSize(width: width, height: height) }
+
+    /// The side of a box left open (`1600x`, `x1200`): larger than any image libvips accepts, so the
+    /// other side alone decides the size, as with vipsthumbnail.
+    public static let unbounded = 10_000_000
+
+    /// The quality a PNG variant gets when its spec names none (PNG is lossless and ignores it).
+    public static let pngQuality = 100
 }
 
 extension VariantSpec {
-    /// Parses `NAME=WxH,FORMAT,qN[,cover|inside]`, e.g. `photo=1600x1600,jpeg,q80`.
+    /// Parses `NAME=WxH,FORMAT[,qN][,cover|inside]`, e.g. `photo=1600x1600,jpeg,q80`. Either side of
+    /// the box may be left out (`1600x`, `x1200`) for a fit by the other side alone; the quality may be
+    /// left out for PNG only.
     public init(parsing text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError {
             .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,qN[,cover])")
@@ -49,37 +58,51 @@ extension VariantSpec {
               name.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric || $0 == "-" || $0 == "_" })
         else { throw bad("the name must be 1–64 letters, digits, '-' or '_'") }
 
-        let fields = text[text.index(after: equals)...].split(separator: ",", omittingEmptySubsequences: false)
+        var fields = text[text.index(after: equals)...].split(separator: ",", omittingEmptySubsequences: false)
             .map { $0.trimmingCharacters(in: " ") }
-        guard fields.count == 3 || fields.count == 4 else { throw bad("wrong number of fields") }
+        guard (2...4).contains(fields.count) else { throw bad("wrong number of fields") }
 
-        let dims = fields[0].lowercased().split(separator: "x", omittingEmptySubsequences: false)
-        guard dims.count == 2, let width = Int(dims[0]), let height = Int(dims[1]),
-              (1...100_000).contains(width), (1...100_000).contains(height)
-        else { throw bad("the size must be WxH with both sides between 1 and 100000") }
+        let dims = fields.removeFirst().lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard dims.count == 2, !(dims[0].isEmpty && dims[1].isEmpty),
+              let width = dims[0].isEmpty ? Self.unbounded : Int(dims[0]),
+              let height = dims[1].isEmpty ? Self.unbounded : Int(dims[1]),
+              dims[0].isEmpty || (1...100_000).contains(width), dims[1].isEmpty || (1...100_000).contains(height)
+        else { throw bad("the size must be WxH, Wx or xH with sides between 1 and 100000") }
 
-        guard let format = OutputFormat(name: fields[1]) else {
-            throw bad("unknown format '\(fields[1])'; use jpeg, webp, avif or png")
+        let formatName = fields.removeFirst()
+        guard let format = OutputFormat(name: formatName) else {
+            throw bad("unknown format '\(formatName)'; use jpeg, webp, avif or png")
         }
 
-        let qualityText = fields[2].lowercased()
-        guard qualityText.hasPrefix("q"), let quality = Int(qualityText.dropFirst()), (1...100).contains(quality) else {
+        var quality = Self.pngQuality
+        if let qualityText = fields.first?.lowercased(), qualityText.hasPrefix("q") {
+            fields.removeFirst()
+            guard let parsed = Int(qualityText.dropFirst()), (1...100).contains(parsed) else {
+                throw bad("the quality must be q1 to q100")
+            }
+            quality = parsed
+        } else if format != .png {
             throw bad("the quality must be q1 to q100")
         }
 
         var fit = Fit.inside
-        if fields.count == 4 {
-            guard let parsed = Fit(rawValue: fields[3].lowercased()) else {
+        if let fitText = fields.first {
+            guard fields.count == 1, let parsed = Fit(rawValue: fitText.lowercased()) else {
                 throw bad("the last field may only be 'cover' or 'inside'")
             }
             fit = parsed
         }
+        if fit == .cover && (width == Self.unbounded || height == Self.unbounded) {
+            throw bad("cover fills and crops to a box, so it needs both a width and a height")
+        }
         self.init(name: name, width: width, height: height, fit: fit, format: format, quality: quality)
     }
 
-    /// The command-line form of this variant.
+    /// The command-line form of this variant; parsing it gives this variant back.
     public var specString: String {
-        "\(name)=\(width)x\(height),\(format.rawValue),q\(quality)\(fit == .cover ? ",cover" : "")"
+        let side = { (value: Int) in value == Self.unbounded ? "" : String(value) }
+        let quality = format == .png && quality == Self.pngQuality ? "" : ",q\(quality)"
+        return "\(name)=\(side(width))x\(side(height)),\(format.rawValue)\(quality)\(fit == .cover ? ",cover" : "")"
     }
 }
 

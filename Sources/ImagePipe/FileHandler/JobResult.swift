@@ -19,9 +19,15 @@ public struct JobResult: Sendable, Codable, Equatable {
         case upToDate = "up_to_date"
         /// The file's extension is not an image's.
         case notAnImage = "not_an_image"
+        /// A symbolic link to a directory inside a source folder: not followed, so a cycle cannot trap the scan.
+        case symlinkedDirectory = "symlinked_directory"
+        /// A symbolic link whose target does not exist (or cannot be reached).
+        case danglingLink = "dangling_link"
+        /// A FIFO, socket or device: reading it could block or never end.
+        case notARegularFile = "not_a_regular_file"
     }
 
-    /// The source path relative to the batch root or inbox.
+    /// The source's name: its path relative to its batch folder or the inbox, or a file's path as given.
     public var source: String
     /// Done or failed.
     public var status: Status

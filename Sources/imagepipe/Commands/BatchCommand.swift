@@ -1,4 +1,4 @@
-// `imagepipe batch`: every image under a folder into variants, a manifest and a summary.
+// `imagepipe batch`: every image of some folders, files or a list into variants, a manifest and a summary.
 import ArgumentParser
 import Foundation
 import ImagePipe
@@ -7,14 +7,22 @@ import Synchronization
 struct BatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "batch",
-        abstract: "Turn every image under a folder into web variants and store them.",
+        abstract: "Turn every image of some folders or files into web variants and store them.",
         discussion: """
-            Exit status: 0 when every image is done, 1 when any failed, 2 for usage or configuration errors.
-            Originals are only read, never modified, moved or deleted.
+            A folder's images go by their path relative to it; a file by its path as given when that is \
+            relative (without '..'), else by its name. A source that does not exist stops the batch before \
+            anything is created; a listed path that does not exist fails as one source.
+            Exit status: 0 when every image is done (also when none was found), 1 when any failed, 2 for \
+            usage or configuration errors. Originals are only read, never modified, moved or deleted.
             """)
 
-    @Argument(help: "The folder of originals (searched recursively; hidden files are skipped).")
-    var source: String
+    @Argument(help: ArgumentHelp("Folders of originals (searched recursively; hidden files are skipped) and image files.",
+                                 valueName: "source"))
+    var sources: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Also take the folders and files listed in this file, one path per line ('-' for standard input).",
+                                            valueName: "file"))
+    var from: String?
 
     @Option(name: .long, help: ArgumentHelp("Write one JSON line per source to this file ('-' for standard output).", valueName: "file"))
     var manifest: String?
@@ -27,40 +35,55 @@ struct BatchCommand: ParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "List each source and the keys it would write (or why not), touching nothing.")
     var dryRun = false
 
+    func validate() throws {
+        guard !sources.isEmpty || from != nil else { throw ValidationError("give at least one source folder or file, or --from") }
+    }
+
     func run() throws {
         let logger = CompositionRoot.bootstrapLogging(level: options.logLevel)
+        // Sources are read and checked before the destination is created, so a typo creates nothing.
+        let inputs = try sources.map { SourceScanner.Input($0) }
+            + (from.map { (path) throws(ImagePipeError) in try Self.readList(path) } ?? [])
+        try SourceScanner(inputs: inputs).check()
         let handler = try CompositionRoot.fileHandler(options, force: force, logger: logger)
         let pipeline = CompositionRoot.pipeline(handler, options)
-        let writer = try manifest.map { (path) throws(ImagePipeError) in try ManifestWriter(path: path) }
+        if dryRun {
+            let excluded = [handler.storage.location, manifest.map { FilePath.absolute($0) }].compactMap { $0 }
+            try BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded), pipeline: pipeline)
+                .plan { inspected in print(DryRunLine(inspected).text) }
+            return
+        }
+        let writer = try manifest.map { (path) throws(ImagePipeError) in
+            path == "-" ? ManifestWriter(standardOutputThrough: Console.shared.output) : try ManifestWriter(path: path)
+        }
 
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { FilePath.absolute($0) }].compactMap { $0 }
-        let runner = BatchRunner(scanner: SourceScanner(root: source, excluding: excluded), pipeline: pipeline)
-        if dryRun {
-            try runner.plan { inspected in print(DryRunLine(inspected).text) }
-            return
-        }
+        let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded), pipeline: pipeline)
         let progress = ProgressLine()
         let interruption = Interruption(logger: logger)
 
         let summary = try runner.run(
             onStart: { scan in
                 for (path, reason) in scan.unreadable {
-                    logger.warning("cannot list directory \(path.isEmpty ? "." : path): \(reason)")
+                    logger.warning("cannot list directory \(path): \(reason)")
                 }
-                logger.debug("found \(scan.jobs.count) images, \(scan.skipped.count) other files")
+                for skipped in scan.skipped {
+                    writer?.append(skipped)
+                    logger.info("skipped \(skipped.source): \(skipped.reason ?? "")")
+                }
+                if scan.jobs.isEmpty { logger.warning("no images found") }
+                logger.debug("found \(scan.jobs.count) images, \(scan.skipped.count) other entries")
             },
             shouldStop: { interruption.isRequested },
             onResult: { result, state in
                 writer?.append(result)
-                if result.status == .failed {
-                    logger.error("failed \(result.source): \(result.error ?? "unknown error")")
-                } else if result.status == .skipped {
-                    logger.info("skipped \(result.source): \(result.reason ?? "")")
-                } else {
-                    logger.debug("done \(result.source) in \(result.timings.totalMs) ms")
+                switch result.status {
+                case .failed: logger.error("failed \(result.source): \(result.error ?? "unknown error")")
+                case .skipped: logger.info("skipped \(result.source): \(result.reason ?? "")")
+                case .done: logger.debug("done \(result.source) in \(result.timings.totalMs) ms")
                 }
-                progress.update(finished: state.finished, total: state.total, elapsed: state.elapsed)
+                progress.update(state)
             })
         progress.clear()
         writer?.close()
@@ -68,25 +91,33 @@ struct BatchCommand: ParsableCommand {
         if summary.interrupted { throw ExitCode(130) }
         if summary.failed > 0 { throw ExitCode(1) }
     }
+
+    /// The paths of a `--from` list: one per line, taken as written; empty lines are ignored.
+    static func readList(_ path: String) throws(ImagePipeError) -> [SourceScanner.Input] {
+        let data: Data
+        do {
+            data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .configuration("cannot read the list \(path): \(FilePath.reason(of: error))")
+        }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map { SourceScanner.Input(String($0), listed: true) }
+    }
 }
 
-/// The live `done/total, images/s, ETA` line, drawn only on a terminal, at most ten times a second.
+/// The live `[done/total] failed, images/s, ETA` line, drawn only on a terminal, at most ten times a second.
 final class ProgressLine: Sendable {
     private let lastDraw = Mutex<ContinuousClock.Instant?>(nil)
 
-    func update(finished: Int, total: Int, elapsed: Duration) {
+    func update(_ progress: BatchRunner.Progress) {
         guard Console.shared.isTerminal else { return }
         let now = ContinuousClock.now
         let due = lastDraw.withLock { last in
-            if let last, now - last < .milliseconds(100), finished < total { return false }
+            if let last, now - last < .milliseconds(100), progress.finished < progress.total { return false }
             last = now
             return true
         }
         guard due else { return }
-        let seconds = elapsed.milliseconds / 1000
-        let rate = seconds > 0 ? Double(finished) / seconds : 0
-        let eta = rate > 0 ? Int((Double(total - finished) / rate).rounded()) : 0
-        Console.shared.setStatus(String(format: "[%d/%d] %.1f images/s, ETA %d:%02d", finished, total, rate, eta / 60, eta % 60))
+        Console.shared.setStatus(progress.line)
     }
 
     func clear() { Console.shared.setStatus(nil) }

@@ -9,7 +9,10 @@ struct JobOptions: ParsableArguments {
     @OptionGroup var storage: StorageOptions
 
     @Option(name: .customLong("variant"), help: ArgumentHelp(
-        "A variant NAME=WxH,FORMAT,qN[,cover] (repeatable; replaces the web preset). FORMAT: jpeg, webp, avif, png.",
+        "A variant NAME=WxH,FORMAT,qN[,cover] (repeatable; replaces the web preset: "
+            + Preset.web.map(\.specString).joined(separator: " ")
+            + "). FORMAT: jpeg, webp, avif, png (whose quality may be left out). Wx or xH leaves a side open "
+            + "(not with cover). Example: --variant photo=1600x,jpeg,q80",
         valueName: "spec"))
     var variants: [String] = []
 

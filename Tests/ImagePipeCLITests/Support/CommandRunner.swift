@@ -9,8 +9,8 @@ enum CommandRunner {
 
     static let fixtures = fixturesDirectory(above: #filePath)
 
-    static func run(_ arguments: [String], in directory: String? = nil) throws -> Output {
-        try CommandLineRunner.run(arguments, in: directory)
+    static func run(_ arguments: [String], in directory: String? = nil, input: Data? = nil) throws -> Output {
+        try CommandLineRunner.run(arguments, in: directory, input: input)
     }
 
     /// Copies a fixture into a directory under a new relative name.
