@@ -32,8 +32,8 @@ public struct SourceScanner: Sendable {
         self.excluded = Set(excluded.map(FilePath.absolute))
     }
 
-    /// Walks the tree. Symbolic links to files are followed; links to directories are not, so a
-    /// link cycle cannot make the walk endless.
+    /// Walks the tree. Symbolic links to files are followed (the folder is the user's own); links to
+    /// directories are not, so a link cycle cannot make the walk endless.
     public func scan() throws(ImagePipeError) -> Result {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else {
@@ -42,32 +42,33 @@ public struct SourceScanner: Sendable {
         guard isDirectory.boolValue else { throw .configuration("source \(root) is not a directory") }
 
         var result = Result(jobs: [], skipped: [], unreadable: [])
-        var stack: [String] = [""]
-        while let relativeDirectory = stack.popLast() {
-            let directory = relativeDirectory.isEmpty ? root : root + "/" + relativeDirectory
-            let names: [String]
+        // Listed by raw names, so a name that is not valid UTF-8 is found too, under its escaped form.
+        var stack: [(relative: String, path: RawPath)] = [("", RawPath(root))]
+        while let (relativeDirectory, directory) = stack.popLast() {
+            let entries: [DirectoryListing.Entry]
             do {
-                names = try FileManager.default.contentsOfDirectory(atPath: directory)
+                entries = try DirectoryListing.entries(of: directory)
             } catch {
-                result.unreadable.append((relativeDirectory, FilePath.reason(of: error)))
+                result.unreadable.append((relativeDirectory, error.reason))
                 continue
             }
-            for name in names where !name.hasPrefix(".") {
+            for entry in entries where !entry.isHidden {
+                let name = entry.escapedName
                 let relative = relativeDirectory.isEmpty ? name : relativeDirectory + "/" + name
-                let path = directory + "/" + name
-                var info = stat()
-                guard lstat(path, &info) == 0 else { continue }
-                var mode = info.st_mode & S_IFMT
+                let rawPath = directory.appending(entry.name)
+                let path = rawPath.escaped
+                var mode = entry.type
                 if mode == S_IFLNK {
-                    guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+                    guard rawPath.fileType(followingLinks: true) == S_IFREG else { continue }
                     mode = S_IFREG
                 }
                 if mode == S_IFDIR {
-                    if !excluded.contains(path) { stack.append(relative) }
+                    if !excluded.contains(path) { stack.append((relative, rawPath)) }
                 } else if mode == S_IFREG {
                     let ext = name.lastIndex(of: ".").map { String(name[name.index(after: $0)...]).lowercased() } ?? ""
                     if Self.imageExtensions.contains(ext) {
-                        result.jobs.append(Job(path: path, relativePath: relative))
+                        result.jobs.append(Job(path: path, relativePath: relative, rawPath: rawPath.isValidUTF8 ? nil : rawPath,
+                                               followsLinks: true))
                     } else {
                         result.skipped.append(relative)
                     }

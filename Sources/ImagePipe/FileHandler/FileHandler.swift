@@ -59,7 +59,7 @@ public struct FileHandler: Sendable {
 
         let source: SourceFile
         do {
-            source = try SourceReader.read(job.path, inMemoryLimit: configuration.inMemoryLimit)
+            source = try SourceReader.read(job.sourcePath, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
         } catch {
             prepared.failure = error
             return prepared
