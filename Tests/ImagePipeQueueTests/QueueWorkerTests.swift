@@ -207,7 +207,7 @@ import Testing
 
         // The rerun of the half-finished job completes it under its first name.
         let area = try ClaimArea(queue: fixture.queue)
-        guard case .claimed = area.claim("linked.jpg") else { Issue.record("not claimed"); return }
+        guard case .claimed = area.claim(.init("linked.jpg")) else { Issue.record("not claimed"); return }
         let placed = try area.finish("linked.jpg", into: fixture.queue.done, record: Data("{}".utf8), suffix: ".json")
         #expect(placed == fixture.queue.done + "/linked.jpg")
         #expect(fixture.files("done") == ["linked.jpg", "linked.jpg.json", "recorded.jpg", "recorded.jpg.json"])
@@ -217,7 +217,7 @@ import Testing
         let fixture = try QueueFixture()
         let first = try ClaimArea(queue: fixture.queue), second = try ClaimArea(queue: fixture.queue)
         fixture.deliver("contested.jpg")
-        let outcomes = [first.claim("contested.jpg"), second.claim("contested.jpg")]
+        let outcomes = [first.claim(.init("contested.jpg")), second.claim(.init("contested.jpg"))]
         #expect(outcomes.filter { if case .claimed = $0 { true } else { false } }.count == 1)
         #expect(outcomes.contains(.gone))
     }
