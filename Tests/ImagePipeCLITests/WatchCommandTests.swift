@@ -18,6 +18,14 @@ import Testing
                            "--status-interval", "0"] + extra, log: directory.url(log))
     }
 
+    /// Starts a worker on a queue whose inbox exists and waits until it watches.
+    func startWatching(_ extra: [String] = [], log: String) throws -> WorkerProcess {
+        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
+        let worker = try start(extra, log: log)
+        #expect(worker.waitForLog("watching"), "\(worker.log)")
+        return worker
+    }
+
     /// Delivers a fixture the safe way: copied under a hidden name, then renamed into the inbox.
     func deliver(_ fixture: String, as name: String) {
         let target = queue + "/inbox/" + name
@@ -34,9 +42,7 @@ import Testing
     }
 
     @Test func renamedNestedAndSlowlyWrittenDeliveriesAreProcessedWhole() throws {
-        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
-        let worker = try start(log: "worker.log")
-        #expect(worker.waitForLog("watching"))
+        let worker = try startWatching(log: "worker.log")
 
         deliver("images/formats/landscape.jpg", as: "renamed.jpg")
         deliver("images/formats/tiny.png", as: "2024/trip/nested.png")
@@ -194,12 +200,10 @@ import Testing
     /// Links, FIFOs and names that are not valid UTF-8, delivered to the real binary; then SIGHUP,
     /// what a closing terminal sends, stops it like SIGTERM.
     @Test func linksAndFIFOsFailNonUTF8NamesAreProcessedAndSIGHUPStopsGracefully() throws {
-        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
         let secret = directory.url("secret/private.jpg")
         try FileManager.default.createDirectory(atPath: directory.url("secret"), withIntermediateDirectories: true)
         try Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/images/formats/landscape.jpg")).write(to: URL(fileURLWithPath: secret))
-        let worker = try start(["--shutdown-timeout", "30"], log: "worker.log")
-        #expect(worker.waitForLog("watching"))
+        let worker = try startWatching(log: "worker.log")
 
         #expect(symlink(secret, queue + "/inbox/innocent.jpg") == 0)
         #expect(mkfifo(queue + "/inbox/pipe.jpg", 0o644) == 0)
@@ -266,9 +270,7 @@ import Testing
     }
 
     @Test func retrySendsFailedJobsBackToARunningWorker() throws {
-        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
-        let worker = try start(log: "worker.log")
-        #expect(worker.waitForLog("watching"))
+        let worker = try startWatching(log: "worker.log")
         deliver("hostile/text.jpg", as: "2024/photo.jpg")
         deliver("hostile/text.jpg", as: "other.jpg")
         #expect(eventually { files("failed").count == 4 }, "\(worker.log)")

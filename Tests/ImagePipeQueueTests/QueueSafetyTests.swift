@@ -59,22 +59,6 @@ import Testing
         #expect(fixture.files("processing").isEmpty && fixture.files("inbox").isEmpty)
     }
 
-    @Test func failureRecordsAreOneLineWithMillisecondTimes() throws {
-        let fixture = try QueueFixture()
-        let worker = try fixture.worker(storage: InMemoryStorage.alwaysFailing(ImagePipeError(.storageUnavailable, "connection reset")))
-        worker.start()
-        fixture.deliver("doomed.jpg")
-        #expect(fixture.waitFor { fixture.files("failed").contains("doomed.jpg.error.json") })
-        worker.shutdown()
-        let text = try String(contentsOfFile: fixture.queue.failed + "/doomed.jpg.error.json", encoding: .utf8)
-        #expect(text.hasSuffix("}\n") && text.dropLast().split(separator: "\n").count == 1, "\(text)")
-        #expect(text.hasPrefix("{\"attempts\":3,\"error\":"), "compact, keys sorted, like done/ records")
-        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(text.utf8))
-        for attempt in record.history {
-            #expect(attempt.at.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(attempt.at)")
-        }
-    }
-
     @Test func aFullStoragePausesClaimingOnceAndResumesWhenItHasRoom() throws {
         let fixture = try QueueFixture()
         let full = Flag(true)

@@ -68,7 +68,11 @@ import Testing
         fixture.deliver("doomed.jpg")
         #expect(fixture.waitFor { fixture.files("failed").contains("doomed.jpg.error.json") })
         worker.shutdown()
-        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/doomed.jpg.error.json")))
+        let text = try String(contentsOfFile: fixture.queue.failed + "/doomed.jpg.error.json", encoding: .utf8)
+        #expect(text.hasPrefix("{\"attempts\":3,\"error\":") && text.filter { $0 == "\n" }.count == 1,
+                "one compact line, keys sorted, like done/ records: \(text)")
+        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(text.utf8))
+        #expect(record.history.allSatisfy { $0.at.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil }, "\(record.history.map(\.at))")
         #expect(record.attempts == 3)
         #expect(record.history.map(\.attempt) == [1, 2, 3])
         #expect(record.history.allSatisfy { $0.transient && $0.error.contains("connection reset") })
