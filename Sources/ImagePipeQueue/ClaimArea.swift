@@ -65,19 +65,22 @@ public final class ClaimArea: Sendable {
     /// The path a claimed job has in this area.
     public func pathOf(_ relative: String) -> String { path + "/" + relative }
 
-    /// Claims `inbox/<relative>` by renaming it into this area: of several workers, exactly one wins.
-    public func claim(_ relative: String) -> ClaimOutcome {
-        let source = queue.inbox + "/" + relative
-        let target = pathOf(relative)
-        if access(target, F_OK) == 0 { return .busy }
+    /// Claims a delivery by renaming it into this area: of several workers, exactly one wins.
+    ///
+    /// It is claimed under its escaped name (``QueueDirectory/Entry/name``), so a name that is not
+    /// valid UTF-8 goes by a name every later step can use.
+    public func claim(_ delivery: QueueDirectory.Entry) -> ClaimOutcome {
+        let target = pathOf(delivery.name)
+        if FileMoves.exists(target) { return .busy }
         do {
             try FileMoves.makeParent(of: target)
         } catch {
             return .failed(error.reason)
         }
-        if rename(source, target) == 0 { return .claimed(target) }
+        let renamed = RawPath(queue.inbox).appending(delivery.raw).withCString { source in rename(source, target) }
+        if renamed == 0 { return .claimed(target) }
         if errno == ENOENT { return .gone }
-        return .failed("cannot claim \(relative): \(String(cString: strerror(errno)))")
+        return .failed("cannot claim \(delivery.name): \(String(cString: strerror(errno)))")
     }
 
     /// Puts a claimed job back into the inbox (shutdown, or giving up on it for now).
@@ -110,7 +113,7 @@ public final class ClaimArea: Sendable {
             if FileMoves.sameFile(source, candidate) {
                 return try complete(relative, at: candidate, record: record, suffix: suffix)
             }
-            if access(candidate, F_OK) == 0 || access(candidate + suffix, F_OK) == 0 {
+            if FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix) {
                 number += 1
                 continue
             }
@@ -149,8 +152,8 @@ public final class ClaimArea: Sendable {
             let target = directory + "/" + relative
             var number = 0
             var candidate = target
-            while access(candidate, F_OK) == 0 || access(candidate + suffix, F_OK) == 0 {
-                if FileMoves.sameFile(claimed, candidate) { return access(candidate + suffix, F_OK) == 0 }
+            while FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix) {
+                if FileMoves.sameFile(claimed, candidate) { return FileMoves.exists(candidate + suffix) }
                 number += 1
                 candidate = FileMoves.numbered(target, number)
             }
@@ -167,11 +170,7 @@ public final class ClaimArea: Sendable {
 
     /// Removes subdirectories of this area left empty by a job leaving it.
     private func removeEmptyParents(of relative: String) {
-        var parts = relative.split(separator: "/").dropLast()
-        while !parts.isEmpty {
-            if rmdir(path + "/" + parts.joined(separator: "/")) != 0 { return }
-            parts = parts.dropLast()
-        }
+        FileMoves.removeEmptyParents(of: relative, under: path)
     }
 
     /// Returns the jobs of every abandoned area (its lock free) to the inbox, and removes the area.
@@ -193,7 +192,7 @@ public final class ClaimArea: Sendable {
                 continue
             }
             defer { if fd >= 0 { close(fd) } }
-            for relative in QueueDirectory.files(under: areaPath) {
+            for relative in QueueDirectory.files(under: areaPath).map(\.name) {
                 if isFinished(areaPath + "/" + relative, relative: relative, in: queue) {
                     unlink(areaPath + "/" + relative)
                     continue

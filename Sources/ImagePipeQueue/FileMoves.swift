@@ -32,7 +32,7 @@ enum FileMoves {
                 candidate = numbered(target, number)
             case EPERM, EXDEV, EOPNOTSUPP, EMLINK:
                 // No hard links here (some network filesystems): fall back to a checked rename.
-                while FileManager.default.fileExists(atPath: candidate) {
+                while exists(candidate) {
                     number += 1
                     candidate = numbered(target, number)
                 }
@@ -42,6 +42,12 @@ enum FileMoves {
                 throw failure("cannot move \(source) to \(candidate)")
             }
         }
+    }
+
+    /// Whether anything (a link too, even a dangling one) is at `path`.
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
     }
 
     /// Whether two paths name the same file, one a hard link of the other.
@@ -96,6 +102,15 @@ enum FileMoves {
             unlink(temporary)
             if crossDevice && staging != nil { return try writeAtomically(data, to: path) }
             throw error
+        }
+    }
+
+    /// Removes the directories between `root` and `relative` (a file's path under it) that are empty,
+    /// deepest first: what a file leaving them left behind.
+    static func removeEmptyParents(of relative: String, under root: String) {
+        var parts = relative.split(separator: "/").dropLast()
+        while !parts.isEmpty, rmdir(root + "/" + parts.joined(separator: "/")) == 0 {
+            parts = parts.dropLast()
         }
     }
 

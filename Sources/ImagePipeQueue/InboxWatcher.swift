@@ -18,7 +18,7 @@ final class InboxWatcher: Sendable {
     /// What the watcher reports.
     enum Event: Sendable, Equatable {
         /// A file may have been delivered at this path relative to the inbox.
-        case delivered(String)
+        case delivered(QueueDirectory.Entry)
         /// Events were lost; scan the whole inbox.
         case rescan
     }
@@ -29,7 +29,7 @@ final class InboxWatcher: Sendable {
     private let state = Mutex(State())
 
     private struct State: ~Copyable {
-        var directories: [Int32: String] = [:]
+        var directories: [Int32: RawPath] = [:]
         var stopped = false
     }
 
@@ -60,7 +60,7 @@ final class InboxWatcher: Sendable {
 
     /// Starts watching the inbox and the subdirectories it has now.
     func start() {
-        queue.sync { _ = watchTree("") }
+        queue.sync { _ = watchTree(RawPath(bytes: [])) }
     }
 
     /// Stops watching.
@@ -72,23 +72,21 @@ final class InboxWatcher: Sendable {
         if first { source.cancel() }
     }
 
-    /// Adds watches for `relative` and its subdirectories; returns the files found in them.
-    private func watchTree(_ relative: String) -> [String] {
-        var files: [String] = []
+    /// Adds watches for `relative` and its subdirectories; returns what else is found in them.
+    private func watchTree(_ relative: RawPath) -> [QueueDirectory.Entry] {
+        var files: [QueueDirectory.Entry] = []
         var stack = [relative]
         while let directory = stack.popLast() {
-            let path = directory.isEmpty ? inbox : inbox + "/" + directory
-            let wd = inotify_add_watch(descriptor, path, Self.directoryMask | UInt32(IN_ONLYDIR))
+            let path = directory.bytes.isEmpty ? RawPath(inbox) : RawPath(inbox).appending(directory)
+            let wd = path.withCString { inotify_add_watch(descriptor, $0, Self.directoryMask | UInt32(IN_ONLYDIR)) }
             if wd >= 0 { state.withLock { $0.directories[wd] = directory } }
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
-            for name in names where !name.hasPrefix(".") {
-                let child = directory.isEmpty ? name : directory + "/" + name
-                var info = stat()
-                guard lstat(path + "/" + name, &info) == 0 else { continue }
-                if info.st_mode & S_IFMT == S_IFDIR {
+            guard let entries = try? DirectoryListing.entries(of: path) else { continue }
+            for entry in entries where !entry.isHidden {
+                let child = directory.appending(entry.name)
+                if entry.isDirectory {
                     stack.append(child)
-                } else if info.st_mode & S_IFMT == S_IFREG {
-                    files.append(child)
+                } else {
+                    files.append(QueueDirectory.Entry(raw: child))
                 }
             }
         }
@@ -107,14 +105,15 @@ final class InboxWatcher: Sendable {
             while offset + MemoryLayout<inotify_event>.size <= count {
                 let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)
                 let nameStart = buffer + offset + MemoryLayout<inotify_event>.size
-                let name = event.len > 0 ? String(cString: nameStart.assumingMemoryBound(to: CChar.self)) : ""
+                // Raw bytes: a name need not be valid UTF-8.
+                let name = RawPath(bytes: UnsafeRawBufferPointer(start: nameStart, count: Int(event.len)).prefix(while: { $0 != 0 }))
                 handle(event, name: name)
                 offset += MemoryLayout<inotify_event>.size + Int(event.len)
             }
         }
     }
 
-    private func handle(_ event: inotify_event, name: String) {
+    private func handle(_ event: inotify_event, name: RawPath) {
         let mask = event.mask
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
             handler(.rescan)
@@ -124,8 +123,9 @@ final class InboxWatcher: Sendable {
             _ = state.withLock { $0.directories.removeValue(forKey: event.wd) }
             return
         }
-        guard let directory = state.withLock({ $0.directories[event.wd] }), !name.isEmpty, !name.hasPrefix(".") else { return }
-        let relative = directory.isEmpty ? name : directory + "/" + name
+        guard let directory = state.withLock({ $0.directories[event.wd] }), !name.bytes.isEmpty,
+              name.bytes.first != UInt8(ascii: ".") else { return }
+        let relative = directory.appending(name)
         if mask & UInt32(IN_ISDIR) != 0 {
             if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
                 for file in watchTree(relative) { handler(.delivered(file)) }
@@ -133,7 +133,7 @@ final class InboxWatcher: Sendable {
             return
         }
         if mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) != 0 {
-            handler(.delivered(relative))
+            handler(.delivered(QueueDirectory.Entry(raw: relative)))
         }
     }
 }

@@ -41,30 +41,89 @@ public struct QueueDirectory: Sendable {
         name.hasPrefix(".") || name.hasSuffix(".part") || name.hasSuffix(".tmp") || name.hasSuffix(".crdownload")
     }
 
-    /// Every delivered file under `inbox/`, as sorted relative paths; ignored names and hidden
-    /// directories are skipped, symbolic links are not followed.
-    public func scanInbox() -> [String] {
+    /// A file under a queue folder.
+    public struct Entry: Sendable, Hashable {
+        /// Its path relative to the folder as keys, records and logs name it: invalid UTF-8 escaped
+        /// as `%XX` (see ``RawPath/escaped``).
+        public var name: String
+        /// Its relative path as stored.
+        public var raw: RawPath
+
+        /// An entry whose name is valid UTF-8.
+        public init(_ name: String) {
+            self.init(name: name, raw: RawPath(name))
+        }
+
+        /// An entry with the relative path `raw`.
+        public init(raw: RawPath) {
+            self.init(name: raw.escaped, raw: raw)
+        }
+
+        init(name: String, raw: RawPath) {
+            self.name = name
+            self.raw = raw
+        }
+    }
+
+    /// Every delivered file under `inbox/`, sorted by name; ignored names and hidden directories are
+    /// skipped, symbolic links are not followed (a link, a FIFO or a device is listed like a file, and
+    /// refused when it is read).
+    public func scanInbox() -> [Entry] {
         Self.files(under: inbox)
     }
 
-    /// Regular files under a directory, as relative paths, skipping ignored names.
-    static func files(under root: String) -> [String] {
-        var result: [String] = []
-        var stack = [""]
+    /// Everything but directories under a directory, by relative path, skipping ignored names.
+    static func files(under root: String) -> [Entry] {
+        var result: [Entry] = []
+        var stack = [RawPath(bytes: [])]
         while let relativeDirectory = stack.popLast() {
-            let directory = relativeDirectory.isEmpty ? root : root + "/" + relativeDirectory
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
-            for name in names where !isIgnored(name) {
-                let relative = relativeDirectory.isEmpty ? name : relativeDirectory + "/" + name
-                var info = stat()
-                guard lstat(directory + "/" + name, &info) == 0 else { continue }
-                switch info.st_mode & S_IFMT {
-                case S_IFDIR: stack.append(relative)
-                case S_IFREG: result.append(relative)
-                default: continue
+            let directory = relativeDirectory.bytes.isEmpty ? RawPath(root) : RawPath(root).appending(relativeDirectory)
+            guard let entries = try? DirectoryListing.entries(of: directory) else { continue }
+            for entry in entries where !isIgnored(entry.escapedName) {
+                let relative = relativeDirectory.appending(entry.name)
+                if entry.isDirectory {
+                    stack.append(relative)
+                } else {
+                    result.append(Entry(raw: relative))
                 }
             }
         }
-        return result.sorted()
+        return result.sorted { $0.name < $1.name }
+    }
+
+    /// Removes subdirectories of the inbox that are empty and have not changed for `idle`; returns
+    /// them (relative, escaped). Producers deliver into folders like `inbox/2024/trip/`, which would
+    /// otherwise pile up once their files are claimed.
+    ///
+    /// The inbox itself and hidden folders are kept. A producer that has just created a folder finds
+    /// it still there (it changed within `idle`), and one creating a file in it at the moment of the
+    /// removal wins: `rmdir` only removes an empty directory.
+    public func removeIdleEmptyDirectories(idleFor idle: Duration) -> [String] {
+        var removed: [String] = []
+        // Children before parents; a parent emptied now has just changed and waits for a later pass.
+        func visit(_ relative: RawPath) -> Bool {
+            let path = relative.bytes.isEmpty ? RawPath(inbox) : RawPath(inbox).appending(relative)
+            guard let entries = try? DirectoryListing.entries(of: path) else { return false }
+            var remaining = entries.count
+            for entry in entries where entry.isDirectory && !entry.isHidden {
+                if visit(relative.appending(entry.name)) { remaining -= 1 }
+            }
+            guard !relative.bytes.isEmpty, remaining == 0,
+                  let age = Self.timeSinceLastChange(path), age >= idle,
+                  path.withCString({ rmdir($0) }) == 0 else { return false }
+            removed.append(relative.escaped)
+            return true
+        }
+        _ = visit(RawPath(bytes: []))
+        return removed
+    }
+
+    /// How long ago a file's content or metadata last changed (for a directory: its entries).
+    static func timeSinceLastChange(_ path: RawPath) -> Duration? {
+        var info = stat()
+        guard path.withCString({ stat($0, &info) }) == 0 else { return nil }
+        let changed = max(Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9,
+                          Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9)
+        return .seconds(Date().timeIntervalSince1970 - changed)
     }
 }

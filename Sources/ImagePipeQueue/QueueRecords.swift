@@ -12,7 +12,7 @@ public struct AttemptRecord: Sendable, Codable, Equatable {
     public var errorCode: ImagePipeError.Code?
     /// Whether a retry could help.
     public var transient: Bool
-    /// When it ended (ISO 8601).
+    /// When it ended: RFC 3339 in UTC with milliseconds.
     public var at: String
 
     enum CodingKeys: String, CodingKey {
@@ -39,11 +39,9 @@ public struct FailureRecord: Sendable, Codable, Equatable {
         case source, error, errorCode = "error_code", attempts, history, result
     }
 
-    /// Pretty-printed JSON with a final newline.
+    /// One line of JSON with a final newline, in the style of the `done/` records.
     func encoded() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { $0 + Data("\n".utf8) } ?? Data()
+        Data((JSONLine.encode(self) + "\n").utf8)
     }
 }
 
@@ -51,6 +49,6 @@ extension AttemptRecord {
     /// The record of a failed result.
     init(_ result: JobResult) {
         self.init(attempt: result.attempts, error: result.error ?? "unknown error", errorCode: result.errorCode,
-                  transient: result.transient ?? false, at: Date().formatted(.iso8601))
+                  transient: result.transient ?? false, at: JSONLine.timestamp())
     }
 }

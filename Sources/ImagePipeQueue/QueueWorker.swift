@@ -26,17 +26,26 @@ public final class QueueWorker: Sendable {
         /// How long a delivery whose writers cannot be seen (another user's file) must stay unchanged
         /// before it is taken.
         public var quietPeriod: Duration
+        /// How long an empty subdirectory of the inbox must stay unchanged before a rescan removes it.
+        public var emptyDirectoryIdle: Duration
+        /// How long claiming pauses after a job finds the storage full; the pause doubles while the
+        /// storage stays full, up to the retry policy's longest delay.
+        public var fullStoragePause: Duration
 
         /// Creates settings: 5 attempts, 30 s shutdown timeout, rescans every 5 s, status every 30 s,
-        /// a 10 s quiet period.
+        /// a 10 s quiet period, empty delivery folders removed after a minute, a 5 s first pause when
+        /// the storage is full.
         public init(retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
                     rescanInterval: Duration = .seconds(5), statusInterval: Duration = .seconds(30),
-                    quietPeriod: Duration = .seconds(10)) {
+                    quietPeriod: Duration = .seconds(10), emptyDirectoryIdle: Duration = .seconds(60),
+                    fullStoragePause: Duration = .seconds(5)) {
             self.retry = retry
             self.shutdownTimeout = shutdownTimeout
             self.rescanInterval = rescanInterval
             self.statusInterval = statusInterval
             self.quietPeriod = quietPeriod
+            self.emptyDirectoryIdle = emptyDirectoryIdle
+            self.fullStoragePause = fullStoragePause
         }
     }
 
@@ -60,14 +69,18 @@ public final class QueueWorker: Sendable {
     }
 
     private struct State: ~Copyable {
-        var pending: [String] = []
+        var pending: [QueueDirectory.Entry] = []
         var pendingSet: Set<String> = []
         var readyRetries: [Job] = []
         var jobs: [String: JobState] = [:]
         var history: [String: [AttemptRecord]] = [:]
-        var busyNames: Set<String> = []
+        /// Deliveries waiting for a job of the same name to leave the claim area.
+        var busy: [String: QueueDirectory.Entry] = [:]
         var abandoned: Set<String> = []
+        /// While the storage is full: failures in a row and when claiming may resume.
+        var fullStorage: (streak: Int, until: ContinuousClock.Instant)?
         var stopping = false
+        var stoppingNow = false
         var warnedBlindWriterCheck = false
         var started = false
         var stopped = false
@@ -87,6 +100,8 @@ public final class QueueWorker: Sendable {
     private let state = Mutex(State())
     private let wakeup = DispatchSemaphore(value: 0)
     private let claimThreadDone = DispatchSemaphore(value: 0)
+    /// Signalled when jobs in flight are done, or when ``stopNow()`` cuts the wait for them short.
+    private let drainWake = DispatchSemaphore(value: 0)
     private let timers = DispatchQueue(label: "imagepipe.queue-timers")
     private let watcher: InboxWatcher
     // Timer sources are thread-safe; the existential is just not marked Sendable.
@@ -160,8 +175,9 @@ public final class QueueWorker: Sendable {
     }
 
     /// Stops claiming, lets in-flight jobs finish within the shutdown timeout, returns the rest to the
-    /// inbox. Blocks until done; safe to call more than once.
+    /// inbox. Blocks until done, at the latest when the timeout has passed; safe to call more than once.
     public func shutdown() {
+        let deadline = DispatchTime.now() + configuration.shutdownTimeout.timeInterval
         let claiming = state.withLock { $0.started }
         let waiting: [String]? = state.withLock { state in
             guard !state.stopping else { return nil }
@@ -185,8 +201,7 @@ public final class QueueWorker: Sendable {
         if claiming { claimThreadDone.wait() }
         for name in waiting { returnToInbox(name) }
 
-        let deadline = DispatchTime.now() + configuration.shutdownTimeout.timeInterval
-        if !pipeline.waitUntilIdle(timeout: deadline) {
+        if !waitForJobsInFlight(until: deadline) {
             let unfinished = state.withLock { state -> [String] in
                 let names = Array(state.jobs.keys)
                 state.abandoned.formUnion(names)
@@ -194,7 +209,11 @@ public final class QueueWorker: Sendable {
                 return names
             }
             for name in unfinished { returnToInbox(name) }
-            logger.warning("shutdown timeout: returned \(unfinished.count) unfinished job(s) to the inbox")
+            if state.withLock({ $0.stoppingNow }) {
+                logger.warning("stopped at once: returned \(unfinished.count) job(s) in flight to the inbox")
+            } else {
+                logger.warning("shutdown timeout: returned \(unfinished.count) unfinished job(s) to the inbox")
+            }
         }
         let waiters = state.withLock { state in
             state.stopped = true
@@ -205,6 +224,31 @@ public final class QueueWorker: Sendable {
         logStatus()
         logger.notice("stopped")
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Stops at once: jobs in flight are not waited for, and they and every job waiting for a retry
+    /// go back to the inbox. Cuts a running ``shutdown()`` short; blocks until stopped.
+    public func stopNow() {
+        let first = state.withLock { state -> Bool in
+            defer { state.stoppingNow = true }
+            return !state.stoppingNow
+        }
+        if first {
+            logger.notice("stopping now: every job goes back to the inbox")
+            drainWake.signal()
+        }
+        shutdown()
+    }
+
+    /// Waits until no job is in flight; false when the deadline passed or ``stopNow()`` was called first.
+    private func waitForJobsInFlight(until deadline: DispatchTime) -> Bool {
+        if state.withLock({ $0.stoppingNow }) { return false }
+        // The pipeline's wait cannot be interrupted, so it runs on a thread of its own and wakes this one.
+        DispatchQueue.global().async { [pipeline, drainWake] in
+            if pipeline.waitUntilIdle(timeout: deadline) { drainWake.signal() }
+        }
+        _ = drainWake.wait(timeout: deadline)
+        return !state.withLock({ $0.stoppingNow }) && pipeline.waitUntilIdle(timeout: .now())
     }
 
     /// Suspends until ``shutdown()`` has finished.
@@ -227,7 +271,7 @@ public final class QueueWorker: Sendable {
 
     private func handle(_ event: InboxWatcher.Event) {
         switch event {
-        case .delivered(let name): enqueue([name])
+        case .delivered(let entry): enqueue([entry])
         case .rescan: rescan()
         }
     }
@@ -236,16 +280,19 @@ public final class QueueWorker: Sendable {
         let recovered = ClaimArea.recoverAbandoned(in: queue, except: area.id, logger: logger)
         if !recovered.isEmpty { logger.notice("recovered \(recovered.count) job(s) left by a worker that died") }
         enqueue(queue.scanInbox())
+        for directory in queue.removeIdleEmptyDirectories(idleFor: configuration.emptyDirectoryIdle) {
+            logger.debug("removed the empty delivery folder inbox/\(directory)")
+        }
     }
 
-    private func enqueue(_ names: [String]) {
+    private func enqueue(_ entries: [QueueDirectory.Entry]) {
         let added = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             var added = false
-            for name in names where !QueueDirectory.isIgnored((name as NSString).lastPathComponent)
-                && !state.pendingSet.contains(name) && state.jobs[name] == nil {
-                state.pending.append(name)
-                state.pendingSet.insert(name)
+            for entry in entries where !QueueDirectory.isIgnored((entry.name as NSString).lastPathComponent)
+                && !state.pendingSet.contains(entry.name) && state.jobs[entry.name] == nil {
+                state.pending.append(entry)
+                state.pendingSet.insert(entry.name)
                 added = true
             }
             return added
@@ -257,7 +304,7 @@ public final class QueueWorker: Sendable {
 
     private enum Work {
         case retry(Job)
-        case candidate(String)
+        case candidate(QueueDirectory.Entry)
     }
 
     private func claimLoop() {
@@ -267,7 +314,7 @@ public final class QueueWorker: Sendable {
         while true {
             let hasWork = state.withLock { state -> Bool? in
                 if state.stopping { return nil }
-                return !state.readyRetries.isEmpty || (!state.pending.isEmpty && state.jobs.count < holdLimit)
+                return !state.readyRetries.isEmpty || (!state.pending.isEmpty && state.jobs.count < holdLimit && !Self.pausedForFullStorage(state))
             }
             guard let hasWork else { return }
             if !hasWork {
@@ -279,10 +326,10 @@ public final class QueueWorker: Sendable {
             let work = state.withLock { state -> Work? in
                 if state.stopping { return nil }
                 if !state.readyRetries.isEmpty { return .retry(state.readyRetries.removeFirst()) }
-                guard !state.pending.isEmpty, state.jobs.count < holdLimit else { return nil }
-                let name = state.pending.removeFirst()
-                state.pendingSet.remove(name)
-                return .candidate(name)
+                guard !state.pending.isEmpty, state.jobs.count < holdLimit, !Self.pausedForFullStorage(state) else { return nil }
+                let entry = state.pending.removeFirst()
+                state.pendingSet.remove(entry.name)
+                return .candidate(entry)
             }
             switch work {
             case nil:
@@ -290,14 +337,21 @@ public final class QueueWorker: Sendable {
             case .retry(let job):
                 state.withLock { $0.jobs[job.relativePath] = .inFlight(attempt: job.attempt) }
                 run(job)
-            case .candidate(let name):
-                claim(name)
+            case .candidate(let entry):
+                claim(entry)
             }
         }
     }
 
-    private func claim(_ name: String) {
-        let path = queue.inbox + "/" + name
+    /// Whether new claims wait because the storage was found full a moment ago.
+    private static func pausedForFullStorage(_ state: borrowing State) -> Bool {
+        guard let fullStorage = state.fullStorage else { return false }
+        return ContinuousClock.now < fullStorage.until
+    }
+
+    private func claim(_ entry: QueueDirectory.Entry) {
+        let name = entry.name
+        let path = RawPath(queue.inbox).appending(entry.raw)
         switch WriterCheck.writers(of: path) {
         case .none:
             break
@@ -312,34 +366,29 @@ public final class QueueWorker: Sendable {
             if state.withLock({ state in defer { state.warnedBlindWriterCheck = true }; return !state.warnedBlindWriterCheck }) {
                 logger.warning("cannot see whether \(name) is still being written: it belongs to another user. Files are taken once unchanged for \(configuration.quietPeriod.formattedSeconds); deliver by rename, or run the worker as the producers' user or with CAP_LEASE, to take them at once")
             }
-            if let age = Self.timeSinceLastChange(path), age < configuration.quietPeriod {
+            if let age = QueueDirectory.timeSinceLastChange(path), age < configuration.quietPeriod {
                 pipeline.cancelReservation()
                 return
             }
         }
-        switch area.claim(name) {
+        switch area.claim(entry) {
         case .claimed(let claimedPath):
             logger.debug("claimed \(name)")
+            if entry.raw != RawPath(name) {
+                logger.notice("claimed \(name) under this name: the delivered name is not valid UTF-8, its other bytes are written as %XX")
+            }
             state.withLock { $0.jobs[name] = .inFlight(attempt: 1) }
-            run(Job(path: claimedPath, relativePath: name, attempt: 1))
+            // Links are not followed: a delivered link could publish any file the worker can read.
+            run(Job(path: claimedPath, relativePath: name, attempt: 1, followsLinks: false))
         case .gone:
             pipeline.cancelReservation()
         case .busy:
-            state.withLock { _ = $0.busyNames.insert(name) }
+            state.withLock { $0.busy[name] = entry }
             pipeline.cancelReservation()
         case .failed(let reason):
             logger.error("\(reason)")
             pipeline.cancelReservation()
         }
-    }
-
-    /// How long ago the file's content or metadata last changed.
-    private static func timeSinceLastChange(_ path: String) -> Duration? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        let changed = max(Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9,
-                          Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9)
-        return .seconds(Date().timeIntervalSince1970 - changed)
     }
 
     private func run(_ job: Job) {
@@ -350,6 +399,7 @@ public final class QueueWorker: Sendable {
 
     private func finished(_ job: Job, _ result: JobResult) {
         let name = job.relativePath
+        noteStorage(result)
         enum Next { case ignore, done, retry(Duration), giveBack, fail([AttemptRecord]) }
         let next = state.withLock { state -> Next in
             if state.abandoned.contains(name) { return .ignore }
@@ -382,7 +432,9 @@ public final class QueueWorker: Sendable {
             timers.asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
                 let scheduled = state.withLock { state -> Bool in
                     guard !state.stopping, case .waitingRetry = state.jobs[name] else { return false }
-                    state.readyRetries.append(Job(path: job.path, relativePath: name, attempt: job.attempt + 1))
+                    var next = job
+                    next.attempt += 1
+                    state.readyRetries.append(next)
                     return true
                 }
                 if scheduled { wakeup.signal() }
@@ -397,6 +449,34 @@ public final class QueueWorker: Sendable {
             finish(name) { () throws(ImagePipeError) in try area.finish(name, into: queue.failed, record: record.encoded(), suffix: ".error.json") }
             logger.error("failed \(name) after \(job.attempt) attempt(s): \(result.error ?? "unknown error")")
             state.withLock { $0.statistics.failed += 1 }
+        }
+    }
+
+    /// Pauses new claims while the storage is full, and resumes them once a job gets through.
+    ///
+    /// Each job that finds the storage full is retried like any transient failure, but claiming more
+    /// would only fill the claim area with jobs that cannot finish: the pause doubles with each such
+    /// failure in a row, up to the retry policy's longest delay. Logged once per episode, not per job.
+    private func noteStorage(_ result: JobResult) {
+        enum Change { case none, paused(Duration), resumed }
+        let change = state.withLock { state -> Change in
+            if result.status == .done {
+                guard state.fullStorage != nil else { return .none }
+                state.fullStorage = nil
+                return .resumed
+            }
+            guard result.errorCode == .storageFull else { return .none }
+            let streak = (state.fullStorage?.streak ?? 0) + 1
+            let pause = min(configuration.retry.maxDelay, configuration.fullStoragePause * (1 << min(30, streak - 1)))
+            state.fullStorage = (streak, ContinuousClock.now + pause)
+            return streak == 1 ? .paused(pause) : .none
+        }
+        switch change {
+        case .none: break
+        case .paused(let pause):
+            logger.warning("storage is full: no new claims for \(pause.formattedSeconds), longer while it stays full; jobs held retry as usual. \(result.error ?? "")")
+        case .resumed:
+            logger.notice("storage takes objects again: claiming resumed")
         }
     }
 
@@ -421,13 +501,13 @@ public final class QueueWorker: Sendable {
     }
 
     private func forget(_ name: String) {
-        let again = state.withLock { state -> Bool in
+        let again = state.withLock { state -> QueueDirectory.Entry? in
             state.jobs[name] = nil
             state.history[name] = nil
-            return state.busyNames.remove(name) != nil
+            return state.busy.removeValue(forKey: name)
         }
         // A second delivery under the same name waited for this one to leave the claim area.
-        if again { enqueue([name]) }
+        if let again { enqueue([again]) }
         wakeup.signal()
     }
 

@@ -1,5 +1,6 @@
 // Tells whether some process still has a file open for writing, so a half-written delivery is never read.
 import Foundation
+import ImagePipe
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,7 +29,15 @@ public enum WriterCheck {
 
     /// Whether any process has `path` open for writing.
     public static func writers(of path: String) -> Writers {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
+        writers(of: RawPath(path))
+    }
+
+    /// Whether any process has `path` open for writing. Only a regular file can be still being
+    /// written: anything else (a link, a FIFO, a device) is never opened here and is reported as
+    /// `.none`, to be refused when it is read.
+    public static func writers(of path: RawPath) -> Writers {
+        guard path.fileType(followingLinks: false) == S_IFREG else { return .none }
+        let fd = path.withCString { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else { return .none }
         defer { close(fd) }
         if fcntl(fd, setLease, readLease) == 0 {

@@ -9,7 +9,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
         commandName: "imagepipe",
         abstract: "Turn original images into web variants and store them.",
         version: "0.1.0",
-        subcommands: [BatchCommand.self, WatchCommand.self, BenchCommand.self])
+        subcommands: [BatchCommand.self, WatchCommand.self, RetryCommand.self, BenchCommand.self])
 }
 
 @main
@@ -18,7 +18,7 @@ enum Main {
         Vips.tuneAllocator()
         do {
             var command = try ImagePipeCommand.parseAsRoot()
-            if command is WatchCommand || command is BatchCommand { blockShutdownSignals() }
+            if command is WatchCommand || command is BatchCommand { blockStopSignals() }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -38,16 +38,18 @@ enum Main {
     }
 }
 
-/// Blocks SIGTERM and SIGINT in this thread and every thread started after it.
+/// Blocks SIGTERM, SIGINT and SIGHUP in this thread and every thread started after it, and ignores
+/// SIGPIPE.
 ///
 /// On Linux, Dispatch receives signals through a signalfd, which only sees signals that no thread
-/// handles the default way; blocked everywhere, they reach the watch command's graceful shutdown
-/// instead of killing the process (the watch command's graceful shutdown, the batch command's
-/// interruption). Called before any other thread exists.
-private func blockShutdownSignals() {
+/// handles the default way; blocked everywhere, they reach the watch command's shutdown (see
+/// `ShutdownSignals`) or the batch command's interruption (see `Interruption`) instead of killing the
+/// process. A worker whose log went to a pipe that closed with the session must not die on its next
+/// log line either. Called before any other thread exists.
+private func blockStopSignals() {
     var signals = sigset_t()
     sigemptyset(&signals)
-    sigaddset(&signals, SIGTERM)
-    sigaddset(&signals, SIGINT)
+    for stop in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, stop) }
     pthread_sigmask(SIG_BLOCK, &signals, nil)
+    signal(SIGPIPE, SIG_IGN)
 }

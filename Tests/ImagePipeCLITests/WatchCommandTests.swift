@@ -18,6 +18,14 @@ import Testing
                            "--status-interval", "0"] + extra, log: directory.url(log))
     }
 
+    /// Starts a worker on a queue whose inbox exists and waits until it watches.
+    func startWatching(_ extra: [String] = [], log: String) throws -> WorkerProcess {
+        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
+        let worker = try start(extra, log: log)
+        #expect(worker.waitForLog("watching"), "\(worker.log)")
+        return worker
+    }
+
     /// Delivers a fixture the safe way: copied under a hidden name, then renamed into the inbox.
     func deliver(_ fixture: String, as name: String) {
         let target = queue + "/inbox/" + name
@@ -34,9 +42,7 @@ import Testing
     }
 
     @Test func renamedNestedAndSlowlyWrittenDeliveriesAreProcessedWhole() throws {
-        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
-        let worker = try start(log: "worker.log")
-        #expect(worker.waitForLog("watching"))
+        let worker = try startWatching(log: "worker.log")
 
         deliver("images/formats/landscape.jpg", as: "renamed.jpg")
         deliver("images/formats/tiny.png", as: "2024/trip/nested.png")
@@ -189,6 +195,153 @@ import Testing
         let sorted = latencies.sorted()
         // Reported, not asserted: shared machines make timings noisy.
         print("pickup latency over \(sorted.count) deliveries: median \(String(format: "%.1f", sorted[sorted.count / 2])) ms, max \(String(format: "%.1f", sorted.last ?? 0)) ms")
+    }
+
+    /// Links, FIFOs and names that are not valid UTF-8, delivered to the real binary; then SIGHUP,
+    /// what a closing terminal sends, stops it like SIGTERM.
+    @Test func linksAndFIFOsFailNonUTF8NamesAreProcessedAndSIGHUPStopsGracefully() throws {
+        let secret = directory.url("secret/private.jpg")
+        try FileManager.default.createDirectory(atPath: directory.url("secret"), withIntermediateDirectories: true)
+        try Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/images/formats/landscape.jpg")).write(to: URL(fileURLWithPath: secret))
+        let worker = try startWatching(log: "worker.log")
+
+        #expect(symlink(secret, queue + "/inbox/innocent.jpg") == 0)
+        #expect(mkfifo(queue + "/inbox/pipe.jpg", 0o644) == 0)
+        deliver("images/formats/tiny.png", as: ".raw-incoming")
+        let rawName = RawPath(queue + "/inbox/bad").appending(RawPath(bytes: [0xFF, 0x2E, 0x70, 0x6E, 0x67])) // "bad/\xFF.png"
+        try FileManager.default.createDirectory(atPath: queue + "/inbox/bad", withIntermediateDirectories: true)
+        #expect(rawName.withCString { rename(queue + "/inbox/.raw-incoming", $0) } == 0)
+
+        #expect(eventually { files("failed").count == 4 && files("done").count == 2 }, "\(files("failed")) \(files("done"))\n\(worker.log)")
+        for name in ["innocent.jpg", "pipe.jpg"] {
+            let text = try String(contentsOfFile: queue + "/failed/" + name + ".error.json", encoding: .utf8)
+            #expect(text.filter { $0 == "\n" }.count == 1, "one line")
+            let failure = try JSONDecoder().decode(FailureRecord.self, from: Data(text.utf8))
+            #expect(failure.errorCode == .notARegularFile && failure.error.contains(name), "\(failure.error)")
+        }
+        #expect(!directory.files(under: "out").contains { $0.contains("innocent") }, "the link's target was not published")
+        #expect(files("done") == ["bad/%FF.png", "bad/%FF.png.json"])
+        #expect(FileManager.default.fileExists(atPath: directory.url("out/bad/%FF-large.jpg")))
+
+        worker.send(SIGHUP)
+        #expect(worker.waitForExit(seconds: 30) == 0, "\(worker.log)")
+        #expect(worker.log.contains("SIGHUP received") && worker.log.contains("stopped"))
+        #expect(files("processing").isEmpty, "the claim area went with a graceful stop")
+    }
+
+    /// A worker storing into an S3 endpoint that accepts connections and never answers: its job hangs.
+    func startWithAStuckJob(_ extra: [String], blackhole: Blackhole) throws -> WorkerProcess {
+        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
+        let worker = try WorkerProcess(["watch", queue, "--dest", "s3://bucket/media", "--endpoint", "http://127.0.0.1:\(blackhole.port)",
+                                        "--region", "us-east-1", "--jobs", "1", "--status-interval", "0", "--log-level", "debug"] + extra,
+                                       log: directory.url("stuck.log"),
+                                       environment: ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "HOME": directory.path])
+        #expect(worker.waitForLog("watching"))
+        deliver("images/formats/tiny.png", as: "stuck.png")
+        #expect(eventually { blackhole.connections > 0 }, "\(worker.log)")
+        return worker
+    }
+
+    @Test func aStuckJobNeverKeepsTheProcessPastTheShutdownTimeout() throws {
+        let blackhole = try Blackhole()
+        let worker = try startWithAStuckJob(["--shutdown-timeout", "1"], blackhole: blackhole)
+        let sent = Date()
+        worker.send(SIGTERM)
+        let status = worker.waitForExit(seconds: 30)
+        let took = Date().timeIntervalSince(sent)
+        #expect(status == 0, "\(worker.log)")
+        #expect(took < 1 + 2, "exited \(took) s after SIGTERM with --shutdown-timeout 1")
+        #expect(worker.log.contains("shutdown timeout: returned 1 unfinished job(s) to the inbox"))
+        #expect(files("inbox") == ["stuck.png"] && files("processing").isEmpty)
+    }
+
+    @Test func aSecondSignalStopsAtOnce() throws {
+        let blackhole = try Blackhole()
+        let worker = try startWithAStuckJob(["--shutdown-timeout", "120"], blackhole: blackhole)
+        worker.send(SIGTERM)
+        #expect(worker.waitForLog("shutting down"))
+        let sent = Date()
+        worker.send(SIGINT)
+        let status = worker.waitForExit(seconds: 30)
+        #expect(status == 0, "\(worker.log)")
+        #expect(Date().timeIntervalSince(sent) < 3, "not the 120 s shutdown timeout")
+        #expect(worker.log.contains("SIGINT received again: stopping at once"))
+        #expect(files("inbox") == ["stuck.png"] && files("processing").isEmpty)
+    }
+
+    @Test func retrySendsFailedJobsBackToARunningWorker() throws {
+        let worker = try startWatching(log: "worker.log")
+        deliver("hostile/text.jpg", as: "2024/photo.jpg")
+        deliver("hostile/text.jpg", as: "other.jpg")
+        #expect(eventually { files("failed").count == 4 }, "\(worker.log)")
+        // The cause is put right (here: the file itself), then the job is sent back.
+        try Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/images/formats/tiny.png"))
+            .write(to: URL(fileURLWithPath: queue + "/failed/2024/photo.jpg"))
+
+        let retried = try CommandRunner.run(["retry", queue, "2024/photo.jpg", "missing.jpg"])
+        #expect(retried.status == 1, "a path matched nothing")
+        #expect(retried.stdout == "failed/2024/photo.jpg -> inbox/2024/photo.jpg\n")
+        #expect(retried.stderr.contains("no failed job at missing.jpg"))
+        #expect(eventually { files("done").contains("2024/photo.jpg.json") }, "\(worker.log)")
+        #expect(files("failed") == ["other.jpg", "other.jpg.error.json"], "the old record is gone, the other job untouched")
+
+        let all = try CommandRunner.run(["retry", queue])
+        #expect(all.status == 0 && all.stdout == "failed/other.jpg -> inbox/other.jpg\n")
+        // Still not an image: it fails again, with a record of its own.
+        #expect(eventually { files("failed") == ["other.jpg", "other.jpg.error.json"] && files("inbox").isEmpty }, "\(worker.log)")
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 30) == 0)
+    }
+}
+
+/// A TCP listener on loopback that answers its first request (the worker's start-up probe of the
+/// bucket) with 200, then takes connections and never answers them.
+final class Blackhole {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound, listen(fd, 16) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let answerer = Thread {
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            var request = [UInt8]()
+            var byte: UInt8 = 0
+            while read(client, &byte, 1) == 1 {
+                request.append(byte)
+                if request.suffix(4) == Array("\r\n\r\n".utf8) { break }
+            }
+            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            _ = answer.withCString { write(client, $0, strlen($0)) }
+            close(client)
+        }
+        answerer.start()
+    }
+
+    deinit { close(descriptor) }
+
+    /// Connections the kernel has completed and that wait, unanswered, in the backlog.
+    var connections: Int {
+        // The listener is never accepted from; ss would show them, /proc/net/tcp is enough here.
+        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+        let local = String(format: "0100007F:%04X", port)
+        return table.split(separator: "\n").filter { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 3 && fields[1] == local && fields[3] == "01"
+        }.count
     }
 }
 

@@ -68,7 +68,11 @@ import Testing
         fixture.deliver("doomed.jpg")
         #expect(fixture.waitFor { fixture.files("failed").contains("doomed.jpg.error.json") })
         worker.shutdown()
-        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/doomed.jpg.error.json")))
+        let text = try String(contentsOfFile: fixture.queue.failed + "/doomed.jpg.error.json", encoding: .utf8)
+        #expect(text.hasPrefix("{\"attempts\":3,\"error\":") && text.filter { $0 == "\n" }.count == 1,
+                "one compact line, keys sorted, like done/ records: \(text)")
+        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(text.utf8))
+        #expect(record.history.allSatisfy { $0.at.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil }, "\(record.history.map(\.at))")
         #expect(record.attempts == 3)
         #expect(record.history.map(\.attempt) == [1, 2, 3])
         #expect(record.history.allSatisfy { $0.transient && $0.error.contains("connection reset") })
@@ -237,7 +241,7 @@ import Testing
 
         // The rerun of the half-finished job completes it under its first name.
         let area = try ClaimArea(queue: fixture.queue)
-        guard case .claimed = area.claim("linked.jpg") else { Issue.record("not claimed"); return }
+        guard case .claimed = area.claim(.init("linked.jpg")) else { Issue.record("not claimed"); return }
         let placed = try area.finish("linked.jpg", into: fixture.queue.done, record: Data("{}".utf8), suffix: ".json")
         #expect(placed == fixture.queue.done + "/linked.jpg")
         #expect(fixture.files("done") == ["linked.jpg", "linked.jpg.json", "recorded.jpg", "recorded.jpg.json"])
@@ -247,7 +251,7 @@ import Testing
         let fixture = try QueueFixture()
         let first = try ClaimArea(queue: fixture.queue), second = try ClaimArea(queue: fixture.queue)
         fixture.deliver("contested.jpg")
-        let outcomes = [first.claim("contested.jpg"), second.claim("contested.jpg")]
+        let outcomes = [first.claim(.init("contested.jpg")), second.claim(.init("contested.jpg"))]
         #expect(outcomes.filter { if case .claimed = $0 { true } else { false } }.count == 1)
         #expect(outcomes.contains(.gone))
     }

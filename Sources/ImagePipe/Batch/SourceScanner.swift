@@ -97,42 +97,45 @@ public struct SourceScanner: Sendable {
 
     /// Walks one folder. Symbolic links to files are followed; links to directories are not, so a
     /// link cycle cannot make the walk endless: they are reported as skipped, like dangling links.
+    /// Entries are listed by their raw names, so a name that is not valid UTF-8 is found too, under
+    /// its escaped form.
     private func walk(_ root: String, into result: inout Result) {
-        var stack: [String] = [""]
-        while let relativeDirectory = stack.popLast() {
-            let directory = relativeDirectory.isEmpty ? root : root + "/" + relativeDirectory
-            let names: [String]
+        var stack: [(relative: String, path: RawPath)] = [("", RawPath(root))]
+        while let (relativeDirectory, directory) = stack.popLast() {
+            let entries: [DirectoryListing.Entry]
             do {
-                names = try FileManager.default.contentsOfDirectory(atPath: directory)
+                entries = try DirectoryListing.entries(of: directory)
             } catch {
-                result.unreadable.append((relativeDirectory, FilePath.reason(of: error)))
+                result.unreadable.append((relativeDirectory, error.reason))
                 continue
             }
-            for name in names where !name.hasPrefix(".") {
+            for entry in entries where !entry.isHidden {
+                let name = entry.escapedName
                 let relative = relativeDirectory.isEmpty ? name : relativeDirectory + "/" + name
-                let path = directory + "/" + name
-                var info = stat()
-                guard lstat(path, &info) == 0 else { continue }
-                var mode = info.st_mode & S_IFMT
+                let rawPath = directory.appending(entry.name)
+                let path = rawPath.escaped
+                var mode = entry.type
                 if mode == S_IFLNK {
-                    guard stat(path, &info) == 0 else {
+                    let target = rawPath.fileType(followingLinks: true)
+                    guard let target else {
                         result.skipped.append(.skipped(relative, .danglingLink,
                                                        reason: "dangling symbolic link: \(String(cString: strerror(errno)))"))
                         continue
                     }
-                    guard info.st_mode & S_IFMT != S_IFDIR else {
+                    guard target != S_IFDIR else {
                         result.skipped.append(.skipped(relative, .symlinkedDirectory, reason: "symbolic link to a directory, not followed"))
                         continue
                     }
-                    mode = info.st_mode & S_IFMT
+                    mode = target
                 }
                 if mode == S_IFDIR {
-                    if !excluded.contains(path) { stack.append(relative) }
+                    if !excluded.contains(path) { stack.append((relative, rawPath)) }
                 } else if mode == S_IFREG {
                     if let skip = Self.skipUnlessImage(relative) {
                         result.skipped.append(skip)
                     } else {
-                        result.jobs.append(Job(path: path, relativePath: relative))
+                        result.jobs.append(Job(path: path, relativePath: relative, rawPath: rawPath.isValidUTF8 ? nil : rawPath,
+                                               followsLinks: true))
                     }
                 } else {
                     result.skipped.append(.skipped(relative, .notARegularFile, reason: Self.notRegular))

@@ -70,7 +70,7 @@ extension FileHandler {
 
         let source: SourceFile
         do {
-            source = try SourceReader.read(job.path, inMemoryLimit: configuration.inMemoryLimit)
+            source = try SourceReader.read(job.sourcePath, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
         } catch {
             return end(error)
         }

@@ -161,10 +161,6 @@ extension JobResult {
 
     /// The record as one line of JSON (no trailing newline), keys sorted.
     public func jsonLine() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding plain values cannot fail.
-        let data = try! encoder.encode(self)
-        return String(decoding: data, as: UTF8.self)
+        JSONLine.encode(self)
     }
 }

@@ -18,14 +18,31 @@ public struct SourceFile: Sendable {
 public enum SourceReader {
     /// Reads `path`; files up to `inMemoryLimit` bytes are read whole (one read serves both the hash
     /// and the decoder), larger ones are hashed in chunks and decoded from the file.
-    public static func read(_ path: String, inMemoryLimit: Int = 256 << 20) throws(ImagePipeError) -> SourceFile {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw unreadable(errno) }
+    ///
+    /// Only a regular file is read. Its type is checked before it is opened, so a FIFO or a device
+    /// is never opened, and again on the opened descriptor, so a file swapped in between cannot win;
+    /// the open itself never blocks (`O_NONBLOCK`).
+    ///
+    /// - Parameter followingLinks: whether a symbolic link is read through to its target (a batch
+    ///   over the user's own folder). Without it a link is refused (`O_NOFOLLOW`) like any other file
+    ///   that is not a regular one: watch mode reads what producers deliver, and a link could point at
+    ///   any file the worker may read.
+    /// - Throws: `not_a_regular_file` naming the file and what it is; `unreadable_source`, `empty_file`.
+    public static func read(_ path: RawPath, inMemoryLimit: Int = 256 << 20, followingLinks: Bool = true) throws(ImagePipeError) -> SourceFile {
+        guard let type = path.fileType(followingLinks: followingLinks) else { throw unreadable(errno) }
+        guard type == S_IFREG else { throw notARegularFile(path, type, followingLinks: followingLinks) }
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW)
+        let fd = path.withCString { open($0, flags) }
+        guard fd >= 0 else {
+            // ELOOP: replaced by a link since the check.
+            if errno == ELOOP && !followingLinks { throw notARegularFile(path, S_IFLNK, followingLinks: false) }
+            throw unreadable(errno)
+        }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw unreadable(errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ImagePipeError(.unreadableSource, "not a regular file")
+            throw notARegularFile(path, info.st_mode & S_IFMT, followingLinks: followingLinks)
         }
         let size = Int(info.st_size)
         guard size > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
@@ -40,6 +57,10 @@ public enum SourceReader {
             return SourceFile(content: .bytes(data), sha256: SHA256Digest.hash(data).hex, byteCount: got)
         }
 
+        // Decoded from the file by name, which a String can only hold when it is valid UTF-8.
+        guard let decodable = String(validating: path.bytes, as: UTF8.self) else {
+            throw ImagePipeError(.unreadableSource, "\(path.lastComponent) is too large (\(size) bytes) to read whole, and the decoder cannot open a file whose name is not valid UTF-8: rename it")
+        }
         var hasher = SHA256Hasher()
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { chunk.deallocate() }
@@ -54,7 +75,7 @@ public enum SourceReader {
             hasher.update(UnsafeRawBufferPointer(rebasing: chunk[..<got]))
             total += got
         }
-        return SourceFile(content: .file(path), sha256: hasher.finalize().hex, byteCount: total)
+        return SourceFile(content: .file(decodable), sha256: hasher.finalize().hex, byteCount: total)
     }
 
     private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(ImagePipeError) -> Int {
@@ -69,6 +90,19 @@ public enum SourceReader {
             offset += got
         }
         return offset
+    }
+
+    private static func notARegularFile(_ path: RawPath, _ type: mode_t, followingLinks: Bool) -> ImagePipeError {
+        let what = switch type {
+        case S_IFLNK: followingLinks ? "a symbolic link" : "a symbolic link, which is not followed here"
+        case S_IFIFO: "a FIFO"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFDIR: "a directory"
+        default: "of another type"
+        }
+        return ImagePipeError(.notARegularFile, "\(path.lastComponent) is \(what), not a regular file")
     }
 
     private static func unreadable(_ code: Int32) -> ImagePipeError {

@@ -1,4 +1,4 @@
-// `imagepipe watch`: a long-running worker on a queue directory, stopped gracefully by SIGTERM or SIGINT.
+// `imagepipe watch`: a long-running worker on a queue directory, stopped gracefully by SIGTERM, SIGINT or SIGHUP.
 import ArgumentParser
 import Foundation
 import ImagePipe
@@ -15,8 +15,9 @@ struct WatchCommand: AsyncParsableCommand {
             one area per worker), done/ (originals with NAME.json), failed/ (originals with NAME.error.json).
             Deliver by writing elsewhere (or under a name starting with '.') and renaming into inbox/. Names \
             starting with '.' or ending in .part, .tmp or .crdownload are ignored.
-            SIGTERM or SIGINT stops claiming, lets jobs in flight finish within --shutdown-timeout, returns \
-            the rest to the inbox and exits 0.
+            SIGTERM, SIGINT or SIGHUP stops claiming, lets jobs in flight finish within --shutdown-timeout, \
+            returns the rest to the inbox and exits 0; a second SIGTERM or SIGINT returns every job to the \
+            inbox at once. Symbolic links, FIFOs and other files that are not regular files go to failed/.
             """)
 
     @Argument(help: "The queue directory.")
@@ -30,7 +31,7 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("retry-delay"), help: "Backoff ceiling in seconds after the first failure; doubles each time, up to 60 s, with full jitter.")
     var retryDelay: Double = 1
 
-    @Option(name: .customLong("shutdown-timeout"), help: "Seconds jobs in flight may take to finish after SIGTERM/SIGINT.")
+    @Option(name: .customLong("shutdown-timeout"), help: "Seconds jobs in flight may take to finish after SIGTERM, SIGINT or SIGHUP.")
     var shutdownTimeout: Double = 30
 
     @Option(name: .customLong("rescan-interval"), help: "Seconds between safety-net rescans of the inbox.")
@@ -69,10 +70,16 @@ struct WatchCommand: AsyncParsableCommand {
             logger: logger)
         logger.info("storing into \(handler.storage.location)")
         let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: WatchService(worker: worker))],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
+            configuration: .init(services: [.init(service: WatchService(worker: worker))], logger: logger))
+        let signals = ShutdownSignals(
+            shutdownTimeout: .seconds(shutdownTimeout), logger: logger,
+            graceful: { Task { await group.triggerGracefulShutdown() } },
+            immediate: { DispatchQueue.global().async { worker.stopNow() } })
         try await group.run()
+        withExtendedLifetime(signals) {}
+        // The worker has stopped and given back every job. A job abandoned at the shutdown timeout may
+        // still hold a thread (a read that never returns, a decode under way), and exit(3)'s clean-up
+        // of libraries can wait for such threads: end the process here instead.
+        _exit(0)
     }
 }

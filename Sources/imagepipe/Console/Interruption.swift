@@ -1,10 +1,10 @@
-// Ctrl-C during a batch: the first lets the images in flight finish and skips the rest, a second stops at once.
+// Ctrl-C (or SIGTERM, SIGHUP) during a batch: the first lets the images in flight finish and skips the rest, a second stops at once.
 import Dispatch
 import Foundation
 import Logging
 import Synchronization
 
-/// Watches SIGINT and SIGTERM (blocked in every thread by `main`, so they arrive here).
+/// Watches SIGINT, SIGTERM and SIGHUP (a closing terminal) (blocked in every thread by `main`, so they arrive here).
 ///
 /// A batch stopped this way can simply be run again: finished images are skipped.
 final class Interruption: Sendable {
@@ -14,7 +14,7 @@ final class Interruption: Sendable {
 
     init(logger: Logger) {
         let queue = DispatchQueue(label: "imagepipe.signals")
-        sources = [SIGINT, SIGTERM].map { signal in
+        sources = [SIGINT, SIGTERM, SIGHUP].map { signal in
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [weak self] in
                 guard let self else { return }

@@ -7,7 +7,8 @@ final class WorkerProcess {
     let logPath: String
 
     /// Starts `imagepipe` with `arguments`; as the user `nobody` when `asNobody` (the caller must be root).
-    init(_ arguments: [String], log: String, asNobody: Bool = false) throws {
+    /// `environment` replaces the test's `AWS_*` variables when given.
+    init(_ arguments: [String], log: String, asNobody: Bool = false, environment: [String: String]? = nil) throws {
         logPath = log
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         if asNobody {
@@ -16,6 +17,9 @@ final class WorkerProcess {
         } else {
             process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
             process.arguments = arguments
+        }
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") }.merging(environment) { $1 }
         }
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
