@@ -51,9 +51,12 @@ public struct BenchReport: Sendable, Codable {
     public var tools: [Tool]
     /// imagepipe's per-image stage times from its manifests: `decode`, `encode`, `store`, `total`.
     public var stages: [String: Percentiles]
+    /// With `--rerun`: each imagepipe row's re-run time over its first run's, by row name.
+    public var rerunFractions: [String: Double] = [:]
 
     enum CodingKeys: String, CodingKey {
         case images, corpusBytes = "corpus_bytes", job, workers, runsPerTool = "runs_per_tool", tools, stages
+        case rerunFractions = "rerun_fractions"
     }
 
     /// The human-readable report.
@@ -79,6 +82,10 @@ public struct BenchReport: Sendable, Codable {
         }
         lines.append("")
         lines.append("ratio: the tool's median time over imagepipe's (above 1.00x, imagepipe is faster)")
+        if !rerunFractions.isEmpty {
+            lines.append("re-run over first run (every output in place): "
+                         + rerunFractions.sorted { $0.key < $1.key }.map { String(format: "%@ %.1f%%", $0.key, $0.value * 100) }.joined(separator: ", "))
+        }
         if !stages.isEmpty {
             lines.append("imagepipe per image, p50 / p95:")
             for name in ["decode", "encode", "store", "total"] {

@@ -15,17 +15,23 @@ public struct BenchRunner: Sendable {
     public var workDirectory: String
     /// The imagepipe executable to measure.
     public var executable: String
-    /// Extra imagepipe destinations to measure besides local storage (e.g. an S3 bucket).
+    /// Extra imagepipe destinations to measure besides local storage (e.g. an S3 bucket); each round
+    /// writes under a prefix of its own, so no round finds the previous one's outputs in place.
     public var extraDestinations: [String]
+    /// Whether to time, right after each imagepipe run, the same command again over the outputs it
+    /// left: a re-run that finds everything in place.
+    public var rerun: Bool
 
     /// Creates a runner.
-    public init(corpus: Corpus, job: BenchJob, runs: Int, workDirectory: String, executable: String, extraDestinations: [String] = []) {
+    public init(corpus: Corpus, job: BenchJob, runs: Int, workDirectory: String, executable: String, extraDestinations: [String] = [],
+                rerun: Bool = false) {
         self.corpus = corpus
         self.job = job
         self.runs = max(1, runs)
         self.workDirectory = workDirectory
         self.executable = executable
         self.extraDestinations = extraDestinations
+        self.rerun = rerun
     }
 
     /// Measures imagepipe alone, or with `compare` every installed peer too, in alternating order.
@@ -47,11 +53,19 @@ public struct BenchRunner: Sendable {
             peers.append(.imagepipe(executable: executable, job: job, destination: destination,
                                     label: "imagepipe → \(destination.prefix(while: { $0 != ":" }))", manifest: { _ in "/dev/null" }))
         }
+        // Each imagepipe row's re-run row, run right after it over the same outputs.
+        var reruns: [Int: Int] = [:]
+        if rerun {
+            for index in peers.indices {
+                reruns[index] = peers.count
+                peers.append(peers[index].renamed(peers[index].name + " re-run"))
+            }
+        }
         if compare {
             peers += [.pyvips(scriptDirectory: scripts, job: job), .vipsthumbnail(job: job),
                       .pillow(scriptDirectory: scripts, job: job), .imagemagick(job: job)]
         }
-        let runnable = peers.indices.filter { peers[$0].unavailable == nil }
+        let runnable = peers.indices.filter { peers[$0].unavailable == nil && !reruns.values.contains($0) }
         var measurements = Array(repeating: [RunMeasurement](), count: peers.count)
         let log = workDirectory + "/commands.log"
 
@@ -59,13 +73,15 @@ public struct BenchRunner: Sendable {
             // Rotate the order each round so no tool always runs first on a cold page cache or last on a hot one.
             let order = runnable.indices.map { runnable[($0 + round) % runnable.count] }
             for index in order {
-                let output = workDirectory + "/out-\(index)"
+                let output = workDirectory + "/out-\(index)-r\(round + 1)"
                 try? FileManager.default.removeItem(atPath: output)
                 try? FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-                let (commands, parallel) = peers[index].commands(corpus, output)
-                progress("round \(round + 1)/\(runs): \(peers[index].name)")
-                let measurement = ProcessRunner.run(commands, parallel: parallel, environment: peers[index].environment, output: log)
-                measurements[index].append(measurement)
+                for measured in [index] + (reruns[index].map { [$0] } ?? []) {
+                    let (commands, parallel) = peers[measured].commands(corpus, output)
+                    progress("round \(round + 1)/\(runs): \(peers[measured].name)")
+                    let measurement = ProcessRunner.run(commands, parallel: parallel, environment: peers[measured].environment, output: log)
+                    measurements[measured].append(measurement)
+                }
                 try? FileManager.default.removeItem(atPath: output)
             }
         }
@@ -81,8 +97,14 @@ public struct BenchRunner: Sendable {
                 imagesPerSecond: median.map { Double(corpus.files.count) / $0 },
                 megabytesPerSecond: median.map { Double(corpus.bytes) / 1e6 / $0 })
         }
-        return BenchReport(images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
-                           workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))
+        var report = BenchReport(images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
+                                 workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))
+        for (first, again) in reruns.sorted(by: { $0.key < $1.key }) {
+            if let base = tools[first].medianSeconds, let rerun = tools[again].medianSeconds, base > 0 {
+                report.rerunFractions[tools[first].name] = rerun / base
+            }
+        }
+        return report
     }
 
     /// Per-image stage percentiles from imagepipe's manifests.

@@ -12,6 +12,13 @@ public struct Peer: Sendable {
     public var environment: [String: String] = [:]
     /// The commands of one run, and how many run at once.
     public var commands: @Sendable (_ corpus: Corpus, _ output: String) -> (commands: [[String]], parallel: Int)
+
+    /// The same tool under another name in the table.
+    func renamed(_ name: String) -> Peer {
+        var peer = self
+        peer.name = name
+        return peer
+    }
 }
 
 /// What every peer is asked to do.
@@ -38,7 +45,9 @@ extension Peer {
     static func imagepipe(executable: String, job: BenchJob, destination: String?, label: String = "imagepipe",
                           manifest: @escaping @Sendable (String) -> String) -> Peer {
         Peer(name: label, unavailable: nil) { corpus, output in
-            var command = [executable, "batch", corpus.directory, "--dest", destination ?? output,
+            // Remote rounds write under a prefix named after the round's output folder, so none finds another's outputs.
+            let target = destination.map { $0 + "/" + URL(fileURLWithPath: output).lastPathComponent } ?? output
+            var command = [executable, "batch", corpus.directory, "--dest", target,
                            "--manifest", manifest(output), "--jobs", "\(job.workers)", "--log-level", "error"]
             for variant in job.variants { command += ["--variant", variant.specString] }
             return ([command], 1)

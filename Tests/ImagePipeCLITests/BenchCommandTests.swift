@@ -49,4 +49,23 @@ import Testing
         }
         #expect(output.stdout.contains("1.00x"))
     }
+
+    @Test func aReRunRowTimesTheSecondRunOverTheOutputsTheFirstLeft() throws {
+        makeCorpus()
+        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--runs", "2", "--rerun", "--json",
+                                            "--work-dir", directory.url("work")])
+        #expect(output.status == 0, "\(output.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
+        let tools = try #require(report["tools"] as? [[String: Any]])
+        #expect(tools.map { $0["name"] as? String } == ["imagepipe", "imagepipe re-run"])
+        #expect((tools[1]["runs"] as? [[String: Any]])?.count == 2)
+        let fraction = try #require((report["rerun_fractions"] as? [String: Double])?["imagepipe"])
+        #expect(fraction > 0 && fraction < 1, "a re-run that skips every image is faster than the first run")
+        // The re-run's manifests say why: every image skipped as up to date.
+        let manifests = try FileManager.default.contentsOfDirectory(atPath: directory.url("work/manifests")).sorted()
+        let skipped = try manifests.flatMap { name in
+            try String(contentsOfFile: directory.url("work/manifests/" + name), encoding: .utf8).split(separator: "\n")
+        }.filter { $0.contains("\"skip_code\":\"up_to_date\"") }
+        #expect(skipped.count == 4, "2 images in each of 2 re-runs")
+    }
 }

@@ -39,6 +39,9 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("also-dest"), help: "Also time imagepipe storing into this destination (e.g. s3://bucket/bench).")
     var alsoDest: [String] = []
 
+    @Flag(help: "Also time a second imagepipe run over the outputs the first left (a re-run with everything in place).")
+    var rerun = false
+
     @Option(name: .customLong("work-dir"), help: "Scratch folder for outputs and scripts.")
     var workDirectory: String = ".bench/work"
 
@@ -55,7 +58,7 @@ struct BenchCommand: ParsableCommand {
         }
         let runner = BenchRunner(corpus: images, job: BenchJob(variants: specs, workers: jobs), runs: runs,
                                  workDirectory: FilePath.absolute(workDirectory), executable: Self.executablePath(),
-                                 extraDestinations: alsoDest)
+                                 extraDestinations: alsoDest, rerun: rerun)
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)
