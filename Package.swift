@@ -15,8 +15,8 @@ let package = Package(
         .library(name: "ImagePipeVips", targets: ["ImagePipeVips"]),
         .library(name: "ImagePipeRemoteStorage", targets: ["ImagePipeRemoteStorage"]),
         .library(name: "ImagePipeQueue", targets: ["ImagePipeQueue"]),
-        .library(name: "ImagePipeBench", targets: ["ImagePipeBench"]),
         .library(name: "ImagePipeTestKit", targets: ["ImagePipeTestKit"]),
+        .library(name: "ImagePipeVipsTesting", targets: ["ImagePipeVipsTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -31,6 +31,8 @@ let package = Package(
         // Non-variadic wrappers around the libvips and libcurl calls Swift cannot make itself.
         .target(name: "CVipsShim", dependencies: ["CLibVips"]),
         .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
+        // libvips calls only tests and benchmarks make.
+        .target(name: "CVipsProbeShim", dependencies: ["CLibVips"]),
         // Extended attributes, where local storage records each file's original.
         .target(name: "CFileSystem"),
 
@@ -71,10 +73,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Decoding outputs back (VipsProbe) and the compression workloads the benchmarks and tests share.
+        .target(
+            name: "ImagePipeVipsTesting",
+            dependencies: ["ImagePipe", "ImagePipeVips", "CVipsProbeShim", "CVipsShim", "CLibVips"],
+            swiftSettings: strict
+        ),
         // `imagepipe bench`: whole-batch runs of imagepipe and reference tools, side by side.
         .target(name: "ImagePipeBench", dependencies: ["ImagePipe"], swiftSettings: strict),
         // In-memory storage and scripted compressors for testing code built on ImagePipe.
         .target(name: "ImagePipeTestKit", dependencies: ["ImagePipe"], swiftSettings: strict),
+        // This repository's own test plumbing: scratch folders, waiting, running the built binary.
+        .target(name: "ImagePipeTestSupport", path: "Tests/ImagePipeTestSupport", swiftSettings: strict),
         // The command-line worker and its composition root.
         .executableTarget(
             name: "imagepipe",
@@ -89,28 +99,33 @@ let package = Package(
 
         .testTarget(
             name: "ImagePipeTests",
-            dependencies: ["ImagePipe", "ImagePipeTestKit", "ImagePipeBench"],
+            dependencies: ["ImagePipe", "ImagePipeTestKit", "ImagePipeTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ImagePipeBenchTests",
+            dependencies: ["ImagePipe", "ImagePipeBench"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ImagePipeVipsTests",
-            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeTestKit", "CLibVips"],
+            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeVipsTesting", "ImagePipeTestKit", "ImagePipeTestSupport", "CLibVips"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ImagePipeRemoteStorageTests",
-            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipeVips", "ImagePipeTestKit"],
+            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipeVipsTesting", "ImagePipeTestKit", "ImagePipeTestSupport"],
             exclude: ["Support/python"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ImagePipeQueueTests",
-            dependencies: ["ImagePipe", "ImagePipeQueue", "ImagePipeTestKit"],
+            dependencies: ["ImagePipe", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ImagePipeCLITests",
-            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeQueue", "ImagePipeTestKit"],
+            dependencies: ["ImagePipe", "ImagePipeVipsTesting", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
             swiftSettings: strict
         ),
     ]

@@ -20,6 +20,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ImagePipe", package: imagepipe),
                 .product(name: "ImagePipeVips", package: imagepipe),
+                .product(name: "ImagePipeVipsTesting", package: imagepipe),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/Compression",

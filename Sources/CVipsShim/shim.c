@@ -28,9 +28,6 @@ VipsImage *ipv_header_file(const char *path) {
     return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
 }
 
-const char *ipv_loader(VipsImage *image) {
-    return ipv_get_string(image, VIPS_META_LOADER);
-}
 
 const char *ipv_get_string(VipsImage *image, const char *name) {
     const char *value = NULL;
@@ -56,9 +53,6 @@ int ipv_orientation_swaps(VipsImage *image) {
     return vips_image_get_orientation_swap(image) ? 1 : 0;
 }
 
-int ipv_pages(VipsImage *image) {
-    return vips_image_get_n_pages(image);
-}
 
 static VipsInteresting crop_mode(int crop) {
     return crop ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE;
@@ -248,39 +242,9 @@ void ipv_set_warning_handler(void (*handler)(const char *message)) {
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, forward_warning, NULL);
 }
 
-VipsImage *ipv_decode_buffer(const void *buf, size_t len) {
-    VipsImage *image = vips_image_new_from_buffer(buf, len, "", "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
-    if (image == NULL)
-        return NULL;
-    VipsImage *memory = vips_image_copy_memory(image);
-    g_object_unref(image);
-    return memory;
-}
 
-double ipv_mean_abs_difference(VipsImage *a, VipsImage *b) {
-    VipsImage *diff = NULL, *magnitude = NULL;
-    double mean = -1;
-    if (vips_subtract(a, b, &diff, NULL) == 0 && vips_abs(diff, &magnitude, NULL) == 0)
-        vips_avg(magnitude, &mean, NULL);
-    if (diff) g_object_unref(diff);
-    if (magnitude) g_object_unref(magnitude);
-    return mean;
-}
 
-int ipv_pixel(VipsImage *image, int x, int y, double *values, int capacity) {
-    double *vector = NULL;
-    int n = 0;
-    if (vips_getpoint(image, &vector, &n, x, y, NULL))
-        return -1;
-    for (int i = 0; i < n && i < capacity; i++)
-        values[i] = vector[i];
-    g_free(vector);
-    return n;
-}
 
-int ipv_has_field(VipsImage *image, const char *name) {
-    return vips_image_get_typeof(image, name) != 0;
-}
 
 int ipv_tune_malloc(int arenas, int mmap_threshold) {
 #if defined(__GLIBC__)

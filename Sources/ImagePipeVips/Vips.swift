@@ -40,7 +40,7 @@ public enum Vips {
     }
 
     /// Starts libvips with default settings if nothing configured it yet.
-    static func ensureStarted() throws(ImagePipeError) {
+    package static func ensureStarted() throws(ImagePipeError) {
         guard started else { throw .configuration("libvips failed to start: \(takeError() ?? "unknown error")") }
     }
 
@@ -53,7 +53,7 @@ public enum Vips {
     /// loaders raised here (libpng's "PNG unsigned integer out of range" is one) and its error buffer,
     /// each line once. The error buffer is process-wide, so under concurrency it can rarely hold
     /// another thread's message too; only the last lines are kept.
-    static func takeError() -> String? {
+    package static func takeError() -> String? {
         guard let raw = ipv_take_error() else { return nil }
         defer { ipv_free(raw) }
         let lines = String(cString: raw).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }

@@ -120,7 +120,7 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// The source format, if its loader is on the allowlist.
-    static func acceptedFormat(of header: VipsImageHandle) throws(ImagePipeError) -> String {
+    package static func acceptedFormat(of header: VipsImageHandle) throws(ImagePipeError) -> String {
         let loader = header.string("vips-loader") ?? "unknown"
         let base = loader.replacingOccurrences(of: "_buffer", with: "").replacingOccurrences(of: "_source", with: "")
         guard let format = Self.acceptedLoaders[base] else {
@@ -201,14 +201,14 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// The size as displayed: width and height swapped when the EXIF orientation turns the image.
-    static func displayedSize(of header: VipsImageHandle) -> PixelSize {
+    package static func displayedSize(of header: VipsImageHandle) -> PixelSize {
         let stored = header.size
         return ipv_orientation_swaps(header.pointer) != 0 ? PixelSize(width: stored.height, height: stored.width) : stored
     }
 
     /// The memory one compression will hold at its peak, estimated from the header: the source bytes,
     /// the decoder's buffers, the in-memory intermediate and the largest encoder's buffers.
-    static func workingMemory(_ header: VipsImageHandle, format: String, plan: ResizePlan, variants: [VariantSpec],
+    package static func workingMemory(_ header: VipsImageHandle, format: String, plan: ResizePlan, variants: [VariantSpec],
                               sourceBytes: Int) -> Int {
         let stored = header.size
         let bands = Int(header.pointer.pointee.Bands)

@@ -3,16 +3,16 @@ import CVipsShim
 import ImagePipe
 
 /// One reference to a `VipsImage`, released on deinit. Used within a single compression call.
-final class VipsImageHandle {
-    let pointer: UnsafeMutablePointer<VipsImage>
+package final class VipsImageHandle {
+    package let pointer: UnsafeMutablePointer<VipsImage>
 
-    init(_ pointer: UnsafeMutablePointer<VipsImage>) {
+    package init(_ pointer: UnsafeMutablePointer<VipsImage>) {
         self.pointer = pointer
     }
 
     deinit { ipv_unref(pointer) }
 
-    var size: PixelSize { PixelSize(width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize)) }
+    package var size: PixelSize { PixelSize(width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize)) }
     var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
 
     func int(_ name: String) -> Int? {
@@ -20,7 +20,7 @@ final class VipsImageHandle {
         return value == Int32.min ? nil : Int(value)
     }
 
-    func string(_ name: String) -> String? {
+    package func string(_ name: String) -> String? {
         ipv_get_string(pointer, name).map { String(cString: $0) }
     }
 }

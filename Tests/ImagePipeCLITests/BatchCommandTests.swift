@@ -1,7 +1,8 @@
 import Foundation
 import ImagePipe
-import ImagePipeTestKit
+import ImagePipeTestSupport
 import ImagePipeVips
+import ImagePipeVipsTesting
 import Testing
 
 /// `imagepipe batch` end to end: the real binary on real files.

@@ -1,5 +1,5 @@
 import Foundation
-import ImagePipeTestKit
+import ImagePipeTestSupport
 import Testing
 
 /// `imagepipe bench` on a tiny corpus: the report's shape, not its numbers.

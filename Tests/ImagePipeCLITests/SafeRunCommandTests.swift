@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 import ImagePipe
-import ImagePipeTestKit
+import ImagePipeTestSupport
 import Testing
 
 /// Re-runs, collisions, dry runs and destinations that cannot take the work, with the real binary on real files.

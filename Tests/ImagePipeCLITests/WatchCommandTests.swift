@@ -4,7 +4,7 @@ import Glibc
 #endif
 import ImagePipe
 import ImagePipeQueue
-import ImagePipeTestKit
+import ImagePipeTestSupport
 import ImagePipeVips
 import Testing
 

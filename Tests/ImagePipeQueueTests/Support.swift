@@ -2,6 +2,7 @@ import Foundation
 import ImagePipe
 import ImagePipeQueue
 import ImagePipeTestKit
+import ImagePipeTestSupport
 import Logging
 import Synchronization
 

@@ -1,7 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeRemoteStorage
-import ImagePipeTestKit
+import ImagePipeTestSupport
 import Testing
 
 /// Destinations, the AWS environment and files, endpoints and URLs.
@@ -140,15 +140,6 @@ import Testing
             }
             #expect(error.code == .configuration && error.reason.contains(message), "\(error.reason)")
         }
-    }
-
-    @Test func backoffIsFullJitterUnderAGrowingCeiling() {
-        let policy = RetryPolicy.standard
-        #expect(policy.delay(afterAttempt: 1, random: 0.999) < .seconds(1))
-        #expect(policy.delay(afterAttempt: 2, random: 0.5) == .seconds(1))
-        #expect(policy.delay(afterAttempt: 3, random: 0.5) == .seconds(2))
-        #expect(policy.delay(afterAttempt: 20, random: 0.5) == .seconds(10), "capped at 20 s")
-        #expect(policy.delay(afterAttempt: 3, random: 0) == .zero)
     }
 
     @Test func xmlAnswersAreReadWithEntities() {

@@ -1,7 +1,8 @@
 import Foundation
 import ImagePipe
-import ImagePipeTestKit
+import ImagePipeTestSupport
 import ImagePipeVips
+import ImagePipeVipsTesting
 import Testing
 
 /// `imagepipe batch` into moto and the Supabase stand-in: the real binary, its flags and environment.

@@ -1,6 +1,6 @@
 import Foundation
 import ImagePipe
-import ImagePipeTestKit
+import ImagePipeTestSupport
 import Testing
 
 /// `imagepipe watch` storing into S3 through a proxy that fails for a while: the job survives on

@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeTestKit
+import ImagePipeTestSupport
 import Testing
 
 @Suite struct FileHandlerTests {

@@ -1,6 +1,6 @@
 import Foundation
 import ImagePipe
-import ImagePipeTestKit
+import ImagePipeTestSupport
 import Synchronization
 import Testing
 

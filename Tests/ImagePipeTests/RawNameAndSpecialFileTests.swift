@@ -4,6 +4,7 @@ import Glibc
 #endif
 import ImagePipe
 import ImagePipeTestKit
+import ImagePipeTestSupport
 import Synchronization
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeTestKit
+import ImagePipeTestSupport
 import Synchronization
 import Testing
 

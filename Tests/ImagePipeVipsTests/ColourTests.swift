@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeVips
+import ImagePipeVipsTesting
 import Testing
 
 /// Every input colour model comes out as 8-bit sRGB that looks like the sRGB original.

@@ -1,7 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeVips
-import ImagePipeTestKit
+import ImagePipeTestSupport
 
 /// The committed fixtures and a shared compressor.
 enum Fixtures {

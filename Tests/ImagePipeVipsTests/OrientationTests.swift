@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeVips
+import ImagePipeVipsTesting
 import Testing
 
 @Suite struct OrientationTests {

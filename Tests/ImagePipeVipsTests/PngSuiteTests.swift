@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeVips
+import ImagePipeVipsTesting
 import Testing
 
 /// PngSuite: every colour type and bit depth converts; every deliberately corrupt file fails cleanly.

@@ -3,6 +3,7 @@ import Foundation
 import ImagePipe
 @testable import ImagePipeVips
 import Synchronization
+import ImagePipeVipsTesting
 import Testing
 
 @Suite struct WorkingMemoryBudgetTests {

@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeVips
+import ImagePipeVipsTesting
 import Testing
 
 /// The benchmark workloads, run on small fixtures: what the benchmarks measure must work.

@@ -4,6 +4,7 @@ import Benchmark
 import Foundation
 import ImagePipe
 import ImagePipeVips
+import ImagePipeVipsTesting
 
 /// The repository's fixtures, found from this file.
 private let fixtures: String = {

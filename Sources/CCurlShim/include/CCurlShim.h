@@ -27,10 +27,4 @@ CURLcode ipc_setopt_write_callback(CURL *handle, CURLoption option, curl_write_c
 /// Reads a long-valued piece of information (RESPONSE_CODE, NUM_CONNECTS, ...).
 CURLcode ipc_getinfo_long(CURL *handle, CURLINFO info, long *value);
 
-/// Reads a 64-bit size piece of information (SIZE_UPLOAD_T, SPEED_UPLOAD_T, ...).
-CURLcode ipc_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *value);
-
-/// Reads a string piece of information; the string belongs to the handle.
-CURLcode ipc_getinfo_string(CURL *handle, CURLINFO info, const char **value);
-
 #endif

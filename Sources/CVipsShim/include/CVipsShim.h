@@ -15,9 +15,6 @@ void ipv_configure(int concurrency);
 VipsImage *ipv_header_buffer(const void *buf, size_t len);
 VipsImage *ipv_header_file(const char *path);
 
-/// The loader libvips picked for a header, e.g. "jpegload_buffer"; NULL when unknown.
-const char *ipv_loader(VipsImage *image);
-
 /// Whether the header carries an orientation that swaps width and height.
 int ipv_orientation_swaps(VipsImage *image);
 
@@ -29,9 +26,6 @@ int ipv_get_int(VipsImage *image, const char *name, int fallback);
 
 /// Drops the attached ICC profile once pixels are already sRGB, so later resizes skip colour management.
 void ipv_forget_profile(VipsImage *image);
-
-/// Number of pages (frames) the file declares; 1 when it does not say.
-int ipv_pages(VipsImage *image);
 
 /// Shrink-on-load thumbnail: auto-orients, imports any embedded or fallback profile to sRGB,
 /// never enlarges, fails on truncated data. `crop` non-zero crops around the centre to width x height.
@@ -78,15 +72,5 @@ void ipv_thread_done(void);
 
 /// Sends libvips' warnings (which would go to stderr) to `handler` instead; NULL drops them.
 void ipv_set_warning_handler(void (*handler)(const char *message));
-
-/// Inspection helpers for tests and tools (not on the processing path).
-/// Fully decodes an encoded image (first page), or returns NULL.
-VipsImage *ipv_decode_buffer(const void *buf, size_t len);
-/// Mean absolute difference of two images of equal size and bands, over all bands; -1 on error.
-double ipv_mean_abs_difference(VipsImage *a, VipsImage *b);
-/// The band values of one pixel, up to `capacity`; returns the number of bands, -1 on error.
-int ipv_pixel(VipsImage *image, int x, int y, double *values, int capacity);
-/// Whether the image carries a metadata field.
-int ipv_has_field(VipsImage *image, const char *name);
 
 #endif

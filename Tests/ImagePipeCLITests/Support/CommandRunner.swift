@@ -1,5 +1,5 @@
 import Foundation
-import ImagePipeTestKit
+import ImagePipeTestSupport
 
 /// The CLI tests' access to the binary and the fixtures.
 enum CommandRunner {

@@ -1,5 +1,4 @@
 import Foundation
-import ImagePipeTestKit
 
 /// A long-running `imagepipe` process (watch mode) whose standard error goes to a file.
 final class WorkerProcess {

@@ -1,6 +1,6 @@
 // The remote-storage CLI tests' access to the binary, with a chosen environment.
 import Foundation
-import ImagePipeTestKit
+import ImagePipeTestSupport
 
 enum CommandRunner {
     typealias Output = CommandLineRunner.Output

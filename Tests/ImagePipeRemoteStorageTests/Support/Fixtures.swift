@@ -1,6 +1,6 @@
 // Finds the repository's fixtures/ folder from this source file.
 import Foundation
-import ImagePipeTestKit
+import ImagePipeTestSupport
 
 enum Fixtures {
     /// The absolute path of `fixtures/`.

@@ -1,7 +1,10 @@
 // Decodes encoded images to check them: size, bands, metadata, pixels, differences. For tests and tools.
+import CLibVips
+import CVipsProbeShim
 import CVipsShim
 import Foundation
 import ImagePipe
+import ImagePipeVips
 
 /// Reads back encoded images through libvips, to verify outputs.
 public enum VipsProbe {

@@ -1,0 +1,16 @@
+// libvips calls that only tests and benchmarks make: decoding outputs back and looking at their pixels.
+#ifndef CVIPSPROBESHIM_H
+#define CVIPSPROBESHIM_H
+
+#include <vips/vips.h>
+
+/// Fully decodes an encoded image (first page), or returns NULL.
+VipsImage *ipv_decode_buffer(const void *buf, size_t len);
+/// Mean absolute difference of two images of equal size and bands, over all bands; -1 on error.
+double ipv_mean_abs_difference(VipsImage *a, VipsImage *b);
+/// The band values of one pixel, up to `capacity`; returns the number of bands, -1 on error.
+int ipv_pixel(VipsImage *image, int x, int y, double *values, int capacity);
+/// Whether the image carries a metadata field.
+int ipv_has_field(VipsImage *image, const char *name);
+
+#endif

@@ -1,0 +1,37 @@
+// libvips calls that only tests and benchmarks make (see CVipsProbeShim.h).
+#include "CVipsProbeShim.h"
+
+VipsImage *ipv_decode_buffer(const void *buf, size_t len) {
+    VipsImage *image = vips_image_new_from_buffer(buf, len, "", "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    if (image == NULL)
+        return NULL;
+    VipsImage *memory = vips_image_copy_memory(image);
+    g_object_unref(image);
+    return memory;
+}
+
+double ipv_mean_abs_difference(VipsImage *a, VipsImage *b) {
+    VipsImage *diff = NULL, *magnitude = NULL;
+    double mean = -1;
+    if (vips_subtract(a, b, &diff, NULL) == 0 && vips_abs(diff, &magnitude, NULL) == 0)
+        vips_avg(magnitude, &mean, NULL);
+    if (diff) g_object_unref(diff);
+    if (magnitude) g_object_unref(magnitude);
+    return mean;
+}
+
+int ipv_pixel(VipsImage *image, int x, int y, double *values, int capacity) {
+    double *vector = NULL;
+    int n = 0;
+    if (vips_getpoint(image, &vector, &n, x, y, NULL))
+        return -1;
+    for (int i = 0; i < n && i < capacity; i++)
+        values[i] = vector[i];
+    g_free(vector);
+    return n;
+}
+
+int ipv_has_field(VipsImage *image, const char *name) {
+    return vips_image_get_typeof(image, name) != 0;
+}
+
