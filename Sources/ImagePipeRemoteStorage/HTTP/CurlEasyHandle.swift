@@ -44,47 +44,49 @@ final class CurlEasyHandle: @unchecked Sendable {
         }
         defer { curl_slist_free_all(list) }
 
-        let code: CURLcode = withExtendedLifetime(state) {
+        let code: CURLcode = try withExtendedLifetime(state) { () throws(TransportError) -> CURLcode in
             let context = Unmanaged.passUnretained(state).toOpaque()
-            ipc_setopt_string(raw, CURLOPT_URL, request.url)
-            ipc_setopt_slist(raw, CURLOPT_HTTPHEADER, list)
-            ipc_setopt_pointer(raw, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
+            try Self.require(ipc_setopt_string(raw, CURLOPT_URL, request.url), "CURLOPT_URL")
+            try Self.require(ipc_setopt_slist(raw, CURLOPT_HTTPHEADER, list), "CURLOPT_HTTPHEADER")
+            try Self.require(ipc_setopt_pointer(raw, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)), "CURLOPT_ERRORBUFFER")
             // Timeouts through signals would break in a multithreaded process.
-            ipc_setopt_long(raw, CURLOPT_NOSIGNAL, 1)
-            ipc_setopt_long(raw, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
+            try Self.require(ipc_setopt_long(raw, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
+            try Self.require(ipc_setopt_long(raw, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds)), "CURLOPT_CONNECTTIMEOUT_MS")
             // A transfer moving less than the limit for the whole window is stalled: give up on it.
-            ipc_setopt_long(raw, CURLOPT_LOW_SPEED_LIMIT, configuration.stallBytesPerSecond)
-            ipc_setopt_long(raw, CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.timeInterval)))
-            ipc_setopt_long(raw, CURLOPT_SSL_VERIFYPEER, 1)
-            ipc_setopt_long(raw, CURLOPT_SSL_VERIFYHOST, 2)
-            ipc_setopt_string(raw, CURLOPT_PROTOCOLS_STR, "http,https")
-            ipc_setopt_long(raw, CURLOPT_TCP_KEEPALIVE, 1)
-            ipc_setopt_string(raw, CURLOPT_USERAGENT, configuration.userAgent)
-            ipc_setopt_write_callback(raw, CURLOPT_WRITEFUNCTION, Self.receiveBody)
-            ipc_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
-            ipc_setopt_write_callback(raw, CURLOPT_HEADERFUNCTION, Self.receiveHeader)
-            ipc_setopt_pointer(raw, CURLOPT_HEADERDATA, context)
+            try Self.require(ipc_setopt_long(raw, CURLOPT_LOW_SPEED_LIMIT, configuration.stallBytesPerSecond), "CURLOPT_LOW_SPEED_LIMIT")
+            try Self.require(ipc_setopt_long(raw, CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.timeInterval))), "CURLOPT_LOW_SPEED_TIME")
+            try Self.require(ipc_setopt_long(raw, CURLOPT_SSL_VERIFYPEER, 1), "CURLOPT_SSL_VERIFYPEER")
+            try Self.require(ipc_setopt_long(raw, CURLOPT_SSL_VERIFYHOST, 2), "CURLOPT_SSL_VERIFYHOST")
+            try Self.require(ipc_setopt_string(raw, CURLOPT_PROTOCOLS_STR, "http,https"), "CURLOPT_PROTOCOLS_STR")
+            try Self.require(ipc_setopt_long(raw, CURLOPT_TCP_KEEPALIVE, 1), "CURLOPT_TCP_KEEPALIVE")
+            try Self.require(ipc_setopt_string(raw, CURLOPT_USERAGENT, configuration.userAgent), "CURLOPT_USERAGENT")
+            try Self.require(ipc_setopt_write_callback(raw, CURLOPT_WRITEFUNCTION, Self.receiveBody), "CURLOPT_WRITEFUNCTION")
+            try Self.require(ipc_setopt_pointer(raw, CURLOPT_WRITEDATA, context), "CURLOPT_WRITEDATA")
+            try Self.require(ipc_setopt_write_callback(raw, CURLOPT_HEADERFUNCTION, Self.receiveHeader), "CURLOPT_HEADERFUNCTION")
+            try Self.require(ipc_setopt_pointer(raw, CURLOPT_HEADERDATA, context), "CURLOPT_HEADERDATA")
 
-            return request.body.withUnsafeBytes { buffer -> CURLcode in
+            return try request.body.withUnsafeBytes { buffer in
+                Result { () throws(TransportError) -> CURLcode in
                 switch request.method {
                 case "HEAD":
-                    ipc_setopt_long(raw, CURLOPT_NOBODY, 1)
+                    try Self.require(ipc_setopt_long(raw, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
                 case "GET" where buffer.isEmpty:
-                    ipc_setopt_long(raw, CURLOPT_HTTPGET, 1)
+                    try Self.require(ipc_setopt_long(raw, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
                 case "DELETE" where buffer.isEmpty:
-                    ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method)
+                    try Self.require(ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST")
                 default:
                     // The body goes from the caller's buffer; libcurl rewinds it by itself when it must
                     // resend on a fresh connection, which a streaming read callback would have to handle.
                     let pointer = buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? Self.emptyBody
-                    ipc_setopt_off(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(buffer.count))
-                    ipc_setopt_pointer(raw, CURLOPT_POSTFIELDS, pointer)
+                    try Self.require(ipc_setopt_off(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(buffer.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
+                    try Self.require(ipc_setopt_pointer(raw, CURLOPT_POSTFIELDS, pointer), "CURLOPT_POSTFIELDS")
                     if request.method != "POST" {
-                        ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method)
+                        try Self.require(ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST")
                     }
                 }
                 return curl_easy_perform(raw)
-            }
+                }
+            }.get()
         }
 
         var connects = 0
@@ -128,6 +130,13 @@ final class CurlEasyHandle: @unchecked Sendable {
             state.headers.append((name, value))
         }
         return length
+    }
+
+    /// Fails, naming the option, when libcurl refuses it (a protocol or TLS setting this libcurl was
+    /// built without, a value out of range): a request must never go out with a setting silently dropped.
+    private static func require(_ code: CURLcode, _ option: String) throws(TransportError) {
+        guard code != CURLE_OK else { return }
+        throw TransportError(code: Int(code.rawValue), message: "libcurl refused \(option): \(String(cString: curl_easy_strerror(code)))")
     }
 }
 
