@@ -5,8 +5,9 @@ import Synchronization
 
 /// Keeps stored objects in a dictionary and can fail chosen puts.
 ///
-/// Like the local directory storage, a put refuses with `keyCollision` to replace an object made
-/// from another original, unless the object says it may.
+/// Like the local directory storage, a put follows the object's ``WritePolicy``: it refuses with
+/// `keyCollision` to replace an object made from another original, and keeps the same original's
+/// identical output when it was asked to create a new one.
 public final class InMemoryStorage: StorageRepository, Sendable {
     /// Decides the outcome of each put: nil stores the object, an error fails the put.
     public typealias FailureRule = @Sendable (_ object: StorageObject, _ attempt: Int) -> ImagePipeError?
@@ -62,14 +63,17 @@ public final class InMemoryStorage: StorageRepository, Sendable {
         if let error = failure?(object, attempt) { throw error }
         var kept = object
         if !retainsBodies { kept.body = Data() }
-        try state.withLock { state throws(ImagePipeError) in
-            if let holder = state.objects[kept.key], let origin = kept.origin, !kept.replacesOtherOriginals,
-               !origin.isSameOriginal(as: holder.origin) {
-                throw .keyCollision(key: kept.key, source: origin.source, existing: holder.origin)
+        let inPlace = try state.withLock { state throws(ImagePipeError) -> Bool in
+            if let holder = state.objects[kept.key], let origin = kept.origin, kept.policy != .replaceAny {
+                guard origin.isSameOriginal(as: holder.origin) else {
+                    throw .keyCollision(key: kept.key, source: origin.source, existing: holder.origin)
+                }
+                if kept.policy == .create, holder.origin?.variant == origin.variant { return true }
             }
             state.objects[kept.key] = kept
+            return false
         }
-        return StoredObject(key: object.key, url: "memory:///\(object.key)", bytes: object.body.count)
+        return StoredObject(key: object.key, url: "memory:///\(object.key)", bytes: object.body.count, wasInPlace: inPlace)
     }
 
     public func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? {

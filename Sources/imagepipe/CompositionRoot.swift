@@ -23,6 +23,7 @@ enum CompositionRoot {
             cacheControl: options.storage.cacheControl,
             storeOriginal: options.storage.withOriginal,
             overwrite: options.overwrite,
+            update: options.update,
             force: force)
         var encoders = VipsCompressor.Configuration()
         let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage * options.jobs

@@ -8,7 +8,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imagepipe",
         abstract: "Turn original images into web variants and store them.",
-        version: "0.1.0",
+        version: "0.2.0",
         subcommands: [BatchCommand.self, WatchCommand.self, RetryCommand.self, BenchCommand.self])
 }
 

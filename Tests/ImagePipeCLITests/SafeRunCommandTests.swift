@@ -53,7 +53,7 @@ import Testing
         #expect(inodes(under: "out").allSatisfy { before[$0.key] != $0.value }, "--force rewrote every output")
     }
 
-    @Test func anotherImageUnderTheSameNameIsRefusedAndOverwriteReplacesIt() throws {
+    @Test func aChangedOriginalIsRefusedUntilUpdateOrOverwriteReplacesIt() throws {
         CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "one/photo.jpg")
         CommandRunner.copyFixture("images/formats/tall.jpg", to: directory, as: "two/photo.jpg")
         #expect(try CommandRunner.run(["batch", directory.url("one"), "--dest", directory.url("out")]).status == 0)
@@ -65,14 +65,28 @@ import Testing
         #expect(refused.status == 1)
         let record = try #require(try records().first)
         #expect(record.errorCode == .keyCollision)
-        #expect(record.error?.contains("made from 'photo.jpg'") == true && record.error?.contains("--overwrite") == true)
+        #expect(record.error?.hasPrefix("'photo.jpg' changed since output key 'photo-large.jpg' was made from it") == true, "\(record.error ?? "")")
+        #expect(record.error?.contains("--update") == true)
         #expect(try Data(contentsOf: URL(fileURLWithPath: large)) == blinds, "the first image's output is untouched")
 
-        let replaced = try CommandRunner.run(["batch", directory.url("two"), "--dest", directory.url("out"), "--overwrite"])
+        // Another name for the same keys is another original: --update does not replace it.
+        let renamed = try CommandRunner.run(["batch", directory.url("two"), "--dest", directory.url("out"), "--update",
+                                             "--key", "photo-{variant}.{ext}", "--manifest", directory.url("manifest.jsonl")])
+        #expect(renamed.status == 0, "\(renamed.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: large)) != blinds, "the same name, changed: --update replaced it")
+        #expect(renamed.stderr.contains("replacing an output of a changed original"))
+        #expect(renamed.stderr.contains("key=photo-large.jpg"))
+
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "three/other.jpg")
+        let other = try CommandRunner.run(["batch", directory.url("three"), "--dest", directory.url("out"), "--update",
+                                           "--key", "photo-{variant}.{ext}", "--manifest", directory.url("manifest.jsonl")])
+        #expect(other.status == 1)
+        #expect(try records().first?.error?.contains("already holds an image made from 'photo.jpg'") == true)
+        let replaced = try CommandRunner.run(["batch", directory.url("three"), "--dest", directory.url("out"), "--overwrite",
+                                              "--key", "photo-{variant}.{ext}"])
         #expect(replaced.status == 0, "\(replaced.stderr)")
         #expect(replaced.stderr.contains("replacing an output made from another original"))
-        #expect(replaced.stderr.contains("key=photo-large.jpg"))
-        #expect(try Data(contentsOf: URL(fileURLWithPath: large)) != blinds)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: large)) == blinds, "landscape.jpg's pixels again, now from other.jpg")
     }
 
     @Test func aDryRunListsTheKeysAndTouchesNothing() throws {
@@ -118,6 +132,36 @@ import Testing
         #expect(second.allSatisfy { $0.status != .failed })
         #expect(directory.files(under: "out").count == 3 * names.count)
         #expect(directory.files(under: "out").allSatisfy { !$0.contains(".imagepipe-") }, "no temporary file left")
+    }
+
+    @Test func ctrlCWhileAListIsReadStopsAtOnceAndCreatesNothing() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
+        process.arguments = ["batch", "--from", "-", "--dest", directory.url("out")]
+        let input = Pipe()
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        Thread.sleep(forTimeInterval: 0.5)
+        kill(process.processIdentifier, SIGINT)
+        let exited = eventually(seconds: 10) { !process.isRunning }
+        #expect(exited, "a list still being read does not hold Ctrl-C back")
+        if !exited { process.terminate() }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        #expect(!FileManager.default.fileExists(atPath: directory.url("out")))
+    }
+
+    @Test func aDryRunThatPredictsFailuresExitsOne() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "one/photo.jpg")
+        CommandRunner.copyFixture("images/formats/tall.jpg", to: directory, as: "two/photo.jpg")
+        #expect(try CommandRunner.run(["batch", directory.url("one"), "--dest", directory.url("out")]).status == 0)
+        let dry = try CommandRunner.run(["batch", directory.url("two"), "--dest", directory.url("out"), "--dry-run", "--overwrite"])
+        #expect(dry.status == 0 && dry.stdout.hasPrefix("write  photo.jpg → photo-large.jpg (replaces another original's)"), "\(dry.stdout)")
+        #expect(!dry.stderr.contains("replacing"), "a dry run replaces nothing, so it says nothing of replacing")
+        let failing = try CommandRunner.run(["batch", directory.url("two"), "--dest", directory.url("out"), "--dry-run"])
+        #expect(failing.status == 1)
+        #expect(failing.stdout.hasPrefix("fail   photo.jpg: 'photo.jpg' changed since"), "\(failing.stdout)")
     }
 
     // MARK: - Destinations that cannot take the work

@@ -65,11 +65,10 @@ import Testing
                           "AWS_ENDPOINT_URL_S3": moto.endpoint, "AWS_REGION": "us-east-1", "HOME": directory.path])
 
         #expect(output.status == 2, "\(output.stderr)")
-        #expect(try manifest().isEmpty, "nothing was processed")
+        #expect(!FileManager.default.fileExists(atPath: directory.url("manifest.jsonl")), "a run that never started leaves no manifest")
         #expect(output.stderr.contains("access to bucket s3://\(bucket) is denied (403)"), "\(output.stderr)")
         #expect(!output.stderr.contains(" done, "), "no summary: the run stopped before the first image")
-        let manifestText = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8)
-        #expect(!output.stderr.contains(secret) && !output.stdout.contains(secret) && !manifestText.contains(secret))
+        #expect(!output.stderr.contains(secret) && !output.stdout.contains(secret))
         #expect(try moto.keys(bucket).isEmpty)
     }
 

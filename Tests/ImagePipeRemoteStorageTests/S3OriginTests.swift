@@ -53,4 +53,28 @@ import Testing
         #expect(unreachable?.reason.hasPrefix("cannot reach bucket s3://\(bucket) at http://127.0.0.1:9: connection failed") == true,
                 "\(unreachable?.reason ?? "")")
     }
+
+    @Test(arguments: [1_000, 9 << 20]) func aNewKeyIsWrittenOnlyIfStillFreeSingleAndMultipart(size: Int) throws {
+        let moto = try MotoServer.signed()
+        let bucket = try moto.makeBucket()
+        let storage = S3Storage(configuration: try moto.configuration(bucket: bucket))
+        func object(_ sha: Character, _ seed: UInt64) -> StorageObject {
+            StorageObject(key: "k.jpg", body: .pattern(size, seed: seed), contentType: "image/jpeg",
+                          origin: Origin(sha256: String(repeating: sha, count: 64), source: "\(sha).jpg", variant: "large"), policy: .create)
+        }
+        _ = try storage.put(object("a", 1))
+        // The same original written meanwhile by another worker: kept, reported in place.
+        let same = try storage.put(object("a", 2))
+        #expect(same.wasInPlace)
+        #expect(try moto.object(bucket, "k.jpg")?.sha256 == Data.pattern(size, seed: 1).sha256)
+        // Another original: refused, whatever the look-up found before.
+        do {
+            _ = try storage.put(object("b", 3))
+            Issue.record("another original's object must not be replaced")
+        } catch {
+            #expect(error.code == .keyCollision && error.reason.contains("made from 'a.jpg'"), "\(error.reason)")
+        }
+        #expect(try moto.object(bucket, "k.jpg")?.sha256 == Data.pattern(size, seed: 1).sha256)
+        #expect(try moto.pendingUploads(bucket).isEmpty, "a refused multipart upload is aborted")
+    }
 }

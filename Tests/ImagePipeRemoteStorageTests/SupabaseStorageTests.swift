@@ -98,4 +98,25 @@ import Testing
         #expect(offsets.first == "0" && offsets.last == String(9 << 20), "\(offsets)")
         #expect(offsets.dropFirst().dropLast().allSatisfy { $0 == String(6 << 20) }, "\(offsets)")
     }
+
+    @Test func aNewKeyIsUploadedWithoutUpsertAndAnotherOriginalIsRefused() throws {
+        let key = "service-\(UUID().uuidString)"
+        let stub = try SupabaseStub(key: key)
+        let storage = SupabaseStorage(configuration: try stub.configuration(key: key))
+        func object(_ sha: Character) -> StorageObject {
+            StorageObject(key: "k.jpg", body: Data("\(sha)".utf8), contentType: "image/jpeg",
+                          origin: Origin(sha256: String(repeating: sha, count: 64), source: "\(sha).jpg", variant: "large"), policy: .create)
+        }
+        _ = try storage.put(object("a"))
+        #expect(try storage.put(object("a")).wasInPlace)
+        do {
+            _ = try storage.put(object("b"))
+            Issue.record("another original's object must not be replaced")
+        } catch {
+            #expect(error.code == .keyCollision && error.reason.contains("made from 'a.jpg'"), "\(error.reason)")
+        }
+        let uploads = try stub.state().requests.filter { $0["method"] as? String == "POST" }
+        #expect(uploads.allSatisfy { ($0["headers"] as? [String: String])?["x-upsert"] == "false" })
+        #expect(try storage.existing("k.jpg")?.origin?.source == "a.jpg")
+    }
 }

@@ -59,17 +59,19 @@ import Testing
         #expect(directory.files() == ["same.webp"])
     }
 
-    func object(_ key: String, _ body: String, from source: String, sha: Character, replacing: Bool = false) -> StorageObject {
+    func object(_ key: String, _ body: String, from source: String, sha: Character, policy: WritePolicy = .replaceSameOriginal,
+                variant: String = "large=2048x2048,jpeg,q82") -> StorageObject {
         StorageObject(key: key, body: Data(body.utf8), contentType: "image/jpeg",
-                      origin: Origin(sha256: String(repeating: sha, count: 64), source: source, width: 4, height: 3),
-                      replacesOtherOriginals: replacing)
+                      origin: Origin(sha256: String(repeating: sha, count: 64), source: source, width: 4, height: 3, variant: variant),
+                      policy: policy)
     }
 
     @Test func recordsTheOriginInAnExtendedAttributeAndReportsIt() throws {
         let storage = LocalDirectoryStorage(root: directory.url("out"))
         _ = try storage.put(object("a/photo-large.jpg", "pixels", from: "a/photo.jpg", sha: "1"))
         let origin = try #require(LocalDirectoryStorage.origin(atPath: directory.url("out/a/photo-large.jpg")))
-        #expect(origin == Origin(sha256: String(repeating: "1", count: 64), source: "a/photo.jpg", width: 4, height: 3))
+        #expect(origin == Origin(sha256: String(repeating: "1", count: 64), source: "a/photo.jpg", width: 4, height: 3,
+                                 variant: "large=2048x2048,jpeg,q82"))
         let existing = try #require(try storage.existing("a/photo-large.jpg"))
         #expect(existing.origin == origin && existing.bytes == 6)
         #expect(try storage.existing("a/missing.jpg") == nil)
@@ -84,7 +86,8 @@ import Testing
             Issue.record("another original's pixels must not replace the file")
         } catch {
             #expect(error.code == .keyCollision)
-            #expect(error.reason.contains("photo-large.jpg") && error.reason.contains("made from 'photo.jpg' (sha256 1111111111111111"))
+            #expect(error.reason.contains("'photo.jpg' changed since output key 'photo-large.jpg' was made from it (then sha256 1111111111111111"),
+                    "\(error.reason)")
         }
         #expect(try String(contentsOfFile: directory.url("photo-large.jpg"), encoding: .utf8) == "blinds")
         // A file imagepipe did not write (no origin) is not replaced either.
@@ -93,7 +96,7 @@ import Testing
         // The same original again (a re-delivery, a re-run) replaces its own file.
         _ = try storage.put(object("photo-large.jpg", "blinds, again", from: "renamed.jpg", sha: "1"))
         #expect(try String(contentsOfFile: directory.url("photo-large.jpg"), encoding: .utf8) == "blinds, again")
-        _ = try storage.put(object("photo-large.jpg", "dune", from: "photo.jpg", sha: "2", replacing: true))
+        _ = try storage.put(object("photo-large.jpg", "dune", from: "photo.jpg", sha: "2", policy: .replaceAny))
         #expect(try String(contentsOfFile: directory.url("photo-large.jpg"), encoding: .utf8) == "dune")
         #expect(LocalDirectoryStorage.origin(atPath: directory.url("photo-large.jpg"))?.sha256.first == "2")
         #expect(directory.files() == ["foreign.jpg", "photo-large.jpg"], "no temporary file left behind")
@@ -107,7 +110,7 @@ import Testing
             let outcomes = Mutex<[Character: Bool]>([:])
             DispatchQueue.concurrentPerform(iterations: 4) { index in
                 let sha = Character(String(index + 1))
-                let stored = (try? storage.put(object("k.jpg", "from \(sha)", from: "\(sha).jpg", sha: sha))) != nil
+                let stored = (try? storage.put(object("k.jpg", "from \(sha)", from: "\(sha).jpg", sha: sha, policy: .create))) != nil
                 outcomes.withLock { $0[sha] = stored }
             }
             let winners = outcomes.withLock { $0.filter(\.value).keys }
@@ -115,6 +118,19 @@ import Testing
             let body = try String(contentsOfFile: directory.url("round\(round)/k.jpg"), encoding: .utf8)
             #expect(body == "from \(winners.first!)", "the file holds the winner's bytes")
         }
+    }
+
+    @Test func aCreateThatFindsTheSameOutputKeepsItAndAStaleOneIsReplaced() throws {
+        let storage = LocalDirectoryStorage(root: directory.path)
+        _ = try storage.put(object("k.jpg", "first writer", from: "a.jpg", sha: "1", policy: .create))
+        let second = try storage.put(object("k.jpg", "second writer", from: "copy of a.jpg", sha: "1", policy: .create))
+        #expect(second.wasInPlace, "a concurrent job of the same original found its output written")
+        #expect(try String(contentsOfFile: directory.url("k.jpg"), encoding: .utf8) == "first writer")
+        let changedSettings = try storage.put(object("k.jpg", "new quality", from: "a.jpg", sha: "1", policy: .create,
+                                                     variant: "large=2048x2048,jpeg,q60"))
+        #expect(!changedSettings.wasInPlace)
+        #expect(try String(contentsOfFile: directory.url("k.jpg"), encoding: .utf8) == "new quality")
+        #expect(directory.files() == ["k.jpg"])
     }
 
     @Test func deleteRemovesTheFileAndTheDirectoriesItLeavesEmpty() throws {

@@ -53,18 +53,23 @@ import Testing
         _ = handler(storage, compressor).process(job("photo.jpg", "blinds"))
         let before = storage.objects.mapValues(\.body)
 
-        let other = handler(storage, compressor).process(job("photo.jpg", "dune"))
-        #expect(other.status == .failed && other.errorCode == .keyCollision && other.transient == false)
-        #expect(other.error?.contains("output key 'photo-large.jpg' already holds an image made from 'photo.jpg'") == true, "\(other.error ?? "")")
-        #expect(other.error?.contains("--overwrite") == true)
-        #expect(compressor.calls.count == 1, "the colliding image was not decoded")
+        let renamed = handler(storage, compressor, .init(keyTemplate: try KeyTemplate("{stem}-{variant}.{ext}")))
+            .process(job("other/photo.jpg", "dune"))
+        #expect(renamed.status == .failed && renamed.errorCode == .keyCollision && renamed.transient == false)
+        #expect(renamed.error?.contains("output key 'photo-large.jpg' already holds an image made from 'photo.jpg' (sha256 ") == true,
+                "\(renamed.error ?? "")")
+        #expect(renamed.error?.contains("'other/photo.jpg' would replace it") == true && renamed.error?.contains("--overwrite") == true)
+        let changed = handler(storage, compressor).process(job("photo.jpg", "dune"))
+        #expect(changed.errorCode == .keyCollision)
+        #expect(changed.error?.hasPrefix("'photo.jpg' changed since output key 'photo-large.jpg' was made from it") == true)
+        #expect(compressor.calls.count == 1, "no colliding image was decoded")
         #expect(storage.objects.mapValues(\.body) == before)
         #expect(storage.deletedKeys.isEmpty)
 
         // An object no imagepipe run wrote (no origin) is not replaced either.
         storage.preload(StorageObject(key: "logo-large.jpg", body: Data("hand-made".utf8), contentType: "image/jpeg"))
         let foreign = handler(storage, compressor).process(job("logo.png", "logo"))
-        #expect(foreign.errorCode == .keyCollision && foreign.error?.contains("not written by imagepipe") == true)
+        #expect(foreign.errorCode == .keyCollision && foreign.error?.contains("holds a file with no recorded original") == true)
     }
 
     @Test func overwriteReplacesAnotherOriginalsOutputs() throws {
@@ -137,5 +142,53 @@ import Testing
         #expect(failed.errorCode == .storageFull)
         #expect(failed.error == "not processed: storing a-large.jpg: No space left on device")
         #expect(compressor.calls.isEmpty)
+    }
+
+    @Test func aFailingJobNeverRemovesWhatAJobOfTheSameOriginalReportedDone() throws {
+        // Two deliveries of the same bytes with a {hash} template share their keys; the second one's
+        // medium put fails after the first job is done. Its clean-up must leave the shared outputs.
+        let storage = InMemoryStorage(failing: { object, attempt in
+            object.key.hasSuffix("medium.webp") && attempt == 2 ? ImagePipeError(.storageRejected, "refused") : nil
+        }, delay: .milliseconds(20))
+        let configuration = FileHandler.Configuration(keyTemplate: try KeyTemplate("{hash}/{variant}.{ext}"))
+        let pipeline = JobPipeline(handler: handler(storage, ScriptedCompressor(work: .milliseconds(50)), configuration),
+                                   configuration: .init(jobs: 2, uploads: 4))
+        let results = Mutex<[JobResult]>([])
+        for name in ["first.jpg", "second.jpg"] {
+            pipeline.submit(job(name, "the same bytes")) { result in results.withLock { $0.append(result) } }
+        }
+        pipeline.waitUntilIdle()
+        let all = results.withLock { $0 }
+        let done = try #require(all.first { $0.status == .done })
+        #expect(all.contains { $0.status == .failed })
+        for variant in done.variants {
+            #expect(storage.objects[variant.key] != nil, "\(variant.key) of the done job is still there")
+        }
+        #expect(storage.deletedKeys.isEmpty)
+    }
+
+    @Test func changedVariantSettingsMakeTheOutputsAgainInsteadOfSkipping() throws {
+        let storage = InMemoryStorage()
+        let compressor = ScriptedCompressor()
+        _ = handler(storage, compressor).process(job("a.jpg", "bytes"))
+        var variants = Preset.web
+        variants[0].quality = 60
+        let again = handler(storage, compressor, .init(variants: variants)).process(job("a.jpg", "bytes"))
+        #expect(again.status == .done, "not skipped: the large variant's settings changed")
+        #expect(compressor.calls.count == 2)
+        #expect(storage.objects["a-large.jpg"]?.origin?.variant == "large=2048x2048,jpeg,q60")
+        let third = handler(storage, compressor, .init(variants: variants)).process(job("a.jpg", "bytes"))
+        #expect(third.status == .skipped)
+    }
+
+    @Test func updateReplacesOnlyOutputsOfAnEarlierVersionOfTheSameName() throws {
+        let storage = InMemoryStorage()
+        _ = handler(storage).process(job("photo.jpg", "version 1"))
+        let updated = handler(storage, ScriptedCompressor(), .init(update: true)).process(job("photo.jpg", "version 2"))
+        #expect(updated.status == .done)
+        #expect(storage.objects["photo-large.jpg"]?.origin?.sha256 == updated.sha256)
+        let other = handler(storage, ScriptedCompressor(), .init(keyTemplate: try KeyTemplate("photo-{variant}.{ext}"), update: true))
+            .process(job("elsewhere.jpg", "another picture"))
+        #expect(other.errorCode == .keyCollision, "another name is another original, even with --update")
     }
 }

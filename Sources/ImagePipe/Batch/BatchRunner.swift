@@ -58,9 +58,23 @@ public struct BatchRunner: Sendable {
                     shouldStop: () -> Bool = { false },
                     onResult: @escaping @Sendable (JobResult, Progress) -> Void) throws(ImagePipeError) -> BatchSummary {
         let started = ContinuousClock.now
+        let scan = try start()
+        onStart(scan)
+        return run(scan, startedAt: started, shouldStop: shouldStop, onResult: onResult)
+    }
+
+    /// Lists the sources and probes the destination: the part of a run that can stop it with a
+    /// configuration error, before anything is decoded or written.
+    public func start() throws(ImagePipeError) -> SourceScanner.Result {
         let scan = try scanner.scan()
         try pipeline.handler.storage.probe()
-        onStart(scan)
+        return scan
+    }
+
+    /// Runs every job of a ``start()``ed batch; see ``run(onStart:shouldStop:onResult:)``.
+    public func run(_ scan: SourceScanner.Result, startedAt started: ContinuousClock.Instant = .now,
+                    shouldStop: () -> Bool = { false },
+                    onResult: @escaping @Sendable (JobResult, Progress) -> Void) -> BatchSummary {
         let total = scan.jobs.count
         let collected = Mutex((summary: BatchSummary(), finished: 0))
         collected.withLock {
@@ -92,7 +106,17 @@ public struct BatchRunner: Sendable {
                 deliver(JobResult(source: job.relativePath, status: .failed, error: collision))
                 continue
             }
-            pipeline.submit(job, completion: deliver)
+            // Wait for room a little at a time, so a stop asked for meanwhile starts nothing more.
+            var reserved = false
+            while !reserved && !shouldStop() {
+                reserved = pipeline.reserve(timeout: .now() + .milliseconds(50))
+            }
+            if shouldStop() {
+                if reserved { pipeline.cancelReservation() }
+                interrupted = true
+                break
+            }
+            pipeline.submitReserved(job, completion: deliver)
         }
         pipeline.waitUntilIdle()
         delivery.sync {}
@@ -107,6 +131,11 @@ public struct BatchRunner: Sendable {
     /// source and looks up its outputs in the destination, but neither probes, decodes nor writes.
     public func plan(onPlan: (InspectedJob) -> Void) throws(ImagePipeError) {
         let scan = try scanner.scan()
+        for skipped in scan.skipped {
+            var inspected = InspectedJob(job: Job(path: skipped.source, relativePath: skipped.source), acceptedAt: .now, inspectedAt: .now)
+            inspected.finished = skipped
+            onPlan(inspected)
+        }
         let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
         for (index, job) in scan.jobs.enumerated() {
             var inspected = pipeline.handler.inspect(job, reserving: false)

@@ -33,11 +33,14 @@ extension FileHandler {
             var marked = origin
             marked.width = size.width
             marked.height = size.height
+            marked.variant = plan.fingerprint
+            let sameOriginal = origin.isSameOriginal(as: plan.existing?.origin)
+            let policy: WritePolicy = plan.existing == nil ? .create : sameOriginal ? .replaceSameOriginal : .replaceAny
             return PreparedJob.Output(
                 spec: plan.spec, size: size,
                 object: StorageObject(key: plan.key, body: body, contentType: contentType, cacheControl: configuration.cacheControl,
-                                      origin: marked, replacesOtherOriginals: configuration.overwrite),
-                wasInPlace: origin.isSameOriginal(as: plan.existing?.origin))
+                                      origin: marked, policy: policy),
+                wasInPlace: sameOriginal)
         }
         prepared.outputs = zip(compressed.variants, inspected.outputs).map { encoded, plan in
             output(plan, encoded.size, encoded.data, encoded.spec.format.contentType)

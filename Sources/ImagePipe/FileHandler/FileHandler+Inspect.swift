@@ -20,6 +20,14 @@ public struct InspectedJob: Sendable {
         public var key: String
         /// What is stored under the key before this job writes it.
         public var existing: ExistingObject?
+
+        /// What the output's origin records as its variant: the spec, or `original`.
+        public var fingerprint: String { spec?.specString ?? FileHandler.originalVariantName }
+
+        /// Whether the key holds exactly this output: made from `origin`'s bytes with the same settings.
+        public func isInPlace(for origin: Origin) -> Bool {
+            origin.isSameOriginal(as: existing?.origin) && existing?.origin?.variant == fingerprint
+        }
     }
 
     /// The job.
@@ -50,9 +58,10 @@ extension FileHandler {
     /// limits) and looks each up in the destination.
     ///
     /// - Returns: a job to compress; or a finished one: `skipped` (`up_to_date`) when every output
-    ///   exists from this original and ``Configuration/force`` is off, `failed` when a key holds
-    ///   another original's output (`key_collision`, unless ``Configuration/overwrite``), when the
-    ///   source cannot be read or when the destination cannot be asked.
+    ///   exists from this original with the same settings and ``Configuration/force`` is off,
+    ///   `failed` when a key holds another original's output (`key_collision`, unless
+    ///   ``Configuration/overwrite``, or ``Configuration/update`` for an earlier version of the same
+    ///   name), when the source cannot be read or when the destination cannot be asked.
     /// - Parameter reserving: whether to reserve the keys against other jobs of this process (off
     ///   for a dry run, which writes nothing).
     public func inspect(_ job: Job, acceptedAt: ContinuousClock.Instant = .now, reserving: Bool = true) -> InspectedJob {
@@ -103,17 +112,21 @@ extension FileHandler {
             }
             inspected.outputs[index].existing = existing
             guard let existing, !origin.isSameOriginal(as: existing.origin) else { continue }
-            guard configuration.overwrite else {
+            let changed = existing.origin?.source == job.relativePath
+            guard configuration.overwrite || (configuration.update && changed) else {
                 return end(.keyCollision(key: key, source: job.relativePath, existing: existing.origin))
             }
-            logger.notice("replacing an output made from another original", metadata: [
-                "key": "\(key)", "source": "\(job.relativePath)", "previous_source": "\(existing.origin?.source ?? "unknown")",
-            ])
+            // A dry run (nothing reserved) replaces nothing.
+            if reserving {
+                logger.notice(changed ? "replacing an output of a changed original" : "replacing an output made from another original",
+                              metadata: ["key": "\(key)", "source": "\(job.relativePath)",
+                                         "previous_source": "\(existing.origin?.source ?? "unknown")"])
+            }
         }
         inspected.timings.checkMs = (clock.now - checkStart).milliseconds
         inspected.inspectedAt = clock.now
 
-        if !configuration.force, inspected.outputs.allSatisfy({ origin.isSameOriginal(as: $0.existing?.origin) }) {
+        if !configuration.force, inspected.outputs.allSatisfy({ $0.isInPlace(for: origin) }) {
             reservations.release(inspected.reservedKeys)
             inspected.reservedKeys = []
             inspected.finished = skippedResult(inspected)

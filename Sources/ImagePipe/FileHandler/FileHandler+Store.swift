@@ -36,8 +36,9 @@ extension FileHandler {
 
     /// The final record once every output has been stored or has failed, with the job's keys
     /// released. The job is done only when every put succeeded; otherwise it fails with the first
-    /// error, and the outputs it did store are removed again (best effort, logged when that fails),
-    /// except those that were in place from this original before.
+    /// error, and the outputs it wrote are removed again (best effort, logged when that fails):
+    /// never one that was in place from this original before, nor one another job of the same
+    /// original shared, since that job may have reported it done.
     public func complete(_ prepared: PreparedJob, stored: [Result<StoredObject, ImagePipeError>], storeTime: Duration) -> JobResult {
         defer { reservations.release(prepared.reservedKeys) }
         var timings = prepared.timings
@@ -75,7 +76,8 @@ extension FileHandler {
     /// Removes what a failed job stored that was not in place from its original before.
     private func removeOutputs(of prepared: PreparedJob, stored: [Result<StoredObject, ImagePipeError>]) {
         for (output, outcome) in zip(prepared.outputs, stored) {
-            guard case .success = outcome, !output.wasInPlace else { continue }
+            guard case .success(let object) = outcome, !output.wasInPlace, !object.wasInPlace,
+                  !reservations.isShared(output.object.key) else { continue }
             do {
                 try storage.delete(output.object.key)
                 logger.info("removed an output of a failed job", metadata: ["key": "\(output.object.key)", "source": "\(prepared.job.relativePath)"])

@@ -31,13 +31,16 @@ public struct FileHandler: Sendable {
         public var storeOriginal: Bool
         /// Whether outputs made from another original may be replaced (`--overwrite`); each is logged.
         public var overwrite: Bool
+        /// Whether outputs made from an earlier version of the same original (same name, other
+        /// bytes) may be replaced (`--update`), as sync tools do with changed files; each is logged.
+        public var update: Bool
         /// Whether sources whose outputs are all in place are done again (`--force`).
         public var force: Bool
 
         /// Creates a configuration; the defaults are the `web` preset and the default key template.
         public init(variants: [VariantSpec] = Preset.web, keyTemplate: KeyTemplate = .default,
                     limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = 256 << 20,
-                    storeOriginal: Bool = false, overwrite: Bool = false, force: Bool = false) {
+                    storeOriginal: Bool = false, overwrite: Bool = false, update: Bool = false, force: Bool = false) {
             self.variants = variants
             self.keyTemplate = keyTemplate
             self.limits = limits
@@ -45,6 +48,7 @@ public struct FileHandler: Sendable {
             self.inMemoryLimit = inMemoryLimit
             self.storeOriginal = storeOriginal
             self.overwrite = overwrite
+            self.update = update
             self.force = force
         }
     }

@@ -5,11 +5,13 @@ import Synchronization
 ///
 /// The destination check alone cannot see a job that has not stored its outputs yet: `a.jpg` and
 /// `a.png` delivered together would both find `a-large.jpg` free. Jobs of the same original (a
-/// re-delivery of the same bytes) share keys; jobs of different originals cannot.
+/// re-delivery of the same bytes) share keys; jobs of different originals cannot. A key that has been
+/// shared is never removed by a failing job's clean-up: the other job may have reported it done.
 final class KeyReservations: Sendable {
     private struct Holder {
         var origin: Origin
         var count: Int
+        var shared: Bool
     }
 
     private let held = Mutex<[String: Holder]>([:])
@@ -20,9 +22,19 @@ final class KeyReservations: Sendable {
             for key in keys {
                 if let holder = held[key], !origin.isSameOriginal(as: holder.origin) { return (key, holder.origin) }
             }
-            for key in keys { held[key, default: Holder(origin: origin, count: 0)].count += 1 }
+            for key in keys {
+                var holder = held[key] ?? Holder(origin: origin, count: 0, shared: false)
+                holder.count += 1
+                holder.shared = holder.shared || holder.count > 1
+                held[key] = holder
+            }
             return nil
         }
+    }
+
+    /// Whether another job of the same original has held `key` while it was reserved.
+    func isShared(_ key: String) -> Bool {
+        held.withLock { $0[key]?.shared ?? false }
     }
 
     /// Gives keys back.

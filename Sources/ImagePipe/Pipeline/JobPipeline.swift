@@ -78,8 +78,9 @@ public final class JobPipeline: Sendable {
         accept(job, completion: completion)
     }
 
-    /// Stops compressing: every job accepted from now on, and every accepted one not yet decoded,
-    /// fails at once with `error` (a batch whose destination is full need not decode the rest).
+    /// Stops compressing: every job not yet decoded fails with `error` once it has been inspected
+    /// (a batch whose destination is full need not decode the rest; those already up to date are
+    /// still reported skipped).
     public func halt(_ error: ImagePipeError) {
         halted.withLock { if $0 == nil { $0 = error } }
     }
@@ -105,9 +106,10 @@ public final class JobPipeline: Sendable {
             group.leave()
         }
         storage.async { [self] in
-            if let halt = haltError(job) { return finish(halt) }
+            // Inspection writes nothing, so even a halted pipeline still reports what is up to date.
             let inspected = handler.inspect(job, acceptedAt: accepted)
             guard inspected.next == .compress else { return finish(inspected.finished!) }
+            if let halt = haltError(job) { return finish(handler.abandon(inspected, halt)) }
             compression.async { [self] in
                 if let halt = haltError(job) { return finish(handler.abandon(inspected, halt)) }
                 handler.store(handler.compress(inspected), schedule: { storage.async($0) }, completion: finish)

@@ -65,16 +65,21 @@ public struct LocalDirectoryStorage: StorageRepository {
         try keyLimits.check(object.key)
         let path = root + "/" + object.key
         let directory = String(path[..<path.lastIndex(of: "/")!])
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? 0
-            throw Self.failure(Int32(code), "cannot create directory \(directory)", default: .storageRejected)
-        }
-
         // A short fixed-length name, so a key segment at the file system's limit still fits.
         let temporary = directory + "/.imagepipe-\(Self.randomSuffix()).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        var fd: Int32 = -1
+        // A failed job of another original may remove the directory it left empty between the two
+        // steps: make it again then.
+        for _ in 0..<3 where fd < 0 {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? 0
+                throw Self.failure(Int32(code), "cannot create directory \(directory)", default: .storageRejected)
+            }
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd < 0 && errno != ENOENT { break }
+        }
         guard fd >= 0 else { throw Self.failure(errno, "cannot create a file in \(directory)") }
         var closed = false
         defer { if !closed { close(fd) } }
@@ -86,7 +91,9 @@ public struct LocalDirectoryStorage: StorageRepository {
             if durable && fsync(fd) != 0 { throw Self.failure(errno, "cannot fsync \(path)") }
             closed = true
             if close(fd) != 0 { throw Self.failure(errno, "cannot close \(path)") }
-            try place(temporary, at: path, object)
+            if try place(temporary, at: path, object) {
+                return StoredObject(key: object.key, url: FilePath.fileURL(path), bytes: object.body.count, wasInPlace: true)
+            }
         } catch {
             unlink(temporary)
             throw error
@@ -95,28 +102,34 @@ public struct LocalDirectoryStorage: StorageRepository {
         return StoredObject(key: object.key, url: FilePath.fileURL(path), bytes: object.body.count)
     }
 
-    /// Moves the finished temporary file to `path`, refusing to replace another original's file.
-    private func place(_ temporary: String, at path: String, _ object: StorageObject) throws(ImagePipeError) {
-        guard let origin = object.origin, !object.replacesOtherOriginals else {
+    /// Moves the finished temporary file to `path` as the object's policy allows; true when the
+    /// same original's identical output was found there and kept (the temporary file is dropped).
+    private func place(_ temporary: String, at path: String, _ object: StorageObject) throws(ImagePipeError) -> Bool {
+        guard let origin = object.origin, object.policy != .replaceAny else {
             if rename(temporary, path) != 0 { throw Self.failure(errno, "cannot rename into \(path)") }
-            return
+            return false
         }
         if link(temporary, path) == 0 {
             unlink(temporary)
-            return
+            return false
         }
         let linkError = errno
         guard linkError == EEXIST || linkError == EPERM || linkError == EOPNOTSUPP || linkError == EMLINK else {
             throw Self.failure(linkError, "cannot link into \(path)")
         }
         // Taken (or no hard links on this file system: then the check below is not atomic).
-        let holder = Self.origin(atPath: path)
-        if linkError == EEXIST || holder != nil || access(path, F_OK) == 0 {
+        if linkError == EEXIST || access(path, F_OK) == 0 {
+            let holder = Self.origin(atPath: path)
             guard origin.isSameOriginal(as: holder) else {
                 throw .keyCollision(key: object.key, source: origin.source, existing: holder)
             }
+            if object.policy == .create, holder?.variant == origin.variant {
+                unlink(temporary)
+                return true
+            }
         }
         if rename(temporary, path) != 0 { throw Self.failure(errno, "cannot rename into \(path)") }
+        return false
     }
 
     public func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? {

@@ -11,11 +11,12 @@ import Foundation
 /// All methods are called concurrently from the pipeline's queues and block until done; they must
 /// be safe to call from several threads at once.
 public protocol StorageRepository: Sendable {
-    /// Stores one object.
+    /// Stores one object as its ``StorageObject/policy`` allows.
     ///
-    /// Unless ``StorageObject/replacesOtherOriginals`` is set, a store that can check atomically
-    /// (the local directory) refuses with `keyCollision` to replace an object made from another
-    /// original; the FileHandler checks every store with ``existing(_:)`` before it decodes.
+    /// The FileHandler looks every key up with ``existing(_:)`` before it decodes; the policy says
+    /// what it found, and a store enforces it as far as it can at write time (the local directory
+    /// atomically, with a hard link; S3 and Supabase with a conditional write for new keys), so a
+    /// writer that got there in between is never silently replaced.
     ///
     /// - Throws: ``ImagePipeError`` with `storageUnavailable` when retrying may help, `storageFull`
     ///   when the destination has no space left, `storageRejected` when retrying will not help,
@@ -53,18 +54,40 @@ public struct Origin: Sendable, Hashable, Codable {
     public var width: Int?
     /// See ``width``.
     public var height: Int?
+    /// What the object is: the variant's spec (`large=2048x2048,jpeg,q82`) or `original`, so a
+    /// re-run after a variant's settings changed makes it again instead of skipping it.
+    public var variant: String?
 
     /// Creates an origin.
-    public init(sha256: String, source: String, width: Int? = nil, height: Int? = nil) {
+    public init(sha256: String, source: String, width: Int? = nil, height: Int? = nil, variant: String? = nil) {
         self.sha256 = sha256
         self.source = source
         self.width = width
         self.height = height
+        self.variant = variant
     }
 
     /// Whether `other` was made from the same original bytes (names may differ: a re-delivery
     /// under another name of the same file is the same original).
     public func isSameOriginal(as other: Origin?) -> Bool { other?.sha256 == sha256 }
+}
+
+extension StorageRepository {
+    /// What a conditional create does when it finds its key taken since the look-up: keeps the same
+    /// original's identical output (reported in place), writes a stale one of the same original
+    /// again, and refuses another original's with `keyCollision`.
+    public func settleTakenKey(_ object: StorageObject, url: String) throws(ImagePipeError) -> StoredObject {
+        let holder = try existing(object.key)?.origin
+        guard let origin = object.origin, origin.isSameOriginal(as: holder) else {
+            throw .keyCollision(key: object.key, source: object.origin?.source ?? object.key, existing: holder)
+        }
+        guard holder?.variant == origin.variant else {
+            var again = object
+            again.policy = .replaceSameOriginal
+            return try put(again)
+        }
+        return StoredObject(key: object.key, url: url, bytes: object.body.count, wasInPlace: true)
+    }
 }
 
 /// An object found under a key.
@@ -126,19 +149,31 @@ public struct StorageObject: Sendable {
     public var cacheControl: String?
     /// The original it was made from, recorded with the object.
     public var origin: Origin?
-    /// Whether it may replace an object made from another original (`--overwrite`).
-    public var replacesOtherOriginals: Bool
+    /// What it may replace.
+    public var policy: WritePolicy
 
     /// Creates an object.
     public init(key: String, body: Data, contentType: String, cacheControl: String? = nil, origin: Origin? = nil,
-                replacesOtherOriginals: Bool = false) {
+                policy: WritePolicy = .replaceSameOriginal) {
         self.key = key
         self.body = body
         self.contentType = contentType
         self.cacheControl = cacheControl
         self.origin = origin
-        self.replacesOtherOriginals = replacesOtherOriginals
+        self.policy = policy
     }
+}
+
+/// What a put may find under its key and replace.
+public enum WritePolicy: Sendable, Hashable {
+    /// The key was free when looked up: if an object of the same original appeared since, it is
+    /// kept as it is (the put reports it in place); another original's is a `keyCollision`.
+    case create
+    /// The key held this original's output (a re-run redoing it): replace it, but not another
+    /// original's object that appeared since.
+    case replaceSameOriginal
+    /// Replace whatever is there (`--overwrite`, `--update`).
+    case replaceAny
 }
 
 /// Where an object ended up.
@@ -149,32 +184,49 @@ public struct StoredObject: Sendable, Hashable, Codable {
     public var url: String
     /// The stored size in bytes.
     public var bytes: Int
+    /// Whether the put found this original's object already there (written by a concurrent job of
+    /// the same original) and kept it instead of writing; not part of the record.
+    public var wasInPlace = false
 
     /// Creates a record of a stored object.
-    public init(key: String, url: String, bytes: Int) {
+    public init(key: String, url: String, bytes: Int, wasInPlace: Bool = false) {
         self.key = key
         self.url = url
         self.bytes = bytes
+        self.wasInPlace = wasInPlace
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case key, url, bytes
     }
 }
 
 extension ImagePipeError {
-    /// The collision of `object` with what `existing` holds under its key, naming both originals.
+    /// The collision of `source`'s output with what `existing` holds under its key, naming both originals.
     public static func keyCollision(key: String, source: String, existing: Origin?) -> ImagePipeError {
-        let holder = existing.map { "made from '\($0.source)' (sha256 \($0.sha256.prefix(16))…)" }
-            ?? "not written by imagepipe (no recorded original)"
-        return ImagePipeError(.keyCollision, "output key '\(key)' already holds an image \(holder); '\(source)' would replace it. "
+        guard let existing else {
+            return ImagePipeError(.keyCollision, "output key '\(key)' already holds a file with no recorded original (written by "
+                + "another tool, or by an imagepipe older than 0.2); '\(source)' would replace it. Pass --overwrite to replace it")
+        }
+        if existing.source == source {
+            return ImagePipeError(.keyCollision, "'\(source)' changed since output key '\(key)' was made from it (then sha256 "
+                + "\(existing.sha256.prefix(16))…). Pass --update to replace outputs of changed originals, or --overwrite to replace any")
+        }
+        return ImagePipeError(.keyCollision, "output key '\(key)' already holds an image made from '\(existing.source)' (sha256 "
+            + "\(existing.sha256.prefix(16))…); '\(source)' would replace it. "
             + "Add {hash} to --key to give each original its own keys, or pass --overwrite to replace it")
     }
 }
 
 extension Origin {
     /// The origin as plain ASCII name–value pairs, for stores whose object metadata travels in HTTP
-    /// headers: `imagepipe-sha256`, `imagepipe-source` (percent-encoded UTF-8) and `imagepipe-size`
-    /// (`WxH`).
+    /// headers: `imagepipe-sha256`, `imagepipe-source` (percent-encoded UTF-8, at most 200
+    /// characters of the name), `imagepipe-size` (`WxH`) and `imagepipe-variant` (percent-encoded).
     public var metadataFields: [String: String] {
-        var fields = ["imagepipe-sha256": sha256, "imagepipe-source": Self.percentEncoded(source)]
+        // S3 takes 2 KB of user metadata in all: a very long name is cut (it only serves messages).
+        var fields = ["imagepipe-sha256": sha256, "imagepipe-source": Self.percentEncoded(String(source.prefix(200)))]
         if let width, let height { fields["imagepipe-size"] = "\(width)x\(height)" }
+        if let variant { fields["imagepipe-variant"] = Self.percentEncoded(variant) }
         return fields
     }
 
@@ -186,7 +238,8 @@ extension Origin {
         let source = lowered["imagepipe-source"].flatMap { $0.removingPercentEncoding } ?? ""
         let size = lowered["imagepipe-size"]?.split(separator: "x").compactMap { Int($0) }
         self.init(sha256: sha256, source: source,
-                  width: size?.count == 2 ? size?[0] : nil, height: size?.count == 2 ? size?[1] : nil)
+                  width: size?.count == 2 ? size?[0] : nil, height: size?.count == 2 ? size?[1] : nil,
+                  variant: lowered["imagepipe-variant"].flatMap { $0.removingPercentEncoding })
     }
 
     private static func percentEncoded(_ text: String) -> String {

@@ -29,7 +29,7 @@ public final class CurlHTTPClient: Sendable {
         /// Creates a configuration; the defaults suit uploads over the internet.
         public init(connectTimeout: Duration = .seconds(10), stallTimeout: Duration = .seconds(30),
                     stallBytesPerSecond: Int = 1, maxIdleHandles: Int = 32,
-                    userAgent: String = "imagepipe/0.1", maxResponseBytes: Int = 4 << 20) {
+                    userAgent: String = "imagepipe/0.2", maxResponseBytes: Int = 4 << 20) {
             self.connectTimeout = connectTimeout
             self.stallTimeout = stallTimeout
             self.stallBytesPerSecond = stallBytesPerSecond

@@ -7,7 +7,9 @@ extension S3Storage {
     static let maxParts = 10_000
 
     /// Uploads `object` in parts; on any failure the upload is aborted so no parts stay billed.
-    func putMultipart(_ object: StorageObject, key: String) throws(ImagePipeError) {
+    /// False when the object was to be new and the key was taken before the upload completed
+    /// (`If-None-Match: *` on the completion).
+    func putMultipart(_ object: StorageObject, key: String) throws(ImagePipeError) -> Bool {
         let body = object.body
         let partSize = max(configuration.partSize, (body.count + Self.maxParts - 1) / Self.maxParts)
 
@@ -47,35 +49,43 @@ extension S3Storage {
                 digests += md5
                 offset += part.count
             }
-            try complete(key: key, uploadID: created, parts: parts, digests: digests)
+            let completed = try complete(key: key, uploadID: created, parts: parts, digests: digests, ifAbsent: object.policy == .create)
+            if !completed { abort(key: key, uploadID: created) }
+            return completed
         } catch {
             abort(key: key, uploadID: created)
             throw error
         }
     }
 
-    private func complete(key: String, uploadID: String, parts: [(number: Int, etag: String)], digests: [UInt8]) throws(ImagePipeError) {
+    private func complete(key: String, uploadID: String, parts: [(number: Int, etag: String)], digests: [UInt8],
+                          ifAbsent: Bool) throws(ImagePipeError) -> Bool {
         let xml = "<CompleteMultipartUpload>"
             + parts.map { "<Part><PartNumber>\($0.number)</PartNumber><ETag>\(XMLText.escape($0.etag))</ETag></Part>" }.joined()
             + "</CompleteMultipartUpload>"
         let body = Data(xml.utf8)
-        let headers: [(name: String, value: String)] = [
+        var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/xml"), ("Content-MD5", Data(Digests.md5(body)).base64EncodedString()),
         ]
+        if ifAbsent { headers.append(("If-None-Match", "*")) }
         // S3's ETag of a completed upload is the MD5 of the parts' MD5s and the part count.
         let expectedETag = "\(Digests.md5(digests).hexString)-\(parts.count)"
         var answerLost = false
-        try run("CompleteMultipartUpload", key) { (_) throws(RequestFailure) in
+        return try run("CompleteMultipartUpload", key) { (_) throws(RequestFailure) -> Bool in
             do throws(RequestFailure) {
                 let response = try send("POST", key: key, query: [("uploadId", uploadID)], headers: headers,
                                         body: body, payloadHash: Digests.sha256(body).hexString)
                 // Completion can fail after S3 has already answered 200, with the error in the body.
                 if let failure = S3ErrorResponse.embeddedError(response) { throw failure }
+                return true
+            } catch .server(412, _, _, _) where ifAbsent && !answerLost {
+                return false
             } catch .server(404, "NoSuchUpload", let message, let retryable) where answerLost {
                 // An earlier attempt may have completed the upload and lost only its answer.
                 guard completedObjectMatches(key: key, expectedETag: expectedETag) else {
                     throw .server(status: 404, code: "NoSuchUpload", message: message, retryable: retryable)
                 }
+                return true
             } catch {
                 if case .transport = error { answerLost = true }
                 throw error

@@ -40,30 +40,36 @@ public final class S3Storage: StorageRepository, Sendable {
         try KeyTemplate.validate(key: object.key)
         try keyLimits.check(object.key)
         let key = configuration.destination.fullKey(object.key)
-        if object.body.count > configuration.multipartThreshold {
-            try putMultipart(object, key: key)
-        } else {
-            try putSingle(object, key: key)
-        }
+        let written = object.body.count > configuration.multipartThreshold
+            ? try putMultipart(object, key: key) : try putSingle(object, key: key)
+        // The key was free when looked up and is taken now.
+        if !written { return try settleTakenKey(object, url: configuration.objectURL(forKey: key)) }
         logger.trace("stored \(object.body.count) bytes at \(location)\(object.key)")
         return StoredObject(key: object.key, url: configuration.objectURL(forKey: key), bytes: object.body.count)
     }
 
-    private func putSingle(_ object: StorageObject, key: String) throws(ImagePipeError) {
+    /// One PUT; false when the object was to be new (`If-None-Match: *`) and the key is taken.
+    private func putSingle(_ object: StorageObject, key: String) throws(ImagePipeError) -> Bool {
         let md5 = Digests.md5(object.body)
         let payloadHash = Digests.sha256(object.body).hexString
         var headers = objectHeaders(object)
         headers.append(("Content-MD5", Data(md5).base64EncodedString()))
-        try run("PUT", key) { (_) throws(RequestFailure) in
-            let response = try send("PUT", key: key, headers: headers, body: object.body, payloadHash: payloadHash)
-            try verifyETag(response, md5: md5)
+        if object.policy == .create { headers.append(("If-None-Match", "*")) }
+        return try run("PUT", key) { (_) throws(RequestFailure) -> Bool in
+            do throws(RequestFailure) {
+                let response = try send("PUT", key: key, headers: headers, body: object.body, payloadHash: payloadHash)
+                try verifyETag(response, md5: md5)
+                return true
+            } catch .server(412, _, _, _) where object.policy == .create {
+                return false
+            }
         } onIntegrityFailure: {
             removeCorrupted(key)
         }
     }
 
     /// Content-Type and Cache-Control, which S3 keeps with the object and serves back, and the
-    /// object's origin as user metadata (`x-amz-meta-imagepipe-sha256`, `-source`, `-size`).
+    /// object's origin as user metadata (`x-amz-meta-imagepipe-sha256`, `-source`, `-size`, `-variant`).
     func objectHeaders(_ object: StorageObject) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = [("Content-Type", object.contentType)]
         if let cacheControl = object.cacheControl, !cacheControl.isEmpty {

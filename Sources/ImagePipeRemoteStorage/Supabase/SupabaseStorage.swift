@@ -6,7 +6,7 @@ import Logging
 /// Stores objects in a Supabase Storage bucket under a prefix, through its HTTP API.
 ///
 /// Objects up to ``SupabaseConfiguration/resumableThreshold`` go up in one
-/// `POST /storage/v1/object/BUCKET/KEY` with `x-upsert: true`; larger ones through the TUS
+/// `POST /storage/v1/object/BUCKET/KEY`, with `x-upsert: false` when the key must be new; larger ones through the TUS
 /// endpoint in 6 MiB chunks, resuming from the offset the server reports after a failed chunk.
 /// Safe to call from many threads.
 public final class SupabaseStorage: StorageRepository, Sendable {
@@ -36,16 +36,19 @@ public final class SupabaseStorage: StorageRepository, Sendable {
         let key = configuration.destination.fullKey(object.key)
         if object.body.count > configuration.resumableThreshold {
             try TUSUpload(storage: self, object: object, key: key).run()
-        } else {
-            try putStandard(object, key: key)
+        } else if try !putStandard(object, key: key) {
+            // The key was free when looked up and is taken now.
+            return try settleTakenKey(object, url: configuration.objectURL(forKey: key))
         }
         logger.trace("stored \(object.body.count) bytes at \(location)\(object.key)")
         return StoredObject(key: object.key, url: configuration.objectURL(forKey: key), bytes: object.body.count)
     }
 
-    private func putStandard(_ object: StorageObject, key: String) throws(ImagePipeError) {
+    /// One upload; false when the object was to be new (`x-upsert: false`) and the key is taken.
+    private func putStandard(_ object: StorageObject, key: String) throws(ImagePipeError) -> Bool {
         let path = "\(configuration.projectURL.basePath)/storage/v1/object/\(configuration.destination.bucket)/\(key)"
-        var headers = authorizationHeaders + [("Content-Type", object.contentType), ("x-upsert", "true"),
+        let upsert = object.policy == .create ? "false" : "true"
+        var headers = authorizationHeaders + [("Content-Type", object.contentType), ("x-upsert", upsert),
                                               ("Content-MD5", Data(Digests.md5(object.body)).base64EncodedString())]
         if let cacheControl = object.cacheControl, !cacheControl.isEmpty {
             headers.append(("Cache-Control", cacheControl))
@@ -56,9 +59,21 @@ public final class SupabaseStorage: StorageRepository, Sendable {
         }
         let request = HTTPRequest(method: "POST", url: configuration.projectURL.origin + PercentEncoding.encodePath(path),
                                   headers: headers, body: object.body)
-        try run("upload", key) { (_) throws(RequestFailure) in
-            _ = try send(request)
+        return try run("upload", key) { (_) throws(RequestFailure) -> Bool in
+            do throws(RequestFailure) {
+                _ = try send(request)
+                return true
+            } catch {
+                if object.policy == .create, Self.isDuplicate(error) { return false }
+                throw error
+            }
         }
+    }
+
+    /// Supabase answers an upload without upsert onto a taken key with 409 (or 400 carrying `Duplicate`).
+    static func isDuplicate(_ failure: RequestFailure) -> Bool {
+        guard case .server(let status, let code, _, _) = failure else { return false }
+        return status == 409 || code == "Duplicate"
     }
 
     /// `Authorization: Bearer` and `apikey`, both carrying the key, as Supabase's gateway wants.

@@ -41,50 +41,55 @@ struct BatchCommand: ParsableCommand {
 
     func run() throws {
         let logger = CompositionRoot.bootstrapLogging(level: options.logLevel)
+        // Until images start, Ctrl-C (also while a list is read from standard input) stops at once.
+        let interruption = Interruption(logger: logger)
         // Sources are read and checked before the destination is created, so a typo creates nothing.
         let inputs = try sources.map { SourceScanner.Input($0) }
             + (from.map { (path) throws(ImagePipeError) in try Self.readList(path) } ?? [])
         try SourceScanner(inputs: inputs).check()
         let handler = try CompositionRoot.fileHandler(options, force: force, logger: logger)
         let pipeline = CompositionRoot.pipeline(handler, options)
-        if dryRun {
-            let excluded = [handler.storage.location, manifest.map { FilePath.absolute($0) }].compactMap { $0 }
-            try BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded), pipeline: pipeline)
-                .plan { inspected in print(DryRunLine(inspected).text) }
-            return
-        }
-        let writer = try manifest.map { (path) throws(ImagePipeError) in
-            path == "-" ? ManifestWriter(standardOutputThrough: Console.shared.output) : try ManifestWriter(path: path)
-        }
-
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { FilePath.absolute($0) }].compactMap { $0 }
         let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded), pipeline: pipeline)
-        let progress = ProgressLine()
-        let interruption = Interruption(logger: logger)
+        if dryRun {
+            var failures = 0
+            try runner.plan { inspected in
+                if inspected.finished?.status == .failed { failures += 1 }
+                print(DryRunLine(inspected).text)
+            }
+            if failures > 0 { throw ExitCode(1) }
+            return
+        }
 
-        let summary = try runner.run(
-            onStart: { scan in
-                for (path, reason) in scan.unreadable {
-                    logger.warning("cannot list directory \(path): \(reason)")
-                }
-                for skipped in scan.skipped {
-                    writer?.append(skipped)
-                    logger.info("skipped \(skipped.source): \(skipped.reason ?? "")")
-                }
-                if scan.jobs.isEmpty { logger.warning("no images found") }
-                logger.debug("found \(scan.jobs.count) images, \(scan.skipped.count) other entries")
-            },
-            shouldStop: { interruption.isRequested },
-            onResult: { result, state in
-                writer?.append(result)
-                switch result.status {
-                case .failed: logger.error("failed \(result.source): \(result.error ?? "unknown error")")
-                case .skipped: logger.info("skipped \(result.source): \(result.reason ?? "")")
-                case .done: logger.debug("done \(result.source) in \(result.timings.totalMs) ms")
-                }
-                progress.update(state)
-            })
+        let started = ContinuousClock.now
+        // Listing and the destination's check come first: a run that stops here leaves no trace,
+        // not even an emptied manifest.
+        let scan = try runner.start()
+        let writer = try manifest.map { (path) throws(ImagePipeError) in
+            path == "-" ? ManifestWriter(standardOutputThrough: Console.shared.output) : try ManifestWriter(path: path)
+        }
+        for (path, reason) in scan.unreadable {
+            logger.warning("cannot list directory \(path): \(reason)")
+        }
+        for skipped in scan.skipped {
+            writer?.append(skipped)
+            logger.info("skipped \(skipped.source): \(skipped.reason ?? "")")
+        }
+        if scan.jobs.isEmpty { logger.warning("no images found") }
+        logger.debug("found \(scan.jobs.count) images, \(scan.skipped.count) other entries")
+
+        let progress = ProgressLine()
+        interruption.finishWorkInFlight()
+        let summary = runner.run(scan, startedAt: started, shouldStop: { interruption.isRequested }) { result, state in
+            writer?.append(result)
+            switch result.status {
+            case .failed: logger.error("failed \(result.source): \(result.error ?? "unknown error")")
+            case .skipped: logger.info("skipped \(result.source): \(result.reason ?? "")")
+            case .done: logger.debug("done \(result.source) in \(result.timings.totalMs) ms")
+            }
+            progress.update(state)
+        }
         progress.clear()
         writer?.close()
         for line in summary.lines { Console.shared.line("imagepipe: " + line) }

@@ -24,6 +24,10 @@ struct JobOptions: ParsableArguments {
         "Replace outputs made from other originals (each replacement is logged). Without it, such a key fails the image with key_collision."))
     var overwrite = false
 
+    @Flag(name: .long, help: ArgumentHelp(
+        "Replace outputs made from an earlier version of the same original (same name, other bytes), as sync tools do; each is logged."))
+    var update = false
+
     @Option(name: .long, help: "Images compressed at once (one per core unless set).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 

@@ -9,6 +9,7 @@ import Synchronization
 /// A batch stopped this way can simply be run again: finished images are skipped.
 final class Interruption: Sendable {
     private let requested = Atomic<Bool>(false)
+    private let graceful = Atomic<Bool>(false)
     // Dispatch sources are thread-safe; the existential is just not marked Sendable.
     nonisolated(unsafe) private var sources: [any DispatchSourceSignal] = []
 
@@ -18,6 +19,10 @@ final class Interruption: Sendable {
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [weak self] in
                 guard let self else { return }
+                guard graceful.load(ordering: .relaxed) else {
+                    logger.notice("interrupted before any image started")
+                    exit(130)
+                }
                 if requested.exchange(true, ordering: .relaxed) {
                     logger.warning("stopped at once: images in flight were not finished; run the batch again to resume")
                     exit(130)
@@ -30,6 +35,11 @@ final class Interruption: Sendable {
     }
 
     deinit { for source in sources { source.cancel() } }
+
+    /// From now on the first signal lets the images in flight finish (before, it stops at once).
+    func finishWorkInFlight() {
+        graceful.store(true, ordering: .relaxed)
+    }
 
     /// Whether a stop was asked for.
     var isRequested: Bool { requested.load(ordering: .relaxed) }

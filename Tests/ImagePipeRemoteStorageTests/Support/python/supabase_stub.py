@@ -3,7 +3,8 @@
 
 No Supabase server can run here, so this checks what the client sends:
   POST /storage/v1/object/BUCKET/KEY     Authorization: Bearer KEY, apikey: KEY, a real Content-Type,
-                                         x-upsert: true, Content-MD5 matching the body
+                                         x-upsert true or false (false: a taken key is a Duplicate),
+                                         Content-MD5 matching the body
   POST /storage/v1/upload/resumable      TUS 1.0.0 creation: Upload-Length, Upload-Metadata
                                          (bucketName, objectName, contentType), x-upsert: true
   PATCH /storage/v1/upload/resumable/ID  Upload-Offset must match, chunks of at most 6 MiB
@@ -138,8 +139,14 @@ class Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type", "")
         if not content_type or content_type == "application/x-www-form-urlencoded":
             return error(self, 400, "InvalidMimeType", f"bad content type {content_type!r}")
-        if self.headers.get("x-upsert") != "true":
-            return error(self, 409, "Duplicate", "The resource already exists")
+        upsert = self.headers.get("x-upsert")
+        if upsert not in ("true", "false"):
+            return error(self, 400, "InvalidUpsert", "x-upsert must be true or false")
+        with lock:
+            taken = f"{bucket}/{key}" in objects
+        if upsert == "false" and taken:
+            # As Supabase answers an upload without upsert onto a taken key.
+            return error(self, 400, "Duplicate", "The resource already exists")
         md5 = self.headers.get("Content-MD5")
         if md5 is None or base64.b64decode(md5) != hashlib.md5(body).digest():
             return error(self, 400, "InvalidDigest", "Content-MD5 missing or does not match the body")
