@@ -1,5 +1,7 @@
 // Stage 1 of a job: read and hash the source, name its outputs, and look each one up in the destination.
+import Dispatch
 import Foundation
+import Synchronization
 
 /// A job after its source was read and its outputs looked up: ready to compress, or already finished
 /// (skipped because every output is in place, or failed before anything was decoded).
@@ -102,13 +104,13 @@ extension FileHandler {
         }
 
         let checkStart = clock.now
+        let found = lookUp(keys)
         for index in inspected.outputs.indices {
             let key = inspected.outputs[index].key
             let existing: ExistingObject?
-            do {
-                existing = try storage.existing(key)
-            } catch {
-                return end(error.prefixed("checking \(key)"))
+            switch found[index] {
+            case .success(let object): existing = object
+            case .failure(let error): return end(error.prefixed("checking \(key)"))
             }
             inspected.outputs[index].existing = existing
             guard let existing, !origin.isSameOriginal(as: existing.origin) else { continue }
@@ -132,6 +134,17 @@ extension FileHandler {
             inspected.finished = skippedResult(inspected)
         }
         return inspected
+    }
+
+    /// Looks every key up at once: against an object store each look-up is a round trip, and a
+    /// re-run that finds everything in place is made of little else.
+    private func lookUp(_ keys: [String]) -> [Result<ExistingObject?, ImagePipeError>] {
+        let results = Mutex([Result<ExistingObject?, ImagePipeError>](repeating: .success(nil), count: keys.count))
+        DispatchQueue.concurrentPerform(iterations: keys.count) { index in
+            let result = Result { () throws(ImagePipeError) in try storage.existing(keys[index]) }
+            results.withLock { $0[index] = result }
+        }
+        return results.withLock { $0 }
     }
 
     /// Every output's key: the variants in order, then the original through the same template as
