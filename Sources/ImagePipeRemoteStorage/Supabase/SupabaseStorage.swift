@@ -12,23 +12,20 @@ import Logging
 public final class SupabaseStorage: StorageRepository, Sendable {
     /// The configuration.
     public let configuration: SupabaseConfiguration
-    let client: CurlHTTPClient
-    let retrier: Retrier
-    let logger: Logger
+    let supabase: SupabaseClient
+    var logger: Logger { supabase.logger }
 
     /// Creates the storage. Nothing is sent until the first put.
     public init(configuration: SupabaseConfiguration, logger: Logger = Logger(label: "imagepipe.supabase"),
                 quota: RetryQuota = RetryQuota()) {
         self.configuration = configuration
-        self.logger = logger
-        client = CurlHTTPClient(configuration: configuration.http)
-        retrier = Retrier(policy: configuration.retry, quota: quota, logger: logger)
+        supabase = SupabaseClient(configuration: configuration, logger: logger, quota: quota)
     }
 
     public var location: String { "supabase://\(configuration.destination.bucket)/\(configuration.destination.prefix)" }
 
     /// Requests sent and connections opened so far.
-    public var httpStatistics: CurlHTTPClient.Statistics { client.statistics }
+    public var httpStatistics: CurlHTTPClient.Statistics { supabase.http.statistics }
 
     public func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
         try KeyTemplate.validate(key: object.key)
@@ -44,8 +41,7 @@ public final class SupabaseStorage: StorageRepository, Sendable {
     }
 
     private func putStandard(_ object: StorageObject, key: String) throws(ImagePipeError) {
-        let path = "\(configuration.projectURL.basePath)/storage/v1/object/\(configuration.destination.bucket)/\(key)"
-        var headers = authorizationHeaders + [("Content-Type", object.contentType), ("x-upsert", "true"),
+        var headers = supabase.authorizationHeaders + [("Content-Type", object.contentType), ("x-upsert", "true"),
                                               ("Content-MD5", Data(Digests.md5(object.body)).base64EncodedString())]
         if let cacheControl = object.cacheControl, !cacheControl.isEmpty {
             headers.append(("Cache-Control", cacheControl))
@@ -54,36 +50,17 @@ public final class SupabaseStorage: StorageRepository, Sendable {
         if let userMetadata = Self.userMetadata(object) {
             headers.append(("x-metadata", Data(userMetadata.utf8).base64EncodedString()))
         }
-        let request = HTTPRequest(method: "POST", url: configuration.projectURL.origin + PercentEncoding.encodePath(path),
+        let request = HTTPRequest(method: "POST", url: supabase.url("/storage/v1/object/\(configuration.destination.bucket)/\(key)"),
                                   headers: headers, body: object.body)
         try run("upload", key) { (_) throws(RequestFailure) in
-            _ = try send(request)
+            _ = try supabase.send(request)
         }
-    }
-
-    /// `Authorization: Bearer` and `apikey`, both carrying the key, as Supabase's gateway wants.
-    var authorizationHeaders: [(name: String, value: String)] {
-        [("Authorization", "Bearer \(configuration.key)"), ("apikey", configuration.key)]
-    }
-
-    /// Sends one request; any non-2xx answer becomes a ``RequestFailure``.
-    func send(_ request: HTTPRequest) throws(RequestFailure) -> HTTPResponse {
-        let started = ContinuousClock.now
-        let response: HTTPResponse
-        do {
-            response = try client.perform(request)
-        } catch {
-            throw .transport(error)
-        }
-        logger.trace("\(request.method) \(request.url) -> \(response.status) in \((ContinuousClock.now - started).formattedSeconds)")
-        guard response.isSuccess else { throw SupabaseErrorResponse.failure(response) }
-        return response
     }
 
     /// Runs one retried step, turning its final failure into an ImagePipeError naming the object.
     func run<T>(_ what: String, _ key: String, _ attempt: (Int) throws(RequestFailure) -> T) throws(ImagePipeError) -> T {
         do {
-            return try retrier.run("\(what) \(key)", attempt)
+            return try supabase.retrier.run("\(what) \(key)", attempt)
         } catch {
             throw error.failure.imagePipeError("\(what) supabase://\(configuration.destination.bucket)/\(key)", attempts: error.attempts)
         }
