@@ -27,12 +27,7 @@ import Testing
     }
 
     func readError(_ repository: S3SourceRepository, _ key: String, maxBytes: Int = 1 << 20) -> ImagePipeError? {
-        do {
-            _ = try repository.read(location(key), maxBytes: maxBytes)
-            return nil
-        } catch {
-            return error
-        }
+        thrownError { () throws(ImagePipeError) in try repository.read(location(key), maxBytes: maxBytes) }
     }
 
     @Test func anObjectIsReadWholeWithItsETag() throws {
@@ -145,18 +140,12 @@ import Testing
     }
 
     @Test func aBucketThatCannotBeListedIsAConfigurationError() throws {
-        func listError(_ repository: S3SourceRepository, _ folder: ObjectLocation) -> ImagePipeError? {
-            do {
-                _ = try repository.list(folder)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        let missing = try #require(listError(try repository(), location("", bucket: "no-such-bucket")))
+        let right = try repository()
+        let missing = try #require(thrownError { () throws(ImagePipeError) in try right.list(location("", bucket: "no-such-bucket")) })
         #expect(missing.code == .configuration)
         #expect(missing.reason == "bucket s3://no-such-bucket does not exist at \(moto.endpoint)")
-        let refused = try #require(listError(try repository(secret: "wrong"), location("")))
+        let wrong = try repository(secret: "wrong")
+        let refused = try #require(thrownError { () throws(ImagePipeError) in try wrong.list(location("")) })
         #expect(refused.code == .configuration)
         #expect(refused.reason.contains("access to bucket s3://\(bucket) is denied (403)") && refused.reason.contains("s3:GetObject"),
                 "\(refused.reason)")

@@ -13,12 +13,7 @@ import Testing
     }
 
     func readError(_ repository: SupabaseSourceRepository, _ key: String, maxBytes: Int = 1 << 20) -> ImagePipeError? {
-        do {
-            _ = try repository.read(location(key), maxBytes: maxBytes)
-            return nil
-        } catch {
-            return error
-        }
+        thrownError { () throws(ImagePipeError) in try repository.read(location(key), maxBytes: maxBytes) }
     }
 
     @Test func aFolderIsListedRecursivelyPageByPage() throws {
@@ -87,20 +82,12 @@ import Testing
 
     @Test func aMissingBucketOrARefusedKeyIsAConfigurationError() throws {
         let stub = try SupabaseStub(key: key)
-        func listError(_ repository: SupabaseSourceRepository, _ folder: ObjectLocation) -> ImagePipeError? {
-            do {
-                _ = try repository.list(folder)
-                return nil
-            } catch {
-                return error
-            }
-        }
         let repository = SupabaseSourceRepository(configuration: try stub.configuration())
-        let missing = try #require(listError(repository, location("", bucket: "nobucket")))
+        let missing = try #require(thrownError { () throws(ImagePipeError) in try repository.list(location("", bucket: "nobucket")) })
         #expect(missing.code == .configuration)
         #expect(missing.reason == "bucket supabase://nobucket does not exist in \(stub.url)")
         let wrongKey = SupabaseSourceRepository(configuration: try stub.configuration(key: "wrong"))
-        let refused = try #require(listError(wrongKey, location("photos/")))
+        let refused = try #require(thrownError { () throws(ImagePipeError) in try wrongKey.list(location("photos/")) })
         #expect(refused.code == .configuration && refused.reason.contains("is denied"), "\(refused.reason)")
         #expect(try repository.list(location("")).isEmpty, "an empty bucket lists as empty")
     }

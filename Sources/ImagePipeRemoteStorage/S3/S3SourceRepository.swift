@@ -44,11 +44,12 @@ public final class S3SourceRepository: SourceRepository {
                 objects.append(ListedObject(location: folder.sibling(key: key), bytes: XMLText.first("Size", in: entry).flatMap { Int($0) },
                                             etag: FetchedObject.unquoted(XMLText.first("ETag", in: entry))))
             }
-            token = XMLText.first("IsTruncated", in: page) == "true" ? XMLText.first("NextContinuationToken", in: page) : nil
-            if XMLText.first("IsTruncated", in: page) == "true", token?.isEmpty != false {
+            guard XMLText.first("IsTruncated", in: page) == "true" else { break }
+            token = XMLText.first("NextContinuationToken", in: page)
+            guard token?.isEmpty == false else {
                 throw .configuration("listing \(folder) stopped: the store said there is more but gave no continuation token")
             }
-        } while token != nil
+        } while true
         return objects
     }
 
