@@ -52,15 +52,17 @@ enum StorageFactory {
         var repositories: [any SourceRepository] = []
         var seen: Set<String> = []
         for url in urls {
-            let scheme = try ObjectLocation(parsing: url).scheme
-            guard seen.insert(scheme).inserted else { continue }
-            switch scheme {
+            let location = try ObjectLocation(parsing: url)
+            guard seen.insert(location.scheme).inserted else { continue }
+            // Resolved for the bucket alone: a source's key need not follow the rules of a destination prefix.
+            let bucket = "\(location.scheme)://\(location.bucket)"
+            switch location.scheme {
             case "s3":
-                let configuration = try S3Configuration.resolve(destination: url, endpoint: options.endpoint, region: options.region,
+                let configuration = try S3Configuration.resolve(destination: bucket, endpoint: options.endpoint, region: options.region,
                                                                 publicBaseURL: nil, environment: environment)
                 repositories.append(S3SourceRepository(configuration: configuration, logger: Logger(label: "imagepipe.s3")))
             default:
-                let configuration = try SupabaseConfiguration.resolve(destination: url, publicBaseURL: nil, environment: environment)
+                let configuration = try SupabaseConfiguration.resolve(destination: bucket, publicBaseURL: nil, environment: environment)
                 repositories.append(SupabaseSourceRepository(configuration: configuration, logger: Logger(label: "imagepipe.supabase")))
             }
         }
