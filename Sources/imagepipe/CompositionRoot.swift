@@ -13,14 +13,17 @@ enum CompositionRoot {
         return Logger(label: "imagepipe")
     }
 
-    /// The FileHandler for a set of job options.
-    static func fileHandler(_ options: JobOptions, force: Bool = false, logger: Logger) throws(ImagePipeError) -> FileHandler {
+    /// The FileHandler for a set of job options, reading the sources that are URLs among `sources`
+    /// from object storage (up to `maxSourceBytes` each).
+    static func fileHandler(_ options: JobOptions, force: Bool = false, sources: [String] = [], maxSourceBytes: Int = 256 << 20,
+                            logger: Logger) throws(ImagePipeError) -> FileHandler {
         try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
         let configuration = FileHandler.Configuration(
             variants: try options.variantSpecs(),
             keyTemplate: try KeyTemplate(options.key),
             limits: CompressionLimits(maxPixels: options.maxPixels),
             cacheControl: options.storage.cacheControl,
+            maxSourceBytes: maxSourceBytes,
             storeOriginal: options.storage.withOriginal,
             overwrite: options.overwrite,
             update: options.update,
@@ -28,7 +31,10 @@ enum CompositionRoot {
         var encoders = VipsCompressor.Configuration()
         let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage * options.jobs
         encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory : nil
-        return FileHandler(compressor: try VipsCompressor(configuration: encoders), storage: try StorageFactory.make(options.storage),
+        let sourceURLs = sources.filter(ObjectLocation.isURL)
+        return FileHandler(compressor: try VipsCompressor(configuration: encoders),
+                           storage: try StorageFactory.make(options.storage, sourceURLs: sourceURLs),
+                           sources: try StorageFactory.sources(sourceURLs, options.storage),
                            configuration: configuration, logger: logger)
     }
 

@@ -1,4 +1,4 @@
-// Turns --dest and its options into the storage repository that serves it.
+// Turns --dest and its options into the storage repository that serves it, and source URLs into the repositories that read them.
 import Foundation
 import ImagePipe
 import ImagePipeRemoteStorage
@@ -9,13 +9,14 @@ enum StorageFactory {
     /// The repository named by `--dest`: a local directory (path or `file://`), an S3 bucket
     /// (`s3://`) or a Supabase Storage bucket (`supabase://`). Credentials come from the environment
     /// only, never from flags, so they cannot show up in `ps`, shell history or `--help`.
-    static func make(_ options: StorageOptions,
+    /// `--endpoint` and `--region` apply to an `s3://` destination and to `s3://` sources among `sourceURLs`.
+    static func make(_ options: StorageOptions, sourceURLs: [String] = [],
                      environment: [String: String] = ProcessInfo.processInfo.environment) throws(ImagePipeError) -> any StorageRepository {
         let destination = options.dest
         let scheme = destination.range(of: "://").map { destination[..<$0.lowerBound].lowercased() }
-        if scheme != "s3" {
-            if options.endpoint != nil { throw .configuration("--endpoint applies only to s3:// destinations") }
-            if options.region != nil { throw .configuration("--region applies only to s3:// destinations") }
+        if scheme != "s3", !sourceURLs.contains(where: { $0.lowercased().hasPrefix("s3://") }) {
+            if options.endpoint != nil { throw .configuration("--endpoint applies only to s3:// destinations and sources") }
+            if options.region != nil { throw .configuration("--region applies only to s3:// destinations and sources") }
         }
         if scheme != "s3" && scheme != "supabase" && options.publicBaseURL != nil {
             throw .configuration("--public-base-url applies only to s3:// and supabase:// destinations")
@@ -41,5 +42,30 @@ enum StorageFactory {
             guard !destination.isEmpty else { throw .configuration("--dest is empty") }
             return LocalDirectoryStorage(root: destination)
         }
+    }
+
+    /// One repository per scheme among `urls` (`s3://` or `supabase://` sources), resolved like a
+    /// destination of that scheme: the same flags, environment and files, so sources and
+    /// destination in one store share everything but the bucket.
+    static func sources(_ urls: [String], _ options: StorageOptions,
+                        environment: [String: String] = ProcessInfo.processInfo.environment) throws(ImagePipeError) -> [any SourceRepository] {
+        var repositories: [any SourceRepository] = []
+        var seen: Set<String> = []
+        for url in urls {
+            let location = try ObjectLocation(parsing: url)
+            guard seen.insert(location.scheme).inserted else { continue }
+            // Resolved for the bucket alone: a source's key need not follow the rules of a destination prefix.
+            let bucket = "\(location.scheme)://\(location.bucket)"
+            switch location.scheme {
+            case "s3":
+                let configuration = try S3Configuration.resolve(destination: bucket, endpoint: options.endpoint, region: options.region,
+                                                                publicBaseURL: nil, environment: environment)
+                repositories.append(S3SourceRepository(configuration: configuration, logger: Logger(label: "imagepipe.s3")))
+            default:
+                let configuration = try SupabaseConfiguration.resolve(destination: bucket, publicBaseURL: nil, environment: environment)
+                repositories.append(SupabaseSourceRepository(configuration: configuration, logger: Logger(label: "imagepipe.supabase")))
+            }
+        }
+        return repositories
     }
 }

@@ -335,8 +335,11 @@ final class Blackhole {
 
     /// Connections the kernel has completed and that wait, unanswered, in the backlog.
     var connections: Int {
-        // The listener is never accepted from; ss would show them, /proc/net/tcp is enough here.
-        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+        // The listener is never accepted from; ss would show them, /proc/net/tcp is enough here. Read
+        // to its end: String(contentsOfFile:) stops after the first page of a /proc file, which misses
+        // the listener's line once the machine has a few dozen sockets (other tests' TIME_WAITs).
+        let data = (try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/net/tcp")).readToEnd()) ?? nil
+        let table = String(decoding: data ?? Data(), as: UTF8.self)
         let local = String(format: "0100007F:%04X", port)
         return table.split(separator: "\n").filter { line in
             let fields = line.split(separator: " ")

@@ -103,7 +103,7 @@ public struct BatchRunner: Sendable {
                 break
             }
             if let collision = collisions[index] {
-                deliver(JobResult(source: job.relativePath, status: .failed, error: collision))
+                deliver(JobResult(source: job.sourceName, status: .failed, error: collision))
                 continue
             }
             // Wait for room a little at a time, so a stop asked for meanwhile starts nothing more.
@@ -140,7 +140,7 @@ public struct BatchRunner: Sendable {
         for (index, job) in scan.jobs.enumerated() {
             var inspected = pipeline.handler.inspect(job, reserving: false)
             if let collision = collisions[index] {
-                inspected.finished = JobResult(source: job.relativePath, status: .failed, error: collision)
+                inspected.finished = JobResult(source: job.sourceName, status: .failed, error: collision)
             }
             onPlan(inspected)
         }
@@ -162,7 +162,7 @@ public struct BatchRunner: Sendable {
                 try? configuration.keyTemplate.key(for: values, variant: $0.name, ext: $0.format.fileExtension)
             }
             if let clash = keys.first(where: { owners[$0] != nil }), let owner = owners[clash] {
-                let other = owner.relativePath == job.relativePath ? "\(owner.path), given by another input" : "'\(owner.relativePath)'"
+                let other = owner.relativePath == job.relativePath ? "\(owner.path), given by another input" : "'\(owner.sourceName)'"
                 collisions[index] = ImagePipeError(
                     .keyCollision,
                     "output key '\(clash)' is already produced by \(other); add {srcext} or {hash} to --key to keep both")

@@ -1,19 +1,21 @@
-// Finds the images of a batch: folders (recursive, hidden files skipped, sorted, the destination left out) and files.
+// Finds the images of a batch: folders (recursive, hidden files skipped, sorted, the destination left out), files and objects.
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Lists the image files of a batch's inputs: folders, files and the lines of a `--from` list.
+/// Lists the image files of a batch's inputs: folders, files, objects and folders in object storage
+/// (see `SourceScanner+Objects.swift`), and the lines of a `--from` list.
 public struct SourceScanner: Sendable {
     /// File extensions treated as images (lowercase, without the dot). Other files are counted as skipped.
     public static let imageExtensions: Set<String> = [
         "jpg", "jpeg", "jpe", "jfif", "png", "webp", "tif", "tiff", "gif", "heic", "heif", "hif", "avif",
     ]
 
-    /// One path the batch takes sources from: a folder or a file.
+    /// One path the batch takes sources from: a folder or a file, local or in object storage.
     public struct Input: Sendable, Hashable {
-        /// The path as given, relative to the current directory or absolute.
+        /// The path as given, relative to the current directory or absolute, or an `s3://` or
+        /// `supabase://` URL.
         public var path: String
         /// Whether it came from a `--from` list rather than the command line. A listed path that does
         /// not exist fails as that one source (lists go stale); a missing argument stops the batch.
@@ -39,13 +41,18 @@ public struct SourceScanner: Sendable {
 
     /// The inputs, in the order given.
     public let inputs: [Input]
-    /// Absolute directories not to descend into (e.g. a destination inside the source).
+    /// Absolute directories not to descend into (e.g. a destination inside the source), and folder
+    /// URLs in object storage whose objects are left out.
     public let excluded: Set<String>
+    /// What lists and looks up the inputs that are URLs, by scheme.
+    public let sources: [String: any SourceRepository]
 
-    /// Creates a scanner for the inputs, skipping the `excluded` directories.
-    public init(inputs: [Input], excluding excluded: [String] = []) {
+    /// Creates a scanner for the inputs, skipping the `excluded` directories (or folder URLs), with
+    /// the repositories that list URL inputs.
+    public init(inputs: [Input], excluding excluded: [String] = [], sources: [String: any SourceRepository] = [:]) {
         self.inputs = inputs
-        self.excluded = Set(excluded.map(FilePath.absolute))
+        self.excluded = Set(excluded.map { ObjectLocation.isURL($0) ? $0 : FilePath.absolute($0) })
+        self.sources = sources
     }
 
     /// Creates a scanner for one folder (or file).
@@ -53,9 +60,13 @@ public struct SourceScanner: Sendable {
         self.init(inputs: [Input(root)], excluding: excluded)
     }
 
-    /// Checks that every input given on the command line exists, before anything is created or read.
+    /// Checks that every local input given on the command line exists, and that every URL is one,
+    /// before anything is created or read. (URLs are looked up when they are scanned.)
     public func check() throws(ImagePipeError) {
-        let missing = inputs.filter { !$0.listed && !FileManager.default.fileExists(atPath: $0.path) }
+        for input in inputs where ObjectLocation.isURL(input.path) {
+            _ = try ObjectLocation(parsing: input.path)
+        }
+        let missing = inputs.filter { !$0.listed && !ObjectLocation.isURL($0.path) && !FileManager.default.fileExists(atPath: $0.path) }
         guard missing.isEmpty else {
             throw .configuration(missing.map { "source \($0.path) does not exist" }.joined(separator: "; "))
         }
@@ -64,10 +75,17 @@ public struct SourceScanner: Sendable {
     /// Lists every input. A folder gives its images relative to itself; a file goes by its path as
     /// given when that is relative and stays below the current directory, else by its name alone.
     /// A listed path that does not exist becomes a job, which fails when it is read.
+    ///
+    /// - Throws: `configuration` for an input that does not exist, and for a URL whose bucket cannot
+    ///   be listed or read.
     public func scan() throws(ImagePipeError) -> Result {
         try check()
         var result = Result(jobs: [], skipped: [], unreadable: [])
         for input in inputs {
+            if ObjectLocation.isURL(input.path) {
+                try scanObjects(input, into: &result)
+                continue
+            }
             let path = FilePath.absolute(input.path)
             var info = stat()
             guard stat(path, &info) == 0 else {
@@ -146,12 +164,13 @@ public struct SourceScanner: Sendable {
         result.skipped.sort { $0.source < $1.source }
     }
 
-    /// A `not_an_image` result when the name's extension is not an image's; nil for an image.
-    static func skipUnlessImage(_ relative: String) -> JobResult? {
+    /// A `not_an_image` result when the name's extension is not an image's; nil for an image. The
+    /// result names the source `source` (an object's URL), else `relative`.
+    static func skipUnlessImage(_ relative: String, source: String? = nil) -> JobResult? {
         let name = relative.split(separator: "/").last.map(String.init) ?? relative
         let ext = name.lastIndex(of: ".").map { String(name[name.index(after: $0)...]).lowercased() } ?? ""
         if Self.imageExtensions.contains(ext) { return nil }
-        return .skipped(relative, .notAnImage, reason: ext.isEmpty ? "not an image: no file extension"
+        return .skipped(source ?? relative, .notAnImage, reason: ext.isEmpty ? "not an image: no file extension"
                                                                    : "not an image: extension .\(ext)")
     }
 

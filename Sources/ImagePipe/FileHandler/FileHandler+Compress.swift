@@ -10,6 +10,7 @@ extension FileHandler {
         prepared.timings.queueMs += (start - inspected.inspectedAt).milliseconds
         prepared.sha256 = inspected.source?.sha256
         prepared.bytes = inspected.source?.byteCount
+        prepared.sourceETag = inspected.source?.etag
         prepared.reservedKeys = inspected.reservedKeys
         guard let source = inspected.source, let origin = inspected.origin else {
             prepared.failure = ImagePipeError(.unreadableSource, "the source was not read")

@@ -81,12 +81,12 @@ extension FileHandler {
 
         let source: SourceFile
         do {
-            source = try SourceReader.read(job.sourcePath, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
+            source = try readSource(job)
         } catch {
             return end(error)
         }
         inspected.source = source
-        let origin = Origin(sha256: source.sha256, source: job.relativePath)
+        let origin = Origin(sha256: source.sha256, source: job.sourceName)
         inspected.origin = origin
         inspected.timings.readMs = (clock.now - start).milliseconds
 
@@ -98,7 +98,7 @@ extension FileHandler {
         let keys = inspected.outputs.map(\.key)
         if reserving {
             if let clash = reservations.reserve(keys, for: origin) {
-                return end(.keyCollision(key: clash.key, source: job.relativePath, existing: clash.holder))
+                return end(.keyCollision(key: clash.key, source: job.sourceName, existing: clash.holder))
             }
             inspected.reservedKeys = keys
         }
@@ -114,14 +114,14 @@ extension FileHandler {
             }
             inspected.outputs[index].existing = existing
             guard let existing, !origin.isSameOriginal(as: existing.origin) else { continue }
-            let changed = existing.origin?.source == job.relativePath
+            let changed = existing.origin?.source == job.sourceName
             guard configuration.overwrite || (configuration.update && changed) else {
-                return end(.keyCollision(key: key, source: job.relativePath, existing: existing.origin))
+                return end(.keyCollision(key: key, source: job.sourceName, existing: existing.origin))
             }
             // A dry run (nothing reserved) replaces nothing.
             if reserving {
                 logger.notice(changed ? "replacing an output of a changed original" : "replacing an output made from another original",
-                              metadata: ["key": "\(key)", "source": "\(job.relativePath)",
+                              metadata: ["key": "\(key)", "source": "\(job.sourceName)",
                                          "previous_source": "\(existing.origin?.source ?? "unknown")"])
             }
         }
@@ -185,7 +185,9 @@ extension FileHandler {
     private func result(of inspected: InspectedJob, _ status: JobResult.Status, _ error: ImagePipeError?) -> JobResult {
         var timings = inspected.timings
         timings.totalMs = (ContinuousClock.now - inspected.acceptedAt).milliseconds
-        return JobResult(source: inspected.job.relativePath, status: status, error: error, sha256: inspected.source?.sha256,
-                         bytes: inspected.source?.byteCount, timings: timings, attempts: inspected.job.attempt)
+        var result = JobResult(source: inspected.job.sourceName, status: status, error: error, sha256: inspected.source?.sha256,
+                               bytes: inspected.source?.byteCount, timings: timings, attempts: inspected.job.attempt)
+        result.sourceETag = inspected.source?.etag
+        return result
     }
 }

@@ -45,9 +45,11 @@ extension FileHandler {
         timings.storeMs = storeTime.milliseconds
         func result(_ status: JobResult.Status, _ error: ImagePipeError?, _ variants: [VariantRecord] = []) -> JobResult {
             timings.totalMs = (ContinuousClock.now - prepared.acceptedAt).milliseconds
-            return JobResult(source: prepared.job.relativePath, status: status, error: error, sha256: prepared.sha256,
-                             format: prepared.format, width: prepared.size?.width, height: prepared.size?.height,
-                             bytes: prepared.bytes, variants: variants, timings: timings, attempts: prepared.job.attempt)
+            var record = JobResult(source: prepared.job.sourceName, status: status, error: error, sha256: prepared.sha256,
+                                   format: prepared.format, width: prepared.size?.width, height: prepared.size?.height,
+                                   bytes: prepared.bytes, variants: variants, timings: timings, attempts: prepared.job.attempt)
+            record.sourceETag = prepared.sourceETag
+            return record
         }
         if let failure = prepared.failure { return result(.failed, failure) }
 
@@ -80,10 +82,10 @@ extension FileHandler {
                   !reservations.isShared(output.object.key) else { continue }
             do {
                 try storage.delete(output.object.key)
-                logger.info("removed an output of a failed job", metadata: ["key": "\(output.object.key)", "source": "\(prepared.job.relativePath)"])
+                logger.info("removed an output of a failed job", metadata: ["key": "\(output.object.key)", "source": "\(prepared.job.sourceName)"])
             } catch {
                 logger.error("cannot remove an output of a failed job", metadata: [
-                    "key": "\(output.object.key)", "source": "\(prepared.job.relativePath)", "error": "\(error.reason)",
+                    "key": "\(output.object.key)", "source": "\(prepared.job.sourceName)", "error": "\(error.reason)",
                 ])
             }
         }

@@ -6,7 +6,8 @@ import Logging
 /// the ``ImageCompressor`` for every variant, hands each to the ``StorageRepository``.
 ///
 /// The work runs in three stages so a pipeline can put each on the queue that suits it:
-/// 1. ``inspect(_:acceptedAt:)`` (I/O): read and hash the source, name its outputs, and look each
+/// 1. ``inspect(_:acceptedAt:)`` (I/O): read and hash the source (a local file, or an object
+///    downloaded through its ``SourceRepository``), name its outputs, and look each
 ///    up in the destination. A source whose outputs all exist from the same original is skipped
 ///    here, and one whose keys hold another original's outputs fails here: neither is decoded.
 /// 2. ``compress(_:)`` (CPU): decode once, encode every output.
@@ -27,6 +28,9 @@ public struct FileHandler: Sendable {
         public var cacheControl: String?
         /// Sources up to this many bytes are read whole; larger ones are decoded from the file.
         public var inMemoryLimit: Int
+        /// Sources in object storage larger than this are refused before they are downloaded
+        /// (`--max-source-bytes`); smaller ones are read whole into memory.
+        public var maxSourceBytes: Int
         /// Whether the untouched original is stored too, through the key template as variant `original`.
         public var storeOriginal: Bool
         /// Whether outputs made from another original may be replaced (`--overwrite`); each is logged.
@@ -40,12 +44,14 @@ public struct FileHandler: Sendable {
         /// Creates a configuration; the defaults are the `web` preset and the default key template.
         public init(variants: [VariantSpec] = Preset.web, keyTemplate: KeyTemplate = .default,
                     limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = 256 << 20,
-                    storeOriginal: Bool = false, overwrite: Bool = false, update: Bool = false, force: Bool = false) {
+                    maxSourceBytes: Int = 256 << 20, storeOriginal: Bool = false, overwrite: Bool = false, update: Bool = false,
+                    force: Bool = false) {
             self.variants = variants
             self.keyTemplate = keyTemplate
             self.limits = limits
             self.cacheControl = cacheControl
             self.inMemoryLimit = inMemoryLimit
+            self.maxSourceBytes = maxSourceBytes
             self.storeOriginal = storeOriginal
             self.overwrite = overwrite
             self.update = update
@@ -57,6 +63,8 @@ public struct FileHandler: Sendable {
     public let compressor: any ImageCompressor
     /// The storage.
     public let storage: any StorageRepository
+    /// Where sources in object storage are read, by URL scheme.
+    public let sources: [String: any SourceRepository]
     /// The job configuration.
     public let configuration: Configuration
     let logger: Logger
@@ -64,11 +72,12 @@ public struct FileHandler: Sendable {
     /// with different originals' pixels.
     let reservations = KeyReservations()
 
-    /// Creates a handler.
-    public init(compressor: any ImageCompressor, storage: any StorageRepository, configuration: Configuration = .init(),
-                logger: Logger = Logger(label: "imagepipe")) {
+    /// Creates a handler; `sources` read the jobs whose sources are URLs (one repository per scheme).
+    public init(compressor: any ImageCompressor, storage: any StorageRepository, sources: [any SourceRepository] = [],
+                configuration: Configuration = .init(), logger: Logger = Logger(label: "imagepipe")) {
         self.compressor = compressor
         self.storage = storage
+        self.sources = Dictionary(sources.map { ($0.scheme, $0) }, uniquingKeysWith: { first, _ in first })
         self.configuration = configuration
         self.logger = logger
     }

@@ -1,8 +1,8 @@
-// One unit of work: a source file and the name it goes by in keys and manifests.
+// One unit of work: a source (a file or an object in a store) and the name it goes by in keys and manifests.
 
 /// A source image to process.
 public struct Job: Sendable, Hashable {
-    /// Where to read the source.
+    /// Where to read the source: a file's path, or an object's URL.
     public var path: String
     /// The source's path relative to the batch root or inbox, e.g. `2024/trip/IMG_1.jpg`; it
     /// provides `{dir}` and `{stem}` for keys and the `source` field of the result.
@@ -16,6 +16,9 @@ public struct Job: Sendable, Hashable {
     /// user's own folder, no in watch mode, where a delivered link could publish any file the worker
     /// can read.
     public var followsLinks: Bool
+    /// The object to read when the source is in object storage rather than a local file, with its
+    /// size and ETag as listed.
+    public var object: ListedObject?
 
     /// Creates a job.
     public init(path: String, relativePath: String, attempt: Int = 1, rawPath: RawPath? = nil, followsLinks: Bool = true) {
@@ -25,6 +28,17 @@ public struct Job: Sendable, Hashable {
         self.rawPath = rawPath
         self.followsLinks = followsLinks
     }
+
+    /// A job reading an object; `relativePath` (its key relative to the listed folder) gives
+    /// `{dir}` and `{stem}`.
+    public init(object: ListedObject, relativePath: String, attempt: Int = 1) {
+        self.init(path: object.location.description, relativePath: relativePath, attempt: attempt)
+        self.object = object
+    }
+
+    /// The name results and recorded origins give the source: an object's full URL, a file's
+    /// relative path.
+    public var sourceName: String { object == nil ? relativePath : path }
 
     /// What is opened: ``rawPath`` when set, else ``path``.
     public var sourcePath: RawPath { rawPath ?? RawPath(path) }

@@ -27,7 +27,8 @@ public struct JobResult: Sendable, Codable, Equatable {
         case notARegularFile = "not_a_regular_file"
     }
 
-    /// The source's name: its path relative to its batch folder or the inbox, or a file's path as given.
+    /// The source's name: its path relative to its batch folder or the inbox, a file's path as given,
+    /// or an object's full URL.
     public var source: String
     /// Done or failed.
     public var status: Status
@@ -51,6 +52,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var height: Int?
     /// The source size in bytes.
     public var bytes: Int?
+    /// The ETag of a source read from object storage, as the store sent it with the bytes (without quotes).
+    public var sourceETag: String?
     /// The stored variants; empty when the job failed (when skipped: the outputs found in place).
     public var variants: [VariantRecord]
     /// The stored copy of the original, when originals are stored too.
@@ -84,7 +87,7 @@ public struct JobResult: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case source, status, error, errorCode = "error_code", transient, skipCode = "skip_code", reason
-        case sha256, format, width, height, bytes, variants, original
+        case sha256, sourceETag = "source_etag", format, width, height, bytes, variants, original
         case timings, attempts
     }
 }

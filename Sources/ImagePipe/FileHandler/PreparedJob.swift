@@ -26,6 +26,8 @@ public struct PreparedJob: Sendable {
     public var sha256: String?
     /// Source size in bytes, once read.
     public var bytes: Int?
+    /// The ETag of a source read from object storage.
+    public var sourceETag: String?
     /// Source format, once decoded.
     public var format: String?
     /// Source size as displayed, once decoded.

@@ -12,6 +12,8 @@ public struct SourceFile: Sendable {
     public var sha256: String
     /// Size in bytes.
     public var byteCount: Int
+    /// The ETag of an object read from a store.
+    public var etag: String? = nil
 }
 
 /// Reads sources without ever writing to them.

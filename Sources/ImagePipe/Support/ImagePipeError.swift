@@ -9,6 +9,8 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
     public struct Code: Sendable, Hashable, CustomStringConvertible, Codable {
         private enum Value: String, Sendable, CaseIterable {
             case unreadableSource = "unreadable_source"
+            case sourceNotFound = "source_not_found"
+            case sourceForbidden = "source_forbidden"
             case emptyFile = "empty_file"
             case unsupportedFormat = "unsupported_format"
             case corruptImage = "corrupt_image"
@@ -49,13 +51,19 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
 
         /// The source file could not be read (missing, permissions, I/O error).
         public static let unreadableSource = Code(.unreadableSource)
+        /// A source in object storage does not exist (HTTP 404): listed by mistake, or removed since
+        /// the listing.
+        public static let sourceNotFound = Code(.sourceNotFound)
+        /// The object store refuses to hand a source out (HTTP 401 or 403): permissions or credentials.
+        public static let sourceForbidden = Code(.sourceForbidden)
         /// The source file has no bytes.
         public static let emptyFile = Code(.emptyFile)
         /// The bytes are not an image format imagepipe accepts, or its loader is blocked.
         public static let unsupportedFormat = Code(.unsupportedFormat)
         /// The image is truncated or its data is damaged.
         public static let corruptImage = Code(.corruptImage)
-        /// The image declares more pixels than the configured limit.
+        /// The image declares more pixels than the configured limit, or a source in object storage is
+        /// larger than `--max-source-bytes`.
         public static let imageTooLarge = Code(.imageTooLarge)
         /// An output key would escape the destination or is otherwise unusable.
         public static let invalidKey = Code(.invalidKey)

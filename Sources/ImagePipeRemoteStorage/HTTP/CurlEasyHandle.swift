@@ -30,7 +30,8 @@ final class CurlEasyHandle: @unchecked Sendable {
         // Reset clears the previous request's options but keeps the connection cache, which is the point of pooling.
         curl_easy_reset(raw)
         errorBuffer[0] = 0
-        let state = TransferState(bodyLimit: configuration.maxResponseBytes)
+        let state = TransferState(bodyLimit: request.maxResponseBytes ?? configuration.maxResponseBytes,
+                                  checksDeclaredLength: request.method != "HEAD")
 
         var list: UnsafeMutablePointer<curl_slist>?
         for header in request.headers {
@@ -92,6 +93,7 @@ final class CurlEasyHandle: @unchecked Sendable {
         var connects = 0
         ipc_getinfo_long(raw, CURLINFO_NUM_CONNECTS, &connects)
         guard code == CURLE_OK else {
+            if state.refused { throw .tooLarge(declaredLength: state.declaredLength, limit: state.bodyLimit) }
             let detail = String(cString: errorBuffer)
             let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
             throw TransportError(code: Int(code.rawValue), message: message)
@@ -108,8 +110,12 @@ final class CurlEasyHandle: @unchecked Sendable {
         let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
         let length = size * count
         guard let data, length > 0 else { return length }
-        // Answers are small XML or JSON; a huge one means something is wrong, so stop reading it.
-        guard state.body.count + length <= state.bodyLimit else { return 0 }
+        // Beyond what the request accepts (small XML or JSON for uploads, the size limit for a
+        // source): stop reading it.
+        guard state.body.count + length <= state.bodyLimit else {
+            state.refused = true
+            return 0
+        }
         data.withMemoryRebound(to: UInt8.self, capacity: length) { state.body.append($0, count: length) }
         return length
     }
@@ -128,6 +134,15 @@ final class CurlEasyHandle: @unchecked Sendable {
             let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
             let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
             state.headers.append((name, value))
+            if state.checksDeclaredLength, name.caseInsensitiveCompare("Content-Length") == .orderedSame, let length = Int(value) {
+                state.declaredLength = length
+                // Refused from its declared length, before any of the body is read.
+                guard length <= state.bodyLimit else {
+                    state.refused = true
+                    return 0
+                }
+                state.body.reserveCapacity(length)
+            }
         }
         return length
     }
@@ -145,8 +160,14 @@ private final class TransferState {
     var body = Data()
     var headers: [(name: String, value: String)] = []
     let bodyLimit: Int
+    /// Whether a Content-Length is checked against the limit (not for HEAD, whose answer has no body).
+    let checksDeclaredLength: Bool
+    var declaredLength: Int?
+    /// Whether the answer was abandoned for its length.
+    var refused = false
 
-    init(bodyLimit: Int) {
+    init(bodyLimit: Int, checksDeclaredLength: Bool) {
         self.bodyLimit = bodyLimit
+        self.checksDeclaredLength = checksDeclaredLength
     }
 }

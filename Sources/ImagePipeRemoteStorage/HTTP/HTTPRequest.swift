@@ -11,13 +11,18 @@ public struct HTTPRequest: Sendable {
     public var headers: [(name: String, value: String)]
     /// The body; empty for none. It is sent straight from this buffer, never copied.
     public var body: Data
+    /// The longest answer body accepted; nil for the client's ``CurlHTTPClient/Configuration/maxResponseBytes``.
+    /// An answer declaring more (Content-Length) is abandoned before its body is read.
+    public var maxResponseBytes: Int?
 
     /// Creates a request.
-    public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+    public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: Data = Data(),
+                maxResponseBytes: Int? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.maxResponseBytes = maxResponseBytes
     }
 
     /// The last value of a header, matched case-insensitively.

@@ -8,12 +8,25 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     public let code: Int
     /// libcurl's explanation, with the detail from its error buffer when there is one.
     public let message: String
+    /// For an answer refused as too large (``isTooLarge``): the length it declared, or nil when it
+    /// declared none and only turned out too long while being read.
+    public let declaredLength: Int?
 
     /// Creates an error from a libcurl code and message.
-    public init(code: Int, message: String) {
+    public init(code: Int, message: String, declaredLength: Int? = nil) {
         self.code = code
         self.message = message
+        self.declaredLength = declaredLength
     }
+
+    /// An answer longer than the request accepts, abandoned before (or while) its body was read.
+    static func tooLarge(declaredLength: Int?, limit: Int) -> TransportError {
+        TransportError(code: Int(CURLE_FILESIZE_EXCEEDED.rawValue),
+                       message: "the answer is longer than the \(limit) bytes accepted", declaredLength: declaredLength)
+    }
+
+    /// Whether the answer was abandoned for being longer than the request accepts; not worth retrying.
+    public var isTooLarge: Bool { code == Int(CURLE_FILESIZE_EXCEEDED.rawValue) }
 
     /// Whether the transfer timed out (connect timeout or a stalled transfer); such retries cost more quota.
     public var isTimeout: Bool { code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }

@@ -42,11 +42,13 @@ public enum RequestFailure: Error, Sendable, CustomStringConvertible {
 
     /// The ImagePipeError a storage reports once its retries are over.
     func imagePipeError(_ context: String, attempts: Int) -> ImagePipeError {
-        if isRetryable {
-            let tries = attempts == 1 ? "1 attempt" : "\(attempts) attempts"
-            return ImagePipeError(.storageUnavailable, "\(context): \(description) (gave up after \(tries))")
-        }
+        if isRetryable { return ImagePipeError(.storageUnavailable, exhausted(context, attempts: attempts)) }
         return ImagePipeError(.storageRejected, "\(context): \(description)")
+    }
+
+    /// `context: description (gave up after N attempts)`, the reason of a retryable failure whose retries ran out.
+    func exhausted(_ context: String, attempts: Int) -> String {
+        "\(context): \(description) (gave up after \(attempts == 1 ? "1 attempt" : "\(attempts) attempts"))"
     }
 
     /// The standard-mode rule for HTTP errors: throttling, server errors and S3's transient codes.

@@ -18,8 +18,10 @@ public struct S3Configuration: Sendable {
     public var region: String
     /// The service endpoint (for AWS, `https://s3.REGION.amazonaws.com`).
     public var endpoint: ServiceEndpoint
-    /// Path-style or virtual-hosted requests.
+    /// Path-style or virtual-hosted requests (for the destination's bucket; see ``addressing(of:)``).
     public var addressing: Addressing
+    /// Whether the endpoint is AWS's own, chosen from the region rather than given.
+    private let isAWS: Bool
     /// The signing credentials.
     public var credentials: AWSCredentials
     /// The base of the URLs recorded for stored objects; nil for the store's own object URLs.
@@ -43,6 +45,7 @@ public struct S3Configuration: Sendable {
                 retry: RetryPolicy = .standard, http: CurlHTTPClient.Configuration = .init()) {
         self.destination = destination
         self.region = region
+        isAWS = endpoint == nil
         if let endpoint {
             self.endpoint = endpoint
             addressing = .path
@@ -88,21 +91,26 @@ public struct S3Configuration: Sendable {
                                publicBaseURL: publicBaseURL, retry: retry)
     }
 
-    /// The host and decoded path a request for `key` (a full key, prefix included) goes to.
-    func target(forKey key: String) -> (endpoint: ServiceEndpoint, path: String) {
-        switch addressing {
-        case .path:
-            return (endpoint, endpoint.basePath + "/" + destination.bucket + "/" + key)
-        case .virtualHosted:
-            return (endpoint.withHost(destination.bucket + "." + endpoint.host), endpoint.basePath + "/" + key)
-        }
+    /// How requests address `bucket`: as set for the destination's; for another bucket (a source's)
+    /// virtual-hosted on AWS unless its name has dots, path-style on any other endpoint.
+    public func addressing(of bucket: String) -> Addressing {
+        if bucket == destination.bucket { return addressing }
+        return isAWS && !bucket.contains(".") ? .virtualHosted : .path
     }
 
-    /// The host and decoded path of requests on the bucket itself.
-    func bucketTarget() -> (endpoint: ServiceEndpoint, path: String) {
-        switch addressing {
-        case .path: (endpoint, endpoint.basePath + "/" + destination.bucket)
-        case .virtualHosted: (endpoint.withHost(destination.bucket + "." + endpoint.host), endpoint.basePath + "/")
+    /// The host and decoded path a request for `key` (a full key, prefix included) goes to.
+    func target(forKey key: String) -> (endpoint: ServiceEndpoint, path: String) {
+        target(bucket: destination.bucket, key: key)
+    }
+
+    /// The host and decoded path of a request for `key` in `bucket`, or for the bucket itself when
+    /// `key` is nil.
+    func target(bucket: String, key: String?) -> (endpoint: ServiceEndpoint, path: String) {
+        switch addressing(of: bucket) {
+        case .path:
+            return (endpoint, endpoint.basePath + "/" + bucket + (key.map { "/" + $0 } ?? ""))
+        case .virtualHosted:
+            return (endpoint.withHost(bucket + "." + endpoint.host), endpoint.basePath + "/" + (key ?? ""))
         }
     }
 

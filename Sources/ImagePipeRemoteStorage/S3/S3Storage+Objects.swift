@@ -11,21 +11,17 @@ extension S3Storage {
         KeyLimits(maxKeyBytes: 1024 - configuration.destination.prefix.utf8.count)
     }
 
-    /// HEAD on the object: its size and the origin in its user metadata.
-    ///
-    /// S3 answers 404 for a missing key only to callers allowed to list the bucket (`s3:ListBucket`);
-    /// others get 403 for a missing key and an existing one alike, which fails here with the reason.
+    /// HEAD on the object: its size and the origin in its user metadata (see ``S3Client/head(bucket:key:)``
+    /// for what a caller without `s3:ListBucket` gets).
     public func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? {
         let fullKey = configuration.destination.fullKey(key)
-        let response = try run("HEAD", fullKey) { (_) throws(RequestFailure) -> HTTPResponse? in
-            do throws(RequestFailure) {
-                return try send("HEAD", key: fullKey)
-            } catch {
-                if case .server(let status, _, _, _) = error, status == 404 { return nil }
-                throw error
-            }
+        let found: HTTPResponse?
+        do {
+            found = try s3.head(bucket: configuration.destination.bucket, key: fullKey)
+        } catch {
+            throw error.failure.imagePipeError("HEAD s3://\(configuration.destination.bucket)/\(fullKey)", attempts: error.attempts)
         }
-        guard let response else { return nil }
+        guard let response = found else { return nil }
         var fields: [String: String] = [:]
         for (name, value) in response.headers where name.lowercased().hasPrefix(Self.metadataPrefix) {
             fields[String(name.dropFirst(Self.metadataPrefix.count))] = value
@@ -45,43 +41,14 @@ extension S3Storage {
     /// HEAD on the bucket: a missing bucket, refused credentials or an unreachable endpoint stop the
     /// command before any image is decoded. Needs `s3:ListBucket`, which the up-to-date check needs too.
     public func probe() throws(ImagePipeError) {
-        let bucket = "s3://\(configuration.destination.bucket)"
+        let bucket = configuration.destination.bucket
         do {
-            _ = try retrier.run("HEAD \(bucket)") { (_) throws(RequestFailure) in
-                try sendBucketRequest("HEAD")
+            _ = try s3.retrier.run("HEAD s3://\(bucket)") { (_) throws(RequestFailure) in
+                try s3.send("HEAD", bucket: bucket, key: nil)
             }
         } catch {
-            let status: Int? = if case .server(let status, _, _, _) = error.failure { status } else { nil }
-            switch status {
-            case 404:
-                throw .configuration("bucket \(bucket) does not exist at \(configuration.endpoint.origin)")
-            case 403:
-                throw .configuration("access to bucket \(bucket) is denied (403): check the credentials, and that they may "
-                                     + "list the bucket (s3:ListBucket), read, write and delete objects under its prefix")
-            case 301, 400:
-                throw .configuration("bucket \(bucket) refused the request (\(error.failure)): is --region right? (now \(configuration.region))")
-            default:
-                throw .configuration("cannot reach bucket \(bucket) at \(configuration.endpoint.origin): \(error.failure)")
-            }
+            throw s3.bucketError(bucket, error.failure,
+                                 permissions: "list the bucket (s3:ListBucket), read, write and delete objects under its prefix")
         }
-    }
-
-    /// A signed request on the bucket itself (no key).
-    private func sendBucketRequest(_ method: String) throws(RequestFailure) -> HTTPResponse {
-        let (endpoint, path) = configuration.bucketTarget()
-        var signable = SigV4Signer.Request(
-            method: method, path: path, query: [],
-            headers: [("Host", endpoint.authority), ("x-amz-content-sha256", Self.emptyPayloadHash)],
-            payloadHash: Self.emptyPayloadHash)
-        signer.sign(&signable, at: Date())
-        let response: HTTPResponse
-        do {
-            response = try client.perform(HTTPRequest(method: method, url: endpoint.origin + PercentEncoding.encodePath(path),
-                                                      headers: signable.headers, body: Data()))
-        } catch {
-            throw .transport(error)
-        }
-        guard response.isSuccess else { throw S3ErrorResponse.failure(response) }
-        return response
     }
 }

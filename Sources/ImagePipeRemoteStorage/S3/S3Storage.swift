@@ -13,28 +13,19 @@ import Logging
 /// borrows a pooled libcurl handle, and nothing else is shared but the retry quota.
 public final class S3Storage: StorageRepository, Sendable {
     /// The configuration.
-    public let configuration: S3Configuration
-    let client: CurlHTTPClient
-    let signer: SigV4Signer
-    let retrier: Retrier
-    let logger: Logger
-
-    /// SHA-256 of an empty body, signed for requests without one.
-    static let emptyPayloadHash = Digests.sha256(Data()).hexString
+    public var configuration: S3Configuration { s3.configuration }
+    let s3: S3Client
+    var logger: Logger { s3.logger }
 
     /// Creates the storage. Nothing is sent until the first put.
     public init(configuration: S3Configuration, logger: Logger = Logger(label: "imagepipe.s3"), quota: RetryQuota = RetryQuota()) {
-        self.configuration = configuration
-        self.logger = logger
-        client = CurlHTTPClient(configuration: configuration.http)
-        signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region, service: "s3")
-        retrier = Retrier(policy: configuration.retry, quota: quota, logger: logger)
+        s3 = S3Client(configuration: configuration, logger: logger, quota: quota)
     }
 
     public var location: String { "s3://\(configuration.destination.bucket)/\(configuration.destination.prefix)" }
 
     /// Requests sent and connections opened so far.
-    public var httpStatistics: CurlHTTPClient.Statistics { client.statistics }
+    public var httpStatistics: CurlHTTPClient.Statistics { s3.http.statistics }
 
     public func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
         try KeyTemplate.validate(key: object.key)
@@ -85,36 +76,20 @@ public final class S3Storage: StorageRepository, Sendable {
     func run<T>(_ what: String, _ key: String, _ attempt: (Int) throws(RequestFailure) -> T,
                 onIntegrityFailure: () -> Void = {}) throws(ImagePipeError) -> T {
         do {
-            return try retrier.run("\(what) \(key)", attempt)
+            return try s3.retrier.run("\(what) \(key)", attempt)
         } catch {
             if case .integrity = error.failure { onIntegrityFailure() }
             throw error.failure.imagePipeError("\(what) s3://\(configuration.destination.bucket)/\(key)", attempts: error.attempts)
         }
     }
 
-    /// Signs and sends one request for `key`; any non-2xx answer becomes a ``RequestFailure``.
+    /// Signs and sends one request for `key` in the destination's bucket; any non-2xx answer becomes
+    /// a ``RequestFailure``.
     func send(_ method: String, key: String, query: [(name: String, value: String)] = [],
               headers: [(name: String, value: String)] = [], body: Data = Data(),
-              payloadHash: String = S3Storage.emptyPayloadHash) throws(RequestFailure) -> HTTPResponse {
-        let (endpoint, path) = configuration.target(forKey: key)
-        var signable = SigV4Signer.Request(
-            method: method, path: path, query: query,
-            headers: [("Host", endpoint.authority)] + headers + [("x-amz-content-sha256", payloadHash)],
-            payloadHash: payloadHash)
-        signer.sign(&signable, at: Date())
-        var url = endpoint.origin + PercentEncoding.encodePath(path)
-        if !query.isEmpty { url += "?" + SigV4Signer.canonicalQuery(query) }
-
-        let started = ContinuousClock.now
-        let response: HTTPResponse
-        do {
-            response = try client.perform(HTTPRequest(method: method, url: url, headers: signable.headers, body: body))
-        } catch {
-            throw .transport(error)
-        }
-        logger.trace("\(method) \(url) -> \(response.status) in \((ContinuousClock.now - started).formattedSeconds)")
-        guard response.isSuccess else { throw S3ErrorResponse.failure(response) }
-        return response
+              payloadHash: String = S3Client.emptyPayloadHash) throws(RequestFailure) -> HTTPResponse {
+        try s3.send(method, bucket: configuration.destination.bucket, key: key, query: query, headers: headers, body: body,
+                    payloadHash: payloadHash)
     }
 
     /// Compares the ETag with the MD5 sent, when the ETag can be an MD5 at all.

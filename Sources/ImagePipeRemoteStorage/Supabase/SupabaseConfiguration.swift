@@ -18,6 +18,8 @@ public struct SupabaseConfiguration: Sendable, CustomStringConvertible, CustomRe
     public var resumableThreshold: Int
     /// The size of each resumable chunk; Supabase only accepts 6 MiB chunks (the last may be shorter).
     public var chunkSize: Int
+    /// Entries asked for per page when a source folder is listed.
+    public var listPageSize: Int
     /// Retries.
     public var retry: RetryPolicy
     /// Timeouts.
@@ -25,7 +27,7 @@ public struct SupabaseConfiguration: Sendable, CustomStringConvertible, CustomRe
 
     /// Creates a configuration.
     public init(projectURL: ServiceEndpoint, key: String, destination: RemoteDestination, publicBaseURL: String? = nil,
-                resumableThreshold: Int = 6 << 20, chunkSize: Int = 6 << 20,
+                resumableThreshold: Int = 6 << 20, chunkSize: Int = 6 << 20, listPageSize: Int = 1000,
                 retry: RetryPolicy = .standard, http: CurlHTTPClient.Configuration = .init()) {
         self.projectURL = projectURL
         self.key = key
@@ -33,6 +35,7 @@ public struct SupabaseConfiguration: Sendable, CustomStringConvertible, CustomRe
         self.publicBaseURL = publicBaseURL
         self.resumableThreshold = resumableThreshold
         self.chunkSize = max(1, chunkSize)
+        self.listPageSize = max(1, listPageSize)
         self.retry = retry
         self.http = http
     }

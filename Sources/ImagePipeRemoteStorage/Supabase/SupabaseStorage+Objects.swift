@@ -18,19 +18,13 @@ extension SupabaseStorage {
     /// `GET /storage/v1/object/info/authenticated/BUCKET/KEY`: size and user metadata, no body.
     public func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? {
         let fullKey = configuration.destination.fullKey(key)
-        let path = "\(configuration.projectURL.basePath)/storage/v1/object/info/authenticated/\(configuration.destination.bucket)/\(fullKey)"
-        let request = HTTPRequest(method: "GET", url: configuration.projectURL.origin + PercentEncoding.encodePath(path),
-                                  headers: authorizationHeaders)
-        let response = try run("info", fullKey) { (_) throws(RequestFailure) -> HTTPResponse? in
-            do throws(RequestFailure) {
-                return try send(request)
-            } catch {
-                if Self.isNotFound(error) { return nil }
-                throw error
-            }
+        let found: [String: Any]?
+        do {
+            found = try supabase.objectInfo(bucket: configuration.destination.bucket, key: fullKey)
+        } catch {
+            throw error.failure.imagePipeError("info supabase://\(configuration.destination.bucket)/\(fullKey)", attempts: error.attempts)
         }
-        guard let response else { return nil }
-        let info = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
+        guard let info = found else { return nil }
         let fields = (info["metadata"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
         return ExistingObject(origin: Origin(metadataFields: fields), bytes: (info["size"] as? Int) ?? 0,
                               url: configuration.objectURL(forKey: fullKey))
@@ -39,14 +33,13 @@ extension SupabaseStorage {
     public func delete(_ key: String) throws(ImagePipeError) {
         try KeyTemplate.validate(key: key)
         let fullKey = configuration.destination.fullKey(key)
-        let path = "\(configuration.projectURL.basePath)/storage/v1/object/\(configuration.destination.bucket)/\(fullKey)"
-        let request = HTTPRequest(method: "DELETE", url: configuration.projectURL.origin + PercentEncoding.encodePath(path),
-                                  headers: authorizationHeaders)
+        let request = HTTPRequest(method: "DELETE", url: supabase.url("/storage/v1/object/\(configuration.destination.bucket)/\(fullKey)"),
+                                  headers: supabase.authorizationHeaders)
         try run("delete", fullKey) { (_) throws(RequestFailure) in
             do throws(RequestFailure) {
-                _ = try send(request)
+                _ = try supabase.send(request)
             } catch {
-                if !Self.isNotFound(error) { throw error }
+                if !SupabaseClient.isNotFound(error) { throw error }
             }
         }
     }
@@ -54,26 +47,6 @@ extension SupabaseStorage {
     /// `GET /storage/v1/bucket/BUCKET`: a missing bucket, a refused key or an unreachable project
     /// stop the command before any image is decoded.
     public func probe() throws(ImagePipeError) {
-        let bucket = "supabase://\(configuration.destination.bucket)"
-        let path = "\(configuration.projectURL.basePath)/storage/v1/bucket/\(configuration.destination.bucket)"
-        let request = HTTPRequest(method: "GET", url: configuration.projectURL.origin + PercentEncoding.encodePath(path),
-                                  headers: authorizationHeaders)
-        do {
-            _ = try retrier.run("GET \(bucket)") { (_) throws(RequestFailure) in try send(request) }
-        } catch {
-            if Self.isNotFound(error.failure) {
-                throw .configuration("bucket \(bucket) does not exist in \(configuration.projectURL.origin)")
-            }
-            if case .server(let status, _, _, _) = error.failure, status == 401 || status == 403 {
-                throw .configuration("access to bucket \(bucket) is denied (\(error.failure)): check SUPABASE_SERVICE_ROLE_KEY")
-            }
-            throw .configuration("cannot reach bucket \(bucket) at \(configuration.projectURL.origin): \(error.failure)")
-        }
-    }
-
-    /// Supabase reports missing objects and buckets as 404, or as 400 with `"statusCode": "404"` / `not_found`.
-    static func isNotFound(_ failure: RequestFailure) -> Bool {
-        guard case .server(let status, let code, let message, _) = failure else { return false }
-        return status == 404 || code == "not_found" || (status == 400 && (message ?? "").lowercased().contains("not found"))
+        try supabase.checkBucket(configuration.destination.bucket)
     }
 }

@@ -12,23 +12,20 @@ import Logging
 public final class SupabaseStorage: StorageRepository, Sendable {
     /// The configuration.
     public let configuration: SupabaseConfiguration
-    let client: CurlHTTPClient
-    let retrier: Retrier
-    let logger: Logger
+    let supabase: SupabaseClient
+    var logger: Logger { supabase.logger }
 
     /// Creates the storage. Nothing is sent until the first put.
     public init(configuration: SupabaseConfiguration, logger: Logger = Logger(label: "imagepipe.supabase"),
                 quota: RetryQuota = RetryQuota()) {
         self.configuration = configuration
-        self.logger = logger
-        client = CurlHTTPClient(configuration: configuration.http)
-        retrier = Retrier(policy: configuration.retry, quota: quota, logger: logger)
+        supabase = SupabaseClient(configuration: configuration, logger: logger, quota: quota)
     }
 
     public var location: String { "supabase://\(configuration.destination.bucket)/\(configuration.destination.prefix)" }
 
     /// Requests sent and connections opened so far.
-    public var httpStatistics: CurlHTTPClient.Statistics { client.statistics }
+    public var httpStatistics: CurlHTTPClient.Statistics { supabase.http.statistics }
 
     public func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
         try KeyTemplate.validate(key: object.key)
@@ -46,9 +43,8 @@ public final class SupabaseStorage: StorageRepository, Sendable {
 
     /// One upload; false when the object was to be new (`x-upsert: false`) and the key is taken.
     private func putStandard(_ object: StorageObject, key: String) throws(ImagePipeError) -> Bool {
-        let path = "\(configuration.projectURL.basePath)/storage/v1/object/\(configuration.destination.bucket)/\(key)"
         let upsert = object.policy == .create ? "false" : "true"
-        var headers = authorizationHeaders + [("Content-Type", object.contentType), ("x-upsert", upsert),
+        var headers = supabase.authorizationHeaders + [("Content-Type", object.contentType), ("x-upsert", upsert),
                                               ("Content-MD5", Data(Digests.md5(object.body)).base64EncodedString())]
         if let cacheControl = object.cacheControl, !cacheControl.isEmpty {
             headers.append(("Cache-Control", cacheControl))
@@ -57,11 +53,11 @@ public final class SupabaseStorage: StorageRepository, Sendable {
         if let userMetadata = Self.userMetadata(object) {
             headers.append(("x-metadata", Data(userMetadata.utf8).base64EncodedString()))
         }
-        let request = HTTPRequest(method: "POST", url: configuration.projectURL.origin + PercentEncoding.encodePath(path),
+        let request = HTTPRequest(method: "POST", url: supabase.url("/storage/v1/object/\(configuration.destination.bucket)/\(key)"),
                                   headers: headers, body: object.body)
         return try run("upload", key) { (_) throws(RequestFailure) -> Bool in
             do throws(RequestFailure) {
-                _ = try send(request)
+                _ = try supabase.send(request)
                 return true
             } catch {
                 if object.policy == .create, Self.isDuplicate(error) { return false }
@@ -76,29 +72,10 @@ public final class SupabaseStorage: StorageRepository, Sendable {
         return status == 409 || code == "Duplicate"
     }
 
-    /// `Authorization: Bearer` and `apikey`, both carrying the key, as Supabase's gateway wants.
-    var authorizationHeaders: [(name: String, value: String)] {
-        [("Authorization", "Bearer \(configuration.key)"), ("apikey", configuration.key)]
-    }
-
-    /// Sends one request; any non-2xx answer becomes a ``RequestFailure``.
-    func send(_ request: HTTPRequest) throws(RequestFailure) -> HTTPResponse {
-        let started = ContinuousClock.now
-        let response: HTTPResponse
-        do {
-            response = try client.perform(request)
-        } catch {
-            throw .transport(error)
-        }
-        logger.trace("\(request.method) \(request.url) -> \(response.status) in \((ContinuousClock.now - started).formattedSeconds)")
-        guard response.isSuccess else { throw SupabaseErrorResponse.failure(response) }
-        return response
-    }
-
     /// Runs one retried step, turning its final failure into an ImagePipeError naming the object.
     func run<T>(_ what: String, _ key: String, _ attempt: (Int) throws(RequestFailure) -> T) throws(ImagePipeError) -> T {
         do {
-            return try retrier.run("\(what) \(key)", attempt)
+            return try supabase.retrier.run("\(what) \(key)", attempt)
         } catch {
             throw error.failure.imagePipeError("\(what) supabase://\(configuration.destination.bucket)/\(key)", attempts: error.attempts)
         }

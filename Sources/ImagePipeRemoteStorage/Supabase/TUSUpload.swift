@@ -18,13 +18,13 @@ struct TUSUpload {
         let body = object.body
         let creation = HTTPRequest(
             method: "POST",
-            url: endpoint.origin + PercentEncoding.encodePath("\(endpoint.basePath)/storage/v1/upload/resumable"),
-            headers: storage.authorizationHeaders + [
+            url: storage.supabase.url("/storage/v1/upload/resumable"),
+            headers: storage.supabase.authorizationHeaders + [
                 ("Tus-Resumable", "1.0.0"), ("Upload-Length", String(body.count)),
                 ("Upload-Metadata", metadata), ("x-upsert", "true"),
             ])
         let location = try storage.run("resumable upload create", key) { (_) throws(RequestFailure) in
-            let response = try storage.send(creation)
+            let response = try storage.supabase.send(creation)
             guard let location = response.header("Location"), !location.isEmpty else {
                 throw .server(status: response.status, code: "MissingLocation", message: "no upload URL in the answer", retryable: true)
             }
@@ -40,9 +40,9 @@ struct TUSUpload {
                 guard from < body.count else { return from }
                 let end = min(from + configuration.chunkSize, body.count)
                 let chunk = body[(body.startIndex + from)..<(body.startIndex + end)]
-                let response = try storage.send(HTTPRequest(
+                let response = try storage.supabase.send(HTTPRequest(
                     method: "PATCH", url: location,
-                    headers: storage.authorizationHeaders + [
+                    headers: storage.supabase.authorizationHeaders + [
                         ("Tus-Resumable", "1.0.0"), ("Upload-Offset", String(from)),
                         ("Content-Type", "application/offset+octet-stream"),
                     ],
@@ -58,8 +58,8 @@ struct TUSUpload {
 
     /// Where the server's copy of the upload ends.
     private func currentOffset(_ location: String) throws(RequestFailure) -> Int {
-        let response = try storage.send(HTTPRequest(method: "HEAD", url: location,
-                                                    headers: storage.authorizationHeaders + [("Tus-Resumable", "1.0.0")]))
+        let response = try storage.supabase.send(HTTPRequest(method: "HEAD", url: location,
+                                                    headers: storage.supabase.authorizationHeaders + [("Tus-Resumable", "1.0.0")]))
         guard let offset = response.header("Upload-Offset").flatMap(Int.init), offset >= 0 else {
             throw .server(status: response.status, code: "BadUploadOffset", message: "the server did not report an offset", retryable: true)
         }

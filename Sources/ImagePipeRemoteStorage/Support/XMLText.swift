@@ -1,7 +1,8 @@
 // Reads the few text elements imagepipe needs from S3's small XML answers.
 import Foundation
 
-/// Pulls element text out of S3 responses (`<Code>`, `<Message>`, `<UploadId>`, `<ETag>`).
+/// Pulls element text out of S3 responses (`<Code>`, `<Message>`, `<UploadId>`, `<ETag>`, and the
+/// `<Contents>` entries of a listing).
 ///
 /// Those answers are small, flat and machine-written; a full parser would pull libxml2 into every
 /// build for four element names, so this reads `<Name>text</Name>` and decodes the five entities
@@ -14,12 +15,18 @@ public enum XMLText {
 
     /// The texts of every `<name>` element, in document order.
     public static func all(_ name: String, in xml: String) -> [String] {
+        elements(name, in: xml).map(unescape)
+    }
+
+    /// The content of every `<name>` element as it is written, references not decoded: markup to
+    /// look into with ``first(_:in:)``, e.g. each `<Contents>` of a listing.
+    public static func elements(_ name: String, in xml: String) -> [String] {
         var results: [String] = []
         var rest = xml[...]
         let open = "<\(name)>", close = "</\(name)>"
         while let start = rest.range(of: open) {
             guard let end = rest.range(of: close, range: start.upperBound..<rest.endIndex) else { break }
-            results.append(unescape(String(rest[start.upperBound..<end.lowerBound])))
+            results.append(String(rest[start.upperBound..<end.lowerBound]))
             rest = rest[end.upperBound...]
         }
         return results

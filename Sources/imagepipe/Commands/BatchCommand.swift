@@ -10,13 +10,17 @@ struct BatchCommand: ParsableCommand {
         abstract: "Turn every image of some folders or files into web variants and store them.",
         discussion: """
             A folder's images go by their path relative to it; a file by its path as given when that is \
-            relative (without '..'), else by its name. A source that does not exist stops the batch before \
-            anything is created; a listed path that does not exist fails as one source.
+            relative (without '..'), else by its name. s3://BUCKET/PREFIX and supabase://BUCKET/PREFIX take \
+            every object under the prefix, by its key relative to it (one object when the URL names one), \
+            with the credentials and --endpoint/--region a destination of that kind uses. A source that does \
+            not exist stops the batch before anything is created; a listed path that does not exist fails as \
+            one source.
             Exit status: 0 when every image is done (also when none was found), 1 when any failed, 2 for \
             usage or configuration errors. Originals are only read, never modified, moved or deleted.
             """)
 
-    @Argument(help: ArgumentHelp("Folders of originals (searched recursively; hidden files are skipped) and image files.",
+    @Argument(help: ArgumentHelp("Folders of originals (searched recursively; hidden files are skipped), image files, "
+                                     + "and s3:// or supabase:// folders (prefixes) and objects.",
                                  valueName: "source"))
     var sources: [String] = []
 
@@ -35,8 +39,14 @@ struct BatchCommand: ParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "List each source and the keys it would write (or why not), touching nothing.")
     var dryRun = false
 
+    @Option(name: .customLong("max-source-bytes"), help: ArgumentHelp(
+        "Refuse sources in object storage larger than this many bytes, before downloading them (default 256 MiB).",
+        valueName: "bytes"))
+    var maxSourceBytes: Int = 256 << 20
+
     func validate() throws {
         guard !sources.isEmpty || from != nil else { throw ValidationError("give at least one source folder or file, or --from") }
+        guard maxSourceBytes >= 1 else { throw ValidationError("--max-source-bytes must be positive") }
     }
 
     func run() throws {
@@ -47,11 +57,12 @@ struct BatchCommand: ParsableCommand {
         let inputs = try sources.map { SourceScanner.Input($0) }
             + (from.map { (path) throws(ImagePipeError) in try Self.readList(path) } ?? [])
         try SourceScanner(inputs: inputs).check()
-        let handler = try CompositionRoot.fileHandler(options, force: force, logger: logger)
+        let handler = try CompositionRoot.fileHandler(options, force: force, sources: inputs.map(\.path),
+                                                      maxSourceBytes: maxSourceBytes, logger: logger)
         let pipeline = CompositionRoot.pipeline(handler, options)
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { FilePath.absolute($0) }].compactMap { $0 }
-        let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded), pipeline: pipeline)
+        let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded, sources: handler.sources), pipeline: pipeline)
         if dryRun {
             var failures = 0
             try runner.plan { inspected in

@@ -6,7 +6,7 @@ struct DryRunLine {
     let text: String
 
     init(_ inspected: InspectedJob) {
-        let source = inspected.job.relativePath
+        let source = inspected.job.sourceName
         if let finished = inspected.finished {
             switch finished.status {
             case .skipped:

@@ -13,6 +13,8 @@ final class FaultProxy: Sendable {
         var fault: String
         var contentMD5: String?
         var size: Int
+        /// Bytes of the answer's body the client took, for a forwarded request once it is answered.
+        var relayed: Int?
     }
 
     /// Starts a proxy to `upstream` that applies `plan` to requests 1, 2, ... (then passes everything).
@@ -32,11 +34,23 @@ final class FaultProxy: Sendable {
     /// Every request seen so far, in order.
     func entries() -> [Entry] {
         let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
-            return Entry(method: object["method"] as? String ?? "", path: object["path"] as? String ?? "",
-                         fault: object["fault"] as? String ?? "", contentMD5: object["content_md5"] as? String,
-                         size: object["size"] as? Int ?? 0)
+        var entries: [(n: Int, entry: Entry)] = []
+        var relayed: [Int: Int] = [:]
+        for line in text.split(separator: "\n") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let n = object["n"] as? Int else { continue }
+            if let bytes = object["relayed"] as? Int {
+                relayed[n] = bytes
+                continue
+            }
+            entries.append((n, Entry(method: object["method"] as? String ?? "", path: object["path"] as? String ?? "",
+                                     fault: object["fault"] as? String ?? "", contentMD5: object["content_md5"] as? String,
+                                     size: object["size"] as? Int ?? 0)))
+        }
+        return entries.sorted { $0.n < $1.n }.map { item in
+            var entry = item.entry
+            entry.relayed = relayed[item.n]
+            return entry
         }
     }
 }

@@ -50,6 +50,19 @@ final class MotoServer: Sendable {
         try check(["op": "keys", "bucket": bucket])["keys"] as? [String] ?? []
     }
 
+    /// Stores a file's bytes, or `size` random bytes, at `key` with boto3; returns the ETag (unquoted).
+    @discardableResult
+    func put(_ bucket: String, _ key: String, file: String? = nil, size: Int = 0) throws -> String {
+        try check(["op": "put", "bucket": bucket, "key": key, "file": file ?? "", "size": String(size)])["etag"] as? String ?? ""
+    }
+
+    /// Stores `count` objects `prefix/dNN/NNNNN-NAME` with boto3, cycling through `files`, many at
+    /// once; returns their keys.
+    func fill(_ bucket: String, prefix: String, count: Int, files: [String]) throws -> [String] {
+        try check(["op": "fill", "bucket": bucket, "prefix": prefix, "count": String(count),
+                   "files": files.joined(separator: ",")])["keys"] as? [String] ?? []
+    }
+
     /// Keys of multipart uploads started and neither completed nor aborted.
     func pendingUploads(_ bucket: String) throws -> [String] {
         try check(["op": "uploads", "bucket": bucket])["uploads"] as? [String] ?? []

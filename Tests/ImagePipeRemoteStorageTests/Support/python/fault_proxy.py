@@ -11,7 +11,9 @@ Requests are numbered from 1 across all connections; --plan gives the fault for 
   drop     read the whole request, then close without answering
   stall    read the whole request, then say nothing until the client gives up
   corrupt  flip one byte in the middle of the body, then forward
-Each request is logged as a JSON line to --log: n, method, path, fault, content_md5, size.
+Each request is logged as a JSON line to --log: n, method, path, fault, content_md5, size; a forwarded
+one then gets a second line, n and relayed: the bytes of the answer's body the client took before it
+finished or hung up.
 Prints {"port"} on standard output and exits when standard input closes.
 """
 import argparse
@@ -113,17 +115,28 @@ class Handler(socketserver.StreamRequestHandler):
         if method == "HEAD":
             relayed.append(("Content-Length", response.getheader("Content-Length", "0")))
         connection.close()
-        self.respond(response.status, response.reason, relayed, answer, method)
-        return True
+        sent = self.respond(response.status, response.reason, relayed, answer, method)
+        log_file.write(json.dumps({"n": n, "relayed": sent}) + "\n")
+        return sent == (0 if method == "HEAD" else len(answer))
 
     def respond(self, status, phrase, headers, payload, method):
+        """Sends an answer; returns how many bytes of its body went out before the client hung up."""
         lines = [f"HTTP/1.1 {status} {phrase}"] + [f"{name}: {value}" for name, value in headers]
         if method != "HEAD":
             lines.append(f"Content-Length: {len(payload)}")
-        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        if method != "HEAD":
-            self.wfile.write(payload)
-        self.wfile.flush()
+        sent = 0
+        try:
+            self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            self.wfile.flush()
+            if method != "HEAD":
+                # In small pieces, so a client that stops reading is noticed early.
+                for start in range(0, len(payload), 65536):
+                    self.wfile.write(payload[start:start + 65536])
+                    self.wfile.flush()
+                    sent += len(payload[start:start + 65536])
+        except OSError:
+            pass
+        return sent
 
 
 class Server(socketserver.ThreadingTCPServer):

@@ -7,12 +7,19 @@ Each input line is a command, each output line its answer:
                                               and with "body": true the bytes in base64
   {"op": "keys", "bucket": B}              -> every key
   {"op": "uploads", "bucket": B}           -> multipart uploads in progress
+  {"op": "put", "bucket": B, "key": K, "file": PATH or "size": N}
+                                           -> stores the file's bytes (or N random bytes); its etag
+  {"op": "fill", "bucket": B, "prefix": P, "count": N, "files": "PATH,PATH,..."}
+                                           -> stores N objects P/dNN/NNNNN-NAME, cycling through the files,
+                                              from several threads at once; every key
 Endpoint and credentials come from the arguments. Exits when standard input closes.
 """
 import base64
 import hashlib
 import json
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 from botocore.config import Config
@@ -21,7 +28,8 @@ from botocore.exceptions import ClientError
 endpoint, access_key, secret_key = sys.argv[1:4]
 s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                   aws_access_key_id=access_key, aws_secret_access_key=secret_key,
-                  config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+                  config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                                max_pool_connections=16))
 
 
 def handle(command):
@@ -45,6 +53,25 @@ def handle(command):
     if op == "uploads":
         uploads = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
         return {"uploads": [u["Key"] for u in uploads]}
+    if op == "put":
+        if command.get("file"):
+            with open(command["file"], "rb") as source:
+                body = source.read()
+        else:
+            body = os.urandom(int(command["size"]))
+        return {"etag": s3.put_object(Bucket=bucket, Key=command["key"], Body=body)["ETag"].strip('"')}
+    if op == "fill":
+        bodies = []
+        for path in command["files"].split(","):
+            with open(path, "rb") as source:
+                bodies.append((os.path.basename(path), source.read()))
+        keys = []
+        for index in range(int(command["count"])):
+            name, _ = bodies[index % len(bodies)]
+            keys.append((f"{command['prefix']}/d{index % 16:02d}/{index:05d}-{name}", index % len(bodies)))
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            list(pool.map(lambda item: s3.put_object(Bucket=bucket, Key=item[0], Body=bodies[item[1]][1]), keys))
+        return {"keys": [key for key, _ in keys]}
     raise ValueError(f"unknown op {op}")
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A Supabase Storage stand-in for the Swift tests: the wire protocol of uploads, checked strictly.
+"""A Supabase Storage stand-in for the Swift tests: the wire protocol of uploads and reads, checked strictly.
 
 No Supabase server can run here, so this checks what the client sends:
   POST /storage/v1/object/BUCKET/KEY     Authorization: Bearer KEY, apikey: KEY, a real Content-Type,
@@ -11,10 +11,17 @@ No Supabase server can run here, so this checks what the client sends:
   HEAD  /storage/v1/upload/resumable/ID  reports Upload-Offset
   GET   /storage/v1/bucket/BUCKET        200 for the buckets named by --buckets, else 400 not_found
   GET   /storage/v1/object/info/authenticated/BUCKET/KEY
-                                         size and user metadata (x-metadata on upload, `metadata` in TUS)
+                                         size, etag and user metadata (x-metadata on upload, `metadata` in TUS)
+  GET   /storage/v1/object/authenticated/BUCKET/KEY
+                                         the object's bytes with Content-Type, Content-Length and ETag
+  POST  /storage/v1/object/list/BUCKET   JSON {prefix, limit, offset[, sortBy, search]}: one folder level,
+                                         folders as entries with id null, files with metadata {size, eTag,
+                                         mimetype}, sorted by name, `limit` entries from `offset`
   DELETE /storage/v1/object/BUCKET/KEY   removes an object
-  GET   /_stub/state                     what was stored and every request seen (for assertions)
---faults NAME#N=FAULT,... injects faults into the N-th request of a kind (post, create, patch):
+  PUT   /_stub/object/BUCKET/KEY         stores the body as an object, unchecked (test set-up)
+  GET   /_stub/state                     what was stored, every request seen and every listing's query (for assertions)
+Every /storage/v1 route wants Authorization: Bearer KEY and apikey: KEY (403 otherwise).
+--faults NAME#N=FAULT,... injects faults into the N-th request of a kind (post, create, patch, get):
 503 answers 503; cut stores half of a PATCH body, then drops the connection without answering.
 Prints {"port"} on standard output and exits when standard input closes.
 """
@@ -43,8 +50,10 @@ for item in filter(None, args.faults.split(",")):
 lock = threading.Lock()
 counts = {}
 objects = {}
+bodies = {}
 uploads = {}
 requests = []
+listings = []
 
 
 def error(handler, status, code, message):
@@ -88,7 +97,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/_stub/state":
             with lock:
-                state = {"objects": objects, "requests": requests}
+                state = {"objects": objects, "requests": requests, "listings": listings}
             return self.reply(200, json.dumps(state).encode(), [("Content-Type", "application/json")])
         self.record()
         if not self.authorized():
@@ -106,9 +115,60 @@ class Handler(BaseHTTPRequestHandler):
                 found = objects.get(path[len(info):])
             if found is None:
                 return error(self, 400, "not_found", "Object not found")
-            return self.reply(200, json.dumps({"size": found["size"], "metadata": found["metadata"]}).encode(),
+            return self.reply(200, json.dumps({"size": found["size"], "etag": found["etag"],
+                                               "metadata": found["metadata"]}).encode(),
                               [("Content-Type", "application/json")])
+        download = "/storage/v1/object/authenticated/"
+        if path.startswith(download):
+            if self.fault("get") == "503":
+                return error(self, 503, "ServiceUnavailable", "try again")
+            with lock:
+                found = objects.get(path[len(download):])
+                body = bodies.get(path[len(download):])
+            if found is None or body is None:
+                return error(self, 400, "not_found", "Object not found")
+            return self.reply(200, body, [("Content-Type", found["content_type"]), ("ETag", found["etag"])])
         error(self, 404, "not_found", "no such route")
+
+    def do_PUT(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        seed = "/_stub/object/"
+        if not self.path.startswith(seed):
+            return error(self, 404, "not_found", "no such route")
+        bucket, _, key = urllib.parse.unquote(self.path[len(seed):]).partition("/")
+        self.store(bucket, key, body, self.headers.get("Content-Type", "application/octet-stream"), None, "seed", None)
+        self.reply(200, b"{}", [("Content-Type", "application/json")])
+
+    def list_objects(self, bucket, body):
+        """One folder level of the bucket, as Supabase's list API answers it."""
+        if self.headers.get("Content-Type") != "application/json":
+            return error(self, 400, "InvalidRequest", "Content-Type application/json required")
+        if bucket not in args.buckets.split(","):
+            return error(self, 400, "not_found", "Bucket not found")
+        try:
+            query = json.loads(body)
+            prefix, limit, offset = query["prefix"], query["limit"], query["offset"]
+            assert isinstance(prefix, str) and isinstance(limit, int) and isinstance(offset, int) and limit > 0
+        except (ValueError, KeyError, AssertionError):
+            return error(self, 400, "InvalidRequest", "prefix (string), limit and offset (integers) required")
+        with lock:
+            listings.append({"bucket": bucket, "prefix": prefix, "limit": limit, "offset": offset})
+        folder = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
+        entries = {}
+        with lock:
+            for name, found in objects.items():
+                if not name.startswith(f"{bucket}/{folder}"):
+                    continue
+                rest = name[len(f"{bucket}/{folder}"):]
+                first, slash, _ = rest.partition("/")
+                if slash:
+                    entries.setdefault(first, {"name": first, "id": None, "metadata": None})
+                else:
+                    entries[first] = {"name": first, "id": str(uuid.uuid5(uuid.NAMESPACE_URL, name)),
+                                      "metadata": {"size": found["size"], "eTag": found["etag"],
+                                                   "mimetype": found["content_type"]}}
+        page = [entries[name] for name in sorted(entries)][offset:offset + limit]
+        self.reply(200, json.dumps(page).encode(), [("Content-Type", "application/json")])
 
     def do_DELETE(self):
         self.record()
@@ -130,6 +190,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.path == "/storage/v1/upload/resumable":
             return self.create_upload()
+        listing = "/storage/v1/object/list/"
+        if self.path.startswith(listing):
+            return self.list_objects(urllib.parse.unquote(self.path[len(listing):]), body)
         prefix = "/storage/v1/object/"
         if not self.path.startswith(prefix):
             return error(self, 404, "not_found", "no such route")
@@ -158,8 +221,10 @@ class Handler(BaseHTTPRequestHandler):
     def store(self, bucket, key, body, content_type, cache_control, method, user_metadata):
         with lock:
             objects[f"{bucket}/{key}"] = {"size": len(body), "sha256": hashlib.sha256(body).hexdigest(),
+                                          "etag": f'"{hashlib.md5(body).hexdigest()}"',
                                           "content_type": content_type, "cache_control": cache_control,
                                           "method": method, "metadata": user_metadata}
+            bodies[f"{bucket}/{key}"] = bytes(body)
 
     def create_upload(self):
         if self.fault("create") == "503":

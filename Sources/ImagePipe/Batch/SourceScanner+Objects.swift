@@ -1,0 +1,68 @@
+// Finds the images of a batch's inputs in object storage: a folder (prefix) listed recursively, or one object.
+
+extension SourceScanner {
+    /// Adds the images of one `s3://` or `supabase://` input.
+    ///
+    /// A URL not ending in `/` that names an existing object is that one source, going by its name
+    /// alone (like an absolute file path). Otherwise it names a folder: every object under
+    /// `KEY/`, going by its key relative to the folder, filtered as a local folder's files are
+    /// (names starting with `.` left out unreported, other extensions skipped as `not_an_image`).
+    /// A URL from a `--from` list is taken as one object without a lookup unless it ends in `/`; a
+    /// missing one then fails as that source (`source_not_found`).
+    ///
+    /// - Throws: `configuration` when no repository reads the scheme, when the bucket cannot be
+    ///   listed or the object looked up, and for a command-line URL that names neither an object nor
+    ///   a folder holding any.
+    func scanObjects(_ input: Input, into result: inout Result) throws(ImagePipeError) {
+        let location = try ObjectLocation(parsing: input.path)
+        guard let repository = sources[location.scheme] else {
+            throw .configuration("source \(input.path): no repository for \(location.scheme):// sources is configured")
+        }
+        if !location.key.isEmpty, !location.key.hasSuffix("/") {
+            let object: ListedObject?
+            if input.listed {
+                object = ListedObject(location: location)
+            } else {
+                do {
+                    object = try repository.info(location)
+                } catch {
+                    throw .configuration("cannot look up source \(input.path): \(error.reason)")
+                }
+            }
+            if let object {
+                add(object, relativePath: String(location.key.split(separator: "/").last ?? ""), into: &result)
+                return
+            }
+        }
+
+        let folder = location.asFolder
+        let objects = try repository.list(folder)
+        if objects.isEmpty, !input.path.hasSuffix("/"), !location.key.isEmpty, !input.listed {
+            throw .configuration("source \(input.path) does not exist: no such object, and no objects under \(folder)")
+        }
+        // A destination folder inside this one holds outputs, which are not read back as sources.
+        let folderURL = folder.description
+        let outputs = excluded.filter { $0.hasPrefix(folderURL) && $0.count > folderURL.count }
+        var found = Result(jobs: [], skipped: [], unreadable: [])
+        for object in objects {
+            let url = object.location.description
+            let relative = String(object.location.key.dropFirst(folder.key.count))
+            // Keys ending in `/` are the empty markers consoles create for folders.
+            guard !relative.isEmpty, !relative.hasSuffix("/"),
+                  !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
+                  !outputs.contains(where: { url.hasPrefix($0) }) else { continue }
+            add(object, relativePath: relative, into: &found)
+        }
+        result.jobs += found.jobs.sorted { $0.relativePath < $1.relativePath }
+        result.skipped += found.skipped.sorted { $0.source < $1.source }
+    }
+
+    /// A job for an image, a `not_an_image` entry for anything else.
+    private func add(_ object: ListedObject, relativePath: String, into result: inout Result) {
+        if let skip = Self.skipUnlessImage(relativePath, source: object.location.description) {
+            result.skipped.append(skip)
+        } else {
+            result.jobs.append(Job(object: object, relativePath: relativePath))
+        }
+    }
+}

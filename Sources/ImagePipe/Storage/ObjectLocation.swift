@@ -1,0 +1,60 @@
+// A source named by URL, `s3://BUCKET/KEY` or `supabase://BUCKET/KEY`: an object (or a folder of them) in a store.
+
+/// A bucket and a key under one of the schemes imagepipe reads sources from.
+///
+/// The key is taken exactly as written, not percent-decoded: `s3://media/trip/a b.jpg` names the
+/// key `trip/a b.jpg`, and that is also how the source is named in results.
+public struct ObjectLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The schemes sources can be read from.
+    public static let schemes: Set<String> = ["s3", "supabase"]
+
+    /// `s3` or `supabase`.
+    public let scheme: String
+    /// The bucket.
+    public let bucket: String
+    /// The object's key; for a folder, its prefix (empty for the whole bucket, else ending in `/`).
+    public let key: String
+
+    /// Creates a location from its parts.
+    public init(scheme: String, bucket: String, key: String) {
+        self.scheme = scheme
+        self.bucket = bucket
+        self.key = key
+    }
+
+    /// Whether `text` is a URL under one of ``schemes`` (rather than a local path).
+    public static func isURL(_ text: String) -> Bool {
+        guard let separator = text.range(of: "://") else { return false }
+        return schemes.contains(text[..<separator.lowerBound].lowercased())
+    }
+
+    /// Parses `SCHEME://BUCKET[/KEY]`.
+    ///
+    /// - Throws: `configuration` naming the text when it is not such a URL or names no bucket.
+    public init(parsing text: String) throws(ImagePipeError) {
+        guard Self.isURL(text), let separator = text.range(of: "://") else {
+            throw .configuration("'\(text)' is not an s3:// or supabase:// URL")
+        }
+        let rest = text[separator.upperBound...]
+        let bucket = rest.prefix { $0 != "/" }
+        guard !bucket.isEmpty else { throw .configuration("source '\(text)' names no bucket: use SCHEME://BUCKET/KEY") }
+        guard bucket.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-._".unicodeScalars.contains($0)) }) else {
+            throw .configuration("source '\(text)' has an invalid bucket name '\(bucket)'")
+        }
+        self.init(scheme: text[..<separator.lowerBound].lowercased(), bucket: String(bucket),
+                  key: String(rest.dropFirst(bucket.count).drop { $0 == "/" }))
+    }
+
+    /// The location as a folder: the key with a trailing `/` (unless it is the whole bucket).
+    public var asFolder: ObjectLocation {
+        key.isEmpty || key.hasSuffix("/") ? self : ObjectLocation(scheme: scheme, bucket: bucket, key: key + "/")
+    }
+
+    /// The object at `key` in the same bucket.
+    public func sibling(key: String) -> ObjectLocation {
+        ObjectLocation(scheme: scheme, bucket: bucket, key: key)
+    }
+
+    /// `scheme://bucket/key`.
+    public var description: String { "\(scheme)://\(bucket)/\(key)" }
+}

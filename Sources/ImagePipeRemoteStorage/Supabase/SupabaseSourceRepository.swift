@@ -1,0 +1,99 @@
+// Sources in Supabase Storage: the list API folder by folder, object info, authenticated GETs with retries and a size limit.
+import Foundation
+import ImagePipe
+import Logging
+
+/// Reads sources from any bucket of a Supabase project, with the same project URL, key and
+/// retries as ``SupabaseStorage``.
+public final class SupabaseSourceRepository: SourceRepository {
+    /// The configuration (its destination is not used).
+    public let configuration: SupabaseConfiguration
+    let supabase: SupabaseClient
+
+    /// Creates the repository. Nothing is sent before the first call.
+    public init(configuration: SupabaseConfiguration, logger: Logger = Logger(label: "imagepipe.supabase"),
+                quota: RetryQuota = RetryQuota()) {
+        self.configuration = configuration
+        supabase = SupabaseClient(configuration: configuration, logger: logger, quota: quota)
+    }
+
+    public var scheme: String { "supabase" }
+
+    /// `POST /storage/v1/object/list/BUCKET` for the folder and every folder under it: Supabase lists
+    /// one level at a time, folders as entries without an `id`, in pages of
+    /// ``SupabaseConfiguration/listPageSize`` (`limit`, `offset`). The bucket is checked first, so a
+    /// missing one is named as such rather than listed as empty.
+    public func list(_ folder: ObjectLocation) throws(ImagePipeError) -> [ListedObject] {
+        try supabase.checkBucket(folder.bucket)
+        var objects: [ListedObject] = []
+        // Folder prefixes without their trailing slash, as Supabase's clients send them.
+        var folders = [String(folder.key.dropLast(folder.key.hasSuffix("/") ? 1 : 0))]
+        while let prefix = folders.popLast() {
+            var offset = 0
+            while true {
+                let entries = try page(folder.bucket, prefix: prefix, offset: offset)
+                for entry in entries {
+                    guard let name = entry["name"] as? String, !name.isEmpty else { continue }
+                    let key = prefix.isEmpty ? name : prefix + "/" + name
+                    guard entry["id"] is String else {
+                        folders.append(key)
+                        continue
+                    }
+                    let metadata = entry["metadata"] as? [String: Any] ?? [:]
+                    objects.append(ListedObject(location: folder.sibling(key: key), bytes: metadata["size"] as? Int,
+                                                etag: FetchedObject.unquoted(metadata["eTag"] as? String)))
+                }
+                guard entries.count == configuration.listPageSize else { break }
+                offset += entries.count
+            }
+        }
+        return objects
+    }
+
+    /// One page of one folder's entries.
+    private func page(_ bucket: String, prefix: String, offset: Int) throws(ImagePipeError) -> [[String: Any]] {
+        let body: [String: Any] = ["prefix": prefix, "limit": configuration.listPageSize, "offset": offset,
+                                   "sortBy": ["column": "name", "order": "asc"]]
+        let request = HTTPRequest(method: "POST", url: supabase.url("/storage/v1/object/list/\(bucket)"),
+                                  headers: supabase.authorizationHeaders + [("Content-Type", "application/json")],
+                                  body: (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data())
+        let location = "supabase://\(bucket)/\(prefix.isEmpty ? "" : prefix + "/")"
+        let response: HTTPResponse
+        do {
+            response = try supabase.retrier.run("list \(location)") { (_) throws(RequestFailure) in try supabase.send(request) }
+        } catch {
+            throw .configuration("cannot list \(location): \(error.failure)")
+        }
+        guard let entries = (try? JSONSerialization.jsonObject(with: response.body)) as? [[String: Any]] else {
+            throw .configuration("cannot list \(location): the answer is not a list of objects")
+        }
+        return entries
+    }
+
+    /// `GET /storage/v1/object/info/authenticated/BUCKET/KEY`: size and ETag, no body.
+    public func info(_ location: ObjectLocation) throws(ImagePipeError) -> ListedObject? {
+        let found: [String: Any]?
+        do {
+            found = try supabase.objectInfo(bucket: location.bucket, key: location.key)
+        } catch {
+            throw error.failure.sourceError(location.description, attempts: error.attempts, isNotFound: false, maxBytes: .max)
+        }
+        return found.map { info in
+            ListedObject(location: location, bytes: info["size"] as? Int, etag: FetchedObject.unquoted(info["etag"] as? String))
+        }
+    }
+
+    /// `GET /storage/v1/object/authenticated/BUCKET/KEY`, retried; an answer declaring more than
+    /// `maxBytes` is abandoned before its body is read.
+    public func read(_ location: ObjectLocation, maxBytes: Int) throws(ImagePipeError) -> FetchedObject {
+        let request = HTTPRequest(method: "GET", url: supabase.url("/storage/v1/object/authenticated/\(location.bucket)/\(location.key)"),
+                                  headers: supabase.authorizationHeaders, maxResponseBytes: maxBytes)
+        do {
+            let response = try supabase.retrier.run("GET \(location)") { (_) throws(RequestFailure) in try supabase.send(request) }
+            return FetchedObject(data: response.body, etag: FetchedObject.unquoted(response.header("ETag")))
+        } catch {
+            throw error.failure.sourceError(location.description, attempts: error.attempts,
+                                            isNotFound: SupabaseClient.isNotFound(error.failure), maxBytes: maxBytes)
+        }
+    }
+}
