@@ -218,12 +218,13 @@ void ipv_unref(VipsImage *image) {
         g_object_unref(image);
 }
 
-void ipv_thread_done(void) {
+void ipv_thread_done(int trim) {
     vips_thread_shutdown();
 #if defined(__GLIBC__)
     // Freed strip and tile buffers below the mmap threshold leave holes in the heap; hand their
     // pages back so a long batch does not keep its worst moment's memory.
-    malloc_trim(0);
+    if (trim)
+        malloc_trim(0);
 #endif
 }
 

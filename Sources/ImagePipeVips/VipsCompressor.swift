@@ -48,9 +48,15 @@ public struct VipsCompressor: ImageCompressor {
         self.budget = configuration.workingMemoryLimit.map(WorkingMemoryBudget.init(limit:))
     }
 
+    /// Working memory above which the heap is trimmed after the image.
+    static let trimAfterBytes = 8 << 20
+
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
-        defer { ipv_thread_done() }
+        // Trimming the heap costs dozens of madvise calls: worth it after an image that held a lot,
+        // not after each thumbnail-sized one, whose small holes the next image reuses.
+        var heldMuch = false
+        defer { ipv_thread_done(heldMuch ? 1 : 0) }
         // A failure's reason names only what this image raised, not an earlier image's warnings.
         ipv_begin_call()
         let clock = ContinuousClock()
@@ -67,8 +73,9 @@ public struct VipsCompressor: ImageCompressor {
 
         let plan = ResizePlan(source: displayed, variants: variants)
         let sourceBytes = if case .bytes(let data) = source.content { data.count } else { 0 }
-        let reserved = budget?.acquire(Self.workingMemory(header, format: format, plan: plan, variants: variants,
-                                                          sourceBytes: sourceBytes)) ?? 0
+        let needed = Self.workingMemory(header, format: format, plan: plan, variants: variants, sourceBytes: sourceBytes)
+        heldMuch = needed >= Self.trimAfterBytes
+        let reserved = budget?.acquire(needed) ?? 0
         defer { budget?.release(reserved) }
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)

@@ -67,8 +67,9 @@ void ipv_unref(VipsImage *image);
 /// back to the system instead of staying in the heap. Returns 1 when every setting was applied.
 int ipv_tune_malloc(int arenas, int mmap_threshold);
 
-/// Releases libvips' per-thread buffers on a thread libvips did not create.
-void ipv_thread_done(void);
+/// Releases libvips' per-thread buffers on a thread libvips did not create, and with `trim` hands
+/// the heap's free pages back to the system (glibc's malloc_trim).
+void ipv_thread_done(int trim);
 
 /// Sends libvips' warnings (which would go to stderr) to `handler` instead; NULL drops them.
 void ipv_set_warning_handler(void (*handler)(const char *message));

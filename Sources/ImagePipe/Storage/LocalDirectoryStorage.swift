@@ -1,6 +1,7 @@
 // The embedded default storage: files under a directory, written atomically and durably, each marked with its original.
 import CFileSystem
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,8 +11,9 @@ import Glibc
 /// Each put writes a temporary file beside the target, records the object's ``Origin`` on it as the
 /// extended attribute `user.imagepipe.origin` (compact JSON), fsyncs it, then moves it into place
 /// and fsyncs the directory, so a reader never sees a half-written file and a crash never leaves one
-/// behind under the final name. The move is a hard link, which fails when the name is taken: the
-/// check against replacing another original's file is atomic, even between several workers.
+/// behind under the final name. A new key's move fails when the name is taken (`renameat2` with
+/// `RENAME_NOREPLACE`, or a hard link where that is not supported): the check against replacing
+/// another original's file is atomic, even between several workers.
 public struct LocalDirectoryStorage: StorageRepository {
     /// The extended attribute holding each file's origin.
     public static let originAttribute = "user.imagepipe.origin"
@@ -109,13 +111,18 @@ public struct LocalDirectoryStorage: StorageRepository {
             if rename(temporary, path) != 0 { throw Self.failure(errno, "cannot rename into \(path)") }
             return false
         }
-        if link(temporary, path) == 0 {
-            unlink(temporary)
-            return false
+        // One atomic step where the file system can (RENAME_NOREPLACE), a hard link elsewhere.
+        if ifs_rename_noreplace(temporary, path) == 0 { return false }
+        var linkError = errno
+        if linkError == EINVAL || linkError == ENOSYS {
+            if link(temporary, path) == 0 {
+                unlink(temporary)
+                return false
+            }
+            linkError = errno
         }
-        let linkError = errno
         guard linkError == EEXIST || linkError == EPERM || linkError == EOPNOTSUPP || linkError == EMLINK else {
-            throw Self.failure(linkError, "cannot link into \(path)")
+            throw Self.failure(linkError, "cannot move a finished file into \(path)")
         }
         // Taken (or no hard links on this file system: then the check below is not atomic).
         if linkError == EEXIST || access(path, F_OK) == 0 {
@@ -191,9 +198,14 @@ public struct LocalDirectoryStorage: StorageRepository {
         close(fd)
     }
 
+    /// Unique within the machine: the process and a counter, plus one random draw per process (a
+    /// pid can be reused). A getrandom call per file was a measurable cost on small images.
     private static func randomSuffix() -> String {
-        String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        "\(processTag)-\(String(suffixCounter.add(1, ordering: .relaxed).newValue, radix: 16))"
     }
+
+    private static let processTag = "\(getpid())\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+    private static let suffixCounter = Atomic<UInt64>(0)
 
     /// No space is `storageFull`; I/O and resource errors may pass; permission and path errors will not.
     static func failure(_ code: Int32, _ what: String, default fallback: ImagePipeError.Code = .storageRejected) -> ImagePipeError {
