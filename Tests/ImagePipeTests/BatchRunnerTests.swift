@@ -136,4 +136,18 @@ import Testing
         #expect(line == "[12/40] 3 failed, 3.0 images/s, ETA 0:09")
         #expect(BatchRunner.Progress(finished: 0, failed: 0, total: 7, elapsed: .zero).line == "[0/7] 0 failed, 0.0 images/s, ETA 0:00")
     }
+
+    @Test func theLargestSourcesStartFirst() throws {
+        directory.write("src/a-small.jpg", String(repeating: "x", count: 10))
+        directory.write("src/b-large.jpg", String(repeating: "x", count: 5000))
+        directory.write("src/c-medium.jpg", String(repeating: "x", count: 800))
+        directory.write("src/d-medium.jpg", String(repeating: "x", count: 800))
+        let compressor = ScriptedCompressor()
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
+                                   configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
+        let summary = try BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline).run { _, _ in }
+        #expect(summary.done == 4)
+        #expect(compressor.calls == ["b-large.jpg", "c-medium.jpg", "d-medium.jpg", "a-small.jpg"],
+                "largest first; equal sizes keep path order")
+    }
 }

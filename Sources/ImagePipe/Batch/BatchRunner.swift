@@ -1,6 +1,9 @@
 // Runs one batch: scan the inputs, refuse key collisions, feed the pipeline, collect every result.
 import Dispatch
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// Processes every image of a batch's inputs through a ``JobPipeline``.
@@ -97,7 +100,8 @@ public struct BatchRunner: Sendable {
 
         let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
         var interrupted = false
-        for (index, job) in scan.jobs.enumerated() {
+        for index in Self.largestFirst(scan.jobs) {
+            let job = scan.jobs[index]
             if shouldStop() {
                 interrupted = true
                 break
@@ -125,6 +129,18 @@ public struct BatchRunner: Sendable {
             collected.summary.interrupted = interrupted
             return collected.summary
         }
+    }
+
+    /// The order jobs start in: largest source first (longest processing time first), so the batch
+    /// does not end with one big image running alone while the other cores idle. The size on disk
+    /// (or as listed, for objects) stands in for the work; ties keep the scan's order.
+    static func largestFirst(_ jobs: [Job]) -> [Int] {
+        let sizes = jobs.map { job -> Int in
+            if let object = job.object { return object.bytes ?? 0 }
+            var info = stat()
+            return job.sourcePath.withCString { stat($0, &info) } == 0 ? Int(info.st_size) : 0
+        }
+        return jobs.indices.sorted { sizes[$0] != sizes[$1] ? sizes[$0] > sizes[$1] : $0 < $1 }
     }
 
     /// What a run would do to each source, in path order, touching nothing: reads and hashes each
