@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipeTestSupport
 import ImagePipeRemoteStorage
 import Testing
 

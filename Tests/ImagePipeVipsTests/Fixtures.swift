@@ -1,22 +1,11 @@
+// Compressing fixtures with one compressor shared by the libvips tests.
 import Foundation
 import ImagePipe
 import ImagePipeVips
 import ImagePipeTestSupport
 
-/// The committed fixtures and a shared compressor.
-enum Fixtures {
-    static let root = fixturesDirectory(above: #filePath)
-
-    static func path(_ relative: String) -> String { root + "/" + relative }
-
-    static func data(_ relative: String) -> Data {
-        try! Data(contentsOf: URL(fileURLWithPath: path(relative)))
-    }
-
-    static func files(in directory: String) -> [String] {
-        (try! FileManager.default.contentsOfDirectory(atPath: path(directory))).sorted()
-    }
-
+/// A compressor shared by the libvips tests, and compressing fixtures with it.
+extension Fixtures {
     static let compressor: VipsCompressor = {
         try! Vips.configure(threadsPerImage: 1)
         return try! VipsCompressor()

@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipeTestSupport
 import ImagePipe
 import ImagePipeVips
 import Testing

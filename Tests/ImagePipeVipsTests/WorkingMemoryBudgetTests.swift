@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ImagePipeTestSupport
 import ImagePipe
 @testable import ImagePipeVips
 import Synchronization

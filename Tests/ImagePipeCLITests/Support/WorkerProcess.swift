@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipeTestSupport
 
 /// A long-running `imagepipe` process (watch mode) whose standard error goes to a file.
 final class WorkerProcess {
