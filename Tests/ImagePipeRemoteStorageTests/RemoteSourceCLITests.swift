@@ -37,7 +37,7 @@ import Testing
         let fixtures = ["tiny.png", "small-200x150.jpg"].map { Fixtures.root + "/images/formats/" + $0 }
         let keys = try moto.fill(bucket, prefix: "many", count: 1_500, files: fixtures)
         try moto.put(bucket, "many/notes.txt", size: 10)
-        directory.write("local/extra.jpg", try Fixtures.data("images/formats/small-200x150.jpg"))
+        directory.write("local/extra.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
         let proxy = try FaultProxy(upstream: moto, plan: [])
 
         let output = try CommandRunner.run(
@@ -119,9 +119,9 @@ import Testing
     @Test func aBatchFromSupabaseFoldersAndASingleObject() throws {
         let key = "service-\(UUID().uuidString)"
         let stub = try SupabaseStub(key: key)
-        let jpeg = try Fixtures.data("images/formats/small-200x150.jpg")
+        let jpeg = Fixtures.data("images/formats/small-200x150.jpg")
         let etag = try stub.seed(jpeg, key: "uploads/2024/trip/beach.jpg")
-        try stub.seed(try Fixtures.data("images/formats/tiny.png"), key: "uploads/tiny.png", contentType: "image/png")
+        try stub.seed(Fixtures.data("images/formats/tiny.png"), key: "uploads/tiny.png", contentType: "image/png")
         try stub.seed(Data("x".utf8), key: "uploads/readme.md", contentType: "text/markdown")
         try stub.seed(jpeg, key: "elsewhere/one.jpg")
 

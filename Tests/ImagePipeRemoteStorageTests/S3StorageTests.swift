@@ -10,7 +10,7 @@ import Testing
         let moto = try MotoServer.signed()
         let bucket = try moto.makeBucket()
         let storage = S3Storage(configuration: try moto.configuration(bucket: bucket, prefix: "variants/2024"))
-        let body = try Fixtures.data("images/formats/tiny.png")
+        let body = Fixtures.data("images/formats/tiny.png")
 
         let stored = try storage.put(StorageObject(key: "trip/beach thumb.png", body: body, contentType: "image/png",
                                                    cacheControl: "public, max-age=60"))

@@ -44,7 +44,7 @@ import Testing
 
     @Test func anObjectIsReadWithItsETagThroughTheAuthenticatedEndpoint() throws {
         let stub = try SupabaseStub(key: key)
-        let body = try Fixtures.data("images/formats/tiny.png")
+        let body = Fixtures.data("images/formats/tiny.png")
         let etag = try stub.seed(body, key: "in/tiny a.png", contentType: "image/png")
         let repository = SupabaseSourceRepository(configuration: try stub.configuration())
 

@@ -12,7 +12,7 @@ import Testing
     @Test func aStandardUploadCarriesEveryHeaderSupabaseNeeds() throws {
         let stub = try SupabaseStub(key: key)
         let storage = SupabaseStorage(configuration: try stub.configuration(bucket: "media", prefix: "site/v1"))
-        let body = try Fixtures.data("images/formats/tiny.png")
+        let body = Fixtures.data("images/formats/tiny.png")
 
         let stored = try storage.put(StorageObject(key: "trip/a b.png", body: body, contentType: "image/png",
                                                    cacheControl: "public, max-age=31536000, immutable"))
