@@ -34,7 +34,7 @@ import Testing
         defer { if process.isRunning { process.terminate() } }
 
         let hidden = queue + "/inbox/.photo.png"
-        Fixtures.data("images/formats/tiny.png").write(to: URL(fileURLWithPath: hidden))
+        try Fixtures.data("images/formats/tiny.png").write(to: URL(fileURLWithPath: hidden))
         rename(hidden, queue + "/inbox/photo.png")
 
         let record = queue + "/done/photo.png.json"
