@@ -128,28 +128,33 @@ int ipv_flatten_white(VipsImage *in, VipsImage **out) {
     return result;
 }
 
-int ipv_save_jpeg(VipsImage *in, int quality, void **buf, size_t *len) {
+int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, void **buf, size_t *len) {
     return vips_jpegsave_buffer(in, buf, len,
         "Q", quality,
         "strip", TRUE,
         "optimize_coding", TRUE,
+        "interlace", progressive ? TRUE : FALSE,
+        "subsample_mode", full_chroma ? VIPS_FOREIGN_SUBSAMPLE_OFF : VIPS_FOREIGN_SUBSAMPLE_AUTO,
         NULL);
 }
 
-int ipv_save_webp(VipsImage *in, int quality, int effort, void **buf, size_t *len) {
+int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, int lossless, void **buf, size_t *len) {
     return vips_webpsave_buffer(in, buf, len,
         "Q", quality,
         "effort", effort,
+        "smart_subsample", smart_subsample ? TRUE : FALSE,
+        "lossless", lossless ? TRUE : FALSE,
         "strip", TRUE,
         NULL);
 }
 
-int ipv_save_avif(VipsImage *in, int quality, int effort, void **buf, size_t *len) {
+int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void **buf, size_t *len) {
     return vips_heifsave_buffer(in, buf, len,
         "Q", quality,
         "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1,
         "effort", effort,
         "bitdepth", 8,
+        "subsample_mode", full_chroma ? VIPS_FOREIGN_SUBSAMPLE_OFF : VIPS_FOREIGN_SUBSAMPLE_AUTO,
         "strip", TRUE,
         NULL);
 }
@@ -211,6 +216,15 @@ char *ipv_take_error(void) {
 
 void ipv_free(void *p) {
     g_free(p);
+}
+
+VipsImage *ipv_load_buffer(const void *buf, size_t len) {
+    VipsImage *lazy = vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (!lazy)
+        return NULL;
+    VipsImage *memory = vips_image_copy_memory(lazy);
+    g_object_unref(lazy);
+    return memory;
 }
 
 void ipv_unref(VipsImage *image) {

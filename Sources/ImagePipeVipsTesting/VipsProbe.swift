@@ -59,6 +59,21 @@ public enum VipsProbe {
         return Image(VipsImageHandle(pointer))
     }
 
+    /// The SSIMULACRA 2 score the compressor gives `distorted` (encoded) against `reference` (encoded
+    /// losslessly, e.g. PNG), as `auto` computes it.
+    public static func ssimulacra2(reference: Data, distorted: Data) throws(ImagePipeError) -> Double {
+        let image = try decode(reference)
+        let variant = VariantSpec(name: "probe", width: image.size.width, height: image.size.height, format: .png, quality: 100)
+        return try PerceptualScore(reference: image.handle, variant: variant).score(of: distorted, variant: variant)
+    }
+
+    /// A string or integer field of an encoded image's header, as libvips reads it (e.g.
+    /// `jpeg-chroma-subsample`, `interlaced`), or nil.
+    public static func header(_ data: Data, _ name: String) throws(ImagePipeError) -> String? {
+        let image = try decode(data)
+        return image.handle.string(name) ?? image.handle.int(name).map(String.init)
+    }
+
     /// The working memory the compressor reserves from its decode budget for `data` and `variants`.
     public static func workingMemory(_ data: Data, variants: [VariantSpec]) throws(ImagePipeError) -> Int {
         try Vips.ensureStarted()

@@ -78,6 +78,12 @@ public struct EncodedVariant: Sendable {
     public var size: PixelSize
     /// The encoded bytes (for libvips, its own buffer, not a copy).
     public var data: Data
+    /// The quality it was encoded at; nil for lossless encodings.
+    public var quality: Int?
+    /// Its SSIMULACRA 2 score against the resized, unencoded image, when it was scored (`auto`, `--score`).
+    public var score: Double?
+    /// Encodes made to choose the quality (`auto`); 1 otherwise.
+    public var encodes: Int = 1
 
     /// Creates an encoded variant.
     public init(spec: VariantSpec, size: PixelSize, data: Data) {

@@ -44,7 +44,11 @@ extension FileHandler {
                 wasInPlace: sameOriginal)
         }
         prepared.outputs = zip(compressed.variants, inspected.outputs).map { encoded, plan in
-            output(plan, encoded.size, encoded.data, encoded.spec.format.contentType)
+            var made = output(plan, encoded.size, encoded.data, encoded.spec.format.contentType)
+            made.quality = encoded.quality
+            made.score = encoded.score.map { ($0 * 100).rounded() / 100 }
+            made.encodes = encoded.spec.isAuto ? encoded.encodes : nil
+            return made
         }
         if configuration.storeOriginal, let plan = inspected.outputs.last, plan.spec == nil {
             do {

@@ -108,9 +108,16 @@ public struct VariantRecord: Sendable, Codable, Equatable {
     public var height: Int
     /// Stored size in bytes.
     public var bytes: Int
+    /// The quality it was encoded at (absent for lossless encodings): with `auto`, the one chosen for this image.
+    public var quality: Int?
+    /// Its SSIMULACRA 2 score against the resized, unencoded image (with `auto` or `--score`).
+    public var score: Double?
+    /// Encodes made to choose the quality (only with `auto`).
+    public var encodes: Int?
 
     /// Creates a record.
-    public init(name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int) {
+    public init(name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int,
+                quality: Int? = nil, score: Double? = nil, encodes: Int? = nil) {
         self.name = name
         self.key = key
         self.url = url
@@ -118,6 +125,9 @@ public struct VariantRecord: Sendable, Codable, Equatable {
         self.width = width
         self.height = height
         self.bytes = bytes
+        self.quality = quality
+        self.score = score
+        self.encodes = encodes
     }
 }
 

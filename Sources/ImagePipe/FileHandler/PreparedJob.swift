@@ -14,6 +14,10 @@ public struct PreparedJob: Sendable {
         /// Whether the key already held this original's output before the job, so a failed job
         /// leaves it in place instead of removing it.
         public var wasInPlace: Bool
+        /// The quality, score and encodes of an encoded variant, for its record.
+        public var quality: Int?
+        public var score: Double?
+        public var encodes: Int?
     }
 
     /// The job.
