@@ -64,7 +64,10 @@ struct BenchCommand: ParsableCommand {
         }
         let runner = BenchRunner(corpus: images, job: BenchJob(variants: specs, workers: jobs), runs: runs,
                                  workDirectory: FilePath.absolute(workDirectory), executable: Self.executablePath(),
-                                 extraDestinations: alsoDest, rerun: rerun)
+                                 extraDestinations: alsoDest, rerun: rerun,
+                                 extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
+                                     ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
+                                 })
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)

@@ -13,7 +13,7 @@ struct JobOptions: ParsableArguments {
             + "QUALITY: qN, auto (SSIMULACRA 2 target \(VariantSpec.formatTarget(VariantSpec.defaultAutoTarget))) or auto:TARGET; "
             + "left out for png and lossless webp. OPTION: cover, progressive or baseline (jpeg), 444 (jpeg, avif), effort=N "
             + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp). Wx or xH leaves a side open (not with cover). "
-            + "Examples: photo=1600x,jpeg,auto  hero=2400x1200,avif,q50,444,effort=4,cover",
+            + "Examples: photo=1600x,jpeg,q80  photo=1600x,jpeg,auto  hero=2400x1200,avif,q50,444,effort=4,cover",
         valueName: "spec"))
     var variants: [String] = []
 
