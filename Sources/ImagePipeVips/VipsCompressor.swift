@@ -84,6 +84,7 @@ public struct VipsCompressor: ImageCompressor {
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
         let decodeTime: Duration
+        var placeholder: Placeholder?
 
         if variants.count == 1 {
             // One output: decode, resize and encode stream through libvips together.
@@ -92,6 +93,9 @@ public struct VipsCompressor: ImageCompressor {
                                    crop: variant.fit == .cover)
             decodeTime = clock.now - start
             encoded.append(try encode(image, as: variant))
+            // Nothing else holds the pixels: the placeholder comes from the output, read back.
+            placeholder = encoded[0].data.withUnsafeBytes { ipv_load_buffer($0.baseAddress, $0.count) }
+                .flatMap { Self.placeholder(of: VipsImageHandle($0)) }
         } else {
             // Several outputs: decode once at the largest size any of them needs and keep it in memory.
             // Both sides of the decode size are at least what any variant needs; fitting by the side
@@ -103,6 +107,7 @@ public struct VipsCompressor: ImageCompressor {
             let intermediate = VipsImageHandle(memory)
             ipv_forget_profile(intermediate.pointer)
             decodeTime = clock.now - start
+            placeholder = Self.placeholder(of: intermediate)
             for (variant, output) in zip(variants, plan.outputs) {
                 let resized = try resize(intermediate, to: output, byWidth: Self.fitsByWidth(displayed, variant.box),
                                          crop: variant.fit == .cover)
@@ -110,8 +115,25 @@ public struct VipsCompressor: ImageCompressor {
             }
         }
         let end = clock.now
-        return CompressedImage(sourceFormat: format, sourceSize: displayed, variants: encoded,
-                               decodeTime: decodeTime, encodeTime: end - start - decodeTime)
+        var compressed = CompressedImage(sourceFormat: format, sourceSize: displayed, variants: encoded,
+                                         decodeTime: decodeTime, encodeTime: end - start - decodeTime)
+        compressed.placeholder = placeholder
+        return compressed
+    }
+
+    /// The placeholder of an image, from a copy shrunk to ThumbHash's 100x100; nil when that fails,
+    /// which costs the job nothing but its placeholder.
+    static func placeholder(of image: VipsImageHandle) -> Placeholder? {
+        var pixels: UnsafeMutableRawPointer?
+        var length = 0
+        var width: Int32 = 0, height: Int32 = 0
+        guard ipv_placeholder_pixels(image.pointer, 100, &pixels, &length, &width, &height) == 0, let pixels else {
+            _ = Vips.takeError()
+            return nil
+        }
+        defer { ipv_free(pixels) }
+        let rgba = [UInt8](UnsafeRawBufferPointer(start: pixels, count: length))
+        return Placeholder(width: Int(width), height: Int(height), rgba: rgba)
     }
 
     // MARK: - Steps, in pipeline order

@@ -59,6 +59,8 @@ public struct CompressedImage: Sendable {
     public var decodeTime: Duration
     /// Time spent resizing and encoding all variants.
     public var encodeTime: Duration
+    /// The original's placeholder, when the compressor makes one.
+    public var placeholder: Placeholder?
 
     /// Creates a result.
     public init(sourceFormat: String, sourceSize: PixelSize, variants: [EncodedVariant], decodeTime: Duration, encodeTime: Duration) {

@@ -27,6 +27,7 @@ extension FileHandler {
         }
         prepared.format = compressed.sourceFormat
         prepared.size = compressed.sourceSize
+        prepared.placeholder = compressed.placeholder
         prepared.timings.decodeMs = compressed.decodeTime.milliseconds
         prepared.timings.encodeMs = compressed.encodeTime.milliseconds
 

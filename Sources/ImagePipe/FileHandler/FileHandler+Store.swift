@@ -73,6 +73,7 @@ extension FileHandler {
         }
         var done = result(.done, nil, records)
         done.original = original
+        done.placeholder = prepared.placeholder
         return done
     }
 

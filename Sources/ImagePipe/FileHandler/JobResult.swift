@@ -58,6 +58,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var variants: [VariantRecord]
     /// The stored copy of the original, when originals are stored too.
     public var original: StoredObject?
+    /// What a page shows while the image loads (only when done).
+    public var placeholder: Placeholder?
     /// Where the time went.
     public var timings: Timings
     /// How many attempts it took (watch mode retries transient failures).
@@ -87,7 +89,7 @@ public struct JobResult: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case source, status, error, errorCode = "error_code", transient, skipCode = "skip_code", reason
-        case sha256, sourceETag = "source_etag", format, width, height, bytes, variants, original
+        case sha256, sourceETag = "source_etag", format, width, height, bytes, variants, original, placeholder
         case timings, attempts
     }
 }

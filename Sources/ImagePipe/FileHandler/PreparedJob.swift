@@ -36,6 +36,8 @@ public struct PreparedJob: Sendable {
     public var format: String?
     /// Source size as displayed, once decoded.
     public var size: PixelSize?
+    /// The original's placeholder, once decoded.
+    public var placeholder: Placeholder?
     /// The encoded outputs to store.
     public var outputs: [Output] = []
     /// Keys reserved in this process for this job (released when it completes).
