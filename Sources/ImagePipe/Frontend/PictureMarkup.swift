@@ -84,18 +84,5 @@ public struct PictureMarkup: Sendable, Codable, Equatable {
     }
 
     /// Text escaped for an HTML attribute or element.
-    public static func escape(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
-    }
+    public static func escape(_ text: String) -> String { text.markupEscaped }
 }
