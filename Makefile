@@ -17,15 +17,18 @@ test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# Tools only the tests need (servers they start on loopback): moto's S3 server and boto3.
+# Tools only the tests need: moto's S3 server and boto3 (servers started on loopback), the reference
+# `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), and Chromium (renders the report).
 test-deps:
-	@python3 -c "import moto.server, boto3" 2>/dev/null || { \
-		echo "installing moto[server] and boto3 for the S3 tests"; \
+	@python3 -c "import moto.server, boto3, ssimulacra2, thumbhash" 2>/dev/null || { \
+		echo "installing moto[server], boto3, ssimulacra2 and thumbhash for the tests"; \
 		python3 -m pip --version >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 			$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip; }; \
-		python3 -m pip install --quiet "moto[server]>=5,<6" boto3 2>/dev/null || \
-			python3 -m pip install --quiet --break-system-packages "moto[server]>=5,<6" boto3; \
+		python3 -m pip install --quiet "moto[server]>=5,<6" boto3 "ssimulacra2==0.3.0" "thumbhash==0.1.2" 2>/dev/null || \
+			python3 -m pip install --quiet --break-system-packages "moto[server]>=5,<6" boto3 "ssimulacra2==0.3.0" "thumbhash==0.1.2"; \
 	}
+	@command -v chromium >/dev/null || { echo "installing chromium for the report test"; $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
 build: deps
 	$(SWIFT) build

@@ -128,28 +128,33 @@ int ipv_flatten_white(VipsImage *in, VipsImage **out) {
     return result;
 }
 
-int ipv_save_jpeg(VipsImage *in, int quality, void **buf, size_t *len) {
+int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, void **buf, size_t *len) {
     return vips_jpegsave_buffer(in, buf, len,
         "Q", quality,
         "strip", TRUE,
         "optimize_coding", TRUE,
+        "interlace", progressive ? TRUE : FALSE,
+        "subsample_mode", full_chroma ? VIPS_FOREIGN_SUBSAMPLE_OFF : VIPS_FOREIGN_SUBSAMPLE_AUTO,
         NULL);
 }
 
-int ipv_save_webp(VipsImage *in, int quality, int effort, void **buf, size_t *len) {
+int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, int lossless, void **buf, size_t *len) {
     return vips_webpsave_buffer(in, buf, len,
         "Q", quality,
         "effort", effort,
+        "smart_subsample", smart_subsample ? TRUE : FALSE,
+        "lossless", lossless ? TRUE : FALSE,
         "strip", TRUE,
         NULL);
 }
 
-int ipv_save_avif(VipsImage *in, int quality, int effort, void **buf, size_t *len) {
+int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void **buf, size_t *len) {
     return vips_heifsave_buffer(in, buf, len,
         "Q", quality,
         "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1,
         "effort", effort,
         "bitdepth", 8,
+        "subsample_mode", full_chroma ? VIPS_FOREIGN_SUBSAMPLE_OFF : VIPS_FOREIGN_SUBSAMPLE_AUTO,
         "strip", TRUE,
         NULL);
 }
@@ -213,6 +218,15 @@ void ipv_free(void *p) {
     g_free(p);
 }
 
+VipsImage *ipv_load_buffer(const void *buf, size_t len) {
+    VipsImage *lazy = vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (!lazy)
+        return NULL;
+    VipsImage *memory = vips_image_copy_memory(lazy);
+    g_object_unref(lazy);
+    return memory;
+}
+
 void ipv_unref(VipsImage *image) {
     if (image)
         g_object_unref(image);
@@ -262,4 +276,30 @@ int ipv_tune_malloc(int arenas, int mmap_threshold) {
     (void) mmap_threshold;
     return 0;
 #endif
+}
+
+int ipv_placeholder_pixels(VipsImage *in, int size, void **rgba, size_t *len, int *width, int *height) {
+    VipsImage *context = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(context), 3);
+    int result = -1;
+    VipsImage *image = NULL;
+    if (vips_thumbnail_image(in, &t[0], size, "height", size, "size", VIPS_SIZE_DOWN, NULL) || ipv_to_srgb8(t[0], &t[1]))
+        goto done;
+    image = t[1];
+    if (image->Bands == 3) {
+        if (vips_bandjoin_const1(image, &t[2], 255.0, NULL))
+            goto done;
+        image = t[2];
+    }
+    if (image->Bands != 4) {
+        vips_error("placeholder", "%s", "expected RGB or RGBA");
+        goto done;
+    }
+    *width = image->Xsize;
+    *height = image->Ysize;
+    *rgba = vips_image_write_to_memory(image, len);
+    result = *rgba ? 0 : -1;
+done:
+    g_object_unref(context);
+    return result;
 }

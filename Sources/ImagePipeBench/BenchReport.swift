@@ -22,10 +22,34 @@ public struct BenchReport: Sendable, Codable {
         public var imagesPerSecond: Double?
         /// Megabytes (10⁶ bytes) of originals per second at the median time.
         public var megabytesPerSecond: Double?
+        /// Bytes of every output of its last run.
+        public var outputBytes: Int?
+        /// For imagepipe rows: per variant, bytes and SSIMULACRA 2 scores from a run with `--score`.
+        public var variants: [VariantQuality]?
 
         enum CodingKeys: String, CodingKey {
             case name, skipped, runs, medianSeconds = "median_seconds", ratio, peakResidentBytes = "peak_rss_bytes"
-            case imagesPerSecond = "images_per_second", megabytesPerSecond = "mb_per_second"
+            case imagesPerSecond = "images_per_second", megabytesPerSecond = "mb_per_second", outputBytes = "output_bytes", variants
+        }
+
+        /// The lowest score of any output.
+        public var worstScore: Double? { variants?.compactMap(\.worstScore).min() }
+    }
+
+    /// One variant's outputs over the corpus: bytes, scores and encodes per image.
+    public struct VariantQuality: Sendable, Codable, Equatable {
+        /// The variant name.
+        public var name: String
+        /// Bytes of all its outputs.
+        public var bytes: Int
+        /// The lowest and median SSIMULACRA 2 score over the images.
+        public var worstScore: Double?
+        public var medianScore: Double?
+        /// Encodes per image, on average (above 1 with `auto`).
+        public var encodesPerImage: Double
+
+        enum CodingKeys: String, CodingKey {
+            case name, bytes, worstScore = "worst_score", medianScore = "median_score", encodesPerImage = "encodes_per_image"
         }
     }
 
@@ -65,8 +89,10 @@ public struct BenchReport: Sendable, Codable {
         lines.append("corpus: \(images) images, \(BatchSummary.formatBytes(corpusBytes)); job: \(job.joined(separator: " + ")); "
                      + "\(workers) workers; \(runsPerTool) alternated runs per tool, medians")
         lines.append("")
+        let reference = tools.first?.outputBytes
         lines.append(pad("tool", 22) + pad("median", 10, right: true) + pad("ratio", 10, right: true)
-                     + pad("images/s", 10, right: true) + pad("MB/s", 9, right: true) + pad("peak RSS", 11, right: true))
+                     + pad("images/s", 10, right: true) + pad("MB/s", 9, right: true) + pad("peak RSS", 11, right: true)
+                     + pad("output", 11, right: true) + pad("bytes", 9, right: true) + pad("worst", 8, right: true))
         for tool in tools {
             guard let median = tool.medianSeconds else {
                 lines.append(pad(tool.name, 22) + "skipped: " + (tool.skipped ?? "failed"))
@@ -78,10 +104,27 @@ public struct BenchReport: Sendable, Codable {
                          + pad(tool.ratio.map { String(format: "%.2fx", $0) } ?? "-", 10, right: true)
                          + pad(String(format: "%.2f", tool.imagesPerSecond ?? Double(images) / median), 10, right: true)
                          + pad(String(format: "%.1f", tool.megabytesPerSecond ?? Double(corpusBytes) / 1e6 / median), 9, right: true)
-                         + pad(BatchSummary.formatBytes(tool.peakResidentBytes ?? 0), 11, right: true) + failed)
+                         + pad(BatchSummary.formatBytes(tool.peakResidentBytes ?? 0), 11, right: true)
+                         + pad(tool.outputBytes.map(BatchSummary.formatBytes) ?? "-", 11, right: true)
+                         + pad(Self.change(tool.outputBytes, from: reference), 9, right: true)
+                         + pad(tool.worstScore.map { String(format: "%.1f", $0) } ?? "-", 8, right: true) + failed)
         }
         lines.append("")
-        lines.append("ratio: the tool's median time over imagepipe's (above 1.00x, imagepipe is faster)")
+        lines.append("ratio: the tool's median time over imagepipe's (above 1.00x, imagepipe is faster); output: bytes written, "
+                     + "bytes: against imagepipe's; worst: the lowest SSIMULACRA 2 score of any output (imagepipe rows, from one more run with --score)")
+        let scored = tools.filter { $0.variants != nil }
+        if !scored.isEmpty {
+            lines.append("per variant: bytes, bytes against the first row, worst / median score, encodes per image")
+            for tool in scored {
+                for variant in tool.variants ?? [] {
+                    let first = scored.first?.variants?.first { $0.name == variant.name }?.bytes
+                    lines.append("  " + pad(tool.name, 20) + pad(variant.name, 10) + pad(BatchSummary.formatBytes(variant.bytes), 10, right: true)
+                                 + pad(Self.change(variant.bytes, from: first), 9, right: true)
+                                 + String(format: "   %5.1f / %5.1f   %.2f", variant.worstScore ?? .nan, variant.medianScore ?? .nan,
+                                          variant.encodesPerImage))
+                }
+            }
+        }
         if !rerunFractions.isEmpty {
             lines.append("re-run over first run (every output in place): "
                          + rerunFractions.sorted { $0.key < $1.key }.map { String(format: "%@ %.1f%%", $0.key, $0.value * 100) }.joined(separator: ", "))
@@ -102,6 +145,12 @@ public struct BenchReport: Sendable, Codable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self)
+    }
+
+    /// `-31.2%`: the change from `reference`.
+    private static func change(_ value: Int?, from reference: Int?) -> String {
+        guard let value, let reference, reference > 0 else { return "-" }
+        return String(format: "%+.1f%%", (Double(value) / Double(reference) - 1) * 100)
     }
 
     private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {

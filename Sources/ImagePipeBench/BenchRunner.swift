@@ -21,10 +21,12 @@ public struct BenchRunner: Sendable {
     /// Whether to time, right after each imagepipe run, the same command again over the outputs it
     /// left: a re-run that finds everything in place.
     public var rerun: Bool
+    /// Other jobs imagepipe is timed with besides ``job``, by row name (`--also-preset web-auto`).
+    public var extraJobs: [(name: String, job: BenchJob)]
 
     /// Creates a runner.
     public init(corpus: Corpus, job: BenchJob, runs: Int, workDirectory: String, executable: String, extraDestinations: [String] = [],
-                rerun: Bool = false) {
+                rerun: Bool = false, extraJobs: [(name: String, job: BenchJob)] = []) {
         self.corpus = corpus
         self.job = job
         self.runs = max(1, runs)
@@ -32,6 +34,7 @@ public struct BenchRunner: Sendable {
         self.executable = executable
         self.extraDestinations = extraDestinations
         self.rerun = rerun
+        self.extraJobs = extraJobs
     }
 
     /// Measures imagepipe alone, or with `compare` every installed peer too, in alternating order.
@@ -53,6 +56,9 @@ public struct BenchRunner: Sendable {
             peers.append(.imagepipe(executable: executable, job: job, destination: destination,
                                     label: "imagepipe → \(destination.prefix(while: { $0 != ":" }))", manifest: { _ in "/dev/null" }))
         }
+        for (name, extra) in extraJobs {
+            peers.append(.imagepipe(executable: executable, job: extra, destination: nil, label: name, manifest: { _ in "/dev/null" }))
+        }
         // Each imagepipe row's re-run row, run right after it over the same outputs.
         var reruns: [Int: Int] = [:]
         if rerun {
@@ -67,6 +73,7 @@ public struct BenchRunner: Sendable {
         }
         let runnable = peers.indices.filter { peers[$0].unavailable == nil && !reruns.values.contains($0) }
         var measurements = Array(repeating: [RunMeasurement](), count: peers.count)
+        var outputBytes = [Int?](repeating: nil, count: peers.count)
         let log = workDirectory + "/commands.log"
 
         for round in 0..<runs {
@@ -82,6 +89,7 @@ public struct BenchRunner: Sendable {
                     let measurement = ProcessRunner.run(commands, parallel: parallel, environment: peers[measured].environment, output: log)
                     measurements[measured].append(measurement)
                 }
+                outputBytes[index] = Self.bytes(under: output)
                 try? FileManager.default.removeItem(atPath: output)
             }
         }
@@ -95,7 +103,9 @@ public struct BenchRunner: Sendable {
                 ratio: median.flatMap { value in reference.map { value / $0 } },
                 peakResidentBytes: runs.map(\.peakResidentBytes).max(),
                 imagesPerSecond: median.map { Double(corpus.files.count) / $0 },
-                megabytesPerSecond: median.map { Double(corpus.bytes) / 1e6 / $0 })
+                megabytesPerSecond: median.map { Double(corpus.bytes) / 1e6 / $0 },
+                outputBytes: outputBytes[index],
+                variants: runnable.contains(index) ? scoredRun(peers[index], index: index, progress: progress) : nil)
         }
         var report = BenchReport(images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
                                  workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))
@@ -105,6 +115,48 @@ public struct BenchRunner: Sendable {
             }
         }
         return report
+    }
+
+    /// One untimed run of an imagepipe row with `--score`, summarised per variant from its manifest.
+    private func scoredRun(_ peer: Peer, index: Int, progress: (String) -> Void) -> [BenchReport.VariantQuality]? {
+        guard let command = peer.scoredCommand else { return nil }
+        let output = workDirectory + "/scored-\(index)", manifest = workDirectory + "/scored-\(index).jsonl"
+        try? FileManager.default.removeItem(atPath: output)
+        progress("scoring the outputs of \(peer.name)")
+        guard ProcessRunner.run([command(corpus, output, manifest)], output: workDirectory + "/commands.log").succeeded else { return nil }
+        try? FileManager.default.removeItem(atPath: output)
+        return Self.variantQuality(fromManifest: manifest)
+    }
+
+    /// Bytes, scores and encodes per variant from a manifest, in the order the variants first appear.
+    static func variantQuality(fromManifest path: String) -> [BenchReport.VariantQuality] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        var order: [String] = []
+        var records: [String: [VariantRecord]] = [:]
+        for line in text.split(separator: "\n") {
+            guard let result = try? JSONDecoder().decode(JobResult.self, from: Data(line.utf8)), result.status == .done else { continue }
+            for variant in result.variants {
+                if records[variant.name] == nil { order.append(variant.name) }
+                records[variant.name, default: []].append(variant)
+            }
+        }
+        return order.map { name in
+            let made = records[name] ?? []
+            let scores = made.compactMap(\.score)
+            return BenchReport.VariantQuality(
+                name: name, bytes: made.reduce(0) { $0 + $1.bytes }, worstScore: scores.min(), medianScore: scores.quantile(0.5),
+                encodesPerImage: Double(made.reduce(0) { $0 + ($1.encodes ?? 1) }) / Double(max(1, made.count)))
+        }
+    }
+
+    /// Bytes of the files under a folder.
+    static func bytes(under directory: String) -> Int {
+        guard let files = FileManager.default.enumerator(atPath: directory) else { return 0 }
+        var total = 0
+        for case let file as String in files {
+            total += (try? FileManager.default.attributesOfItem(atPath: directory + "/" + file)[.size] as? Int) ?? 0
+        }
+        return total
     }
 
     /// Per-image stage percentiles from imagepipe's manifests.

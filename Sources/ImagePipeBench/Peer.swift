@@ -12,6 +12,9 @@ public struct Peer: Sendable {
     public var environment: [String: String] = [:]
     /// The commands of one run, and how many run at once.
     public var commands: @Sendable (_ corpus: Corpus, _ output: String) -> (commands: [[String]], parallel: Int)
+    /// For imagepipe writing locally: the command of an untimed run that scores every variant
+    /// (`--score`) into the manifest given, for the bytes-and-score columns.
+    public var scoredCommand: (@Sendable (_ corpus: Corpus, _ output: String, _ manifest: String) -> [String])?
 
     /// The same tool under another name in the table.
     func renamed(_ name: String) -> Peer {
@@ -44,14 +47,21 @@ extension Peer {
     /// imagepipe's own `batch` command, run as a separate process like every peer.
     static func imagepipe(executable: String, job: BenchJob, destination: String?, label: String = "imagepipe",
                           manifest: @escaping @Sendable (String) -> String) -> Peer {
-        Peer(name: label, unavailable: nil) { corpus, output in
+        @Sendable func command(_ corpus: Corpus, _ target: String, _ manifest: String) -> [String] {
+            var command = [executable, "batch", corpus.directory, "--dest", target,
+                           "--manifest", manifest, "--jobs", "\(job.workers)", "--log-level", "error"]
+            for variant in job.variants { command += ["--variant", variant.specString] }
+            return command
+        }
+        var peer = Peer(name: label, unavailable: nil) { corpus, output in
             // Remote rounds write under a prefix named after the round's output folder, so none finds another's outputs.
             let target = destination.map { $0 + "/" + URL(fileURLWithPath: output).lastPathComponent } ?? output
-            var command = [executable, "batch", corpus.directory, "--dest", target,
-                           "--manifest", manifest(output), "--jobs", "\(job.workers)", "--log-level", "error"]
-            for variant in job.variants { command += ["--variant", variant.specString] }
-            return ([command], 1)
+            return ([command(corpus, target, manifest(output))], 1)
         }
+        if destination == nil {
+            peer.scoredCommand = { corpus, output, manifest in command(corpus, output, manifest) + ["--score"] }
+        }
+        return peer
     }
 
     /// The pyvips script: decode once at the largest size, `thumbnail_image` for the others.

@@ -13,10 +13,9 @@ import ImagePipe
 public struct VipsCompressor: ImageCompressor {
     /// Encoder settings shared by every variant.
     public struct Configuration: Sendable, Hashable {
-        /// WebP encoder effort, 0 (fast) to 6 (small).
-        public var webpEffort: Int = 4
-        /// AVIF encoder effort, 0 (fast) to 9 (small).
-        public var avifEffort: Int = 4
+        /// Whether fixed-quality variants are scored too (`--score`), to audit what a fixed quality
+        /// gives each image; `auto` variants always are. Costs one score per variant.
+        public var scoreEveryVariant = false
         /// PNG zlib level, 0–9.
         public var pngCompression: Int = 6
         /// Working memory all concurrent compressions may hold together (see ``WorkingMemoryBudget``);
@@ -26,6 +25,18 @@ public struct VipsCompressor: ImageCompressor {
         /// The working memory to allow per image compressed at once: room for a 5120x2880 progressive
         /// JPEG (88 MB of coefficients) with its outputs, so two light images never wait for each other.
         public static let workingMemoryPerImage = 128 << 20
+
+        /// The working memory to allow per image for `variants`: ``workingMemoryPerImage``, plus for
+        /// `auto` variants the scoring of the largest one at its full box (an open side counted as
+        /// long as the other), so that choosing qualities does not make images wait for each other.
+        public static func workingMemoryPerImage(for variants: [VariantSpec]) -> Int {
+            let scoring = variants.filter(\.isAuto).map { variant in
+                let width = min(variant.width, 8192), height = min(variant.height, 8192)
+                return min(width, variant.width == VariantSpec.unbounded ? height : width)
+                    * min(height, variant.height == VariantSpec.unbounded ? width : height) * PerceptualScore.bytesPerPixel
+            }.max() ?? 0
+            return workingMemoryPerImage + scoring
+        }
 
         /// The defaults.
         public init() {}
@@ -80,6 +91,7 @@ public struct VipsCompressor: ImageCompressor {
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
         let decodeTime: Duration
+        var placeholder: Placeholder?
 
         if variants.count == 1 {
             // One output: decode, resize and encode stream through libvips together.
@@ -88,6 +100,9 @@ public struct VipsCompressor: ImageCompressor {
                                    crop: variant.fit == .cover)
             decodeTime = clock.now - start
             encoded.append(try encode(image, as: variant))
+            // Nothing else holds the pixels: the placeholder comes from the output, read back.
+            placeholder = encoded[0].data.withUnsafeBytes { ipv_load_buffer($0.baseAddress, $0.count) }
+                .flatMap { Self.placeholder(of: VipsImageHandle($0)) }
         } else {
             // Several outputs: decode once at the largest size any of them needs and keep it in memory.
             // Both sides of the decode size are at least what any variant needs; fitting by the side
@@ -99,6 +114,7 @@ public struct VipsCompressor: ImageCompressor {
             let intermediate = VipsImageHandle(memory)
             ipv_forget_profile(intermediate.pointer)
             decodeTime = clock.now - start
+            placeholder = Self.placeholder(of: intermediate)
             for (variant, output) in zip(variants, plan.outputs) {
                 let resized = try resize(intermediate, to: output, byWidth: Self.fitsByWidth(displayed, variant.box),
                                          crop: variant.fit == .cover)
@@ -106,8 +122,25 @@ public struct VipsCompressor: ImageCompressor {
             }
         }
         let end = clock.now
-        return CompressedImage(sourceFormat: format, sourceSize: displayed, variants: encoded,
-                               decodeTime: decodeTime, encodeTime: end - start - decodeTime)
+        var compressed = CompressedImage(sourceFormat: format, sourceSize: displayed, variants: encoded,
+                                         decodeTime: decodeTime, encodeTime: end - start - decodeTime)
+        compressed.placeholder = placeholder
+        return compressed
+    }
+
+    /// The placeholder of an image, from a copy shrunk to ThumbHash's 100x100; nil when that fails,
+    /// which costs the job nothing but its placeholder.
+    static func placeholder(of image: VipsImageHandle) -> Placeholder? {
+        var pixels: UnsafeMutableRawPointer?
+        var length = 0
+        var width: Int32 = 0, height: Int32 = 0
+        guard ipv_placeholder_pixels(image.pointer, 100, &pixels, &length, &width, &height) == 0, let pixels else {
+            _ = Vips.takeError()
+            return nil
+        }
+        defer { ipv_free(pixels) }
+        let rgba = [UInt8](UnsafeRawBufferPointer(start: pixels, count: length))
+        return Placeholder(width: Int(width), height: Int(height), rgba: rgba)
     }
 
     // MARK: - Steps, in pipeline order
@@ -179,7 +212,8 @@ public struct VipsCompressor: ImageCompressor {
         return VipsImageHandle(out)
     }
 
-    /// Drops metadata, flattens alpha for JPEG and encodes; the returned Data owns libvips' buffer without copying it.
+    /// Drops metadata, flattens alpha for JPEG and encodes at the variant's quality, or with `auto`
+    /// at the lowest quality whose score meets its target.
     private func encode(_ image: VipsImageHandle, as variant: VariantSpec) throws(ImagePipeError) -> EncodedVariant {
         var stripped: UnsafeMutablePointer<VipsImage>?
         guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }
@@ -189,22 +223,40 @@ public struct VipsCompressor: ImageCompressor {
             guard ipv_flatten_white(source.pointer, &out) == 0, let out else { throw encodeError(variant) }
             source = VipsImageHandle(out)
         }
+        if let target = variant.autoTarget { return try encodeChoosingQuality(source, as: variant, target: target) }
+        var encoded = EncodedVariant(spec: variant, size: source.size, data: try encode(source, as: variant, quality: variant.quality))
+        if variant.hasQuality {
+            encoded.quality = variant.quality
+            if configuration.scoreEveryVariant {
+                encoded.score = try PerceptualScore(reference: source, variant: variant).score(of: encoded.data, variant: variant)
+            }
+        }
+        return encoded
+    }
+
+    /// Encodes once; the returned Data owns libvips' buffer without copying it.
+    func encode(_ source: VipsImageHandle, as variant: VariantSpec, quality: Int) throws(ImagePipeError) -> Data {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
-        let quality = Int32(variant.quality)
+        let options = variant.options
+        let effort = Int32(options.effort(for: variant.format))
         let status: Int32 = switch variant.format {
-        case .jpeg: ipv_save_jpeg(source.pointer, quality, &buffer, &length)
-        case .webp: ipv_save_webp(source.pointer, quality, Int32(configuration.webpEffort), &buffer, &length)
-        case .avif: ipv_save_avif(source.pointer, quality, Int32(configuration.avifEffort), &buffer, &length)
-        case .png: ipv_save_png(source.pointer, Int32(configuration.pngCompression), &buffer, &length)
+        case .jpeg:
+            ipv_save_jpeg(source.pointer, Int32(quality), options.isProgressive ? 1 : 0, options.fullChroma ? 1 : 0, &buffer, &length)
+        case .webp:
+            ipv_save_webp(source.pointer, Int32(quality), effort, options.smartSubsample ? 1 : 0, options.lossless ? 1 : 0,
+                          &buffer, &length)
+        case .avif:
+            ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, &buffer, &length)
+        case .png:
+            ipv_save_png(source.pointer, Int32(configuration.pngCompression), &buffer, &length)
         }
         guard status == 0, let buffer else {
             // Lazy pipelines decode while encoding, so damaged input often surfaces here.
             throw decodeError()
         }
-        var data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
-        if variant.format == .webp { data = WebPMetadata.stripped(data) }
-        return EncodedVariant(spec: variant, size: source.size, data: data)
+        let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
+        return variant.format == .webp ? WebPMetadata.stripped(data) : data
     }
 
     /// The size as displayed: width and height swapped when the EXIF orientation turns the image.
@@ -236,9 +288,10 @@ public struct VipsCompressor: ImageCompressor {
         }
         let intermediate = variants.count > 1 ? plan.decodeSize.area * 4 : 0
         // Encoders hold their whole input: JPEG's optimised Huffman pass keeps coefficients (6 bytes per
-        // pixel), libwebp and libaom their own planes. Variants are encoded one after another.
+        // pixel), libwebp and libaom their own planes. Variants are encoded one after another. Choosing
+        // a quality also holds the variant in memory, its scales and moments, and a decoded probe.
         let encoder = zip(variants, plan.outputs).map { variant, size in
-            size.area * (variant.format == .avif ? 12 : 6)
+            size.area * (variant.format == .avif ? 12 : 6) + (variant.isAuto ? size.area * PerceptualScore.bytesPerPixel : 0)
         }.max() ?? 0
         return sourceBytes + decoder + intermediate + encoder
     }
@@ -282,11 +335,11 @@ public struct VipsCompressor: ImageCompressor {
         return ImagePipeError(.corruptImage, "cannot read image header: \(text)")
     }
 
-    private func decodeError() -> ImagePipeError {
+    func decodeError() -> ImagePipeError {
         ImagePipeError(.corruptImage, "corrupt or truncated image data: \(Vips.takeError() ?? "decoder failed")")
     }
 
-    private func encodeError(_ variant: VariantSpec) -> ImagePipeError {
+    func encodeError(_ variant: VariantSpec) -> ImagePipeError {
         ImagePipeError(.encodeFailed, "cannot encode variant \(variant.name) as \(variant.format.rawValue): \(Vips.takeError() ?? "encoder failed")")
     }
 

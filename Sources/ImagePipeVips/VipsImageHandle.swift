@@ -15,7 +15,7 @@ package final class VipsImageHandle {
     package var size: PixelSize { PixelSize(width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize)) }
     var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
 
-    func int(_ name: String) -> Int? {
+    package func int(_ name: String) -> Int? {
         let value = ipv_get_int(pointer, name, Int32.min)
         return value == Int32.min ? nil : Int(value)
     }

@@ -59,6 +59,34 @@ public enum VipsProbe {
         return Image(VipsImageHandle(pointer))
     }
 
+    /// The SSIMULACRA 2 score the compressor gives `distorted` (encoded) against `reference` (encoded
+    /// losslessly, e.g. PNG), as `auto` computes it.
+    public static func ssimulacra2(reference: Data, distorted: Data) throws(ImagePipeError) -> Double {
+        let image = try decode(reference)
+        let variant = VariantSpec(name: "probe", width: image.size.width, height: image.size.height, format: .png, quality: 100)
+        return try PerceptualScore(reference: image.handle, variant: variant).score(of: distorted, variant: variant)
+    }
+
+    /// The RGBA pixels (at most 100x100) the compressor makes an image's placeholder from.
+    public static func placeholderPixels(_ data: Data) throws(ImagePipeError) -> (width: Int, height: Int, rgba: [UInt8]) {
+        let image = try decode(data)
+        var pixels: UnsafeMutableRawPointer?
+        var length = 0
+        var width: Int32 = 0, height: Int32 = 0
+        guard ipv_placeholder_pixels(image.handle.pointer, 100, &pixels, &length, &width, &height) == 0, let pixels else {
+            throw ImagePipeError(.corruptImage, Vips.takeError() ?? "cannot shrink")
+        }
+        defer { ipv_free(pixels) }
+        return (Int(width), Int(height), [UInt8](UnsafeRawBufferPointer(start: pixels, count: length)))
+    }
+
+    /// A string or integer field of an encoded image's header, as libvips reads it (e.g.
+    /// `jpeg-chroma-subsample`, `interlaced`), or nil.
+    public static func header(_ data: Data, _ name: String) throws(ImagePipeError) -> String? {
+        let image = try decode(data)
+        return image.handle.string(name) ?? image.handle.int(name).map(String.init)
+    }
+
     /// The working memory the compressor reserves from its decode budget for `data` and `variants`.
     public static func workingMemory(_ data: Data, variants: [VariantSpec]) throws(ImagePipeError) -> Int {
         try Vips.ensureStarted()

@@ -18,8 +18,9 @@ enum CompositionRoot {
     static func fileHandler(_ options: JobOptions, force: Bool = false, sources: [String] = [], maxSourceBytes: Int = 256 << 20,
                             logger: Logger) throws(ImagePipeError) -> FileHandler {
         try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
+        let variants = try options.variantSpecs()
         let configuration = FileHandler.Configuration(
-            variants: try options.variantSpecs(),
+            variants: variants,
             keyTemplate: try KeyTemplate(options.key),
             limits: CompressionLimits(maxPixels: options.maxPixels),
             cacheControl: options.storage.cacheControl,
@@ -29,7 +30,8 @@ enum CompositionRoot {
             update: options.update,
             force: force)
         var encoders = VipsCompressor.Configuration()
-        let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage * options.jobs
+        encoders.scoreEveryVariant = options.score
+        let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage(for: variants) * options.jobs
         encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory : nil
         let sourceURLs = sources.filter(ObjectLocation.isURL)
         return FileHandler(compressor: try VipsCompressor(configuration: encoders),

@@ -265,7 +265,8 @@ import Testing
     @Test(arguments: ["batch", "watch"])
     func helpShowsTheWebPresetAndAnExampleVariant(_ command: String) throws {
         let help = try CommandRunner.run([command, "--help"]).stdout
-        for spec in ["large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78", "thumb=320x320,webp,q70,cover", "photo=1600x,jpeg,q80"] {
+        for spec in ["large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78", "thumb=320x320,webp,q70,cover", "photo=1600x,jpeg,q80",
+                     "large=2048x2048,jpeg,auto:67.5", "photo=1600x,jpeg,auto"] {
             #expect(help.contains(spec), "\(command) --help lacks \(spec): \(help)")
         }
     }

@@ -69,3 +69,27 @@ import Testing
         #expect(skipped.count == 4, "2 images in each of 2 re-runs")
     }
 }
+
+extension BenchCommandTests {
+    @Test func anotherPresetGetsItsOwnRowWithBytesAndScoresPerVariant() throws {
+        makeCorpus()
+        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--runs", "1", "--json", "--also-preset", "web-auto",
+                                            "--work-dir", directory.url("work")])
+        #expect(output.status == 0, "\(output.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
+        let tools = try #require(report["tools"] as? [[String: Any]])
+        #expect(tools.map { $0["name"] as? String } == ["imagepipe", "imagepipe web-auto"])
+        for tool in tools {
+            let variants = try #require(tool["variants"] as? [[String: Any]], "\(tool)")
+            #expect(variants.map { $0["name"] as? String } == ["large", "medium", "thumb"])
+            #expect(variants.allSatisfy { ($0["worst_score"] as? Double ?? 0) > 30 && ($0["bytes"] as? Int ?? 0) > 0 })
+            #expect((tool["output_bytes"] as? Int ?? 0) == variants.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) })
+        }
+        let auto = try #require(tools[1]["variants"] as? [[String: Any]])
+        // Each auto variant reaches its target, found in a few encodes.
+        for (variant, target) in zip(auto, [67.5, 59.5, 54.5]) {
+            #expect((variant["worst_score"] as? Double ?? 0) >= target, "\(variant)")
+            #expect((variant["encodes_per_image"] as? Double ?? 0) >= 1)
+        }
+    }
+}

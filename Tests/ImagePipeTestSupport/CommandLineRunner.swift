@@ -29,8 +29,14 @@ public enum CommandLineRunner {
     ///   - input: what the process reads on standard input (default: nothing, end of file at once).
     public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
                            input: Data? = nil) throws -> Output {
+        try run(executable: binary, arguments, in: directory, environment: environment, input: input)
+    }
+
+    /// Runs another executable (an oracle such as `python3`) the same way.
+    public static func run(executable: String, _ arguments: [String], in directory: String? = nil,
+                           environment: [String: String]? = nil, input: Data? = nil) throws -> Output {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         if let environment {

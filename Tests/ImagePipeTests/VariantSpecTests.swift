@@ -71,3 +71,65 @@ import Testing
         #expect(throws: ImagePipeError.self) { try Preset.validate([]) }
     }
 }
+
+@Suite struct VariantSpecOptionTests {
+    @Test func autoQualityTakesADefaultOrAGivenTarget() throws {
+        let plain = try VariantSpec(parsing: "photo=1600x1600,jpeg,auto")
+        #expect(plain.autoTarget == VariantSpec.defaultAutoTarget && plain.isAuto)
+        #expect(plain.quality == VariantSpec.autoStart(for: .jpeg, target: VariantSpec.defaultAutoTarget))
+        #expect(try VariantSpec(parsing: "m=1024x,webp,AUTO:62.5").autoTarget == 62.5)
+        // The target is written out, so the stored fingerprint changes if the default ever does.
+        #expect(plain.specString == "photo=1600x1600,jpeg,auto:70")
+        #expect(try VariantSpec(parsing: "m=1024x,webp,auto:62.5,inside").specString == "m=1024x,webp,auto:62.5")
+    }
+
+    @Test func encoderOptionsParseInAnyOrderAndPrintInOne() throws {
+        let jpeg = try VariantSpec(parsing: "hero=2400x1200,jpeg,q80,cover,444,progressive")
+        #expect(jpeg.options == EncoderOptions(progressive: true, fullChroma: true) && jpeg.fit == .cover)
+        #expect(jpeg.specString == "hero=2400x1200,jpeg,q80,progressive,444,cover")
+        let webp = try VariantSpec(parsing: "w=800x,webp,auto:65,effort=6,smart_subsample")
+        #expect(webp.options == EncoderOptions(effort: 6, smartSubsample: true) && webp.isAuto)
+        #expect(webp.specString == "w=800x,webp,auto:65,smart_subsample,effort=6")
+        #expect(try VariantSpec(parsing: "a=x600,avif,q50,effort=0").options.effort(for: .avif) == 0)
+        #expect(try VariantSpec(parsing: "a=x600,avif,q50").options.effort(for: .avif) == EncoderOptions.defaultEffort(for: .avif))
+        #expect(try VariantSpec(parsing: "b=100x100,jpeg,q70,baseline").options.isProgressive == false)
+        #expect(try VariantSpec(parsing: "b=100x100,jpeg,q70").options.isProgressive)
+    }
+
+    @Test func losslessWebPNeedsNoQualityLikePNG() throws {
+        let spec = try VariantSpec(parsing: "icon=64x64,webp,lossless")
+        #expect(spec.options.lossless && !spec.hasQuality && spec.specString == "icon=64x64,webp,lossless")
+    }
+
+    @Test func everyFormOfSpecRoundTripsThroughItsSpecString() throws {
+        let texts = ["a=1600x,jpeg,auto", "b=x1200,avif,auto:80,444,effort=5", "c=320x320,webp,q60,smart_subsample,cover",
+                     "d=64x64,webp,q90,lossless", "e=10x10,jpeg,q1,baseline,444", "f=5x5,webp,lossless,effort=0,cover"]
+        for spec in try texts.map({ (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }) + Preset.webAuto {
+            #expect(try VariantSpec(parsing: spec.specString) == spec, "\(spec.specString)")
+        }
+    }
+
+    @Test(arguments: [
+        "a=10x10,png,auto", "a=10x10,webp,lossless,auto", "a=10x10,jpeg,auto:0", "a=10x10,jpeg,auto:101", "a=10x10,jpeg,auto:x",
+        "a=10x10,jpeg,autox", "a=10x10,webp,q80,444", "a=10x10,png,progressive", "a=10x10,webp,q80,progressive",
+        "a=10x10,jpeg,q80,effort=3", "a=10x10,webp,q80,effort=7", "a=10x10,avif,q80,effort=10", "a=10x10,avif,q80,effort=",
+        "a=10x10,jpeg,q80,progressive,baseline", "a=10x10,jpeg,q80,444,444", "a=10x10,webp,q80,effort=1,effort=2",
+        "a=10x10,avif,q80,lossless", "a=10x10,jpeg,q80,cover,inside", "a=10x10,jpeg,progressive",
+    ])
+    func rejectsOptionsThatDoNotApply(_ text: String) {
+        do {
+            _ = try VariantSpec(parsing: text)
+            Issue.record("\(text) must be refused")
+        } catch {
+            #expect(error.code == .configuration && error.reason.contains(text), "\(error)")
+        }
+    }
+
+    @Test func webAutoIsTheWebPresetWithEveryQualityChosen() {
+        #expect(Preset.webAuto.map(\.specString) == [
+            "large=2048x2048,jpeg,auto:67.5", "medium=1024x1024,webp,auto:59.5", "thumb=320x320,webp,auto:54.5,cover",
+        ])
+        #expect(zip(Preset.web, Preset.webAuto).allSatisfy { $0.name == $1.name && $0.box == $1.box && $0.format == $1.format && $0.fit == $1.fit })
+        #expect(Preset.named("web-auto") == Preset.webAuto && Preset.named("web") == Preset.web && Preset.named("x") == nil)
+    }
+}

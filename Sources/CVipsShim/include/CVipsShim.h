@@ -44,9 +44,10 @@ int ipv_strip_metadata(VipsImage *in, VipsImage **out);
 int ipv_flatten_white(VipsImage *in, VipsImage **out);
 
 /// Encoders: metadata stripped, output in a g_malloc'd buffer the caller frees with g_free.
-int ipv_save_jpeg(VipsImage *in, int quality, void **buf, size_t *len);
-int ipv_save_webp(VipsImage *in, int quality, int effort, void **buf, size_t *len);
-int ipv_save_avif(VipsImage *in, int quality, int effort, void **buf, size_t *len);
+/// `full_chroma` turns chroma subsampling off (4:4:4); JPEG is always written with optimised Huffman tables.
+int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, void **buf, size_t *len);
+int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, int lossless, void **buf, size_t *len);
+int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void **buf, size_t *len);
 int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len);
 
 /// Forgets the warnings libvips raised on this thread so far and notes what its process-wide error
@@ -57,6 +58,12 @@ void ipv_begin_call(void);
 /// such as libpng put their reason), followed by what libvips' error buffer gained since then; the
 /// caller frees it with g_free. NULL when both are empty.
 char *ipv_take_error(void);
+
+/// Decodes an encoded image (an encoder's output, read back to be scored) fully into memory.
+VipsImage *ipv_load_buffer(const void *buf, size_t len);
+
+/// The image shrunk to fit `size` x `size`, as 8-bit RGBA pixels in a buffer the caller frees with g_free.
+int ipv_placeholder_pixels(VipsImage *in, int size, void **rgba, size_t *len, int *width, int *height);
 
 /// Frees what libvips allocated.
 void ipv_free(void *p);
@@ -73,5 +80,17 @@ void ipv_thread_done(int trim);
 
 /// Sends libvips' warnings (which would go to stderr) to `handler` instead; NULL drops them.
 void ipv_set_warning_handler(void (*handler)(const char *message));
+
+/// SSIMULACRA 2 (see ssimulacra2.c): a reference image's scales and moments, computed once.
+typedef struct ipv_score_reference ipv_score_reference;
+
+/// Prepares `reference` (8-bit sRGB, 1–4 bands; alpha is flattened onto white); NULL on failure.
+ipv_score_reference *ipv_score_reference_new(VipsImage *reference);
+
+/// Scores `distorted` (same size and kind as the reference) into `score`: 100 for identical images,
+/// about 90 visually lossless, 70 high quality, 50 medium. Returns 0 on success.
+int ipv_score(const ipv_score_reference *ref, VipsImage *distorted, double *score);
+
+void ipv_score_reference_free(ipv_score_reference *ref);
 
 #endif

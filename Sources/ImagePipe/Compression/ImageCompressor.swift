@@ -59,6 +59,8 @@ public struct CompressedImage: Sendable {
     public var decodeTime: Duration
     /// Time spent resizing and encoding all variants.
     public var encodeTime: Duration
+    /// The original's placeholder, when the compressor makes one.
+    public var placeholder: Placeholder?
 
     /// Creates a result.
     public init(sourceFormat: String, sourceSize: PixelSize, variants: [EncodedVariant], decodeTime: Duration, encodeTime: Duration) {
@@ -78,6 +80,12 @@ public struct EncodedVariant: Sendable {
     public var size: PixelSize
     /// The encoded bytes (for libvips, its own buffer, not a copy).
     public var data: Data
+    /// The quality it was encoded at; nil for lossless encodings.
+    public var quality: Int?
+    /// Its SSIMULACRA 2 score against the resized, unencoded image, when it was scored (`auto`, `--score`).
+    public var score: Double?
+    /// Encodes made to choose the quality (`auto`); 1 otherwise.
+    public var encodes: Int = 1
 
     /// Creates an encoded variant.
     public init(spec: VariantSpec, size: PixelSize, data: Data) {

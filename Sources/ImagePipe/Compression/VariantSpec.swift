@@ -20,17 +20,27 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     public var fit: Fit
     /// The output encoding.
     public var format: OutputFormat
-    /// Encoder quality, 1–100 (ignored by PNG, which is lossless).
+    /// Encoder quality, 1–100 (ignored by PNG, which is lossless); with ``autoTarget``, where the
+    /// search for each image's quality starts.
     public var quality: Int
+    /// With `auto`: the SSIMULACRA 2 score each image's output must reach; the lowest quality that
+    /// reaches it is chosen per image. Nil for a fixed quality.
+    public var autoTarget: Double?
+    /// Encoder settings beyond the quality.
+    public var options: EncoderOptions
 
-    /// Creates a variant; see ``init(parsing:)`` for the command-line form.
-    public init(name: String, width: Int, height: Int, fit: Fit = .inside, format: OutputFormat, quality: Int) {
+    /// Creates a variant; see ``init(parsing:)`` for the command-line form. With `autoTarget`, the
+    /// quality is chosen per image and `quality` is replaced by the format's starting point.
+    public init(name: String, width: Int, height: Int, fit: Fit = .inside, format: OutputFormat, quality: Int,
+                autoTarget: Double? = nil, options: EncoderOptions = EncoderOptions()) {
         self.name = name
         self.width = width
         self.height = height
         self.fit = fit
         self.format = format
-        self.quality = quality
+        self.quality = autoTarget.map { Self.autoStart(for: format, target: $0) } ?? quality
+        self.autoTarget = autoTarget
+        self.options = options
     }
 
     /// The box as a size.
@@ -40,17 +50,47 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     /// other side alone decides the size, as with vipsthumbnail.
     public static let unbounded = 10_000_000
 
-    /// The quality a PNG variant gets when its spec names none (PNG is lossless and ignores it).
+    /// The quality a PNG (or lossless WebP) variant gets when its spec names none.
     public static let pngQuality = 100
+
+    /// The target of a bare `auto`: SSIMULACRA 2 at 70, "high quality" on its authors' scale (90 is
+    /// visually lossless, 50 medium), about what JPEG q80 gives the median photo of the bench corpus.
+    public static let defaultAutoTarget = 70.0
+
+    /// Where the search for a quality starts: the quality at which the median photo of the bench
+    /// corpus reaches `target`, from the fixed and `web-auto` runs (JPEG at 2048 px reached 67.5 at
+    /// q61, WebP at 1024 px 59.5 at q51), moved by ``typicalSlope(for:)`` for other targets.
+    public static func autoStart(for format: OutputFormat, target: Double) -> Int {
+        let (quality, score): (Double, Double) = switch format {
+        case .jpeg: (61, 67.5)
+        case .webp: (51, 59.5)
+        case .avif: (50, 70)
+        case .png: (Double(pngQuality), 100)
+        }
+        return min(95, max(10, Int((quality + (target - score) / typicalSlope(for: format)).rounded())))
+    }
+
+    /// Score points per quality step near the targets people use, measured on the bench corpus
+    /// between the fixed and the chosen qualities.
+    public static func typicalSlope(for format: OutputFormat) -> Double {
+        switch format {
+        case .jpeg: 0.56
+        case .webp: 0.45
+        case .avif, .png: 0.5
+        }
+    }
 }
 
 extension VariantSpec {
-    /// Parses `NAME=WxH,FORMAT[,qN][,cover|inside]`, e.g. `photo=1600x1600,jpeg,q80`. Either side of
-    /// the box may be left out (`1600x`, `x1200`) for a fit by the other side alone; the quality may be
-    /// left out for PNG only.
+    /// Parses `NAME=WxH,FORMAT,QUALITY[,OPTION...]`, e.g. `photo=1600x1600,jpeg,q80,progressive`.
+    ///
+    /// Either side of the box may be left out (`1600x`, `x1200`) for a fit by the other side alone.
+    /// QUALITY is `qN` (1–100), `auto` or `auto:TARGET` (a SSIMULACRA 2 score to reach, 1–100); it may
+    /// be left out for PNG and lossless WebP only. The options, in any order: `cover` or `inside`, and
+    /// the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`.
     public init(parsing text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError {
-            .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,qN[,cover])")
+            .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,QUALITY[,OPTION...])")
         }
         guard let equals = text.firstIndex(of: "=") else { throw bad("missing '='") }
         let name = String(text[..<equals])
@@ -59,10 +99,10 @@ extension VariantSpec {
         else { throw bad("the name must be 1–64 letters, digits, '-' or '_'") }
 
         var fields = text[text.index(after: equals)...].split(separator: ",", omittingEmptySubsequences: false)
-            .map { $0.trimmingCharacters(in: " ") }
-        guard (2...4).contains(fields.count) else { throw bad("wrong number of fields") }
+            .map { $0.trimmingCharacters(in: " ").lowercased() }
+        guard fields.count >= 2 else { throw bad("wrong number of fields") }
 
-        let dims = fields.removeFirst().lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        let dims = fields.removeFirst().split(separator: "x", omittingEmptySubsequences: false)
         guard dims.count == 2, !(dims[0].isEmpty && dims[1].isEmpty),
               let width = dims[0].isEmpty ? Self.unbounded : Int(dims[0]),
               let height = dims[1].isEmpty ? Self.unbounded : Int(dims[1]),
@@ -74,36 +114,80 @@ extension VariantSpec {
             throw bad("unknown format '\(formatName)'; use jpeg, webp, avif or png")
         }
 
-        var quality = Self.pngQuality
-        if let qualityText = fields.first?.lowercased(), qualityText.hasPrefix("q") {
+        var quality: Int?
+        var autoTarget: Double?
+        if let first = fields.first, first.hasPrefix("q") || first.hasPrefix("auto") {
             fields.removeFirst()
-            guard let parsed = Int(qualityText.dropFirst()), (1...100).contains(parsed) else {
-                throw bad("the quality must be q1 to q100")
+            if first.hasPrefix("q") {
+                guard let parsed = Int(first.dropFirst()), (1...100).contains(parsed) else { throw bad("the quality must be q1 to q100") }
+                quality = parsed
+            } else {
+                let target = first == "auto" ? Self.defaultAutoTarget : first.hasPrefix("auto:") ? Double(first.dropFirst(5)) : nil
+                guard let target, target.isFinite, (1...100).contains(target) else {
+                    throw bad("auto takes a SSIMULACRA 2 target from 1 to 100, as auto:70")
+                }
+                autoTarget = target
             }
-            quality = parsed
-        } else if format != .png {
-            throw bad("the quality must be q1 to q100")
         }
 
-        var fit = Fit.inside
-        if let fitText = fields.first {
-            guard fields.count == 1, let parsed = Fit(rawValue: fitText.lowercased()) else {
-                throw bad("the last field may only be 'cover' or 'inside'")
+        var fit: Fit?
+        var options = EncoderOptions()
+        var seen = Set<String>()
+        for field in fields {
+            guard seen.insert(field.hasPrefix("effort=") ? "effort" : field).inserted else { throw bad("'\(field)' is given twice") }
+            if let parsed = Fit(rawValue: field) {
+                guard fit == nil else { throw bad("give one of 'cover' and 'inside'") }
+                fit = parsed
+                continue
             }
-            fit = parsed
+            let known: Bool
+            do throws(ImagePipeError) {
+                known = try options.read(field, format: format)
+            } catch {
+                throw bad(error.reason)
+            }
+            guard known else {
+                throw bad("unknown option '\(field)'; options: cover, inside, progressive, baseline, 444, effort=N, smart_subsample, lossless")
+            }
         }
+        let lossless = format == .png || options.lossless
+        if quality == nil && autoTarget == nil {
+            guard lossless else { throw bad("the quality must be q1 to q100, auto or auto:TARGET") }
+            quality = Self.pngQuality
+        }
+        if autoTarget != nil && lossless { throw bad("auto needs a lossy encoding; \(format == .png ? "png" : "lossless webp") has no quality to choose") }
         if fit == .cover && (width == Self.unbounded || height == Self.unbounded) {
             throw bad("cover fills and crops to a box, so it needs both a width and a height")
         }
-        self.init(name: name, width: width, height: height, fit: fit, format: format, quality: quality)
+        self.init(name: name, width: width, height: height, fit: fit ?? .inside, format: format, quality: quality ?? 0,
+                  autoTarget: autoTarget, options: options)
     }
 
-    /// The command-line form of this variant; parsing it gives this variant back.
+    /// The command-line form of this variant; parsing it gives this variant back. Stored with every
+    /// output as the settings it was made with, so any change to the variant changes it.
     public var specString: String {
         let side = { (value: Int) in value == Self.unbounded ? "" : String(value) }
-        let quality = format == .png && quality == Self.pngQuality ? "" : ",q\(quality)"
-        return "\(name)=\(side(width))x\(side(height)),\(format.rawValue)\(quality)\(fit == .cover ? ",cover" : "")"
+        var fields = ["\(name)=\(side(width))x\(side(height))", format.rawValue]
+        if let autoTarget {
+            fields.append("auto:" + Self.formatTarget(autoTarget))
+        } else if !((format == .png || options.lossless) && quality == Self.pngQuality) {
+            fields.append("q\(quality)")
+        }
+        fields += options.fields
+        if fit == .cover { fields.append("cover") }
+        return fields.joined(separator: ",")
     }
+
+    /// A target as written: `70`, `62.5`.
+    public static func formatTarget(_ target: Double) -> String {
+        target == target.rounded() ? String(Int(target)) : String(target)
+    }
+
+    /// Whether the quality is chosen per image.
+    public var isAuto: Bool { autoTarget != nil }
+
+    /// Whether the encoding is lossy, so the quality means something.
+    public var hasQuality: Bool { format != .png && !options.lossless }
 }
 
 /// A named set of variants.
@@ -114,6 +198,37 @@ public enum Preset {
         VariantSpec(name: "medium", width: 1024, height: 1024, fit: .inside, format: .webp, quality: 78),
         VariantSpec(name: "thumb", width: 320, height: 320, fit: .cover, format: .webp, quality: 70),
     ]
+
+    /// `web` with each quality chosen per image: every variant's target is the worst score the fixed
+    /// `web` preset gave any photo of the bench corpus (README, "Quality chosen per image"), so no
+    /// image looks worse than the fixed preset's worst, and the rest get fewer bytes.
+    public static let webAuto: [VariantSpec] = [
+        VariantSpec(name: "large", width: 2048, height: 2048, fit: .inside, format: .jpeg, quality: 82, autoTarget: 67.5),
+        VariantSpec(name: "medium", width: 1024, height: 1024, fit: .inside, format: .webp, quality: 78, autoTarget: 59.5),
+        VariantSpec(name: "thumb", width: 320, height: 320, fit: .cover, format: .webp, quality: 70, autoTarget: 54.5),
+    ]
+
+    /// The presets by name.
+    public static let names = ["web", "web-auto"]
+
+    /// A preset by name.
+    public static func named(_ name: String) -> [VariantSpec]? {
+        switch name {
+        case "web": web
+        case "web-auto": webAuto
+        default: nil
+        }
+    }
+
+    /// The variants a command runs with: those given as specs, or else the named preset; checked.
+    public static func variants(_ specs: [String], preset: String) throws(ImagePipeError) -> [VariantSpec] {
+        guard let named = named(preset) else {
+            throw .configuration("unknown preset '\(preset)'; presets: \(names.joined(separator: ", "))")
+        }
+        let variants = try specs.isEmpty ? named : specs.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
+        try validate(variants)
+        return variants
+    }
 
     /// Checks a variant list: at least one, unique names.
     public static func validate(_ variants: [VariantSpec]) throws(ImagePipeError) {

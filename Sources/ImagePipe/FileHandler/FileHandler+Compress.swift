@@ -27,6 +27,7 @@ extension FileHandler {
         }
         prepared.format = compressed.sourceFormat
         prepared.size = compressed.sourceSize
+        prepared.placeholder = compressed.placeholder
         prepared.timings.decodeMs = compressed.decodeTime.milliseconds
         prepared.timings.encodeMs = compressed.encodeTime.milliseconds
 
@@ -44,7 +45,11 @@ extension FileHandler {
                 wasInPlace: sameOriginal)
         }
         prepared.outputs = zip(compressed.variants, inspected.outputs).map { encoded, plan in
-            output(plan, encoded.size, encoded.data, encoded.spec.format.contentType)
+            var made = output(plan, encoded.size, encoded.data, encoded.spec.format.contentType)
+            made.quality = encoded.quality
+            made.score = encoded.score.map { ($0 * 100).rounded() / 100 }
+            made.encodes = encoded.spec.isAuto ? encoded.encodes : nil
+            return made
         }
         if configuration.storeOriginal, let plan = inspected.outputs.last, plan.spec == nil {
             do {

@@ -68,10 +68,12 @@ extension FileHandler {
                 continue
             }
             records.append(VariantRecord(name: spec.name, key: object.key, url: object.url, format: spec.format,
-                                         width: output.size.width, height: output.size.height, bytes: object.bytes))
+                                         width: output.size.width, height: output.size.height, bytes: object.bytes,
+                                         quality: output.quality, score: output.score, encodes: output.encodes))
         }
         var done = result(.done, nil, records)
         done.original = original
+        done.placeholder = prepared.placeholder
         return done
     }
 

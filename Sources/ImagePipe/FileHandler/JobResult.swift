@@ -58,6 +58,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var variants: [VariantRecord]
     /// The stored copy of the original, when originals are stored too.
     public var original: StoredObject?
+    /// What a page shows while the image loads (only when done).
+    public var placeholder: Placeholder?
     /// Where the time went.
     public var timings: Timings
     /// How many attempts it took (watch mode retries transient failures).
@@ -87,7 +89,7 @@ public struct JobResult: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case source, status, error, errorCode = "error_code", transient, skipCode = "skip_code", reason
-        case sha256, sourceETag = "source_etag", format, width, height, bytes, variants, original
+        case sha256, sourceETag = "source_etag", format, width, height, bytes, variants, original, placeholder
         case timings, attempts
     }
 }
@@ -108,9 +110,16 @@ public struct VariantRecord: Sendable, Codable, Equatable {
     public var height: Int
     /// Stored size in bytes.
     public var bytes: Int
+    /// The quality it was encoded at (absent for lossless encodings): with `auto`, the one chosen for this image.
+    public var quality: Int?
+    /// Its SSIMULACRA 2 score against the resized, unencoded image (with `auto` or `--score`).
+    public var score: Double?
+    /// Encodes made to choose the quality (only with `auto`).
+    public var encodes: Int?
 
     /// Creates a record.
-    public init(name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int) {
+    public init(name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int,
+                quality: Int? = nil, score: Double? = nil, encodes: Int? = nil) {
         self.name = name
         self.key = key
         self.url = url
@@ -118,6 +127,9 @@ public struct VariantRecord: Sendable, Codable, Equatable {
         self.width = width
         self.height = height
         self.bytes = bytes
+        self.quality = quality
+        self.score = score
+        self.encodes = encodes
     }
 }
 

@@ -14,6 +14,10 @@ public struct PreparedJob: Sendable {
         /// Whether the key already held this original's output before the job, so a failed job
         /// leaves it in place instead of removing it.
         public var wasInPlace: Bool
+        /// The quality, score and encodes of an encoded variant, for its record.
+        public var quality: Int?
+        public var score: Double?
+        public var encodes: Int?
     }
 
     /// The job.
@@ -32,6 +36,8 @@ public struct PreparedJob: Sendable {
     public var format: String?
     /// Source size as displayed, once decoded.
     public var size: PixelSize?
+    /// The original's placeholder, once decoded.
+    public var placeholder: Placeholder?
     /// The encoded outputs to store.
     public var outputs: [Output] = []
     /// Keys reserved in this process for this job (released when it completes).

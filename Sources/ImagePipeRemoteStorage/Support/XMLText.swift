@@ -1,5 +1,6 @@
 // Reads the few text elements imagepipe needs from S3's small XML answers.
 import Foundation
+import ImagePipe
 
 /// Pulls element text out of S3 responses (`<Code>`, `<Message>`, `<UploadId>`, `<ETag>`, and the
 /// `<Contents>` entries of a listing).
@@ -33,20 +34,7 @@ public enum XMLText {
     }
 
     /// Text made safe to put between tags.
-    public static func escape(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    public static func escape(_ text: String) -> String { text.markupEscaped }
 
     /// Decodes entity and character references.
     public static func unescape(_ text: String) -> String {

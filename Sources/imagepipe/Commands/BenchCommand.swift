@@ -30,8 +30,15 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Workers per tool (one per core unless set).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
-    @Option(name: .customLong("variant"), help: "A variant NAME=WxH,FORMAT,qN[,cover] (repeatable; default: the web preset).")
+    @Option(name: .customLong("variant"), help: "A variant NAME=WxH,FORMAT,QUALITY[,OPTION...] (repeatable; default: the preset).")
     var variants: [String] = []
+
+    @Option(help: ArgumentHelp("The variants when no --variant is given: \(Preset.names.joined(separator: ", ")).", valueName: "name"))
+    var preset: String = "web"
+
+    @Option(name: .customLong("also-preset"), help: ArgumentHelp(
+        "Also time imagepipe with this preset's variants (e.g. web-auto against web), alternated with the others.", valueName: "name"))
+    var alsoPresets: [String] = []
 
     @Option(help: "Repeat the corpus this many times (hard links), for long-batch memory checks.")
     var `repeat`: Int = 1
@@ -50,15 +57,17 @@ struct BenchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let specs = try variants.isEmpty ? Preset.web : variants.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
-        try Preset.validate(specs)
+        let specs = try Preset.variants(variants, preset: preset)
         var images = try Corpus(directory: try corpusDirectory())
         if self.repeat > 1 {
             images = try images.repeated(self.repeat, into: workDirectory + "/repeated")
         }
         let runner = BenchRunner(corpus: images, job: BenchJob(variants: specs, workers: jobs), runs: runs,
                                  workDirectory: FilePath.absolute(workDirectory), executable: Self.executablePath(),
-                                 extraDestinations: alsoDest, rerun: rerun)
+                                 extraDestinations: alsoDest, rerun: rerun,
+                                 extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
+                                     ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
+                                 })
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)

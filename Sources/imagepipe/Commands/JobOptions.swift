@@ -9,12 +9,22 @@ struct JobOptions: ParsableArguments {
     @OptionGroup var storage: StorageOptions
 
     @Option(name: .customLong("variant"), help: ArgumentHelp(
-        "A variant NAME=WxH,FORMAT,qN[,cover] (repeatable; replaces the web preset: "
-            + Preset.web.map(\.specString).joined(separator: " ")
-            + "). FORMAT: jpeg, webp, avif, png (whose quality may be left out). Wx or xH leaves a side open "
-            + "(not with cover). Example: --variant photo=1600x,jpeg,q80",
+        "A variant NAME=WxH,FORMAT,QUALITY[,OPTION...] (repeatable; replaces the preset). FORMAT: jpeg, webp, avif, png. "
+            + "QUALITY: qN, auto (SSIMULACRA 2 target \(VariantSpec.formatTarget(VariantSpec.defaultAutoTarget))) or auto:TARGET; "
+            + "left out for png and lossless webp. OPTION: cover, progressive or baseline (jpeg), 444 (jpeg, avif), effort=N "
+            + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp). Wx or xH leaves a side open (not with cover). "
+            + "Examples: photo=1600x,jpeg,q80  photo=1600x,jpeg,auto  hero=2400x1200,avif,q50,444,effort=4,cover",
         valueName: "spec"))
     var variants: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp(
+        "The variants when no --variant is given: " + Preset.names.map { name in
+            "\(name) (\(Preset.named(name)!.map(\.specString).joined(separator: " ")))"
+        }.joined(separator: "; ") + ".", valueName: "name"))
+    var preset: String = "web"
+
+    @Flag(name: .long, help: "Also score fixed-quality variants (SSIMULACRA 2, recorded in the manifest); auto variants always are.")
+    var score = false
 
     @Option(name: .long, help: ArgumentHelp(
         "Key template. Placeholders: {dir} {stem} {variant} {ext} {hash} {sha256} {srcext}.", valueName: "template"))
@@ -38,7 +48,7 @@ struct JobOptions: ParsableArguments {
     var maxPixels: Int = CompressionLimits.default.maxPixels
 
     @Option(name: .customLong("working-memory"), help: ArgumentHelp(
-        "MiB the images compressed at once may hold together (default: 128 per --jobs); 0: no limit.",
+        "MiB the images compressed at once may hold together (default: 128 per --jobs, more with auto qualities); 0: no limit.",
         valueName: "MiB"))
     var workingMemory: Int?
 
@@ -57,7 +67,7 @@ struct JobOptions: ParsableArguments {
 
     /// The variants asked for, or the web preset.
     func variantSpecs() throws(ImagePipeError) -> [VariantSpec] {
-        let specs = try variants.isEmpty ? Preset.web : variants.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
+        let specs = try Preset.variants(variants, preset: preset)
         try Preset.validate(specs)
         if storage.withOriginal, specs.contains(where: { $0.name == FileHandler.originalVariantName }) {
             throw .configuration("a variant named '\(FileHandler.originalVariantName)' would share its keys with --with-original; rename it")

@@ -1,0 +1,27 @@
+// `auto` quality: per image and variant, the lowest quality whose SSIMULACRA 2 score meets the target.
+import CVipsShim
+import Foundation
+import ImagePipe
+
+extension VipsCompressor {
+    /// Encodes `source` at the lowest quality whose score against it reaches `target`, searching with
+    /// ``QualitySearch``; the chosen probe's bytes are the output, so nothing is encoded twice.
+    ///
+    /// The source is held in memory first: it is a lazy resize of the intermediate, which every probe
+    /// would otherwise compute again.
+    func encodeChoosingQuality(_ lazy: VipsImageHandle, as variant: VariantSpec, target: Double) throws(ImagePipeError) -> EncodedVariant {
+        guard let memory = vips_image_copy_memory(lazy.pointer) else { throw decodeError() }
+        let source = VipsImageHandle(memory)
+        let scorer = try PerceptualScore(reference: source, variant: variant)
+        let search = QualitySearch(target: target, start: variant.quality, typicalSlope: VariantSpec.typicalSlope(for: variant.format))
+        let outcome = try search.run { (quality: Int) throws(ImagePipeError) -> (score: Double, payload: Data) in
+            let data = try encode(source, as: variant, quality: quality)
+            return (try scorer.score(of: data, variant: variant), data)
+        }
+        var encoded = EncodedVariant(spec: variant, size: source.size, data: outcome.chosen.payload)
+        encoded.quality = outcome.chosen.quality
+        encoded.score = outcome.chosen.score
+        encoded.encodes = outcome.probes
+        return encoded
+    }
+}

@@ -1,0 +1,45 @@
+// `imagepipe srcset`: per original in a manifest, a `<picture>` snippet with `srcset`s and its placeholder, or JSON.
+import ArgumentParser
+import Foundation
+import ImagePipe
+
+struct SrcsetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "srcset",
+        abstract: "Print a <picture> element with srcsets and a placeholder for every original in a manifest.",
+        discussion: """
+            Reads a manifest written by `batch --manifest` (or the done/ records of a queue, one per line) and \
+            prints, for each original done, a <picture> with a <source> per modern format (AVIF, WebP) and an \
+            <img> in the fallback format, each with a srcset of the variants' URLs and widths. Variants cropped \
+            to another aspect ratio (cover thumbnails) are left out of the srcsets. The placeholder is the \
+            <img>'s background colour and its data-thumbhash attribute. With --json, one JSON object per \
+            original (sources, candidates, crops, placeholder) for a template engine.
+            """)
+
+    @Argument(help: "The manifest (JSON lines; '-' for standard input).")
+    var manifest: String
+
+    @Flag(help: "Print one JSON object per line instead of HTML.")
+    var json = false
+
+    @Option(help: "The sizes attribute.")
+    var sizes: String = "100vw"
+
+    func run() throws {
+        let data: Data
+        do {
+            data = manifest == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: manifest))
+        } catch {
+            throw ImagePipeError.configuration("cannot read the manifest \(manifest): \(FilePath.reason(of: error))")
+        }
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            guard let result = try? JSONDecoder().decode(JobResult.self, from: Data(line.utf8)), let markup = PictureMarkup(result) else { continue }
+            if json {
+                print(JSONLine.encode(markup))
+            } else {
+                print("<!-- \(PictureMarkup.escape(markup.source).replacingOccurrences(of: "--", with: "&#45;&#45;")) -->")
+                print(markup.html(sizes: sizes, alt: ""))
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import ImagePipeTestSupport
+import Testing
+
+/// `imagepipe srcset` over a real batch's manifest.
+@Suite struct SrcsetCommandTests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-srcset")
+
+    func batch() throws -> String {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "in/photo.jpg")
+        CommandRunner.copyFixture("images/exif-orientation/Landscape_6.jpg", to: directory, as: "in/turned & co.jpg")
+        let output = try CommandRunner.run(["batch", directory.url("in"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl"),
+                                            "--variant", "small=400x,jpeg,q80", "--variant", "big=800x,jpeg,q80",
+                                            "--variant", "big-webp=800x,webp,auto", "--variant", "sq=100x100,webp,q70,cover"])
+        #expect(output.status == 0, "\(output.stderr)")
+        return directory.url("m.jsonl")
+    }
+
+    @Test func theManifestCarriesAPlaceholderAndChosenQualities() throws {
+        let lines = try String(contentsOfFile: try batch(), encoding: .utf8).split(separator: "\n")
+        for line in lines {
+            let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let placeholder = try #require(record["placeholder"] as? [String: String])
+            #expect(placeholder["color"]?.range(of: "^#[0-9a-f]{6}$", options: .regularExpression) != nil)
+            #expect(Data(base64Encoded: placeholder["thumbhash"] ?? "")?.count ?? 0 >= 5)
+            let variants = try #require(record["variants"] as? [[String: Any]])
+            let auto = try #require(variants.first { $0["name"] as? String == "big-webp" })
+            #expect((auto["score"] as? Double ?? 0) >= 70 && auto["quality"] as? Int != nil && (auto["encodes"] as? Int ?? 0) >= 1)
+            #expect(variants.first { $0["name"] as? String == "small" }?["quality"] as? Int == 80)
+        }
+    }
+
+    @Test func printsAPictureWithASourcePerModernFormatAndTheFallbackImg() throws {
+        let output = try CommandRunner.run(["srcset", try batch(), "--sizes", "(max-width: 800px) 100vw, 800px"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let pictures = output.stdout.components(separatedBy: "<picture>").dropFirst()
+        #expect(pictures.count == 2)
+        for picture in pictures {
+            #expect(picture.contains("<source type=\"image/webp\" srcset=\""))
+            #expect(picture.contains("-big-webp.webp 800w\""))
+            #expect(picture.range(of: #"<img src="[^"]*-big\.jpg" srcset="[^"]*-small\.jpg 400w, [^"]*-big\.jpg 800w""#,
+                                  options: .regularExpression) != nil, "\(picture)")
+            #expect(picture.contains("sizes=\"(max-width: 800px) 100vw, 800px\""))
+            #expect(picture.contains("data-thumbhash=\"") && picture.contains("background-color:#"))
+            #expect(!picture.contains("-sq."), "the square crop is left out of the srcsets")
+        }
+        #expect(output.stdout.contains("turned &amp; co"), "names are escaped")
+    }
+
+    @Test func jsonGivesTheSameForATemplateEngine() throws {
+        let output = try CommandRunner.run(["srcset", try batch(), "--json"])
+        #expect(output.status == 0, "\(output.stderr)")
+        for line in output.stdout.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let sources = try #require(object["sources"] as? [[String: Any]])
+            #expect(sources.map { $0["format"] as? String } == ["webp", "jpeg"])
+            let widths = (sources[1]["candidates"] as? [[String: Any]])?.map { $0["width"] as? Int }
+            #expect(widths == [400, 800])
+            #expect((object["crops"] as? [[String: Any]])?.first?["variant"] as? String == "sq")
+            #expect((object["placeholder"] as? [String: String])?["thumbhash"] != nil)
+        }
+    }
+}

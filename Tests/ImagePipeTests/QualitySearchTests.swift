@@ -1,0 +1,58 @@
+import Foundation
+import ImagePipe
+import Testing
+
+@Suite struct QualitySearchTests {
+    /// A score that grows with quality like an encoder's, steeper at low qualities.
+    static func score(_ quality: Int, offset: Double) -> Double { offset + 40 * (1 - exp(-Double(quality) / 35)) }
+
+    @Test(arguments: [20.0, 30, 40, 50])
+    func findsTheLowestPassingQualityExactlyWhenAskedTo(_ offset: Double) throws {
+        var probed: [Int] = []
+        let outcome = QualitySearch(target: 60, start: 75, tolerance: 0, resolution: 1).run { (quality: Int) -> (score: Double, payload: Int) in
+            probed.append(quality)
+            return (Self.score(quality, offset: offset), quality)
+        }
+        let lowest = (10...95).first { Self.score($0, offset: offset) >= 60 } ?? 95
+        #expect(outcome.chosen.quality == lowest, "probed \(probed)")
+        #expect(outcome.chosen.payload == outcome.chosen.quality && outcome.probes == probed.count)
+        #expect(outcome.probes <= 8, "probed \(probed)")
+        #expect(Set(probed).count == probed.count, "a quality is never encoded twice: \(probed)")
+    }
+
+    @Test(arguments: [20.0, 30, 40, 50])
+    func withItsDefaultsStopsNearTheLowestInFewProbes(_ offset: Double) throws {
+        var probed: [Int] = []
+        let outcome = QualitySearch(target: 60, start: 75).run { (quality: Int) -> (score: Double, payload: Void) in
+            probed.append(quality)
+            return (Self.score(quality, offset: offset), ())
+        }
+        let lowest = (10...95).first { Self.score($0, offset: offset) >= 60 } ?? 95
+        #expect(outcome.chosen.score >= 60 || outcome.chosen.quality == 95)
+        // Within the resolution of the lowest, or passing by no more than the tolerance.
+        #expect(outcome.chosen.quality - lowest <= 2 || outcome.chosen.score - 60 <= 1, "probed \(probed), lowest \(lowest)")
+        #expect(outcome.probes <= 6, "probed \(probed)")
+    }
+
+    @Test func stopsAtOnceWhenAProbeLandsJustAboveTheTarget() {
+        let outcome = QualitySearch(target: 60, start: 50).run { (quality: Int) -> (score: Double, payload: Void) in
+            (Double(quality) + 10.5, ())
+        }
+        #expect(outcome.probes == 1 && outcome.chosen.quality == 50)
+    }
+
+    @Test func anUnreachableTargetGivesTheHighestQualityAndAnEasyOneTheLowest() {
+        let hard = QualitySearch(target: 99, start: 60).run { (quality: Int) -> (score: Double, payload: Void) in (Double(quality), ()) }
+        #expect(hard.chosen.quality == 95 && hard.chosen.score < 99)
+        let easy = QualitySearch(target: 5, start: 60).run { (quality: Int) -> (score: Double, payload: Void) in (Double(quality) + 50, ()) }
+        #expect(easy.chosen.quality == 10)
+        #expect(hard.probes <= 4 && easy.probes <= 4, "\(hard.probes) and \(easy.probes) probes")
+    }
+
+    @Test func aNoisyNonMonotonicScoreStillEndsWithAPassingProbe() {
+        let outcome = QualitySearch(target: 50, start: 70).run { (quality: Int) -> (score: Double, payload: Void) in
+            (Double(quality) * 0.8 + (quality % 3 == 0 ? 3 : -3), ())
+        }
+        #expect(outcome.chosen.score >= 50 && outcome.probes <= 8)
+    }
+}
