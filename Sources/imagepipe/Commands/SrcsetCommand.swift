@@ -26,14 +26,8 @@ struct SrcsetCommand: ParsableCommand {
     var sizes: String = "100vw"
 
     func run() throws {
-        let data: Data
-        do {
-            data = manifest == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: manifest))
-        } catch {
-            throw ImagePipeError.configuration("cannot read the manifest \(manifest): \(FilePath.reason(of: error))")
-        }
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            guard let result = try? JSONDecoder().decode(JobResult.self, from: Data(line.utf8)), let markup = PictureMarkup(result) else { continue }
+        for result in try ManifestReader.read(manifest) {
+            guard let markup = PictureMarkup(result) else { continue }
             if json {
                 print(JSONLine.encode(markup))
             } else {
