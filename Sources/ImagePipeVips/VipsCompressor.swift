@@ -94,15 +94,17 @@ public struct VipsCompressor: ImageCompressor {
         var placeholder: Placeholder?
 
         if variants.count == 1 {
-            // One output: decode, resize and encode stream through libvips together.
+            // One output: decode and resize stream through libvips together into the output's pixels,
+            // which both the encoder and the placeholder read (decoding the output back instead
+            // doubled the work for small images).
             let variant = variants[0]
             let image = try decode(source, to: plan.outputs[0], byWidth: Self.fitsByWidth(displayed, variant.box),
                                    crop: variant.fit == .cover)
+            guard let memory = vips_image_copy_memory(image.pointer) else { throw decodeError() }
+            let resized = VipsImageHandle(memory)
             decodeTime = clock.now - start
-            encoded.append(try encode(image, as: variant))
-            // Nothing else holds the pixels: the placeholder comes from the output, read back.
-            placeholder = encoded[0].data.withUnsafeBytes { ipv_load_buffer($0.baseAddress, $0.count) }
-                .flatMap { Self.placeholder(of: VipsImageHandle($0)) }
+            placeholder = Self.placeholder(of: resized)
+            encoded.append(try encode(resized, as: variant))
         } else {
             // Several outputs: decode once at the largest size any of them needs and keep it in memory.
             // Both sides of the decode size are at least what any variant needs; fitting by the side
@@ -286,7 +288,8 @@ public struct VipsCompressor: ImageCompressor {
             // WebP, HEIC, AVIF and GIF decoders produce the whole image at once.
             stored.area * max(bands, 3) * sampleBytes
         }
-        let intermediate = variants.count > 1 ? plan.decodeSize.area * 4 : 0
+        // The decoded copy every variant is made from, or the one output's pixels.
+        let intermediate = (variants.count > 1 ? plan.decodeSize.area : plan.outputs[0].area) * 4
         // Encoders hold their whole input: JPEG's optimised Huffman pass keeps coefficients (6 bytes per
         // pixel), libwebp and libaom their own planes. Variants are encoded one after another. Choosing
         // a quality also holds the variant in memory, its scales and moments, and a decoded probe.
