@@ -278,28 +278,3 @@ int ipv_tune_malloc(int arenas, int mmap_threshold) {
 #endif
 }
 
-int ipv_placeholder_pixels(VipsImage *in, int size, void **rgba, size_t *len, int *width, int *height) {
-    VipsImage *context = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(context), 3);
-    int result = -1;
-    VipsImage *image = NULL;
-    if (vips_thumbnail_image(in, &t[0], size, "height", size, "size", VIPS_SIZE_DOWN, NULL) || ipv_to_srgb8(t[0], &t[1]))
-        goto done;
-    image = t[1];
-    if (image->Bands == 3) {
-        if (vips_bandjoin_const1(image, &t[2], 255.0, NULL))
-            goto done;
-        image = t[2];
-    }
-    if (image->Bands != 4) {
-        vips_error("placeholder", "%s", "expected RGB or RGBA");
-        goto done;
-    }
-    *width = image->Xsize;
-    *height = image->Ysize;
-    *rgba = vips_image_write_to_memory(image, len);
-    result = *rgba ? 0 : -1;
-done:
-    g_object_unref(context);
-    return result;
-}

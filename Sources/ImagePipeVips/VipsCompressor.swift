@@ -1,4 +1,5 @@
 // The libvips image compressor: header check → shrink-on-load decode → orient → sRGB → resize/crop → encode.
+import CLibVips
 import CVipsShim
 import Foundation
 import ImagePipe
@@ -130,19 +131,47 @@ public struct VipsCompressor: ImageCompressor {
         return compressed
     }
 
-    /// The placeholder of an image, from a copy shrunk to ThumbHash's 100x100; nil when that fails,
-    /// which costs the job nothing but its placeholder.
+    /// The placeholder of an image held in memory (8-bit sRGB, as every decoded copy is), from its
+    /// pixels averaged down to ThumbHash's 100x100 in place: a libvips pipeline for it cost as much
+    /// as the whole of a small image's work. Nil for any other layout, which costs the job nothing
+    /// but its placeholder.
     static func placeholder(of image: VipsImageHandle) -> Placeholder? {
-        var pixels: UnsafeMutableRawPointer?
-        var length = 0
-        var width: Int32 = 0, height: Int32 = 0
-        guard ipv_placeholder_pixels(image.pointer, 100, &pixels, &length, &width, &height) == 0, let pixels else {
-            _ = Vips.takeError()
-            return nil
+        placeholderPixels(of: image).map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
+    }
+
+    /// The RGBA pixels, at most 100x100, a placeholder is made from (see ``placeholder(of:)``).
+    package static func placeholderPixels(of image: VipsImageHandle) -> (width: Int, height: Int, rgba: [UInt8])? {
+        let pointer = image.pointer
+        let width = Int(pointer.pointee.Xsize), height = Int(pointer.pointee.Ysize), bands = Int(pointer.pointee.Bands)
+        guard pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, bands == 3 || bands == 4, width > 0, height > 0,
+              let data = vips_image_get_data(pointer) else { return nil }
+        let pixels = data.assumingMemoryBound(to: UInt8.self)
+        let scale = max(1, Double(max(width, height)) / 100)
+        let outWidth = max(1, Int((Double(width) / scale).rounded())), outHeight = max(1, Int((Double(height) / scale).rounded()))
+        var rgba = [UInt8](repeating: 0, count: outWidth * outHeight * 4)
+        for y in 0..<outHeight {
+            let top = y * height / outHeight, bottom = max(top + 1, (y + 1) * height / outHeight)
+            for x in 0..<outWidth {
+                let left = x * width / outWidth, right = max(left + 1, (x + 1) * width / outWidth)
+                var sums = (0, 0, 0, 0)
+                for row in top..<bottom {
+                    var offset = (row * width + left) * bands
+                    for _ in left..<right {
+                        sums.0 += Int(pixels[offset])
+                        sums.1 += Int(pixels[offset + 1])
+                        sums.2 += Int(pixels[offset + 2])
+                        sums.3 += bands == 4 ? Int(pixels[offset + 3]) : 255
+                        offset += bands
+                    }
+                }
+                let count = (bottom - top) * (right - left), at = (y * outWidth + x) * 4
+                rgba[at] = UInt8(sums.0 / count)
+                rgba[at + 1] = UInt8(sums.1 / count)
+                rgba[at + 2] = UInt8(sums.2 / count)
+                rgba[at + 3] = UInt8(sums.3 / count)
+            }
         }
-        defer { ipv_free(pixels) }
-        let rgba = [UInt8](UnsafeRawBufferPointer(start: pixels, count: length))
-        return Placeholder(width: Int(width), height: Int(height), rgba: rgba)
+        return (outWidth, outHeight, rgba)
     }
 
     // MARK: - Steps, in pipeline order

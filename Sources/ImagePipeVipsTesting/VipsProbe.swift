@@ -70,14 +70,10 @@ public enum VipsProbe {
     /// The RGBA pixels (at most 100x100) the compressor makes an image's placeholder from.
     public static func placeholderPixels(_ data: Data) throws(ImagePipeError) -> (width: Int, height: Int, rgba: [UInt8]) {
         let image = try decode(data)
-        var pixels: UnsafeMutableRawPointer?
-        var length = 0
-        var width: Int32 = 0, height: Int32 = 0
-        guard ipv_placeholder_pixels(image.handle.pointer, 100, &pixels, &length, &width, &height) == 0, let pixels else {
-            throw ImagePipeError(.corruptImage, Vips.takeError() ?? "cannot shrink")
+        guard let pixels = VipsCompressor.placeholderPixels(of: image.handle) else {
+            throw ImagePipeError(.unsupportedFormat, "not 8-bit RGB or RGBA")
         }
-        defer { ipv_free(pixels) }
-        return (Int(width), Int(height), [UInt8](UnsafeRawBufferPointer(start: pixels, count: length)))
+        return pixels
     }
 
     /// A string or integer field of an encoded image's header, as libvips reads it (e.g.

@@ -62,8 +62,6 @@ char *ipv_take_error(void);
 /// Decodes an encoded image (an encoder's output, read back to be scored) fully into memory.
 VipsImage *ipv_load_buffer(const void *buf, size_t len);
 
-/// The image shrunk to fit `size` x `size`, as 8-bit RGBA pixels in a buffer the caller frees with g_free.
-int ipv_placeholder_pixels(VipsImage *in, int size, void **rgba, size_t *len, int *width, int *height);
 
 /// Frees what libvips allocated.
 void ipv_free(void *p);
