@@ -9,7 +9,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
         commandName: "imagepipe",
         abstract: "Turn original images into web variants and store them.",
         version: "0.1.0",
-        subcommands: [BatchCommand.self, WatchCommand.self, RetryCommand.self, BenchCommand.self])
+        subcommands: [BatchCommand.self, WatchCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self, BenchCommand.self])
 }
 
 @main
