@@ -124,9 +124,10 @@ let package = Package(
         .testTarget(
             name: "ImagePipePostgresTests",
             dependencies: [
-                "ImagePipe", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeTestKit",
+                "ImagePipe", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeTestKit", "ImagePipeVips",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            exclude: ["Support/python"],
             swiftSettings: strict
         ),
         .testTarget(
