@@ -96,14 +96,37 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         return configuration
     }
 
-    private func tls() -> PostgresClient.Configuration.TLS {
-        var unverified = TLSConfiguration.makeClientConfiguration()
-        unverified.certificateVerification = .none
-        switch sslMode {
-        case .disable: return .disable
-        case .prefer: return .prefer(unverified)
-        case .require: return .require(unverified)
-        case .verifyFull: return .require(.makeClientConfiguration())
+    /// The settings of a single connection, for the first one: a pool would hide why it failed
+    /// (a wrong password) behind its own retries.
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        var configuration: PostgresConnection.Configuration
+        if host.hasPrefix("/") {
+            configuration = .init(unixSocketPath: host + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
+        } else {
+            let mode: PostgresConnection.Configuration.TLS = switch (sslMode, try tlsConfiguration().map(NIOSSLContext.init)) {
+            case (.prefer, let context?): .prefer(context)
+            case (.require, let context?), (.verifyFull, let context?): .require(context)
+            default: .disable
+            }
+            configuration = .init(host: host, port: port, username: user, password: password, database: database, tls: mode)
         }
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+
+    private func tls() -> PostgresClient.Configuration.TLS {
+        switch (sslMode, tlsConfiguration()) {
+        case (.prefer, let configuration?): .prefer(configuration)
+        case (.require, let configuration?), (.verifyFull, let configuration?): .require(configuration)
+        default: .disable
+        }
+    }
+
+    /// TLS settings: the certificate checked only for verify-full; nil when TLS is off.
+    private func tlsConfiguration() -> TLSConfiguration? {
+        guard sslMode != .disable else { return nil }
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if sslMode != .verifyFull { configuration.certificateVerification = .none }
+        return configuration
     }
 }

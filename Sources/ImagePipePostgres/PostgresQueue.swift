@@ -91,6 +91,9 @@ public final class PostgresQueue: JobQueue {
 
     public func claim(upTo limit: Int) async -> [ClaimedJob] {
         let rows = await database.claim(queue: location.queue, limit: limit, owner: owner, lease: configuration.lease)
+        for row in rows {
+            logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": "\(row.attempt)"])
+        }
         return rows.map { row in
             ClaimedJob(id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt),
                        history: row.history, source: row.source)

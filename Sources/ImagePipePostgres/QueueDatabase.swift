@@ -55,6 +55,10 @@ public final class QueueDatabase: Sendable {
         var attempt = 0
         while true {
             do {
+                // One plain connection first: the pool would report a wrong password only as its
+                // circuit breaker tripping, after a minute of retries.
+                let probe = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(), id: 0, logger: logger)
+                try? await probe.close()
                 try await QueueSchema.migrate(client, logger: logger)
                 if attempt > 0 { logger.notice("PostgreSQL reachable again", metadata: ["queue": "\(location)"]) }
                 return

@@ -29,8 +29,14 @@ public enum CommandLineRunner {
     ///   - input: what the process reads on standard input (default: nothing, end of file at once).
     public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
                            input: Data? = nil) throws -> Output {
+        try runTool(binary, arguments, in: directory, environment: environment, input: input)
+    }
+
+    /// Runs another program the same way (a tool that checks imagepipe's outputs, say).
+    public static func runTool(_ executable: String, _ arguments: [String], in directory: String? = nil,
+                               environment: [String: String]? = nil, input: Data? = nil) throws -> Output {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         if let environment {

@@ -13,12 +13,12 @@ struct PostgresQueueTests {
     @Test func queuedJobsAreDoneOnceWithTheirResultsAndANotificationEach() async throws {
         let fixture = try PostgresFixture()
         let ids = try await fixture.enqueue(40)
-        let notified = try await collectNotifications(fixture, count: 40) {
-            let running = RunningLoop(fixture.loop(try fixture.queue()))
-            #expect(try await fixture.eventually { try fixture.states() == ["done": 40] })
-            await running.stop()
-        }
-        #expect(notified.sorted() == ids.sorted(), "one imagepipe_done notification per job, with its ID")
+        let listener = try await DoneListener(fixture.location)
+        let running = RunningLoop(fixture.loop(try fixture.queue()))
+        #expect(try await fixture.eventually { try fixture.states() == ["done": 40] })
+        await running.stop()
+        #expect(await fixture.eventually { listener.notified.count >= 40 })
+        #expect(listener.notified.sorted() == ids.sorted(), "one imagepipe_done notification per job, with its ID")
         let record = try JSONDecoder().decode(JobResult.self, from: Data(try fixture.sql(
             "SELECT result FROM imagepipe.jobs WHERE id = \(ids[3])").utf8))
         #expect(record.status == .done && record.source == "photo-3.jpg" && record.variants.map(\.key) == ["photo-3-t.jpg"])
@@ -160,31 +160,5 @@ struct PostgresQueueTests {
             #expect((Int(dead) ?? 0) > 0, "the snapshot keeps the claimed and settled versions from being vacuumed")
             try await connection.query("COMMIT", logger: .quiet)
         }
-    }
-
-    /// Listens on `imagepipe_done` while `body` runs and returns the job IDs notified.
-    private func collectNotifications(_ fixture: PostgresFixture, count: Int, _ body: () async throws -> Void) async throws -> [Int] {
-        let client = PostgresClient(configuration: try fixture.location.clientConfiguration())
-        let clientTask = Task { await client.run() }
-        defer { clientTask.cancel() }
-        let listening = AsyncStream<Void>.makeStream()
-        let collector = Task { () -> [Int] in
-            var ids: [Int] = []
-            try? await client.withConnection { connection in
-                try await connection.listen(on: "imagepipe_done") { notifications in
-                    listening.continuation.yield()
-                    for try await notification in notifications {
-                        ids.append(Int(notification.payload) ?? -1)
-                        if ids.count == count { break }
-                    }
-                }
-            }
-            return ids
-        }
-        for await _ in listening.stream { break }
-        try await body()
-        let timeout = Task { try await Task.sleep(for: .seconds(10)); collector.cancel() }
-        defer { timeout.cancel() }
-        return await collector.value
     }
 }
