@@ -17,8 +17,14 @@ test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# Tools only the tests need (servers they start on loopback): moto's S3 server and boto3.
+# Tools only the tests need (servers they start on loopback): moto's S3 server and boto3, and
+# PostgreSQL 15, which the queue tests start themselves (initdb into a temporary directory).
 test-deps:
+	@[ -x /usr/lib/postgresql/15/bin/initdb ] || { \
+		echo "installing postgresql for the PostgreSQL queue tests"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; \
+	}
 	@python3 -c "import moto.server, boto3" 2>/dev/null || { \
 		echo "installing moto[server] and boto3 for the S3 tests"; \
 		python3 -m pip --version >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
