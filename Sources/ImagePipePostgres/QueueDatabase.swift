@@ -96,16 +96,9 @@ public final class QueueDatabase: Sendable {
         var attempt = 0
         while !Task.isCancelled {
             do {
-                let result = try await rows(query, decode)
-                noteReachable()
-                return result
+                return try await answered(query, decode)
             } catch {
-                let failure = DatabaseFailure(error)
-                guard failure.transient else {
-                    logger.error("PostgreSQL refused a statement", metadata: ["statement": "\(what)", "reason": "\(failure.reason)"])
-                    return nil
-                }
-                noteUnreachable(failure)
+                guard mayReconnect(after: error, what) else { return nil }
                 attempt += 1
                 try? await Task.sleep(for: reconnect.delay(afterAttempt: min(attempt, 10)))
             }
@@ -116,18 +109,29 @@ public final class QueueDatabase: Sendable {
     /// Runs one statement once; a failure is logged (once per outage) and gives nil.
     func once<T: Sendable>(_ what: String, _ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async -> [T]? {
         do {
-            let result = try await rows(query, decode)
-            noteReachable()
-            return result
+            return try await answered(query, decode)
         } catch {
-            let failure = DatabaseFailure(error)
-            if failure.transient {
-                noteUnreachable(failure)
-            } else {
-                logger.error("PostgreSQL refused a statement", metadata: ["statement": "\(what)", "reason": "\(failure.reason)"])
-            }
+            _ = mayReconnect(after: error, what)
             return nil
         }
+    }
+
+    /// Runs one statement, noting that the database answered.
+    private func answered<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws -> [T] {
+        let result = try await rows(query, decode)
+        noteReachable()
+        return result
+    }
+
+    /// Logs a failed statement (a lost database once per outage) and tells whether trying again may help.
+    private func mayReconnect(after error: any Error, _ what: String) -> Bool {
+        let failure = DatabaseFailure(error)
+        guard failure.transient else {
+            logger.error("PostgreSQL refused a statement", metadata: ["statement": "\(what)", "reason": "\(failure.reason)"])
+            return false
+        }
+        noteUnreachable(failure)
+        return true
     }
 
     private func noteUnreachable(_ failure: DatabaseFailure) {
@@ -144,15 +148,22 @@ public final class QueueDatabase: Sendable {
     }
 
     /// Runs `body`, failing it after the statement timeout.
+    ///
+    /// The caller goes on at the timeout even if `body` ignores its cancellation (a query on a
+    /// connection that died without a word): waiting for it, as a task group would, could hang a
+    /// worker for good after a database restart.
     private func timed<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask { [statementTimeout] in
-                try await Task.sleep(for: statementTimeout)
-                throw ImagePipeError(.storageUnavailable, "no answer within \(statementTimeout)")
+        let outcome = FirstOutcome<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            outcome.deliver(to: continuation)
+            let work = Task {
+                do { outcome.settle(.success(try await body())) } catch { outcome.settle(.failure(error)) }
             }
-            defer { group.cancelAll() }
-            return try await group.next()!
+            Task { [statementTimeout] in
+                try? await Task.sleep(for: statementTimeout)
+                work.cancel()
+                outcome.settle(.failure(ImagePipeError(.storageUnavailable, "no answer within \(statementTimeout)")))
+            }
         }
     }
 

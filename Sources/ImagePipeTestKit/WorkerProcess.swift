@@ -2,7 +2,8 @@
 import Foundation
 
 /// A long-running `imagepipe` process (watch mode) whose standard error goes to a file.
-public final class WorkerProcess {
+// Its properties are set once in init; Process may be queried and signalled from any thread.
+public final class WorkerProcess: @unchecked Sendable {
     /// The process.
     public let process = Process()
     /// Where its standard error goes.

@@ -63,7 +63,7 @@ struct PostgresQueueTests {
         #expect(await queue.retry(claimed, failure: failure, after: .seconds(30)) == .requeued)
         #expect(await queue.claim(upTo: 1).isEmpty, "not due before its backoff has passed")
         let wait = try #require(Double(try fixture.sql("SELECT extract(epoch FROM run_at - now()) FROM imagepipe.jobs")))
-        #expect(wait > 28 && wait <= 30, "\(wait)")
+        #expect(wait > 20 && wait <= 30, "\(wait)")
         #expect(try fixture.sql("SELECT state, errors->0->>'error_code' FROM imagepipe.jobs") == "waiting|storage_unavailable")
         await queue.close()
     }
@@ -103,12 +103,12 @@ struct PostgresQueueTests {
     @Test func aShutdownGivesUnfinishedJobsBackAtOnce() async throws {
         let fixture = try PostgresFixture()
         try await fixture.enqueue(2)
-        let compressor = ScriptedCompressor(work: .seconds(5))
+        let compressor = ScriptedCompressor(work: .seconds(20))
         let running = RunningLoop(fixture.loop(try fixture.queue(), compressor: compressor, shutdownTimeout: .milliseconds(200)))
         #expect(await fixture.eventually { compressor.calls.count == 2 })
         let started = ContinuousClock.now
         await running.stop()
-        #expect(ContinuousClock.now - started < .seconds(3), "not the jobs' 5 s")
+        #expect(ContinuousClock.now - started < .seconds(10), "not the jobs' 20 s")
         #expect(try fixture.sql("SELECT state, attempt, lease_owner IS NULL FROM imagepipe.jobs") == "waiting|0|t\nwaiting|0|t",
                 "back to waiting, the interrupted attempt not counted")
     }

@@ -30,7 +30,8 @@ extension WorkerLoop {
     /// Gives back the jobs waiting for a retry, waits for jobs in flight until the shutdown timeout
     /// (or a stop at once), then gives back those still running. A job whose result is being
     /// recorded is waited for: it is a short step, and giving it back at the same time could record
-    /// it twice.
+    /// it twice. Should the queue not answer (a database gone), that wait ends a little after the
+    /// deadline, leaving such jobs to the queue's own recovery (their leases lapse).
     func drain() async {
         let deadline = clock.now + configuration.shutdownTimeout
         logger.notice("shutting down: no new claims, waiting up to \(configuration.shutdownTimeout) for jobs in flight")
@@ -48,6 +49,7 @@ extension WorkerLoop {
                  state.stoppingNow || Task.isCancelled)
             }
             if !running && !settling { break }
+            if !running && clock.now >= deadline + Self.settlingGrace { break }
             if running && (now || clock.now >= deadline) {
                 await giveBackUnfinished()
                 continue
@@ -55,6 +57,9 @@ extension WorkerLoop {
             await drainWakeup.wait(until: running ? deadline : clock.now + .seconds(1), on: clock)
         }
     }
+
+    /// How long past the shutdown deadline results still being recorded are waited for.
+    static var settlingGrace: Duration { .seconds(2) }
 
     /// Gives back the jobs still in the pipeline; their results, when they come, are ignored.
     private func giveBackUnfinished() async {

@@ -90,3 +90,11 @@ struct RunningLoop {
         await task.value
     }
 }
+
+/// Runs a blocking call (waiting for a process, running one) on a thread of its own, so that async
+/// tests never hold one of the few threads of Swift's cooperative pool that other tests need.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
