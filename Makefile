@@ -17,9 +17,16 @@ test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# Tools only the tests need: moto's S3 server and boto3 (servers started on loopback), the reference
-# `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), and Chromium (renders the report).
+# Tools only the tests need: PostgreSQL 15 (the queue tests start it themselves, initdb into a
+# temporary directory), moto's S3 server and boto3 (servers started on loopback), the reference
+# `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), and Chromium
+# (renders the report).
 test-deps:
+	@[ -x /usr/lib/postgresql/15/bin/initdb ] || { \
+		echo "installing postgresql for the PostgreSQL queue tests"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; \
+	}
 	@python3 -c "import moto.server, boto3, ssimulacra2, thumbhash" 2>/dev/null || { \
 		echo "installing moto[server], boto3, ssimulacra2 and thumbhash for the tests"; \
 		python3 -m pip --version >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \

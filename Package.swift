@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "ImagePipeVips", targets: ["ImagePipeVips"]),
         .library(name: "ImagePipeRemoteStorage", targets: ["ImagePipeRemoteStorage"]),
         .library(name: "ImagePipeQueue", targets: ["ImagePipeQueue"]),
+        .library(name: "ImagePipePostgres", targets: ["ImagePipePostgres"]),
         .library(name: "ImagePipeTestKit", targets: ["ImagePipeTestKit"]),
         .library(name: "ImagePipeVipsTesting", targets: ["ImagePipeVipsTesting"]),
     ],
@@ -22,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // System libraries from Debian, found through pkg-config.
@@ -79,6 +81,17 @@ let package = Package(
             dependencies: ["ImagePipe", "ImagePipeVips", "CVipsProbeShim", "CVipsShim", "CLibVips"],
             swiftSettings: strict
         ),
+        // The PostgreSQL queue: a module of its own, so only what needs it pays for postgres-nio's build.
+        .target(
+            name: "ImagePipePostgres",
+            dependencies: [
+                "ImagePipe", "ImagePipeQueue",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // `imagepipe bench`: whole-batch runs of imagepipe and reference tools, side by side.
         .target(name: "ImagePipeBench", dependencies: ["ImagePipe"], swiftSettings: strict),
         // In-memory storage and scripted compressors for testing code built on ImagePipe.
@@ -89,7 +102,7 @@ let package = Package(
         .executableTarget(
             name: "imagepipe",
             dependencies: [
-                "ImagePipe", "ImagePipeVips", "ImagePipeRemoteStorage", "ImagePipeQueue", "ImagePipeBench",
+                "ImagePipe", "ImagePipeVips", "ImagePipeRemoteStorage", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -121,6 +134,15 @@ let package = Package(
         .testTarget(
             name: "ImagePipeQueueTests",
             dependencies: ["ImagePipe", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ImagePipePostgresTests",
+            dependencies: [
+                "ImagePipe", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeTestKit", "ImagePipeTestSupport", "ImagePipeVips",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            exclude: ["Support/python"],
             swiftSettings: strict
         ),
         .testTarget(

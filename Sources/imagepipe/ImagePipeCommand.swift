@@ -9,7 +9,8 @@ struct ImagePipeCommand: AsyncParsableCommand {
         commandName: "imagepipe",
         abstract: "Turn original images into web variants and store them.",
         version: "0.2.0",
-        subcommands: [BatchCommand.self, WatchCommand.self, RetryCommand.self, BenchCommand.self, SrcsetCommand.self, ReportCommand.self])
+        subcommands: [BatchCommand.self, WatchCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self,
+                      BenchCommand.self, SrcsetCommand.self, ReportCommand.self])
 }
 
 @main

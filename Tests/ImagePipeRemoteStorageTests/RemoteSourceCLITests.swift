@@ -1,7 +1,6 @@
 import Foundation
 import ImagePipe
 import ImagePipeRemoteStorage
-import ImagePipeTestKit
 import ImagePipeTestSupport
 import Testing
 

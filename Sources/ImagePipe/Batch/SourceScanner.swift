@@ -177,7 +177,7 @@ public struct SourceScanner: Sendable {
     /// The name a file given directly goes by in keys and manifests: its path as given when that is
     /// relative and stays below the current directory (`./` and repeated slashes dropped), so
     /// `trip/a.jpg` keeps `trip` as `{dir}`; otherwise (absolute, or through `..`) its name alone.
-    static func relativePath(ofFile path: String) -> String {
+    public static func relativePath(ofFile path: String) -> String {
         let parts = path.split(separator: "/").filter { $0 != "." }
         if path.hasPrefix("/") || parts.isEmpty || parts.contains("..") {
             return URL(fileURLWithPath: FilePath.absolute(path)).lastPathComponent

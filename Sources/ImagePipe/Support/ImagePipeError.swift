@@ -22,6 +22,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
             case storageUnavailable = "storage_unavailable"
             case storageRejected = "storage_rejected"
             case storageFull = "storage_full"
+            case leaseExpired = "lease_expired"
             case configuration = "configuration"
         }
         private let value: Value
@@ -79,6 +80,9 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let storageRejected = Code(.storageRejected)
         /// The destination has no space left (disk full, quota); retrying after space is freed helps.
         public static let storageFull = Code(.storageFull)
+        /// A worker's claim on a queued job lapsed before it finished: the worker died, stalled or
+        /// lost its database. Another worker runs the job again.
+        public static let leaseExpired = Code(.leaseExpired)
         /// The command line or environment is wrong; nothing was processed.
         public static let configuration = Code(.configuration)
 
@@ -88,7 +92,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         /// Whether the same job may succeed if tried again later.
         public var isTransient: Bool {
             switch value {
-            case .storageUnavailable, .storageFull: true
+            case .storageUnavailable, .storageFull, .leaseExpired: true
             default: false
             }
         }

@@ -1,7 +1,8 @@
-// `imagepipe watch`: a long-running worker on a queue directory, stopped gracefully by SIGTERM, SIGINT or SIGHUP.
+// `imagepipe watch`: a long-running worker on a queue directory or a PostgreSQL queue, stopped gracefully by SIGTERM, SIGINT or SIGHUP.
 import ArgumentParser
 import Foundation
 import ImagePipe
+import ImagePipePostgres
 import ImagePipeQueue
 import Logging
 import ServiceLifecycle
@@ -9,9 +10,12 @@ import ServiceLifecycle
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
-        abstract: "Process originals delivered into a queue directory, until stopped.",
+        abstract: "Process originals delivered into a queue directory or queued in PostgreSQL, until stopped.",
         discussion: """
-            Layout under QUEUE_DIR (created when missing): inbox/ (deliveries), processing/ (claimed jobs, \
+            QUEUE is a directory, or postgres://USER@HOST:PORT/DATABASE?queue=NAME (default queue: images; \
+            sslmode=disable, prefer, require or verify-full). The password comes from PGPASSWORD or ~/.pgpass \
+            (better than the URL, which other users can see in the process list).
+            Layout under a queue directory (created when missing): inbox/ (deliveries), processing/ (claimed jobs, \
             one area per worker), done/ (originals with NAME.json), failed/ (originals with NAME.error.json).
             Deliver by writing elsewhere (or under a name starting with '.') and renaming into inbox/. Names \
             starting with '.' or ending in .part, .tmp or .crdownload are ignored.
@@ -20,8 +24,8 @@ struct WatchCommand: AsyncParsableCommand {
             inbox at once. Symbolic links, FIFOs and other files that are not regular files go to failed/.
             """)
 
-    @Argument(help: "The queue directory.")
-    var queueDirectory: String
+    @Argument(help: ArgumentHelp("The queue: a directory, or postgres://USER@HOST:PORT/DATABASE?queue=NAME.", valueName: "queue"))
+    var queue: String
 
     @OptionGroup var options: JobOptions
 
@@ -43,12 +47,20 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("quiet-period"), help: "Seconds another user's file written into the inbox must stay unchanged before it is taken, when its writers cannot be seen (no CAP_LEASE).")
     var quietPeriod: Double = 10
 
+    @Option(name: .customLong("lease"), help: "PostgreSQL: seconds a claimed job stays this worker's without a heartbeat (renewed every third of it).")
+    var lease: Double = 30
+
+    @Option(name: .customLong("retention"), help: "PostgreSQL: days done and discarded jobs are kept before workers delete them.")
+    var retentionDays: Double = 7
+
     func validate() throws {
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
         guard retryDelay >= 0, shutdownTimeout >= 0, statusInterval >= 0, quietPeriod >= 0 else {
             throw ValidationError("--retry-delay, --shutdown-timeout, --status-interval and --quiet-period cannot be negative")
         }
         guard rescanInterval > 0 else { throw ValidationError("--rescan-interval must be positive") }
+        guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
+        guard retentionDays >= 0 else { throw ValidationError("--retention cannot be negative") }
     }
 
     func run() async throws {
@@ -58,19 +70,15 @@ struct WatchCommand: AsyncParsableCommand {
         // one that goes away later is retried like any storage failure.
         try handler.storage.probe()
         let pipeline = CompositionRoot.pipeline(handler, options)
-        let queue = try QueueDirectory(root: queueDirectory)
-        let worker = try QueueWorker(
-            queue: queue, pipeline: pipeline,
-            configuration: .init(
-                retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay)),
-                shutdownTimeout: .seconds(shutdownTimeout),
-                rescanInterval: .seconds(rescanInterval),
-                statusInterval: .seconds(statusInterval),
-                quietPeriod: .seconds(quietPeriod)),
+        let retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay))
+        let jobs = try jobQueue(logger: logger)
+        let worker = WorkerLoop(
+            queue: jobs, pipeline: pipeline,
+            configuration: .init(retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval)),
             logger: logger)
         logger.info("storing into \(handler.storage.location)")
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: WatchService(worker: worker))], logger: logger))
+            configuration: .init(services: [.init(service: worker)], logger: logger))
         let signals = ShutdownSignals(
             shutdownTimeout: .seconds(shutdownTimeout), logger: logger,
             graceful: { Task { await group.triggerGracefulShutdown() } },
@@ -81,5 +89,19 @@ struct WatchCommand: AsyncParsableCommand {
         // still hold a thread (a read that never returns, a decode under way), and exit(3)'s clean-up
         // of libraries can wait for such threads: end the process here instead.
         _exit(0)
+    }
+
+    /// The queue named on the command line.
+    private func jobQueue(logger: Logger) throws(ImagePipeError) -> any JobQueue {
+        guard PostgresLocation.isURL(queue) else {
+            return try DirectoryQueue(
+                directory: QueueDirectory(root: queue),
+                configuration: .init(rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod)),
+                logger: logger)
+        }
+        return try PostgresQueue(
+            location: PostgresLocation(parsing: queue),
+            configuration: .init(lease: .seconds(lease), maxAttempts: maxAttempts, retention: .seconds(retentionDays * 86_400)),
+            logger: logger)
     }
 }

@@ -1,5 +1,6 @@
 // The fault-injecting proxy: one per test, in front of a moto server, with a plan of faults.
 import Foundation
+import ImagePipeTestSupport
 
 /// `fault_proxy.py` started with a plan; its log says what each request met.
 final class FaultProxy: Sendable {

@@ -1,5 +1,6 @@
 // One moto S3 server per test process (with and without signature checking), and a boto3 client to check objects.
 import Foundation
+import ImagePipeTestSupport
 import ImagePipe
 import ImagePipeRemoteStorage
 import Synchronization

@@ -1,5 +1,6 @@
 // The Supabase Storage stand-in: started per test, queried for what it stored and saw.
 import Foundation
+import ImagePipeTestSupport
 import ImagePipeRemoteStorage
 
 /// `supabase_stub.py`, which checks the wire protocol of uploads and reads.

@@ -1,4 +1,4 @@
-// Starts the Python helpers under Support/ (moto, the fault proxy, the Supabase stub) and talks to them.
+// Starts a Python helper beside the tests (a loopback server, a throwaway database) and talks to it.
 import Foundation
 import Synchronization
 
@@ -6,21 +6,18 @@ import Synchronization
 ///
 /// Each helper prints one JSON line when it is ready and exits when its standard input closes. The
 /// tests hold that pipe, so the helpers stop when the test process ends, even when it crashes.
-final class HelperProcess: @unchecked Sendable {
+public final class HelperProcess: @unchecked Sendable {
     /// The fields of the helper's first line.
-    let ready: [String: String]
+    public let ready: [String: String]
     private let process: Process
     private let input: Pipe
     private let reader: LineReader
 
-    /// The folder of the helper scripts.
-    static let supportDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/python"
-
-    /// Starts `script` with `arguments` and waits for its ready line.
-    init(_ script: String, _ arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// Starts `script` (in `directory`) with `arguments` and waits for its ready line.
+    public init(_ script: String, in directory: String, _ arguments: [String] = [], environment: [String: String] = [:]) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.supportDirectory + "/" + script] + arguments
+        process.arguments = ["python3", directory + "/" + script] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         input = Pipe()
         let output = Pipe()
@@ -48,10 +45,10 @@ final class HelperProcess: @unchecked Sendable {
     deinit { stop() }
 
     /// The port the helper listens on.
-    var port: Int { Int(ready["port"] ?? "") ?? 0 }
+    public var port: Int { Int(ready["port"] ?? "") ?? 0 }
 
     /// Sends one JSON command line and reads one JSON answer line.
-    func call(_ command: [String: String]) throws -> [String: Any] {
+    public func call(_ command: [String: String]) throws -> [String: Any] {
         let data = try JSONSerialization.data(withJSONObject: command) + Data("\n".utf8)
         input.fileHandleForWriting.write(data)
         guard let line = reader.readLine(),
@@ -63,7 +60,7 @@ final class HelperProcess: @unchecked Sendable {
     }
 
     /// Stops the helper and waits for it.
-    func stop() {
+    public func stop() {
         guard process.isRunning else { return }
         try? input.fileHandleForWriting.close()
         process.terminate()
@@ -72,9 +69,9 @@ final class HelperProcess: @unchecked Sendable {
 }
 
 /// A failure of a test helper.
-struct HelperError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct HelperError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// Reads lines from a pipe, keeping what arrived after the last newline.

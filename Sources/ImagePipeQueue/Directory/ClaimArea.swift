@@ -35,8 +35,7 @@ public final class ClaimArea: Sendable {
 
     /// Creates and locks a new area for this process.
     public init(queue: QueueDirectory) throws(ImagePipeError) {
-        let hostName = Self.hostName().replacingOccurrences(of: "/", with: "_")
-        id = "\(hostName)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        id = WorkerIdentity.make()
         path = queue.processing + "/" + id
         self.queue = queue
         do {
@@ -48,19 +47,12 @@ public final class ClaimArea: Sendable {
         guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             throw .configuration("cannot lock claim area \(path): \(String(cString: strerror(errno)))")
         }
-        let owner = "pid \(getpid()) on \(hostName)\n"
+        let owner = "pid \(getpid()) on \(WorkerIdentity.hostName())\n"
         _ = owner.withCString { write(fd, $0, strlen($0)) }
         lockDescriptor = fd
     }
 
     deinit { close(lockDescriptor) }
-
-    /// The kernel's host name (no DNS lookup).
-    static func hostName() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        gethostname(&buffer, buffer.count - 1)
-        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
 
     /// The path a claimed job has in this area.
     public func pathOf(_ relative: String) -> String { path + "/" + relative }

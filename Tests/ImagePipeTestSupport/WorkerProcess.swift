@@ -1,21 +1,24 @@
+// A long-running `imagepipe` process (a watch-mode worker) whose standard error goes to a file.
 import Foundation
-import ImagePipeTestSupport
 
 /// A long-running `imagepipe` process (watch mode) whose standard error goes to a file.
-final class WorkerProcess {
-    let process = Process()
-    let logPath: String
+// Its properties are set once in init; Process may be queried and signalled from any thread.
+public final class WorkerProcess: @unchecked Sendable {
+    /// The process.
+    public let process = Process()
+    /// Where its standard error goes.
+    public let logPath: String
 
     /// Starts `imagepipe` with `arguments`; as the user `nobody` when `asNobody` (the caller must be root).
     /// `environment` replaces the test's `AWS_*` variables when given.
-    init(_ arguments: [String], log: String, asNobody: Bool = false, environment: [String: String]? = nil) throws {
+    public init(_ arguments: [String], log: String, asNobody: Bool = false, environment: [String: String]? = nil) throws {
         logPath = log
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         if asNobody {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CommandRunner.binary] + arguments
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLineRunner.binary] + arguments
         } else {
-            process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
+            process.executableURL = URL(fileURLWithPath: CommandLineRunner.binary)
             process.arguments = arguments
         }
         if let environment {
@@ -30,12 +33,14 @@ final class WorkerProcess {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    /// What it logged so far.
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
+    /// Sends it a signal.
+    public func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
     /// The exit status, or nil if the process is still running after `seconds` (a deadline, not a measurement).
-    func waitForExit(seconds: Double) -> Int32? {
+    public func waitForExit(seconds: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         guard !process.isRunning else { return nil }
@@ -44,7 +49,7 @@ final class WorkerProcess {
 
     /// Waits until the log contains `text`.
     @discardableResult
-    func waitForLog(_ text: String, seconds: Double = 30) -> Bool {
+    public func waitForLog(_ text: String, seconds: Double = 30) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if log.contains(text) { return true }

@@ -47,7 +47,7 @@ public struct FailureRecord: Sendable, Codable, Equatable {
 
 extension AttemptRecord {
     /// The record of a failed result.
-    init(_ result: JobResult) {
+    public init(_ result: JobResult) {
         self.init(attempt: result.attempts, error: result.error ?? "unknown error", errorCode: result.errorCode,
                   transient: result.transient ?? false, at: JSONLine.timestamp())
     }

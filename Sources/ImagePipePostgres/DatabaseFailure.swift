@@ -1,0 +1,49 @@
+// What went wrong talking to PostgreSQL: whether waiting helps, and a reason that holds no secret.
+import ImagePipe
+import PostgresNIO
+
+/// A failed database call, classified.
+///
+/// PostgresNIO keeps the details out of its errors' descriptions (they may hold query data); this
+/// picks out what an operator needs: the server's message and SQLSTATE, or that the connection failed.
+struct DatabaseFailure: Error {
+    /// Whether the connection failed or the server is going away or starting: waiting and
+    /// reconnecting helps. A refused statement is not transient.
+    let transient: Bool
+    /// The configuration is wrong (bad password, no such database or role): retrying cannot help.
+    let misconfigured: Bool
+    /// For logs and errors.
+    let reason: String
+
+    init(_ error: any Error) {
+        guard let error = error as? PSQLError else {
+            transient = !(error is CancellationError)
+            misconfigured = false
+            reason = "\(error)"
+            return
+        }
+        if error.code == .server, let info = error.serverInfo {
+            let state = info[.sqlState] ?? ""
+            reason = "\(info[.message] ?? "server error") (SQLSTATE \(state))"
+            // 57P01-57P03: the server is shutting down or starting; 08: connection exceptions; 53300: too many connections.
+            transient = state.hasPrefix("57P") || state.hasPrefix("08") || state == "53300"
+            // 28: authorisation; 3D000: no such database.
+            misconfigured = state.hasPrefix("28") || state == "3D000"
+            return
+        }
+        switch error.code {
+        case .authMechanismRequiresPassword, .unsupportedAuthMechanism, .saslError, .sslUnsupported:
+            transient = false
+            misconfigured = true
+        default:
+            transient = true
+            misconfigured = false
+        }
+        reason = "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
+    }
+
+    /// The failure as imagepipe's error.
+    var asError: ImagePipeError {
+        ImagePipeError(misconfigured ? .configuration : .storageUnavailable, "PostgreSQL: \(reason)")
+    }
+}

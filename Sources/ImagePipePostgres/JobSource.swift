@@ -1,0 +1,33 @@
+// A queued source as a producer wrote it (a path or an object URL), and the Job it becomes.
+import Foundation
+import ImagePipe
+
+/// Turns a queued source into a ``Job``, deciding the name that gives `{dir}` and `{stem}` in keys.
+///
+/// - An object URL (`s3://BUCKET/KEY`, `supabase://BUCKET/KEY`) goes by its key without the bucket:
+///   `s3://uploads/2024/trip/a.jpg` gives `2024/trip/a.jpg`. The job reads the URL itself.
+/// - A local path goes by the rule of a file named to `imagepipe batch`: a relative path as given
+///   (relative to the worker's working directory; `./` and doubled slashes dropped), an absolute one
+///   (or one through `..`) by its file name alone. `file://` URLs are local paths.
+///
+/// The source text is stored as given, so a producer may queue a kind of source that an older worker
+/// cannot read yet: that job fails as an unreadable source rather than being refused at the door.
+enum JobSource {
+    /// The job for `source` at `attempt`.
+    static func job(for source: String, attempt: Int) -> Job {
+        if let key = objectKey(of: source) {
+            return Job(path: source, relativePath: key.isEmpty ? source : key, attempt: attempt)
+        }
+        let path = source.hasPrefix("file://") ? (URL(string: source)?.path ?? String(source.dropFirst(7))) : source
+        // A file a producer named is read through a link like one named on the command line.
+        return Job(path: path, relativePath: SourceScanner.relativePath(ofFile: path), attempt: attempt)
+    }
+
+    /// The key of an object URL (everything after the bucket), or nil for a local path.
+    static func objectKey(of source: String) -> String? {
+        guard let scheme = source.range(of: "://"), !source.hasPrefix("file://") else { return nil }
+        let rest = source[scheme.upperBound...]
+        guard let slash = rest.firstIndex(of: "/") else { return "" }
+        return String(rest[rest.index(after: slash)...])
+    }
+}

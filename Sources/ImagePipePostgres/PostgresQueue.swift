@@ -1,0 +1,166 @@
+// The PostgreSQL queue as a JobQueue: claims with SKIP LOCKED, leases renewed by heartbeats, every update fenced.
+import Foundation
+import ImagePipe
+import ImagePipeQueue
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Jobs in the table `imagepipe.jobs`, shared by workers on any number of machines.
+///
+/// A claim is one short autocommit statement: it marks due jobs `running`, counts the attempt and
+/// gives this worker a lease until an expiry, skipping rows other workers are claiming at that very
+/// moment. No transaction stays open while images are worked on. Heartbeats extend the leases; any
+/// worker puts jobs whose lease expired back (one guarded statement, no leader). Every later update
+/// names the job's ID, the attempt and this worker as the owner, so a worker that lost a job to
+/// another cannot record anything for it.
+///
+/// LISTEN on `imagepipe_jobs` wakes idle workers when a job is added; a poll every second is the
+/// safety net (and picks up retries whose backoff has passed). Lost connections are retried with
+/// backoff; jobs whose leases still hold are kept meanwhile.
+public final class PostgresQueue: JobQueue {
+    /// Queue settings.
+    public struct Configuration: Sendable {
+        /// How long a claim holds without a heartbeat; renewed every third of it.
+        public var lease: Duration
+        /// Attempts before a job whose lease keeps expiring is discarded (the worker's --max-attempts).
+        public var maxAttempts: Int
+        /// How long done and discarded jobs are kept before workers delete them.
+        public var retention: Duration
+        /// How often a worker looks for due jobs without being woken.
+        public var pollInterval: Duration
+
+        /// Creates settings: a 30 s lease, 5 attempts, 7 days' retention, a poll every second.
+        public init(lease: Duration = .seconds(30), maxAttempts: Int = 5, retention: Duration = .seconds(7 * 86_400),
+                    pollInterval: Duration = .seconds(1)) {
+            self.lease = lease
+            self.maxAttempts = maxAttempts
+            self.retention = retention
+            self.pollInterval = pollInterval
+        }
+    }
+
+    /// Where the queue is.
+    public let location: PostgresLocation
+    /// The settings.
+    public let configuration: Configuration
+    /// This worker's name as a lease owner.
+    public let owner: String
+    let database: QueueDatabase
+    let logger: Logger
+    private let background = Mutex<[Task<Void, Never>]>([])
+    private let lastPrune = Mutex<ContinuousClock.Instant?>(nil)
+    private let completions: SettlementBatcher<Completion, Settlement>
+
+    /// A job's success, waiting to be recorded with others.
+    struct Completion: Sendable {
+        let id: Int
+        let attempt: Int
+        let result: String
+    }
+
+    /// Creates the queue's client; nothing is connected until ``open(wake:)``.
+    public init(location: PostgresLocation, configuration: Configuration = .init(),
+                logger: Logger = Logger(label: "imagepipe.queue")) throws(ImagePipeError) {
+        self.location = location
+        self.configuration = configuration
+        self.logger = logger
+        self.owner = WorkerIdentity.make()
+        let database = try QueueDatabase(location: location, logger: logger)
+        self.database = database
+        let owner = self.owner
+        self.completions = SettlementBatcher { batch in
+            await database.completeAll(batch, owner: owner)
+        }
+    }
+
+    public var displayName: String { location.description }
+    public var releasePlace: String { "queue" }
+    public var pollInterval: Duration { configuration.pollInterval }
+    public var maintenanceInterval: Duration { max(.seconds(1), configuration.lease / 2) }
+    public var heartbeatInterval: Duration? { configuration.lease / 3 }
+
+    public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
+        let client = database.client
+        background.withLock { $0.append(Task { await client.run() }) }
+        try await database.prepare()
+        background.withLock { $0.append(Task { await self.database.listen(for: self.location.queue, wake: wake) }) }
+        await maintain()
+        logger.info("watching \(location) as \(owner)")
+    }
+
+    public func claim(upTo limit: Int) async -> [ClaimedJob] {
+        let rows = await database.claim(queue: location.queue, limit: limit, owner: owner, lease: configuration.lease)
+        for row in rows {
+            logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": "\(row.attempt)"])
+        }
+        return rows.map { row in
+            ClaimedJob(id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt),
+                       history: row.history, source: row.source)
+        }
+    }
+
+    public func maintain() async {
+        await database.takeBackExpired(queue: location.queue, maxAttempts: configuration.maxAttempts)
+        let now = ContinuousClock.now
+        let due = lastPrune.withLock { last in
+            guard last.map({ now - $0 >= .seconds(3600) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        if due { _ = await database.prune(queue: location.queue, olderThan: configuration.retention) }
+    }
+
+    public func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String> {
+        let fences = jobs.compactMap(Self.fence)
+        guard let renewed = await database.renew(fences, owner: owner, lease: configuration.lease) else {
+            // The database cannot be reached: keep the jobs; their leases may well still hold.
+            return []
+        }
+        return Set(fences.filter { !renewed.contains($0.id) }.map { String($0.id) })
+    }
+
+    public func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement {
+        guard let fence = Self.fence(job) else { return .unrecorded }
+        return await completions.submit(Completion(id: fence.id, attempt: fence.attempt, result: result.jsonLine()))
+    }
+
+    public func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition {
+        guard let fence = Self.fence(job) else { return .unrecorded }
+        switch await database.retry(fence, owner: owner, failure: JSONLine.encode(failure), after: delay) {
+        case .recorded: return .requeued
+        case .leaseLost: return .leaseLost
+        case .unrecorded: return .unrecorded
+        }
+    }
+
+    public func discard(_ job: ClaimedJob, record: FailureRecord) async -> Settlement {
+        guard let fence = Self.fence(job) else { return .unrecorded }
+        return await database.discard(fence, owner: owner, history: JSONLine.encode(record.history),
+                                      result: record.result.jsonLine())
+    }
+
+    public func release(_ jobs: [ClaimedJob]) async {
+        let fences = jobs.compactMap(Self.fence)
+        guard !fences.isEmpty else { return }
+        await database.release(fences, owner: owner, queue: location.queue)
+    }
+
+    public func waitingCount() async -> Int? {
+        await database.waitingCount(queue: location.queue)
+    }
+
+    public func close() async {
+        let tasks = background.withLock { tasks in
+            defer { tasks.removeAll() }
+            return tasks
+        }
+        for task in tasks.reversed() { task.cancel() }
+        for task in tasks { await task.value }
+    }
+
+    /// The ID and attempt that fence every update of a claimed job.
+    static func fence(_ job: ClaimedJob) -> QueueDatabase.Fence? {
+        Int(job.id).map { QueueDatabase.Fence(id: $0, attempt: job.job.attempt) }
+    }
+}

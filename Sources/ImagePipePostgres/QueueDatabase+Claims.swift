@@ -1,0 +1,92 @@
+// Claiming, renewing leases and taking back jobs whose lease expired: one short statement each.
+import Foundation
+import ImagePipe
+import ImagePipeQueue
+import PostgresNIO
+
+extension QueueDatabase {
+    /// A claimed row.
+    struct ClaimedRow: Sendable {
+        let id: Int
+        let source: String
+        let attempt: Int
+        let history: [AttemptRecord]
+    }
+
+    /// Claims up to `limit` due jobs of `queue` for `owner`; none when the database cannot be reached.
+    ///
+    /// `FOR UPDATE SKIP LOCKED` makes workers claiming at the same moment take different rows instead
+    /// of queueing behind each other; the partial index on waiting jobs keeps the scan to them.
+    func claim(queue: String, limit: Int, owner: String, lease: Duration) async -> [ClaimedRow] {
+        let seconds = lease.timeInterval
+        let query: PostgresQuery = """
+            WITH next AS (
+                SELECT id FROM imagepipe.jobs
+                WHERE queue = \(queue) AND state = 'waiting' AND run_at <= now()
+                ORDER BY run_at, id
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE imagepipe.jobs AS j
+            SET state = 'running', attempt = j.attempt + 1, lease_owner = \(owner),
+                lease_expires_at = now() + make_interval(secs => \(seconds)), started_at = now()
+            FROM next WHERE j.id = next.id
+            RETURNING j.id, j.source, j.attempt, j.errors::text
+            """
+        guard let rows = await once("claim", query, { try $0.decode((Int, String, Int, String).self) }) else { return [] }
+        return rows.sorted { $0.0 < $1.0 }.map { id, source, attempt, errors in
+            let history = (try? JSONDecoder().decode([AttemptRecord].self, from: Data(errors.utf8))) ?? []
+            return ClaimedRow(id: id, source: source, attempt: attempt, history: history)
+        }
+    }
+
+    /// Extends the leases `owner` still holds; returns the IDs renewed, or nil when the database
+    /// could not be reached (nothing is known then).
+    func renew(_ fences: [Fence], owner: String, lease: Duration) async -> Set<Int>? {
+        guard !fences.isEmpty else { return [] }
+        let query: PostgresQuery = """
+            UPDATE imagepipe.jobs AS j SET lease_expires_at = now() + make_interval(secs => \(lease.timeInterval))
+            FROM unnest(\(fences.map(\.id))::bigint[], \(fences.map(\.attempt))::bigint[]) AS h(id, attempt)
+            WHERE j.id = h.id AND j.attempt = h.attempt AND j.lease_owner = \(owner) AND j.state = 'running'
+            RETURNING j.id
+            """
+        return await once("heartbeat", query, { try $0.decode(Int.self) }).map(Set.init)
+    }
+
+    /// Puts back the running jobs of `queue` whose lease expired (their worker died, stalled or lost
+    /// the database), recording the lapse as a failed attempt; a job that has used up its attempts
+    /// this way is discarded, so an image that kills its worker cannot go round for ever.
+    ///
+    /// Any worker runs this; `SKIP LOCKED` and the state check make concurrent runs harmless.
+    func takeBackExpired(queue: String, maxAttempts: Int) async {
+        let query: PostgresQuery = """
+            WITH expired AS (
+                SELECT id FROM imagepipe.jobs
+                WHERE queue = \(queue) AND state = 'running' AND lease_expires_at < now()
+                ORDER BY lease_expires_at LIMIT 1000
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE imagepipe.jobs AS j SET
+                state = CASE WHEN j.attempt >= \(maxAttempts) THEN 'discarded' ELSE 'waiting' END,
+                finished_at = CASE WHEN j.attempt >= \(maxAttempts) THEN now() END,
+                run_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+                errors = j.errors || jsonb_build_array(jsonb_build_object(
+                    'attempt', j.attempt, 'error_code', 'lease_expired', 'transient', true,
+                    'error', 'the lease of worker ' || j.lease_owner || ' expired before it finished the job',
+                    'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+            FROM expired WHERE j.id = expired.id
+            RETURNING j.id, j.state
+            """
+        guard let rows = await once("take back expired leases", query, { try $0.decode((Int, String).self) }), !rows.isEmpty else { return }
+        let discarded = rows.filter { $0.1 == "discarded" }.count
+        logger.notice("took back jobs whose lease expired", metadata: [
+            "queue": "\(queue)", "returned": "\(rows.count - discarded)", "discarded": "\(discarded)",
+        ])
+        if discarded < rows.count { await notifyWaiting(queue) }
+    }
+
+    /// Wakes idle workers of `queue`.
+    func notifyWaiting(_ queue: String) async {
+        _ = await once("notify", "SELECT pg_notify('imagepipe_jobs', \(queue))::text", { try $0.decode(String.self) })
+    }
+}

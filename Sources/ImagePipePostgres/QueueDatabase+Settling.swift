@@ -1,0 +1,72 @@
+// Recording outcomes: done (batched, with a NOTIFY), retry, discard and release, each fenced by ID, attempt and owner.
+import Foundation
+import ImagePipe
+import ImagePipeQueue
+import PostgresNIO
+
+extension QueueDatabase {
+    /// Records many jobs' success in one statement and notifies `imagepipe_done` with each job's ID.
+    func completeAll(_ batch: [PostgresQueue.Completion], owner: String) async -> [Settlement] {
+        let query: PostgresQuery = """
+            WITH settled AS (
+                UPDATE imagepipe.jobs AS j
+                SET state = 'done', result = d.result::jsonb, finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+                FROM unnest(\(batch.map(\.id))::bigint[], \(batch.map(\.attempt))::bigint[], \(batch.map(\.result))::text[])
+                     AS d(id, attempt, result)
+                WHERE j.id = d.id AND j.attempt = d.attempt AND j.lease_owner = \(owner) AND j.state = 'running'
+                RETURNING j.id
+            )
+            SELECT imagepipe.notify_finished(id) FROM settled
+            """
+        guard let recorded = await persistently("complete", query, { try $0.decode(Int.self) }).map(Set.init) else {
+            return batch.map { _ in .unrecorded }
+        }
+        return batch.map { recorded.contains($0.id) ? .recorded : .leaseLost }
+    }
+
+    /// Puts a job back to wait `delay` before its next attempt, adding `failure` to its history.
+    func retry(_ fence: Fence, owner: String, failure: String, after delay: Duration) async -> Settlement {
+        let query: PostgresQuery = """
+            UPDATE imagepipe.jobs
+            SET state = 'waiting', run_at = now() + make_interval(secs => \(delay.timeInterval)),
+                lease_owner = NULL, lease_expires_at = NULL, errors = errors || jsonb_build_array(\(failure)::jsonb)
+            WHERE id = \(fence.id) AND attempt = \(fence.attempt) AND lease_owner = \(owner) AND state = 'running'
+            RETURNING id
+            """
+        return settlement(await persistently("retry", query, { try $0.decode(Int.self) }))
+    }
+
+    /// Discards a job with every attempt's error and the last attempt's result record.
+    func discard(_ fence: Fence, owner: String, history: String, result: String) async -> Settlement {
+        let query: PostgresQuery = """
+            WITH settled AS (
+                UPDATE imagepipe.jobs
+                SET state = 'discarded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+                    errors = \(history)::jsonb, result = \(result)::jsonb
+                WHERE id = \(fence.id) AND attempt = \(fence.attempt) AND lease_owner = \(owner) AND state = 'running'
+                RETURNING id
+            )
+            SELECT imagepipe.notify_finished(id) FROM settled
+            """
+        return settlement(await persistently("discard", query, { try $0.decode(Int.self) }))
+    }
+
+    /// Gives jobs back unfinished (a shutdown): waiting again at once, the attempt not counted.
+    ///
+    /// Tried once: a worker stopping while the database is away leaves its jobs to lease expiry.
+    func release(_ fences: [Fence], owner: String, queue: String) async {
+        let query: PostgresQuery = """
+            UPDATE imagepipe.jobs AS j
+            SET state = 'waiting', attempt = j.attempt - 1, run_at = now(), lease_owner = NULL, lease_expires_at = NULL
+            FROM unnest(\(fences.map(\.id))::bigint[], \(fences.map(\.attempt))::bigint[]) AS r(id, attempt)
+            WHERE j.id = r.id AND j.attempt = r.attempt AND j.lease_owner = \(owner) AND j.state = 'running'
+            RETURNING j.id
+            """
+        if let released = await once("release", query, { try $0.decode(Int.self) }), !released.isEmpty { await notifyWaiting(queue) }
+    }
+
+    private func settlement(_ rows: [Int]?) -> Settlement {
+        guard let rows else { return .unrecorded }
+        return rows.isEmpty ? .leaseLost : .recorded
+    }
+}

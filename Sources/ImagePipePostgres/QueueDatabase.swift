@@ -1,0 +1,190 @@
+// The queue's statements on one PostgresClient, each retried across lost connections with backoff.
+import Foundation
+import ImagePipe
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Runs the queue's SQL.
+///
+/// Statements are single autocommit statements (migrations aside), so a lost connection never
+/// leaves a transaction open, and each can simply be sent again on a new connection. Statements
+/// whose outcome a job depends on are retried with backoff until the database answers; an outage is
+/// logged once when it starts and once when it ends.
+public final class QueueDatabase: Sendable {
+    /// The ID and attempt of a claimed job: with the owner, what every update of it must match.
+    public struct Fence: Sendable, Hashable {
+        /// The job's row ID.
+        public var id: Int
+        /// The claim's attempt.
+        public var attempt: Int
+    }
+
+    /// Where the database is.
+    public let location: PostgresLocation
+    let client: PostgresClient
+    let logger: Logger
+    /// How long one statement may take before it counts as failed (a hung connection).
+    let statementTimeout: Duration = .seconds(10)
+    /// Consecutive failures to reach the database, for one log line per outage.
+    private let failures = Mutex(0)
+    /// Backoff between reconnection attempts: up to 0.1 s doubling to 5 s, with full jitter.
+    let reconnect = RetryPolicy(maxAttempts: .max, baseDelay: .milliseconds(100), maxDelay: .seconds(5))
+
+    /// Creates the client (not yet running: see ``run(_:)`` and ``PostgresQueue/open(wake:)``).
+    init(location: PostgresLocation, logger: Logger) throws(ImagePipeError) {
+        self.location = location
+        self.logger = logger
+        self.client = PostgresClient(configuration: try location.clientConfiguration(), backgroundLogger: Logger(label: "imagepipe.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// Connects to `location`, brings the schema up to date, and runs `body` with the database.
+    public static func run<T: Sendable>(_ location: PostgresLocation, logger: Logger,
+                                        _ body: @Sendable (QueueDatabase) async throws(ImagePipeError) -> T) async throws(ImagePipeError) -> T {
+        let database = try QueueDatabase(location: location, logger: logger)
+        let client = database.client
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        try await database.prepare(retrying: false)
+        return try await body(database)
+    }
+
+    /// Brings the schema up to date. Waits for a database that cannot be reached yet (unless
+    /// `retrying` is false); a wrong password, role or database name is a configuration error at once.
+    func prepare(retrying: Bool = true) async throws(ImagePipeError) {
+        var attempt = 0
+        while true {
+            do {
+                // One plain connection first: the pool would report a wrong password only as its
+                // circuit breaker tripping, after a minute of retries.
+                let probe = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(), id: 0, logger: logger)
+                try? await probe.close()
+                try await QueueSchema.migrate(client, logger: logger)
+                if attempt > 0 { logger.notice("PostgreSQL reachable again", metadata: ["queue": "\(location)"]) }
+                return
+            } catch {
+                let failure = DatabaseFailure(error)
+                guard retrying, failure.transient, !Task.isCancelled else {
+                    throw ImagePipeError(failure.asError.code, "cannot open the queue \(location): \(failure.asError.reason)")
+                }
+                attempt += 1
+                if attempt == 1 {
+                    logger.warning("cannot reach PostgreSQL yet; retrying", metadata: ["queue": "\(location)", "reason": "\(failure.reason)"])
+                }
+                try? await Task.sleep(for: reconnect.delay(afterAttempt: min(attempt, 10)))
+            }
+        }
+    }
+
+    /// Runs one statement and collects its rows as `T`; one attempt, within the statement timeout.
+    func rows<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws -> [T] {
+        try await timed { [client, logger] in
+            var rows: [T] = []
+            for try await row in try await client.query(query, logger: logger) {
+                rows.append(try decode(row))
+            }
+            return rows
+        }
+    }
+
+    /// Runs one statement, retried across lost connections until the database answers.
+    ///
+    /// - Returns: the rows, or nil when the statement itself failed (logged: a bug or a schema from
+    ///   another version) or the task was cancelled.
+    func persistently<T: Sendable>(_ what: String, _ query: PostgresQuery,
+                                  _ decode: @escaping @Sendable (PostgresRow) throws -> T) async -> [T]? {
+        var attempt = 0
+        while !Task.isCancelled {
+            do {
+                return try await answered(query, decode)
+            } catch {
+                guard mayReconnect(after: error, what) else { return nil }
+                attempt += 1
+                try? await Task.sleep(for: reconnect.delay(afterAttempt: min(attempt, 10)))
+            }
+        }
+        return nil
+    }
+
+    /// Runs one statement once; a failure is logged (once per outage) and gives nil.
+    func once<T: Sendable>(_ what: String, _ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async -> [T]? {
+        do {
+            return try await answered(query, decode)
+        } catch {
+            _ = mayReconnect(after: error, what)
+            return nil
+        }
+    }
+
+    /// Runs one statement, noting that the database answered.
+    private func answered<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws -> [T] {
+        let result = try await rows(query, decode)
+        noteReachable()
+        return result
+    }
+
+    /// Logs a failed statement (a lost database once per outage) and tells whether trying again may help.
+    private func mayReconnect(after error: any Error, _ what: String) -> Bool {
+        let failure = DatabaseFailure(error)
+        guard failure.transient else {
+            logger.error("PostgreSQL refused a statement", metadata: ["statement": "\(what)", "reason": "\(failure.reason)"])
+            return false
+        }
+        noteUnreachable(failure)
+        return true
+    }
+
+    private func noteUnreachable(_ failure: DatabaseFailure) {
+        if failures.withLock({ count in defer { count += 1 }; return count == 0 }) {
+            logger.warning("lost PostgreSQL; reconnecting with backoff, jobs whose leases hold are kept",
+                           metadata: ["queue": "\(location)", "reason": "\(failure.reason)"])
+        }
+    }
+
+    private func noteReachable() {
+        if failures.withLock({ count in defer { count = 0 }; return count > 0 }) {
+            logger.notice("PostgreSQL reachable again", metadata: ["queue": "\(location)"])
+        }
+    }
+
+    /// Runs `body`, failing it after the statement timeout.
+    ///
+    /// The caller goes on at the timeout even if `body` ignores its cancellation (a query on a
+    /// connection that died without a word): waiting for it, as a task group would, could hang a
+    /// worker for good after a database restart.
+    private func timed<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let outcome = FirstOutcome<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            outcome.deliver(to: continuation)
+            let work = Task {
+                do { outcome.settle(.success(try await body())) } catch { outcome.settle(.failure(error)) }
+            }
+            Task { [statementTimeout] in
+                try? await Task.sleep(for: statementTimeout)
+                work.cancel()
+                outcome.settle(.failure(ImagePipeError(.storageUnavailable, "no answer within \(statementTimeout)")))
+            }
+        }
+    }
+
+    /// Listens for new jobs of `queue` and calls `wake` for each, and after every (re)connection,
+    /// since notifications sent while not listening are lost. Returns when cancelled.
+    func listen(for queue: String, wake: @escaping @Sendable () -> Void) async {
+        var attempt = 0
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: "imagepipe_jobs") { notifications in
+                        wake()
+                        for try await notification in notifications where notification.payload == queue { wake() }
+                    }
+                }
+                attempt = 0
+            } catch {
+                if Task.isCancelled { return }
+                attempt += 1
+                try? await Task.sleep(for: reconnect.delay(afterAttempt: min(attempt, 10)))
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+// The queue's tables and functions in the schema `imagepipe`, created and upgraded by versioned migrations.
+import Foundation
+import ImagePipe
+import Logging
+import PostgresNIO
+
+/// The database side of the queue.
+///
+/// Every worker (and `imagepipe enqueue`) brings the schema up to date when it starts: the missing
+/// migrations run in one transaction under an advisory lock, so workers starting together wait for
+/// the first one and then find nothing left to do, and a failed upgrade leaves nothing half done.
+enum QueueSchema {
+    /// The advisory lock key that serialises migrations (an arbitrary constant: "imagepipe" in ASCII).
+    static let migrationLock: Int64 = 0x696D_6167_6570_6970
+
+    /// Each version's statements, in order. Append a new version; never edit a published one.
+    static let migrations: [[String]] = [
+        // 1: jobs, their indexes, enqueue and the done notification.
+        [
+            """
+            CREATE TABLE imagepipe.jobs (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                queue text NOT NULL DEFAULT 'images',
+                source text NOT NULL,
+                state text NOT NULL DEFAULT 'waiting' CHECK (state IN ('waiting', 'running', 'done', 'discarded')),
+                attempt integer NOT NULL DEFAULT 0,
+                run_at timestamptz NOT NULL DEFAULT now(),
+                lease_owner text,
+                lease_expires_at timestamptz,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                started_at timestamptz,
+                finished_at timestamptz,
+                result jsonb,
+                errors jsonb NOT NULL DEFAULT '[]'
+            )
+            """,
+            // Claims read only this: it stays small however many finished jobs the table keeps.
+            "CREATE INDEX jobs_waiting ON imagepipe.jobs (queue, run_at, id) WHERE state = 'waiting'",
+            "CREATE INDEX jobs_running ON imagepipe.jobs (queue, lease_expires_at) WHERE state = 'running'",
+            "CREATE INDEX jobs_active_source ON imagepipe.jobs (queue, source) WHERE state IN ('waiting', 'running')",
+            "CREATE INDEX jobs_finished ON imagepipe.jobs (queue, finished_at) WHERE state IN ('done', 'discarded')",
+            """
+            CREATE FUNCTION imagepipe.enqueue(source text, queue text DEFAULT 'images', unique_source boolean DEFAULT false,
+                                              run_at timestamptz DEFAULT now())
+            RETURNS bigint LANGUAGE plpgsql AS $$
+            DECLARE
+                new_id bigint;
+            BEGIN
+                IF unique_source THEN
+                    -- Two producers adding the same source at once: the second waits for the first's commit.
+                    PERFORM pg_advisory_xact_lock(hashtextextended(enqueue.queue || E'\\n' || enqueue.source, 0));
+                    IF EXISTS (SELECT 1 FROM imagepipe.jobs AS j WHERE j.queue = enqueue.queue AND j.source = enqueue.source
+                               AND j.state IN ('waiting', 'running')) THEN
+                        RETURN NULL;
+                    END IF;
+                END IF;
+                INSERT INTO imagepipe.jobs (queue, source, run_at) VALUES (enqueue.queue, enqueue.source, enqueue.run_at)
+                RETURNING id INTO new_id;
+                PERFORM pg_notify('imagepipe_jobs', enqueue.queue);
+                RETURN new_id;
+            END
+            $$
+            """,
+            """
+            CREATE FUNCTION imagepipe.notify_finished(job_id bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM pg_notify('imagepipe_done', job_id::text);
+                RETURN job_id;
+            END
+            $$
+            """,
+        ],
+    ]
+
+    /// The version this build brings a database to.
+    static var latestVersion: Int { migrations.count }
+
+    /// Brings the schema up to date; returns the version it was at.
+    @discardableResult
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws -> Int {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
+            try await connection.query("CREATE SCHEMA IF NOT EXISTS imagepipe", logger: logger)
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS imagepipe.migrations (
+                    version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+            var current = 0
+            for try await version in try await connection.query("SELECT coalesce(max(version), 0) FROM imagepipe.migrations", logger: logger)
+                .decode(Int.self) {
+                current = version
+            }
+            if current > latestVersion {
+                logger.warning("the queue's schema is newer than this imagepipe knows; running anyway", metadata: [
+                    "schema_version": "\(current)", "known_version": "\(latestVersion)",
+                ])
+            }
+            for (index, statements) in migrations.enumerated() where index + 1 > current {
+                for statement in statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO imagepipe.migrations (version) VALUES (\(index + 1))", logger: logger)
+                logger.notice("upgraded the queue's schema", metadata: ["schema_version": "\(index + 1)"])
+            }
+            return current
+        }
+    }
+}

@@ -1,0 +1,255 @@
+// The queue directory as a JobQueue: deliveries found by inotify and rescans, claimed by rename into a claim area.
+import Foundation
+import ImagePipe
+import Logging
+import Synchronization
+
+/// Jobs delivered into a ``QueueDirectory``'s inbox, claimed into this worker's ``ClaimArea``.
+///
+/// A full scan at start-up, inotify while running and a periodic rescan find deliveries. A claim
+/// renames the file into the claim area, whose lock is the worker's claim for as long as its
+/// process lives: no lease needs renewing, and a job waiting for a retry stays in the area, held
+/// by this worker. Finished jobs move to `done/` or `failed/` beside their records.
+public final class DirectoryQueue: JobQueue {
+    /// Settings of finding and taking deliveries.
+    public struct Configuration: Sendable {
+        /// The safety-net rescan of the inbox (and of abandoned claim areas).
+        public var rescanInterval: Duration
+        /// How long a delivery whose writers cannot be seen (another user's file) must stay unchanged
+        /// before it is taken.
+        public var quietPeriod: Duration
+        /// How long an empty subdirectory of the inbox must stay unchanged before a rescan removes it.
+        public var emptyDirectoryIdle: Duration
+
+        /// Creates settings: rescans every 5 s, a 10 s quiet period, empty delivery folders removed after a minute.
+        public init(rescanInterval: Duration = .seconds(5), quietPeriod: Duration = .seconds(10),
+                    emptyDirectoryIdle: Duration = .seconds(60)) {
+            self.rescanInterval = rescanInterval
+            self.quietPeriod = quietPeriod
+            self.emptyDirectoryIdle = emptyDirectoryIdle
+        }
+    }
+
+    private struct State {
+        var pending: [QueueDirectory.Entry] = []
+        var pendingSet: Set<String> = []
+        /// Jobs in the claim area, by name.
+        var claimed: Set<String> = []
+        /// Deliveries waiting for a job of the same name to leave the claim area.
+        var busy: [String: QueueDirectory.Entry] = [:]
+        var warnedBlindWriterCheck = false
+        var closed = false
+        var wake: (@Sendable () -> Void)?
+    }
+
+    /// The queue directory.
+    public let directory: QueueDirectory
+    /// The settings.
+    public let configuration: Configuration
+    private let logger: Logger
+    private let area: ClaimArea
+    private let watcher: InboxWatcher
+    private let state = Mutex(State())
+
+    /// Creates this worker's claim area in `directory`; nothing is watched until ``open(wake:)``.
+    public init(directory: QueueDirectory, configuration: Configuration = .init(),
+                logger: Logger = Logger(label: "imagepipe.queue")) throws(ImagePipeError) {
+        self.directory = directory
+        self.configuration = configuration
+        self.logger = logger
+        self.area = try ClaimArea(queue: directory)
+        let box = WeakBox()
+        self.watcher = try InboxWatcher(inbox: directory.inbox) { event in box.queue?.handle(event) }
+        box.queue = self
+    }
+
+    deinit { watcher.stop() }
+
+    /// The name of this worker's claim area.
+    public var id: String { area.id }
+    /// Deliveries seen and not yet claimed.
+    public var pendingCount: Int { state.withLock { $0.pending.count } }
+
+    public var displayName: String { directory.root }
+    public var releasePlace: String { "inbox" }
+    public var pollInterval: Duration { .milliseconds(500) }
+    public var maintenanceInterval: Duration { configuration.rescanInterval }
+    public var heartbeatInterval: Duration? { nil }
+
+    public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
+        state.withLock { $0.wake = wake }
+        recoverAbandoned()
+        // Watch before scanning, so nothing delivered in between is missed.
+        watcher.start()
+        enqueue(directory.scanInbox())
+        logger.info("watching \(directory.inbox) as \(area.id)")
+    }
+
+    public func claim(upTo limit: Int) async -> [ClaimedJob] {
+        var claimed: [ClaimedJob] = []
+        while claimed.count < limit {
+            let entry = state.withLock { state -> QueueDirectory.Entry? in
+                guard !state.closed, !state.pending.isEmpty else { return nil }
+                let entry = state.pending.removeFirst()
+                state.pendingSet.remove(entry.name)
+                return entry
+            }
+            guard let entry else { break }
+            if let job = claim(entry) { claimed.append(job) }
+        }
+        return claimed
+    }
+
+    public func maintain() async { rescan() }
+
+    private func rescan() {
+        recoverAbandoned()
+        enqueue(directory.scanInbox())
+        for folder in directory.removeIdleEmptyDirectories(idleFor: configuration.emptyDirectoryIdle) {
+            logger.debug("removed the empty delivery folder inbox/\(folder)")
+        }
+    }
+
+    public func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String> { [] }
+
+    public func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement {
+        finish(job.id) { () throws(ImagePipeError) in
+            try area.finish(job.id, into: directory.done, record: Data((result.jsonLine() + "\n").utf8), suffix: ".json")
+        }
+        return .recorded
+    }
+
+    public func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition {
+        .keepHolding
+    }
+
+    public func discard(_ job: ClaimedJob, record: FailureRecord) async -> Settlement {
+        finish(job.id) { () throws(ImagePipeError) in
+            try area.finish(job.id, into: directory.failed, record: record.encoded(), suffix: ".error.json")
+        }
+        return .recorded
+    }
+
+    public func release(_ jobs: [ClaimedJob]) async {
+        for job in jobs {
+            do {
+                try area.returnToInbox(job.id)
+            } catch {
+                logger.error("cannot return \(job.id) to the inbox: \(error.reason)")
+            }
+            forget(job.id)
+        }
+    }
+
+    public func waitingCount() async -> Int? { pendingCount }
+
+    public func close() async {
+        state.withLock { $0.closed = true }
+        watcher.stop()
+        area.removeIfEmpty()
+    }
+
+    // MARK: - Finding deliveries
+
+    private func handle(_ event: InboxWatcher.Event) {
+        switch event {
+        case .delivered(let entry): enqueue([entry])
+        case .rescan: rescan()
+        }
+    }
+
+    private func recoverAbandoned() {
+        let recovered = ClaimArea.recoverAbandoned(in: directory, except: area.id, logger: logger)
+        if !recovered.isEmpty { logger.notice("recovered \(recovered.count) job(s) left by a worker that died") }
+    }
+
+    private func enqueue(_ entries: [QueueDirectory.Entry]) {
+        let wake = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.closed else { return nil }
+            var added = false
+            for entry in entries where !QueueDirectory.isIgnored((entry.name as NSString).lastPathComponent)
+                && !state.pendingSet.contains(entry.name) && !state.claimed.contains(entry.name) {
+                state.pending.append(entry)
+                state.pendingSet.insert(entry.name)
+                added = true
+            }
+            return added ? state.wake : nil
+        }
+        wake?()
+    }
+
+    // MARK: - Claiming
+
+    /// Claims one delivery unless its writer still has it open (or may have: another user's file
+    /// changed within the quiet period), another worker took it, or a job of the same name is here.
+    private func claim(_ entry: QueueDirectory.Entry) -> ClaimedJob? {
+        let name = entry.name
+        let path = RawPath(directory.inbox).appending(entry.raw)
+        switch WriterCheck.writers(of: path) {
+        case .none:
+            break
+        case .open:
+            // Its writer still has it open; the close event brings it back.
+            logger.debug("\(name) is still being written; waiting for its writer to close it")
+            return nil
+        case .unknown:
+            // Another user's file, and this worker may not see that user's processes: only a file left
+            // unchanged for the quiet period is taken. A rescan brings it back when that has passed.
+            if state.withLock({ state in defer { state.warnedBlindWriterCheck = true }; return !state.warnedBlindWriterCheck }) {
+                logger.warning("cannot see whether \(name) is still being written: it belongs to another user. Files are taken once unchanged for \(configuration.quietPeriod.formattedSeconds); deliver by rename, or run the worker as the producers' user or with CAP_LEASE, to take them at once")
+            }
+            if let age = QueueDirectory.timeSinceLastChange(path), age < configuration.quietPeriod { return nil }
+        }
+        switch area.claim(entry) {
+        case .claimed(let claimedPath):
+            logger.debug("claimed \(name)")
+            if entry.raw != RawPath(name) {
+                logger.notice("claimed \(name) under this name: the delivered name is not valid UTF-8, its other bytes are written as %XX")
+            }
+            state.withLock { _ = $0.claimed.insert(name) }
+            // Links are not followed: a delivered link could publish any file the worker can read.
+            return ClaimedJob(id: name, job: Job(path: claimedPath, relativePath: name, attempt: 1, followsLinks: false))
+        case .gone:
+            return nil
+        case .busy:
+            state.withLock { $0.busy[name] = entry }
+            return nil
+        case .failed(let reason):
+            logger.error("\(reason)")
+            return nil
+        }
+    }
+
+    // MARK: - Finishing
+
+    /// Runs a finishing move and forgets the job; a job whose original cannot be moved stays in the
+    /// claim area and returns to the inbox when this worker restarts.
+    private func finish(_ name: String, _ move: () throws(ImagePipeError) -> String) {
+        do {
+            _ = try move()
+        } catch {
+            logger.error("cannot finish \(name): \(error.reason); it stays claimed until this worker restarts")
+        }
+        forget(name)
+    }
+
+    private func forget(_ name: String) {
+        let again = state.withLock { state -> QueueDirectory.Entry? in
+            state.claimed.remove(name)
+            return state.busy.removeValue(forKey: name)
+        }
+        // A second delivery under the same name waited for this one to leave the claim area.
+        if let again { enqueue([again]) }
+    }
+}
+
+/// Lets the watcher's handler reach the queue without a retain cycle.
+private final class WeakBox: Sendable {
+    private let reference = Mutex<Weak?>(nil)
+    private struct Weak { weak var queue: DirectoryQueue? }
+
+    var queue: DirectoryQueue? {
+        get { reference.withLock { $0?.queue } }
+        set { reference.withLock { $0 = Weak(queue: newValue) } }
+    }
+}

@@ -1,0 +1,22 @@
+// A job a worker has claimed from a queue, with what the queue needs to settle it later.
+import ImagePipe
+
+/// One claimed job.
+public struct ClaimedJob: Sendable, Equatable {
+    /// Identifies the job within its queue (a queue directory: its name; PostgreSQL: its row ID).
+    public var id: String
+    /// What the pipeline runs; its ``Job/attempt`` is this claim's attempt, from 1.
+    public var job: Job
+    /// The failed attempts before this one, oldest first.
+    public var history: [AttemptRecord]
+    /// The source as the producer gave it, for records (a path or a URL).
+    public var source: String
+
+    /// Creates a claimed job.
+    public init(id: String, job: Job, history: [AttemptRecord] = [], source: String? = nil) {
+        self.id = id
+        self.job = job
+        self.history = history
+        self.source = source ?? job.relativePath
+    }
+}

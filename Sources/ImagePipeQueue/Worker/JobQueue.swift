@@ -1,0 +1,67 @@
+// What a worker loop needs from a queue: claim, heartbeat, complete, retry, discard, release.
+import ImagePipe
+
+/// A source of jobs that a ``WorkerLoop`` runs: a queue directory or a PostgreSQL table.
+///
+/// The loop owns policy (how much to claim, when to retry, what a shutdown gives back); a queue
+/// owns where jobs live and how a claim is made safe against other workers. Every method that
+/// settles a job is told which claim it settles, so a queue with leases can refuse a worker that
+/// lost its claim to another one.
+public protocol JobQueue: AnyObject, Sendable {
+    /// Names the queue in logs (never with secrets).
+    var displayName: String { get }
+    /// Where released jobs go, for log lines: `inbox`, `queue`.
+    var releasePlace: String { get }
+    /// How long an idle loop waits for a wake-up before it tries to claim anyway.
+    var pollInterval: Duration { get }
+    /// How often ``maintain()`` runs: rescans, recovering other workers' abandoned jobs, pruning.
+    var maintenanceInterval: Duration { get }
+    /// How often the leases of held jobs are renewed; nil when a claim needs no renewal.
+    var heartbeatInterval: Duration? { get }
+
+    /// Prepares the queue and starts reporting new work through `wake`, which may be called from any thread.
+    func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError)
+    /// Claims at most `limit` jobs that are due; fewer (or none) when fewer are there.
+    func claim(upTo limit: Int) async -> [ClaimedJob]
+    /// Periodic upkeep; see ``maintenanceInterval``.
+    func maintain() async
+    /// Renews the claims on `jobs`; returns the IDs of those this worker no longer holds.
+    func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String>
+    /// Records a job's success.
+    func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement
+    /// Schedules another attempt of a job whose attempt failed for a reason that may pass.
+    func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition
+    /// Records a job's permanent failure, with every attempt's error.
+    func discard(_ job: ClaimedJob, record: FailureRecord) async -> Settlement
+    /// Gives jobs back unfinished, for other workers (a shutdown).
+    func release(_ jobs: [ClaimedJob]) async
+    /// Jobs waiting to be claimed, for the status line; nil when not known.
+    func waitingCount() async -> Int?
+    /// Stops reporting work and lets go of the queue; called once, after the last job is settled or released.
+    func close() async
+}
+
+/// How settling a job went.
+public enum Settlement: Sendable, Equatable {
+    /// The outcome is recorded.
+    case recorded
+    /// The worker no longer holds the job (its lease expired and another worker took it): nothing
+    /// was recorded, and the result is dropped.
+    case leaseLost
+    /// The outcome could not be recorded (the queue logged why); the job runs again once its claim
+    /// lapses.
+    case unrecorded
+}
+
+/// What became of a job after ``JobQueue/retry(_:failure:after:)``.
+public enum RetryDisposition: Sendable, Equatable {
+    /// The worker keeps the job and runs it again itself once the delay has passed (a queue
+    /// directory, whose claimed file stays in the worker's claim area).
+    case keepHolding
+    /// The queue will hand the job out again once the delay has passed, to any worker.
+    case requeued
+    /// The worker no longer held the job; nothing was recorded.
+    case leaseLost
+    /// The retry could not be recorded (the queue logged why); the job runs again once its claim lapses.
+    case unrecorded
+}

@@ -1,0 +1,68 @@
+// Claiming: reserve pipeline room first, then claim that many jobs (retries held by the worker first).
+import Foundation
+import ImagePipe
+
+extension WorkerLoop {
+    /// Claims until the loop stops. Reserving before claiming means a claimed job never waits for
+    /// the pipeline, and a burst of thousands of jobs costs other workers nothing.
+    func claimLoop() async {
+        while !state.withLock({ $0.stopping }) {
+            rerunDueRetries()
+            let now = clock.now
+            let room = state.withLock { $0.claims.room(held: $0.held.count, at: now) }
+            var reserved = 0
+            while reserved < room && pipeline.reserve(timeout: .now()) { reserved += 1 }
+            if reserved > 0 {
+                let jobs = await queue.claim(upTo: reserved)
+                for _ in jobs.count..<reserved { pipeline.cancelReservation() }
+                state.withLock { state in
+                    for job in jobs { state.held[job.id] = Held(claimed: job, phase: .inFlight) }
+                }
+                for job in jobs { submit(job) }
+                // The queue gave all that was asked: there may be more.
+                if jobs.count == reserved { continue }
+            }
+            await wakeup.wait(until: nextLook(afterNoRoom: room > 0 && reserved == 0), on: clock)
+        }
+    }
+
+    /// When to look again if nothing wakes the loop first.
+    ///
+    /// - Parameter afterNoRoom: the hold limit allowed a claim but the pipeline had no slot: a job
+    ///   has just finished and its slot is being handed back, so look again almost at once.
+    private func nextLook(afterNoRoom: Bool) -> ContinuousClock.Instant {
+        let now = clock.now
+        var next = now + (afterNoRoom ? .milliseconds(1) : queue.pollInterval)
+        state.withLock { state in
+            for held in state.held.values {
+                if case .waitingRetry(let until) = held.phase { next = min(next, until) }
+            }
+            if let pausedUntil = state.claims.pausedUntil, pausedUntil > now { next = min(next, pausedUntil) }
+        }
+        return next
+    }
+
+    /// Runs again the held jobs whose retry delay has passed, as the pipeline has room.
+    private func rerunDueRetries() {
+        let now = clock.now
+        let due = state.withLock { state in
+            state.held.values.filter { held in
+                if case .waitingRetry(let until) = held.phase { until <= now } else { false }
+            }.map(\.claimed).sorted { $0.id < $1.id }
+        }
+        for var claimed in due {
+            guard pipeline.reserve(timeout: .now()) else { return }
+            claimed.job.attempt += 1
+            state.withLock { $0.held[claimed.id] = Held(claimed: claimed, phase: .inFlight) }
+            submit(claimed)
+        }
+    }
+
+    /// Hands a claimed job to the pipeline, in the slot reserved for it.
+    func submit(_ claimed: ClaimedJob) {
+        let id = claimed.id
+        pipeline.submitReserved(claimed.job) { [resultsInput] result in
+            resultsInput.yield(Finished(id: id, result: result))
+        }
+    }
+}

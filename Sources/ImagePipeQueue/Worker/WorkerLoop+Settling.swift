@@ -1,0 +1,126 @@
+// Settling: each result completed, retried, discarded or given back through the queue, and counted.
+import Foundation
+import ImagePipe
+
+extension WorkerLoop {
+    /// Settles results as the pipeline reports them, several at once (a queue may batch them).
+    func settleResults() async {
+        await withDiscardingTaskGroup { group in
+            for await finished in results {
+                group.addTask { await self.settle(finished.id, finished.result) }
+            }
+        }
+    }
+
+    private enum Step {
+        case ignore
+        case dropLost
+        case decided(ClaimedJob, FinishPolicy.Decision, ClaimPolicy.Change)
+    }
+
+    func settle(_ id: String, _ result: JobResult) async {
+        let now = clock.now
+        let step = state.withLock { state -> Step in
+            guard !state.abandoned.contains(id), var held = state.held[id] else { return .ignore }
+            if held.lost {
+                state.held[id] = nil
+                return .dropLost
+            }
+            let change = state.claims.note(result, at: now)
+            held.phase = .settling
+            state.held[id] = held
+            return .decided(held.claimed, finishing.decide(result, attempt: held.claimed.job.attempt, stopping: state.stopping), change)
+        }
+        switch step {
+        case .ignore:
+            return
+        case .dropLost:
+            // Logged when the heartbeat found it lost.
+            forget(id)
+        case .decided(let claimed, let decision, let change):
+            log(change, result)
+            await apply(decision, to: claimed, result)
+        }
+    }
+
+    private func apply(_ decision: FinishPolicy.Decision, to claimed: ClaimedJob, _ result: JobResult) async {
+        let name = claimed.source
+        switch decision {
+        case .complete:
+            guard await settled(queue.complete(claimed, result: result), claimed) else { return }
+            logger.info("done \(name) in \(Int(result.timings.totalMs)) ms", metadata: [
+                "decode_ms": "\(Int(result.timings.decodeMs))", "encode_ms": "\(Int(result.timings.encodeMs))",
+                "store_ms": "\(Int(result.timings.storeMs))", "attempt": "\(claimed.job.attempt)",
+            ])
+            state.withLock { $0.status.countDone() }
+            forget(claimed.id)
+        case .retry(let delay):
+            let failure = AttemptRecord(result)
+            logger.warning("attempt \(claimed.job.attempt)/\(configuration.retry.maxAttempts) of \(name) failed, retrying in \(delay.formattedSeconds): \(result.error ?? "")")
+            switch await queue.retry(claimed, failure: failure, after: delay) {
+            case .keepHolding:
+                let until = clock.now + delay
+                state.withLock { state in
+                    state.held[claimed.id]?.claimed.history.append(failure)
+                    state.held[claimed.id]?.phase = .waitingRetry(until: until)
+                }
+                wakeup.signal()
+                drainWakeup.signal()
+            case .requeued, .unrecorded:
+                forget(claimed.id)
+            case .leaseLost:
+                dropLost(claimed)
+            }
+        case .discard:
+            let record = FailureRecord(source: claimed.source, error: result.error ?? "unknown error", errorCode: result.errorCode,
+                                       attempts: claimed.job.attempt, history: claimed.history + [AttemptRecord(result)], result: result)
+            guard await settled(queue.discard(claimed, record: record), claimed) else { return }
+            logger.error("failed \(name) after \(claimed.job.attempt) attempt(s): \(result.error ?? "unknown error")")
+            state.withLock { $0.status.countFailed() }
+            forget(claimed.id)
+        case .release:
+            await queue.release([claimed])
+            forget(claimed.id)
+        }
+    }
+
+    /// Whether the outcome was recorded; if not, the job is forgotten (and a lost lease logged).
+    private func settled(_ settlement: Settlement, _ claimed: ClaimedJob) -> Bool {
+        switch settlement {
+        case .recorded: return true
+        case .leaseLost: dropLost(claimed)
+        case .unrecorded: forget(claimed.id)
+        }
+        return false
+    }
+
+    /// The job is no longer this worker's: its result goes nowhere.
+    private func dropLost(_ claimed: ClaimedJob) {
+        logLeaseLost(claimed)
+        forget(claimed.id)
+    }
+
+    func logLeaseLost(_ claimed: ClaimedJob) {
+        logger.warning("lease lost: another worker holds the job now; this worker's result is dropped", metadata: [
+            "job": "\(claimed.id)", "source": "\(claimed.source)", "attempt": "\(claimed.job.attempt)",
+        ])
+    }
+
+    private func log(_ change: ClaimPolicy.Change, _ result: JobResult) {
+        switch change {
+        case .none:
+            break
+        case .paused(let pause):
+            logger.warning("storage is full: no new claims for \(pause.formattedSeconds), longer while it stays full; jobs held retry as usual. \(result.error ?? "")")
+        case .resumed:
+            logger.notice("storage takes objects again: claiming resumed")
+        }
+    }
+
+    /// The job has left this worker: room for another.
+    func forget(_ id: String) {
+        state.withLock { _ = $0.held.removeValue(forKey: id) }
+        wakeup.signal()
+        drainWakeup.signal()
+    }
+}

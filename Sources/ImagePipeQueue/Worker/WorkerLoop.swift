@@ -1,0 +1,205 @@
+// The worker loop over any JobQueue: claims as the pipeline has room, settles each result, drains on shutdown.
+import Foundation
+import ImagePipe
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Runs the jobs of a ``JobQueue`` through a ``JobPipeline``, as a swift-service-lifecycle `Service`.
+///
+/// `run()` opens the queue and claims jobs, but only after reserving room in the pipeline, so a
+/// worker never holds more claimed jobs than it can work on. Each result is settled through the
+/// queue: completed, retried after a backoff, discarded, or (while stopping) given back. Timers
+/// (status line, queue upkeep) end on graceful shutdown; lease renewals run on a thread of their
+/// own until the last job is settled. Time comes from a ``WorkerClock``, so tests move it by hand. On graceful shutdown the loop stops claiming, lets jobs in
+/// flight finish within the shutdown timeout, releases the rest and returns.
+public final class WorkerLoop: Service, Sendable {
+    /// Loop settings.
+    public struct Configuration: Sendable {
+        /// Retries of transient failures.
+        public var retry: RetryPolicy
+        /// How long in-flight jobs may run after a shutdown request before they are given back.
+        public var shutdownTimeout: Duration
+        /// How often a status line is logged; zero for never.
+        public var statusInterval: Duration
+        /// How long claiming pauses after a job finds the storage full; the pause doubles while the
+        /// storage stays full, up to the retry policy's longest delay.
+        public var fullStoragePause: Duration
+
+        /// Creates settings: 5 attempts, 30 s shutdown timeout, status every 30 s, a 5 s first pause
+        /// when the storage is full.
+        public init(retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
+                    statusInterval: Duration = .seconds(30), fullStoragePause: Duration = .seconds(5)) {
+            self.retry = retry
+            self.shutdownTimeout = shutdownTimeout
+            self.statusInterval = statusInterval
+            self.fullStoragePause = fullStoragePause
+        }
+    }
+
+    /// Counts since start.
+    public struct Statistics: Sendable, Equatable {
+        /// Claimed jobs in the pipeline (or being settled).
+        public var inFlight = 0
+        /// Jobs this worker holds, waiting for a retry.
+        public var retrying = 0
+        /// Jobs recorded as done.
+        public var done = 0
+        /// Jobs recorded as failed for good.
+        public var failed = 0
+    }
+
+    enum Phase: Equatable {
+        case inFlight
+        /// The result is being recorded; a shutdown waits for it rather than releasing the job.
+        case settling
+        case waitingRetry(until: ContinuousClock.Instant)
+    }
+
+    struct Held {
+        var claimed: ClaimedJob
+        var phase: Phase
+        /// A heartbeat found the claim taken by another worker: the result will be dropped.
+        var lost = false
+    }
+
+    struct State: ~Copyable {
+        var held: [String: Held] = [:]
+        var abandoned: Set<String> = []
+        var claims: ClaimPolicy
+        var status: StatusReport
+        var stopping = false
+        var stoppingNow = false
+        var opened = false
+        var openWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// A result handed from a pipeline thread to the loop.
+    struct Finished: Sendable {
+        let id: String
+        let result: JobResult
+    }
+
+    /// The queue.
+    public let queue: any JobQueue
+    /// The pipeline jobs run through.
+    public let pipeline: JobPipeline
+    /// The settings.
+    public let configuration: Configuration
+    let logger: Logger
+    let clock: any WorkerClock
+    let finishing: FinishPolicy
+    let state: Mutex<State>
+    /// Wakes the claim loop: new work, room in the pipeline, a stop.
+    let wakeup = Wakeup()
+    /// Wakes a shutdown waiting for jobs in flight: a job settled, or a stop at once.
+    let drainWakeup = Wakeup()
+    /// End the timers when the loop stops.
+    let statusTimer = Wakeup(), maintenanceTimer = Wakeup()
+    let results: AsyncStream<Finished>
+    let resultsInput: AsyncStream<Finished>.Continuation
+
+    /// Creates a loop; `clock` is the real one unless a test drives time.
+    public init(queue: any JobQueue, pipeline: JobPipeline, configuration: Configuration = .init(),
+                clock: any WorkerClock = SystemClock(), logger: Logger = Logger(label: "imagepipe.queue")) {
+        self.queue = queue
+        self.pipeline = pipeline
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        self.finishing = FinishPolicy(retry: configuration.retry)
+        self.state = Mutex(State(
+            claims: ClaimPolicy(holdLimit: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
+                                longestPause: configuration.retry.maxDelay),
+            status: StatusReport(startedAt: clock.now)))
+        (results, resultsInput) = AsyncStream.makeStream(of: Finished.self)
+    }
+
+    /// A snapshot of the counters.
+    public var statistics: Statistics {
+        state.withLock { state in
+            var statistics = Statistics(done: state.status.done, failed: state.status.failed)
+            for held in state.held.values {
+                if case .waitingRetry = held.phase { statistics.retrying += 1 } else { statistics.inFlight += 1 }
+            }
+            return statistics
+        }
+    }
+
+    public func run() async throws {
+        try await queue.open(wake: { [wakeup] in wakeup.signal() })
+        let waiters = state.withLock { state in
+            state.opened = true
+            defer { state.openWaiters.removeAll() }
+            return state.openWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await withDiscardingTaskGroup { group in
+                    group.addTask { await self.settleResults() }
+                    if configuration.statusInterval > .zero {
+                        group.addTask {
+                            await self.repeatUntilShutdown(every: self.configuration.statusInterval, stop: self.statusTimer) { await self.logStatus() }
+                        }
+                    }
+                    group.addTask {
+                        await self.repeatUntilShutdown(every: self.queue.maintenanceInterval, stop: self.maintenanceTimer) { await self.queue.maintain() }
+                    }
+                    if let interval = queue.heartbeatInterval {
+                        group.addTask(executorPreference: DedicatedThread.heartbeats) { await self.renewLeases(every: interval) }
+                    }
+                    await claimLoop()
+                    await drain()
+                    // Every job is settled or given back: what is left are timers and heartbeats.
+                    group.cancelAll()
+                }
+            } onGracefulShutdown: {
+                self.beginStopping()
+            }
+        } onCancel: {
+            self.stopNow()
+        }
+        resultsInput.finish()
+        await logStatus()
+        await queue.close()
+        logger.notice("stopped")
+    }
+
+    /// Suspends until the queue is open and jobs are being claimed.
+    public func waitUntilOpened() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.opened { return true }
+                state.openWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Runs `action` every `interval` until the loop stops (a graceful shutdown, or cancellation).
+    ///
+    /// `stop` is signalled by ``beginStopping()``, which the graceful-shutdown handler calls, so the
+    /// timer ends at once rather than at its next tick. ServiceLifecycle's `cancelWhenGracefulShutdown`
+    /// would do the same through an actor, which needs Swift's cooperative pool: a loop driven by
+    /// blocking callers (``QueueWorker``) must not depend on it.
+    private func repeatUntilShutdown(every interval: Duration, stop: Wakeup, _ action: @Sendable () async -> Void) async {
+        while !Task.isCancelled {
+            await stop.wait(until: clock.now + interval, on: clock)
+            if Task.isCancelled || state.withLock({ $0.stopping }) { return }
+            await action()
+        }
+    }
+
+    private func logStatus() async {
+        let waiting = await queue.waitingCount()
+        let statistics = self.statistics
+        let now = clock.now
+        let line = state.withLock { state in
+            state.status.line(waiting: waiting, inFlight: statistics.inFlight, retrying: statistics.retrying, at: now)
+        }
+        logger.info("\(line)")
+    }
+}

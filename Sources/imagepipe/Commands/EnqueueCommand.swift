@@ -1,0 +1,73 @@
+// `imagepipe enqueue`: add sources to a PostgreSQL queue, from the command line or standard input, in batches.
+import ArgumentParser
+import Foundation
+import ImagePipe
+import ImagePipePostgres
+
+struct EnqueueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enqueue",
+        abstract: "Add sources to a PostgreSQL queue.",
+        discussion: """
+            Each SOURCE is a local path or an object URL (s3://BUCKET/KEY, supabase://BUCKET/KEY), stored as \\
+            given; '-' reads one source per line from standard input. Sources are added in batches of \\
+            \(EnqueueCommand.batchSize) (one statement each). Prints each new job's ID and source, tab-separated. \\
+            The queue's schema is created when missing. The password comes from PGPASSWORD or ~/.pgpass.
+            """)
+
+    /// Sources per statement.
+    static let batchSize = 1000
+
+    @Argument(help: ArgumentHelp("postgres://USER@HOST:PORT/DATABASE?queue=NAME", valueName: "queue"))
+    var queue: String
+
+    @Argument(help: ArgumentHelp("Local paths or object URLs; '-' for one per line on standard input.", valueName: "source"))
+    var sources: [String] = []
+
+    @Flag(name: .long, help: "Add no job for a source that is already waiting or running.")
+    var unique = false
+
+    func validate() throws {
+        guard !sources.isEmpty else { throw ValidationError("name at least one source, or '-' for standard input") }
+    }
+
+    func run() async throws {
+        let location = try PostgresLocation(parsing: queue)
+        let sources = self.sources, unique = self.unique
+        let (added, skipped) = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) { database throws(ImagePipeError) in
+            var added = 0, skipped = 0
+            var batch: [String] = []
+            func flush() async throws(ImagePipeError) {
+                guard !batch.isEmpty else { return }
+                let ids = try await database.enqueue(batch, unique: unique)
+                var lines = ""
+                for (source, id) in zip(batch, ids) {
+                    if let id {
+                        lines += "\(id)\t\(source)\n"
+                        added += 1
+                    } else {
+                        skipped += 1
+                    }
+                }
+                FileHandle.standardOutput.write(Data(lines.utf8))
+                batch.removeAll(keepingCapacity: true)
+            }
+            for source in sources {
+                if source == "-" {
+                    while let line = Swift.readLine(strippingNewline: true) {
+                        if line.isEmpty { continue }
+                        batch.append(line)
+                        if batch.count == Self.batchSize { try await flush() }
+                    }
+                } else {
+                    batch.append(source)
+                    if batch.count == Self.batchSize { try await flush() }
+                }
+            }
+            try await flush()
+            return (added, skipped)
+        }
+        let note = unique ? ", \(skipped) already waiting or running" : ""
+        FileHandle.standardError.write(Data("imagepipe: added \(added) job(s) to \(location)\(note)\n".utf8))
+    }
+}

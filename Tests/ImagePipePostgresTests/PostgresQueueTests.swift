@@ -1,0 +1,165 @@
+import Foundation
+import ImagePipe
+@testable import ImagePipePostgres
+import ImagePipeQueue
+import ImagePipeTestKit
+import Logging
+import PostgresNIO
+import ImagePipeTestSupport
+import Testing
+
+/// The PostgreSQL queue in-process, on a real PostgreSQL 15 started by the tests.
+@Suite(.enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
+struct PostgresQueueTests {
+    @Test func queuedJobsAreDoneOnceWithTheirResultsAndANotificationEach() async throws {
+        let fixture = try PostgresFixture()
+        let ids = try await fixture.enqueue(40)
+        let listener = try await DoneListener(fixture.location)
+        let running = RunningLoop(fixture.loop(try fixture.queue()))
+        #expect(try await fixture.eventually { try fixture.states() == ["done": 40] })
+        await running.stop()
+        #expect(await fixture.eventually { listener.notified.count >= 40 })
+        #expect(listener.notified.sorted() == ids.sorted(), "one imagepipe_done notification per job, with its ID")
+        let record = try JSONDecoder().decode(JobResult.self, from: Data(try fixture.sql(
+            "SELECT result FROM imagepipe.jobs WHERE id = \(ids[3])").utf8))
+        #expect(record.status == .done && record.source == "photo-3.jpg" && record.variants.map(\.key) == ["photo-3-t.jpg"])
+        #expect(try fixture.sql("SELECT count(*) FROM imagepipe.jobs WHERE attempt <> 1 OR lease_owner IS NOT NULL") == "0")
+    }
+
+    @Test func aWorkerThatLostItsLeaseCanRecordNothingAndAnotherWorkerFinishesTheJob() async throws {
+        let fixture = try PostgresFixture()
+        try await fixture.enqueue(1)
+        let first = try fixture.queue(lease: .seconds(1)), second = try fixture.queue(lease: .seconds(1))
+        try await first.open(wake: {})
+        try await second.open(wake: {})
+        let claimed = try #require(await first.claim(upTo: 5).first)
+        #expect(claimed.job.attempt == 1 && claimed.job.relativePath == "photo-0.jpg")
+        #expect(await second.claim(upTo: 5).isEmpty, "a running job is not claimed twice")
+
+        try await Task.sleep(for: .milliseconds(1300))
+        await second.maintain()
+        let retaken = try #require(await second.claim(upTo: 5).first)
+        #expect(retaken.id == claimed.id && retaken.job.attempt == 2)
+        #expect(retaken.history.map(\.errorCode) == [.leaseExpired], "the lapse is in the job's history")
+
+        let result = JobResult(source: "photo-0.jpg", status: .done)
+        #expect(await first.heartbeat([claimed]) == [claimed.id], "the heartbeat finds the lease gone")
+        #expect(await first.complete(claimed, result: result) == .leaseLost)
+        #expect(await first.retry(claimed, failure: AttemptRecord(result), after: .zero) == .leaseLost)
+        #expect(await second.heartbeat([retaken]).isEmpty)
+        #expect(await second.complete(retaken, result: result) == .recorded)
+        #expect(await second.complete(retaken, result: result) == .leaseLost, "a result is recorded once")
+        #expect(try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "done|2")
+        await first.close()
+        await second.close()
+    }
+
+    @Test func aRetryWaitsOutItsBackoffInTheDatabase() async throws {
+        let fixture = try PostgresFixture()
+        try await fixture.enqueue(1)
+        let queue = try fixture.queue()
+        try await queue.open(wake: {})
+        let claimed = try #require(await queue.claim(upTo: 1).first)
+        let failure = AttemptRecord(JobResult(source: "photo-0.jpg", status: .failed, error: ImagePipeError(.storageUnavailable, "503 Slow Down")))
+        #expect(await queue.retry(claimed, failure: failure, after: .seconds(30)) == .requeued)
+        #expect(await queue.claim(upTo: 1).isEmpty, "not due before its backoff has passed")
+        let wait = try #require(Double(try fixture.sql("SELECT extract(epoch FROM run_at - now()) FROM imagepipe.jobs")))
+        #expect(wait > 20 && wait <= 30, "\(wait)")
+        #expect(try fixture.sql("SELECT state, errors->0->>'error_code' FROM imagepipe.jobs") == "waiting|storage_unavailable")
+        await queue.close()
+    }
+
+    @Test func aFailingStorageIsRetriedWithBackoffAndThenSucceeds() async throws {
+        let fixture = try PostgresFixture()
+        try await fixture.enqueue(3)
+        // Every object fails twice, then stores.
+        let storage = InMemoryStorage(failing: { _, attempt in attempt <= 2 ? ImagePipeError(.storageUnavailable, "503 Slow Down") : nil })
+        let running = RunningLoop(fixture.loop(try fixture.queue(), storage: storage,
+                                               retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(300))))
+        #expect(try await fixture.eventually { try fixture.states() == ["done": 3] })
+        await running.stop()
+        let rows = try fixture.sql("SELECT attempt, jsonb_array_length(errors), result->>'attempts' FROM imagepipe.jobs ORDER BY id")
+        #expect(rows == "3|2|3\n3|2|3\n3|2|3", "two failed attempts recorded, the third stored")
+        #expect(try fixture.sql("SELECT DISTINCT e->>'error_code' FROM imagepipe.jobs, jsonb_array_elements(errors) e") == "storage_unavailable")
+    }
+
+    @Test func permanentFailuresAndExhaustedAttemptsAreDiscardedWithEveryAttemptsError() async throws {
+        let fixture = try PostgresFixture()
+        try await fixture.enqueue(1, prefix: "corrupt")
+        try await fixture.enqueue(1, prefix: "unreachable")
+        let compressor = ScriptedCompressor(failing: { name in
+            name.hasPrefix("corrupt") ? ImagePipeError(.corruptImage, "corrupt or truncated image data") : nil
+        })
+        let storage = InMemoryStorage.alwaysFailing(ImagePipeError(.storageUnavailable, "connection refused"))
+        let running = RunningLoop(fixture.loop(try fixture.queue(), compressor: compressor, storage: storage))
+        #expect(try await fixture.eventually { try fixture.states() == ["discarded": 2] })
+        await running.stop()
+        let rows = try fixture.sql("""
+            SELECT source LIKE '%corrupt%', attempt, (SELECT string_agg(e->>'error_code', ',') FROM jsonb_array_elements(errors) e)
+            FROM imagepipe.jobs ORDER BY 1
+            """)
+        #expect(rows == "f|3|storage_unavailable,storage_unavailable,storage_unavailable\nt|1|corrupt_image")
+    }
+
+    @Test func aShutdownGivesUnfinishedJobsBackAtOnce() async throws {
+        let fixture = try PostgresFixture()
+        try await fixture.enqueue(2)
+        let compressor = ScriptedCompressor(work: .seconds(20))
+        let running = RunningLoop(fixture.loop(try fixture.queue(), compressor: compressor, shutdownTimeout: .milliseconds(200)))
+        #expect(await fixture.eventually { compressor.calls.count == 2 })
+        let started = ContinuousClock.now
+        await running.stop()
+        #expect(ContinuousClock.now - started < .seconds(10), "not the jobs' 20 s")
+        #expect(try fixture.sql("SELECT state, attempt, lease_owner IS NULL FROM imagepipe.jobs") == "waiting|0|t\nwaiting|0|t",
+                "back to waiting, the interrupted attempt not counted")
+    }
+
+    @Test func uniqueEnqueueAddsNoJobForASourceWaitingOrRunning() async throws {
+        let fixture = try PostgresFixture()
+        let first = try await fixture.enqueue(2, unique: true)
+        #expect(first.count == 2)
+        #expect(try await fixture.enqueue(2, unique: true).isEmpty, "both are still waiting")
+        #expect(try await fixture.enqueue(2, unique: false).count == 2, "without --unique, duplicates are added")
+        #expect(try fixture.sql("SELECT imagepipe.enqueue('s3://bucket/other.jpg', 'images', true) IS NOT NULL") == "t")
+        #expect(try fixture.sql("SELECT imagepipe.enqueue('s3://bucket/other.jpg', 'images', true) IS NULL") == "t")
+        #expect(try fixture.sql("SELECT imagepipe.enqueue('s3://bucket/other.jpg', 'thumbnails', true) IS NOT NULL") == "t",
+                "another queue is another queue")
+    }
+
+    @Test func workersStartingTogetherUpgradeTheSchemaOnce() async throws {
+        let fixture = try PostgresFixture()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await QueueDatabase.run(fixture.location, logger: .quiet) { _ throws(ImagePipeError) in }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try fixture.sql("SELECT string_agg(version::text, ',') FROM imagepipe.migrations") == "\(QueueSchema.latestVersion)")
+        #expect(try fixture.sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_waiting'").hasSuffix("WHERE (state = 'waiting'::text)"))
+    }
+
+    @Test func anOpenRepeatableReadTransactionDoesNotStopClaiming() async throws {
+        let fixture = try PostgresFixture()
+        try await fixture.enqueue(1)
+        let client = PostgresClient(configuration: try fixture.location.clientConfiguration())
+        let clientTask = Task { await client.run() }
+        defer { clientTask.cancel() }
+        try await client.withConnection { connection in
+            // Another session holds a snapshot from before the jobs are worked on.
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ", logger: .quiet)
+            try await connection.query("SELECT count(*) FROM imagepipe.jobs", logger: .quiet)
+            try await fixture.enqueue(500, prefix: "held")
+            let running = RunningLoop(fixture.loop(try fixture.queue()))
+            #expect(try await fixture.eventually { try fixture.states() == ["done": 501] })
+            await running.stop()
+            _ = try fixture.sql("SELECT pg_stat_force_next_flush()")
+            try await Task.sleep(for: .milliseconds(1200))
+            let dead = try fixture.sql("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'jobs'")
+            print("dead tuples in imagepipe.jobs under an open REPEATABLE READ snapshot: \(dead)")
+            #expect((Int(dead) ?? 0) > 0, "the snapshot keeps the claimed and settled versions from being vacuumed")
+            try await connection.query("COMMIT", logger: .quiet)
+        }
+    }
+}

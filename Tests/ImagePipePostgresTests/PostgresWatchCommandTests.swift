@@ -1,0 +1,161 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import ImagePipe
+@testable import ImagePipePostgres
+import ImagePipeTestSupport
+import Testing
+
+/// `imagepipe watch postgres://...` end to end: the built binary, real PostgreSQL, real signals.
+@Suite(.serialized, .enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
+struct PostgresWatchCommandTests {
+    static let fixtures = fixturesDirectory(above: #filePath)
+    static let smallVariant = ["--variant", "t=32x32,jpeg,q70"]
+
+    /// Starts a worker on the fixture's queue.
+    func worker(_ fixture: PostgresFixture, _ name: String, _ extra: [String] = [], url: String? = nil) throws -> WorkerProcess {
+        try WorkerProcess(["watch", url ?? fixture.server.url(database: fixture.database), "--dest", fixture.directory.url("out"),
+                           "--jobs", "1", "--uploads", "2", "--status-interval", "0", "--lease", "2", "--shutdown-timeout", "5"] + extra,
+                          log: fixture.directory.url(name + ".log"), environment: fixture.server.environment)
+    }
+
+    /// Copies `fixture` under `count` names and queues them with `imagepipe enqueue -`; returns the paths.
+    @discardableResult
+    func enqueueCopies(of image: String, count: Int, into fixture: PostgresFixture) async throws -> [String] {
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: Self.fixtures + "/" + image))
+        let ext = (image as NSString).pathExtension
+        let paths = (0..<count).map { fixture.directory.write(String(format: "src/img-%05d.%@", $0, ext), bytes) }
+        let (url, environment) = (fixture.server.url(database: fixture.database), fixture.server.environment)
+        let output = try await offPool {
+            try CommandLineRunner.run(["enqueue", url, "-"], environment: environment, input: Data(paths.joined(separator: "\n").utf8))
+        }
+        #expect(output.status == 0 && output.stdout.split(separator: "\n").count == count, "\(output.stderr)")
+        return paths
+    }
+
+    /// Every output of the done jobs exists and libvips decodes it.
+    func expectOutputsDecode(_ fixture: PostgresFixture, count: Int) async throws {
+        let keys = try fixture.sql("SELECT v->>'key' FROM imagepipe.jobs, jsonb_array_elements(result->'variants') v WHERE state = 'done'")
+            .split(separator: "\n").map { fixture.directory.url("out/" + $0) }
+        #expect(keys.count == count)
+        let header = try await offPool { try CommandLineRunner.run(executable: "/usr/bin/vipsheader", keys) }
+        #expect(header.status == 0 && header.stdout.split(separator: "\n").count == count, "\(header.stderr.prefix(500))")
+    }
+
+    @Test func fourWorkersWithOneKilledAndRestartedFinishEveryJobOnce() async throws {
+        let fixture = try PostgresFixture()
+        try await enqueueCopies(of: "images/formats/tiny.png", count: 2000, into: fixture)
+        let listener = try await DoneListener(fixture.location)
+        var workers = try (0..<4).map { try worker(fixture, "worker-\($0)", Self.smallVariant) }
+        var kills = 0, lastKill = ContinuousClock.now
+        let finished = try await fixture.eventually(seconds: 240) {
+            let states = try fixture.states()
+            if states["waiting", default: 0] + states["running", default: 0] == 0 { return true }
+            // Every few seconds the first worker dies mid-work and a new one takes its place.
+            if ContinuousClock.now - lastKill >= .seconds(3) {
+                workers[0].send(SIGKILL)
+                workers[0] = try worker(fixture, "worker-0-\(kills)", Self.smallVariant)
+                kills += 1
+                lastKill = ContinuousClock.now
+            }
+            return false
+        }
+        #expect(finished, "\((try? fixture.states()) ?? [:])")
+        for worker in workers {
+            worker.send(SIGTERM)
+            #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0, "\(worker.log.suffix(2000))")
+        }
+        let states = try fixture.states()
+        #expect(states["done", default: 0] + states["discarded", default: 0] == 2000 && states["waiting"] == nil && states["running"] == nil,
+                "\(states)")
+        #expect(kills >= 2, "the test killed a worker mid-run")
+        let done = Set(try fixture.sql("SELECT id FROM imagepipe.jobs WHERE state = 'done'").split(separator: "\n").compactMap { Int($0) })
+        #expect(await fixture.eventually { Set(listener.notified).isSuperset(of: done) })
+        let notified = listener.notified
+        #expect(notified.count == Set(notified).count, "no job's result was recorded twice")
+        try await expectOutputsDecode(fixture, count: states["done", default: 0])
+    }
+
+    @Test func aWorkerStoppedPastItsLeaseLosesTheJobAndItsLateResultIsRefused() async throws {
+        let fixture = try PostgresFixture()
+        try await enqueueCopies(of: "images/exif-orientation/Landscape_1.jpg", count: 1, into: fixture)
+        let listener = try await DoneListener(fixture.location)
+        // AVIF encoding keeps the job busy long enough to stop the worker in the middle of it.
+        let slow = ["--variant", "a=1800x1800,avif,q60", "--log-level", "debug"]
+        let stopped = try worker(fixture, "stopped", slow)
+        #expect(try await offPool { stopped.waitForLog("claimed") }, "\(stopped.log)")
+        stopped.send(SIGSTOP)
+        #expect(try fixture.sql("SELECT state FROM imagepipe.jobs") == "running")
+        try await Task.sleep(for: .seconds(3))
+        let other = try worker(fixture, "other", slow)
+        #expect(try await fixture.eventually { try fixture.states() == ["done": 1] }, "\(other.log)")
+        stopped.send(SIGCONT)
+        #expect(try await offPool { stopped.waitForLog("lease lost") }, "\(stopped.log)")
+        #expect(stopped.log.contains("result is dropped"))
+        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code', result->>'attempts' FROM imagepipe.jobs") == "2|lease_expired|2")
+        try await Task.sleep(for: .seconds(1))
+        #expect(listener.notified.count == 1, "the job is counted once: \(listener.notified)")
+        for worker in [stopped, other] {
+            worker.send(SIGTERM)
+            #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
+        }
+    }
+
+    @Test func workersReconnectWhenPostgreSQLRestartsAndFinishEveryJob() async throws {
+        let server = try PostgresServer()
+        let fixture = try PostgresFixture(server: server)
+        try await enqueueCopies(of: "images/formats/tiny.png", count: 600, into: fixture)
+        let workers = try (0..<2).map { try worker(fixture, "worker-\($0)", Self.smallVariant + ["--lease", "10"]) }
+        #expect(try await fixture.eventually { try fixture.states()["done", default: 0] >= 100 })
+        try server.restart()
+        #expect(try await fixture.eventually(seconds: 120) { try fixture.states() == ["done": 600] }, "\((try? fixture.states()) ?? [:])")
+        for worker in workers {
+            #expect(worker.process.isRunning, "\(worker.log.suffix(2000))")
+            worker.send(SIGTERM)
+            #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
+        }
+        #expect(workers.contains { $0.log.contains("lost PostgreSQL") || $0.log.contains("reachable again") },
+                "the restart was seen: \(workers.map { $0.log.suffix(1000) })")
+    }
+
+    @Test func aCorruptImageIsDiscardedAfterOneAttemptAndQueueCommandsLookAfterIt() async throws {
+        let fixture = try PostgresFixture()
+        try await enqueueCopies(of: "hostile/truncated.jpg", count: 1, into: fixture)
+        let url = fixture.server.url(database: fixture.database)
+        let worker = try worker(fixture, "worker", Self.smallVariant)
+        #expect(try await fixture.eventually { try fixture.states() == ["discarded": 1] }, "\(worker.log)")
+        #expect(try fixture.sql("SELECT attempt, jsonb_array_length(errors), errors->0->>'error_code' FROM imagepipe.jobs") == "1|1|corrupt_image")
+
+        let status = try await offPool { try CommandLineRunner.run(["queue", "status", url], environment: fixture.server.environment) }
+        #expect(status.status == 0 && status.stdout.contains("discarded\t1") && status.stdout.contains("waiting\t0"), "\(status)")
+        let retry = try await offPool { try CommandLineRunner.run(["queue", "retry", url], environment: fixture.server.environment) }
+        #expect(retry.status == 0 && retry.stderr.contains("put 1 discarded job(s) back"), "\(retry)")
+        #expect(try await fixture.eventually { try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "discarded|1" })
+        worker.send(SIGTERM)
+        #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
+        let kept = try await offPool { try CommandLineRunner.run(["queue", "prune", url, "--older-than", "1"], environment: fixture.server.environment) }
+        #expect(kept.status == 0 && kept.stderr.contains("deleted 0"), "\(kept)")
+        let pruned = try await offPool { try CommandLineRunner.run(["queue", "prune", url, "--older-than", "0"], environment: fixture.server.environment) }
+        #expect(pruned.status == 0 && pruned.stderr.contains("deleted 1"), "\(pruned)")
+    }
+
+    @Test func thePasswordNeverShowsInLogsOrErrors() async throws {
+        let fixture = try PostgresFixture()
+        let password = fixture.server.password
+        let withPassword = "postgres://postgres:\(password)@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
+        let worker = try worker(fixture, "worker", Self.smallVariant, url: withPassword)
+        let address = "watching postgres://postgres@127.0.0.1:\(fixture.server.port)/\(fixture.database)?queue=images"
+        #expect(try await offPool { worker.waitForLog(address) }, "\(worker.log)")
+        worker.send(SIGTERM)
+        #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
+        #expect(!worker.log.contains(password))
+
+        let wrong = "postgres://postgres:not-\(password)@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
+        let refused = try await offPool { try CommandLineRunner.run(["queue", "status", wrong], environment: [:]) }
+        #expect(refused.status == 2 && refused.stderr.contains("28P01"), "\(refused)")
+        #expect(!refused.stderr.contains(password) && !refused.stdout.contains(password))
+        let help = try await offPool { try CommandLineRunner.run(["watch", "--help"]) }
+        #expect(help.stdout.contains("PGPASSWORD") && !help.stdout.contains(password))
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import ImagePipeTestSupport
+import ImagePipePostgres
+import Synchronization
+
+/// A PostgreSQL 15 server of the tests' own: `initdb` into a temporary directory, run as `nobody` on a
+/// free loopback port, stopped and removed when the test process ends (see `python/postgres_server.py`).
+final class PostgresServer: @unchecked Sendable {
+    /// One server for the tests that do not stop or restart it; each test uses a database of its own.
+    static let shared: PostgresServer = try! PostgresServer()
+
+    private let helper: HelperProcess
+    /// One command at a time: answers come back on one pipe, in order.
+    private let calls = Mutex(())
+    let port: Int
+    let password: String
+
+    init(fsync: Bool = false) throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/python"
+        helper = try HelperProcess("postgres_server.py", in: directory, ["--fsync", fsync ? "on" : "off"])
+        port = helper.port
+        password = helper.ready["password"] ?? ""
+    }
+
+    /// Whether the tests can run: PostgreSQL 15 from Debian is installed (`make test` installs it).
+    static let available = FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/15/bin/initdb")
+
+    /// A URL for `database` and `queue`, without the password (that goes through `PGPASSWORD`).
+    func url(database: String = "postgres", queue: String = "images") -> String {
+        "postgres://postgres@127.0.0.1:\(port)/\(database)?queue=\(queue)&sslmode=disable"
+    }
+
+    /// The environment that gives a worker the password.
+    var environment: [String: String] { ["PGPASSWORD": password] }
+
+    /// The location of `url(database:queue:)`, with the password.
+    func location(database: String = "postgres", queue: String = "images") throws -> PostgresLocation {
+        try PostgresLocation(parsing: url(database: database, queue: queue), environment: environment, home: "/nonexistent")
+    }
+
+    /// A new empty database.
+    func makeDatabase() throws -> String {
+        let name = "t_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+        _ = try sql("CREATE DATABASE \(name)")
+        return name
+    }
+
+    /// Runs SQL through psql (as the superuser, over the socket) and returns its unaligned output.
+    @discardableResult
+    func sql(_ statement: String, database: String = "postgres") throws -> String {
+        let answer = try calls.withLock { _ in try helper.call(["cmd": "sql", "sql": statement, "database": database]) }
+        return answer["output"] as? String ?? ""
+    }
+
+    /// `pg_ctl restart -m fast`: every connection is dropped.
+    func restart() throws { _ = try calls.withLock { _ in try helper.call(["cmd": "restart"]) } }
+}
