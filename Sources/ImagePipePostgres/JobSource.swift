@@ -5,7 +5,8 @@ import ImagePipe
 /// Turns a queued source into a ``Job``, deciding the name that gives `{dir}` and `{stem}` in keys.
 ///
 /// - An object URL (`s3://BUCKET/KEY`, `supabase://BUCKET/KEY`) goes by its key without the bucket:
-///   `s3://uploads/2024/trip/a.jpg` gives `2024/trip/a.jpg`. The job reads the URL itself.
+///   `s3://uploads/2024/trip/a.jpg` gives `2024/trip/a.jpg`, and is read from object storage with the
+///   worker's credentials for that kind of store.
 /// - A local path goes by the rule of a file named to `imagepipe batch`: a relative path as given
 ///   (relative to the worker's working directory; `./` and doubled slashes dropped), an absolute one
 ///   (or one through `..`) by its file name alone. `file://` URLs are local paths.
@@ -16,6 +17,10 @@ enum JobSource {
     /// The job for `source` at `attempt`.
     static func job(for source: String, attempt: Int) -> Job {
         if let key = objectKey(of: source) {
+            // An object in S3 or Supabase is read through the worker's source repositories.
+            if let location = try? ObjectLocation(parsing: source) {
+                return Job(object: ListedObject(location: location), relativePath: key.isEmpty ? source : key, attempt: attempt)
+            }
             return Job(path: source, relativePath: key.isEmpty ? source : key, attempt: attempt)
         }
         let path = source.hasPrefix("file://") ? (URL(string: source)?.path ?? String(source.dropFirst(7))) : source

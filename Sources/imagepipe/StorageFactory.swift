@@ -47,6 +47,22 @@ enum StorageFactory {
     /// One repository per scheme among `urls` (`s3://` or `supabase://` sources), resolved like a
     /// destination of that scheme: the same flags, environment and files, so sources and
     /// destination in one store share everything but the bucket.
+    /// One placeholder URL per kind of object store the environment has credentials for, so a
+    /// worker whose jobs name objects can read them: `s3://` with AWS credentials, `supabase://`
+    /// with SUPABASE_URL and a key.
+    static func configuredSourceSchemes(_ options: StorageOptions,
+                                        environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        var urls: [String] = []
+        if (try? S3Configuration.resolve(destination: "s3://any", endpoint: options.endpoint, region: options.region,
+                                         publicBaseURL: nil, environment: environment)) != nil {
+            urls.append("s3://any")
+        }
+        if (try? SupabaseConfiguration.resolve(destination: "supabase://any", publicBaseURL: nil, environment: environment)) != nil {
+            urls.append("supabase://any")
+        }
+        return urls
+    }
+
     static func sources(_ urls: [String], _ options: StorageOptions,
                         environment: [String: String] = ProcessInfo.processInfo.environment) throws(ImagePipeError) -> [any SourceRepository] {
         var repositories: [any SourceRepository] = []

@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 @testable import ImagePipePostgres
+import ImagePipeTestKit
 import ImagePipeTestSupport
 import Testing
 
@@ -48,5 +49,18 @@ import Testing
         #expect(JobSource.job(for: "./trip//c.jpg", attempt: 1).relativePath == "trip/c.jpg")
         #expect(JobSource.job(for: "/srv/uploads/trip/d.jpg", attempt: 1).relativePath == "d.jpg")
         #expect(JobSource.job(for: "file:///srv/uploads/e.jpg", attempt: 1).path == "/srv/uploads/e.jpg")
+    }
+
+    @Test func aQueuedObjectURLIsReadThroughTheWorkersSourceRepositories() throws {
+        let sources = InMemorySources(buckets: ["uploads"])
+        _ = sources.put(Data("the original".utf8), bucket: "uploads", key: "2024/trip/a.jpg")
+        let storage = InMemoryStorage()
+        let handler = FileHandler(compressor: ScriptedCompressor(), storage: storage, sources: [sources])
+        let job = JobSource.job(for: "s3://uploads/2024/trip/a.jpg", attempt: 2)
+        #expect(job.object?.location.description == "s3://uploads/2024/trip/a.jpg" && job.attempt == 2)
+        let result = handler.process(job)
+        #expect(result.status == .done, "\(result.error ?? "")")
+        #expect(result.source == "s3://uploads/2024/trip/a.jpg")
+        #expect(storage.objects["2024/trip/a-large.jpg"] != nil, "keys from the object's key without the bucket")
     }
 }

@@ -65,7 +65,11 @@ struct WatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = CompositionRoot.bootstrapLogging(level: options.logLevel)
-        let handler = try CompositionRoot.fileHandler(options, logger: logger)
+        // Jobs from PostgreSQL may name objects in S3 or Supabase: read them with whichever of the two
+        // the environment has credentials for (a job naming the other fails with the reason).
+        let handler = try CompositionRoot.fileHandler(
+            options, sources: PostgresLocation.isURL(queue) ? StorageFactory.configuredSourceSchemes(options.storage) : [],
+            logger: logger)
         // A wrong destination stops the worker here, not after every job used up its attempts;
         // one that goes away later is retried like any storage failure.
         try handler.storage.probe()
