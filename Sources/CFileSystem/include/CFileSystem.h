@@ -1,13 +1,8 @@
 // File-system calls that Glibc's Swift module leaves out: extended attributes, renameat2.
 #pragma once
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <stdio.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
 
 /// Renames `from` to `to` only if `to` does not exist (RENAME_NOREPLACE): 0, or -1 with errno
 /// (EEXIST when taken; EINVAL or ENOSYS where the file system or kernel cannot).
-static inline int ifs_rename_noreplace(const char *from, const char *to) {
-    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
-}
+int ifs_rename_noreplace(const char *from, const char *to);

@@ -1,2 +1,0 @@
-// A C target needs one source file; the module only re-exports <sys/xattr.h>.
-#include "CFileSystem.h"
