@@ -44,6 +44,9 @@ def main():
     root = tempfile.mkdtemp(prefix="imagepipe-pg-")
     if os.getuid() == 0:
         os.chown(root, NOBODY, NOBODY)
+    # PostgreSQL's tools run as `nobody` and give up when they cannot enter their working directory;
+    # the checkout the tests run from may sit below a folder only root may enter.
+    os.chdir(root)
     data = os.path.join(root, "data")
     port = free_port()
     pwfile = os.path.join(root, "pw")
