@@ -63,6 +63,9 @@ struct PostgresWatchCommandTests {
         }
         #expect(finished, "\((try? fixture.states()) ?? [:])")
         for worker in workers {
+            // A worker started a moment ago (the last replacement) may not have set up its signal
+            // handling yet; SIGTERM would then end it the default way.
+            #expect(try await offPool { worker.waitForLog("watching") }, "\(worker.log.suffix(2000))")
             worker.send(SIGTERM)
             #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0, "\(worker.log.suffix(2000))")
         }

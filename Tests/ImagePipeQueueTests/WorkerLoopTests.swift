@@ -68,7 +68,8 @@ import Testing
         let queue = MemoryQueue(jobs: ["a.jpg"], heartbeat: .seconds(1))
         queue.loseOnHeartbeat = true
         let clock = ManualClock()
-        let loop = makeLoop(queue, compressor: ScriptedCompressor(work: .milliseconds(300)), clock: clock)
+        // The job outlasts the heartbeat by far, however slowly a loaded machine gets to it.
+        let loop = makeLoop(queue, compressor: ScriptedCompressor(work: .seconds(5)), clock: clock)
         let running = Task { try await loop.run() }
         #expect(await until { loop.statistics.inFlight == 1 && clock.sleeping >= 2 })
         clock.advance(by: .seconds(1))
