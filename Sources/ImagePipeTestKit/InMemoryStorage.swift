@@ -64,12 +64,7 @@ public final class InMemoryStorage: StorageRepository, Sendable {
         var kept = object
         if !retainsBodies { kept.body = Data() }
         let inPlace = try state.withLock { state throws(ImagePipeError) -> Bool in
-            if let holder = state.objects[kept.key], let origin = kept.origin, kept.policy != .replaceAny {
-                guard origin.isSameOriginal(as: holder.origin) else {
-                    throw .keyCollision(key: kept.key, source: origin.source, existing: holder.origin)
-                }
-                if kept.policy == .create, holder.origin?.variant == origin.variant { return true }
-            }
+            if let holder = state.objects[kept.key], try kept.keepsObject(heldBy: holder.origin) { return true }
             state.objects[kept.key] = kept
             return false
         }

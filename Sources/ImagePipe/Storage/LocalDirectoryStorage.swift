@@ -107,7 +107,7 @@ public struct LocalDirectoryStorage: StorageRepository {
     /// Moves the finished temporary file to `path` as the object's policy allows; true when the
     /// same original's identical output was found there and kept (the temporary file is dropped).
     private func place(_ temporary: String, at path: String, _ object: StorageObject) throws(ImagePipeError) -> Bool {
-        guard let origin = object.origin, object.policy != .replaceAny else {
+        guard object.origin != nil, object.policy != .replaceAny else {
             if rename(temporary, path) != 0 { throw Self.failure(errno, "cannot rename into \(path)") }
             return false
         }
@@ -125,15 +125,9 @@ public struct LocalDirectoryStorage: StorageRepository {
             throw Self.failure(linkError, "cannot move a finished file into \(path)")
         }
         // Taken (or no hard links on this file system: then the check below is not atomic).
-        if linkError == EEXIST || access(path, F_OK) == 0 {
-            let holder = Self.origin(atPath: path)
-            guard origin.isSameOriginal(as: holder) else {
-                throw .keyCollision(key: object.key, source: origin.source, existing: holder)
-            }
-            if object.policy == .create, holder?.variant == origin.variant {
-                unlink(temporary)
-                return true
-            }
+        if linkError == EEXIST || access(path, F_OK) == 0, try object.keepsObject(heldBy: Self.origin(atPath: path)) {
+            unlink(temporary)
+            return true
         }
         if rename(temporary, path) != 0 { throw Self.failure(errno, "cannot rename into \(path)") }
         return false

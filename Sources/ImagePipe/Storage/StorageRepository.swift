@@ -72,16 +72,26 @@ public struct Origin: Sendable, Hashable, Codable {
     public func isSameOriginal(as other: Origin?) -> Bool { other?.sha256 == sha256 }
 }
 
-extension StorageRepository {
-    /// What a conditional create does when it finds its key taken since the look-up: keeps the same
-    /// original's identical output (reported in place), writes a stale one of the same original
-    /// again, and refuses another original's with `keyCollision`.
-    public func settleTakenKey(_ object: StorageObject, url: String) throws(ImagePipeError) -> StoredObject {
-        let holder = try existing(object.key)?.origin
-        guard let origin = object.origin, origin.isSameOriginal(as: holder) else {
-            throw .keyCollision(key: object.key, source: object.origin?.source ?? object.key, existing: holder)
+extension StorageObject {
+    /// The rule for a put that finds `holder`'s object under its key, as ``policy`` says: true keeps
+    /// the object there (the same original's identical output, when the key was to be new), false
+    /// replaces it; another original's object is a `keyCollision`. Objects without an origin, and
+    /// ``WritePolicy/replaceAny``, replace whatever is there.
+    public func keepsObject(heldBy holder: Origin?) throws(ImagePipeError) -> Bool {
+        guard let origin, policy != .replaceAny else { return false }
+        guard origin.isSameOriginal(as: holder) else {
+            throw .keyCollision(key: key, source: origin.source, existing: holder)
         }
-        guard holder?.variant == origin.variant else {
+        return policy == .create && holder?.variant == origin.variant
+    }
+}
+
+extension StorageRepository {
+    /// What a conditional create does when it finds its key taken since the look-up (see
+    /// ``StorageObject/keepsObject(heldBy:)``): the kept object is reported in place, a replaced one
+    /// is written again without the condition.
+    public func settleTakenKey(_ object: StorageObject, url: String) throws(ImagePipeError) -> StoredObject {
+        guard try object.keepsObject(heldBy: try existing(object.key)?.origin) else {
             var again = object
             again.policy = .replaceSameOriginal
             return try put(again)
