@@ -24,6 +24,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // System libraries from Debian, found through pkg-config.
@@ -62,6 +65,7 @@ let package = Package(
             dependencies: [
                 "ImagePipe", "CCurlShim", "CLibCurl", "CLibCrypto",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -92,6 +96,22 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Operating a worker: Prometheus metrics, /healthz and /readyz on NIO's HTTP codec. A module of
+        // its own, so the core and the queue stay free of NIO and the Prometheus registry.
+        .target(
+            name: "ImagePipeMonitoring",
+            dependencies: [
+                "ImagePipe", "ImagePipeQueue",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // `imagepipe bench`: whole-batch runs of imagepipe and reference tools, side by side.
         .target(name: "ImagePipeBench", dependencies: ["ImagePipe"], swiftSettings: strict),
         // In-memory storage and scripted compressors for testing code built on ImagePipe.
@@ -103,6 +123,7 @@ let package = Package(
             name: "imagepipe",
             dependencies: [
                 "ImagePipe", "ImagePipeVips", "ImagePipeRemoteStorage", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeBench",
+                "ImagePipeMonitoring",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

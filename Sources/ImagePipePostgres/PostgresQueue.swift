@@ -86,13 +86,13 @@ public final class PostgresQueue: JobQueue {
         try await database.prepare()
         background.withLock { $0.append(Task { await self.database.listen(for: self.location.queue, wake: wake) }) }
         await maintain()
-        logger.info("watching \(location) as \(owner)")
+        logger.info("watching", metadata: ["queue": "\(location)", "worker": "\(owner)"])
     }
 
     public func claim(upTo limit: Int) async -> [ClaimedJob] {
         let rows = await database.claim(queue: location.queue, limit: limit, owner: owner, lease: configuration.lease)
         for row in rows {
-            logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": "\(row.attempt)"])
+            logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": .stringConvertible(row.attempt)])
         }
         return rows.map { row in
             ClaimedJob(id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt),
@@ -148,6 +148,10 @@ public final class PostgresQueue: JobQueue {
 
     public func waitingCount() async -> Int? {
         await database.waitingCount(queue: location.queue)
+    }
+
+    public func check() async throws(ImagePipeError) -> Int? {
+        try await database.checkedWaitingCount(queue: location.queue)
     }
 
     public func close() async {

@@ -90,6 +90,12 @@ extension QueueDatabase {
         await once("count", "SELECT count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) AND state = 'waiting'", { try $0.decode(Int.self) })?.first
     }
 
+    /// The jobs waiting in `queue`, or why the database did not answer (a readiness check).
+    func checkedWaitingCount(queue: String) async throws(ImagePipeError) -> Int {
+        try await required("counting waiting jobs", "SELECT count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) AND state = 'waiting'",
+                           { try $0.decode(Int.self) }).first ?? 0
+    }
+
     /// One attempt at a statement a command needs; failures become errors.
     private func required<T: Sendable>(_ what: String, _ query: PostgresQuery,
                                        _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws(ImagePipeError) -> [T] {

@@ -82,7 +82,7 @@ public final class DirectoryQueue: JobQueue {
         // Watch before scanning, so nothing delivered in between is missed.
         watcher.start()
         enqueue(directory.scanInbox())
-        logger.info("watching \(directory.inbox) as \(area.id)")
+        logger.info("watching", metadata: ["queue": "\(directory.inbox)", "worker": "\(area.id)"])
     }
 
     public func claim(upTo limit: Int) async -> [ClaimedJob] {
@@ -106,7 +106,7 @@ public final class DirectoryQueue: JobQueue {
         recoverAbandoned()
         enqueue(directory.scanInbox())
         for folder in directory.removeIdleEmptyDirectories(idleFor: configuration.emptyDirectoryIdle) {
-            logger.debug("removed the empty delivery folder inbox/\(folder)")
+            logger.debug("removed an empty delivery folder", metadata: ["folder": "inbox/\(folder)"])
         }
     }
 
@@ -135,13 +135,24 @@ public final class DirectoryQueue: JobQueue {
             do {
                 try area.returnToInbox(job.id)
             } catch {
-                logger.error("cannot return \(job.id) to the inbox: \(error.reason)")
+                logger.error("cannot return a job to the inbox", metadata: ["job": "\(job.id)", "error": "\(error.reason)"])
             }
             forget(job.id)
         }
     }
 
     public func waitingCount() async -> Int? { pendingCount }
+
+    /// The inbox and this worker's claim area must still be directories it may use (a volume can go away).
+    public func check() async throws(ImagePipeError) -> Int? {
+        for folder in [directory.inbox, area.path] {
+            var info = stat()
+            guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, access(folder, R_OK | W_OK | X_OK) == 0 else {
+                throw ImagePipeError(.storageUnavailable, "the queue folder \(folder) cannot be used: \(String(cString: strerror(errno)))")
+            }
+        }
+        return pendingCount
+    }
 
     public func close() async {
         state.withLock { $0.closed = true }
@@ -160,7 +171,7 @@ public final class DirectoryQueue: JobQueue {
 
     private func recoverAbandoned() {
         let recovered = ClaimArea.recoverAbandoned(in: directory, except: area.id, logger: logger)
-        if !recovered.isEmpty { logger.notice("recovered \(recovered.count) job(s) left by a worker that died") }
+        if !recovered.isEmpty { logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.count)]) }
     }
 
     private func enqueue(_ entries: [QueueDirectory.Entry]) {
@@ -190,21 +201,23 @@ public final class DirectoryQueue: JobQueue {
             break
         case .open:
             // Its writer still has it open; the close event brings it back.
-            logger.debug("\(name) is still being written; waiting for its writer to close it")
+            logger.debug("still being written; waiting for its writer to close it", metadata: ["source": "\(name)"])
             return nil
         case .unknown:
             // Another user's file, and this worker may not see that user's processes: only a file left
             // unchanged for the quiet period is taken. A rescan brings it back when that has passed.
             if state.withLock({ state in defer { state.warnedBlindWriterCheck = true }; return !state.warnedBlindWriterCheck }) {
-                logger.warning("cannot see whether \(name) is still being written: it belongs to another user. Files are taken once unchanged for \(configuration.quietPeriod.formattedSeconds); deliver by rename, or run the worker as the producers' user or with CAP_LEASE, to take them at once")
+                logger.warning("cannot see whether a delivery is still being written: it belongs to another user. Such files are taken once unchanged for the quiet period; deliver by rename, or run the worker as the producers' user or with CAP_LEASE, to take them at once",
+                               metadata: ["source": "\(name)", "quiet_period_ms": .stringConvertible(Int(configuration.quietPeriod.milliseconds.rounded()))])
             }
             if let age = QueueDirectory.timeSinceLastChange(path), age < configuration.quietPeriod { return nil }
         }
         switch area.claim(entry) {
         case .claimed(let claimedPath):
-            logger.debug("claimed \(name)")
+            logger.debug("claimed", metadata: ["source": "\(name)"])
             if entry.raw != RawPath(name) {
-                logger.notice("claimed \(name) under this name: the delivered name is not valid UTF-8, its other bytes are written as %XX")
+                logger.notice("claimed under this name: the delivered name is not valid UTF-8, its other bytes are written as %XX",
+                              metadata: ["source": "\(name)"])
             }
             state.withLock { _ = $0.claimed.insert(name) }
             // Links are not followed: a delivered link could publish any file the worker can read.
@@ -228,7 +241,7 @@ public final class DirectoryQueue: JobQueue {
         do {
             _ = try move()
         } catch {
-            logger.error("cannot finish \(name): \(error.reason); it stays claimed until this worker restarts")
+            logger.error("cannot finish a job; it stays claimed until this worker restarts", metadata: ["source": "\(name)", "error": "\(error.reason)"])
         }
         forget(name)
     }

@@ -37,8 +37,17 @@ public protocol JobQueue: AnyObject, Sendable {
     func release(_ jobs: [ClaimedJob]) async
     /// Jobs waiting to be claimed, for the status line; nil when not known.
     func waitingCount() async -> Int?
+    /// Checks that the queue can be reached now (a readiness check) and returns the jobs waiting,
+    /// nil when not known. The default is ``waitingCount()``, for queues that cannot become unreachable.
+    ///
+    /// - Throws: why the queue cannot be reached.
+    func check() async throws(ImagePipeError) -> Int?
     /// Stops reporting work and lets go of the queue; called once, after the last job is settled or released.
     func close() async
+}
+
+extension JobQueue {
+    public func check() async throws(ImagePipeError) -> Int? { await waitingCount() }
 }
 
 /// How settling a job went.

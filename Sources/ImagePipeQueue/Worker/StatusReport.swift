@@ -1,5 +1,6 @@
 // The worker's counters and its periodic status line.
 import Foundation
+import Logging
 
 /// Counts finished jobs and formats the status line.
 struct StatusReport: Sendable {
@@ -16,14 +17,18 @@ struct StatusReport: Sendable {
     mutating func countDone() { done += 1 }
     mutating func countFailed() { failed += 1 }
 
-    /// The line for now, with the rate since the previous line.
-    mutating func line(waiting: Int?, inFlight: Int, retrying: Int, at now: ContinuousClock.Instant) -> String {
+    /// The status line's fields for now, with the rate since the previous line (`waiting` only when known).
+    mutating func fields(waiting: Int?, inFlight: Int, retrying: Int, at now: ContinuousClock.Instant) -> Logger.Metadata {
         let finished = done + failed
         let seconds = (now - last.at).timeInterval
         let rate = seconds > 0 ? Double(finished - last.finished) / seconds : 0
         last = (now, finished)
-        let waitingPart = waiting.map { "\($0) waiting, " } ?? ""
-        return "status: \(waitingPart)\(inFlight) in flight, \(retrying) retrying, \(done) done, \(failed) failed, "
-            + "\(String(format: "%.2f", rate)) images/s"
+        var fields: Logger.Metadata = [
+            "in_flight": .stringConvertible(inFlight), "retrying": .stringConvertible(retrying),
+            "done": .stringConvertible(done), "failed": .stringConvertible(failed),
+            "images_per_s": .stringConvertible((rate * 100).rounded() / 100),
+        ]
+        if let waiting { fields["waiting"] = .stringConvertible(waiting) }
+        return fields
     }
 }

@@ -6,9 +6,14 @@ extension WorkerLoop {
     /// Claims until the loop stops. Reserving before claiming means a claimed job never waits for
     /// the pipeline, and a burst of thousands of jobs costs other workers nothing.
     func claimLoop() async {
-        while !state.withLock({ $0.stopping }) {
-            rerunDueRetries()
+        while true {
             let now = clock.now
+            let stopping = state.withLock { state in
+                state.lastLook = now
+                return state.stopping
+            }
+            if stopping { return }
+            rerunDueRetries()
             let room = state.withLock { $0.claims.room(held: $0.held.count, at: now) }
             var reserved = 0
             while reserved < room && pipeline.reserve(timeout: .now()) { reserved += 1 }

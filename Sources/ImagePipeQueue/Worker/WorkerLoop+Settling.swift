@@ -1,6 +1,7 @@
 // Settling: each result completed, retried, discarded or given back through the queue, and counted.
 import Foundation
 import ImagePipe
+import Logging
 
 extension WorkerLoop {
     /// Settles results as the pipeline reports them, several at once (a queue may batch them).
@@ -44,20 +45,22 @@ extension WorkerLoop {
     }
 
     private func apply(_ decision: FinishPolicy.Decision, to claimed: ClaimedJob, _ result: JobResult) async {
-        let name = claimed.source
         switch decision {
         case .complete:
             guard await settled(queue.complete(claimed, result: result), claimed) else { return }
-            logger.info("done \(name) in \(Int(result.timings.totalMs)) ms", metadata: [
-                "decode_ms": "\(Int(result.timings.decodeMs))", "encode_ms": "\(Int(result.timings.encodeMs))",
-                "store_ms": "\(Int(result.timings.storeMs))", "attempt": "\(claimed.job.attempt)",
-            ])
+            logger.info(result.status == .skipped ? "skipped" : "done", metadata: Self.metadata(result, claimed))
             state.withLock { $0.status.countDone() }
+            observer?.jobFinished(result)
             forget(claimed.id)
         case .retry(let delay):
             let failure = AttemptRecord(result)
-            logger.warning("attempt \(claimed.job.attempt)/\(configuration.retry.maxAttempts) of \(name) failed, retrying in \(delay.formattedSeconds): \(result.error ?? "")")
-            switch await queue.retry(claimed, failure: failure, after: delay) {
+            var metadata = Self.metadata(result, claimed)
+            metadata["max_attempts"] = .stringConvertible(configuration.retry.maxAttempts)
+            metadata["retry_in_ms"] = .stringConvertible(Int(delay.milliseconds.rounded()))
+            logger.warning("attempt failed, retrying", metadata: metadata)
+            let disposition = await queue.retry(claimed, failure: failure, after: delay)
+            if disposition == .keepHolding || disposition == .requeued { observer?.jobRetrying(result) }
+            switch disposition {
             case .keepHolding:
                 let until = clock.now + delay
                 state.withLock { state in
@@ -75,8 +78,9 @@ extension WorkerLoop {
             let record = FailureRecord(source: claimed.source, error: result.error ?? "unknown error", errorCode: result.errorCode,
                                        attempts: claimed.job.attempt, history: claimed.history + [AttemptRecord(result)], result: result)
             guard await settled(queue.discard(claimed, record: record), claimed) else { return }
-            logger.error("failed \(name) after \(claimed.job.attempt) attempt(s): \(result.error ?? "unknown error")")
+            logger.error("failed", metadata: Self.metadata(result, claimed))
             state.withLock { $0.status.countFailed() }
+            observer?.jobFinished(result)
             forget(claimed.id)
         case .release:
             await queue.release([claimed])
@@ -102,8 +106,18 @@ extension WorkerLoop {
 
     func logLeaseLost(_ claimed: ClaimedJob) {
         logger.warning("lease lost: another worker holds the job now; this worker's result is dropped", metadata: [
-            "job": "\(claimed.id)", "source": "\(claimed.source)", "attempt": "\(claimed.job.attempt)",
+            "job": "\(claimed.id)", "source": "\(claimed.source)", "attempt": .stringConvertible(claimed.job.attempt),
         ])
+    }
+
+    /// A settled job's log fields: the result's (see ``JobResult/logMetadata``), the queue's job ID
+    /// and the attempt; `source` is the name the queue knows the job by.
+    static func metadata(_ result: JobResult, _ claimed: ClaimedJob) -> Logger.Metadata {
+        var metadata = result.logMetadata
+        metadata["source"] = .string(claimed.source)
+        metadata["job"] = .string(claimed.id)
+        metadata["attempt"] = .stringConvertible(claimed.job.attempt)
+        return metadata
     }
 
     private func log(_ change: ClaimPolicy.Change, _ result: JobResult) {
@@ -111,7 +125,8 @@ extension WorkerLoop {
         case .none:
             break
         case .paused(let pause):
-            logger.warning("storage is full: no new claims for \(pause.formattedSeconds), longer while it stays full; jobs held retry as usual. \(result.error ?? "")")
+            logger.warning("storage is full: no new claims for a while, longer while it stays full; jobs held retry as usual",
+                           metadata: ["pause_ms": .stringConvertible(Int(pause.milliseconds.rounded())), "error": "\(result.error ?? "")"])
         case .resumed:
             logger.notice("storage takes objects again: claiming resumed")
         }

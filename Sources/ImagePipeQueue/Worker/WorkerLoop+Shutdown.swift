@@ -1,6 +1,7 @@
 // Stopping: no new claims, jobs in flight finish within the timeout, the rest are given back.
 import Foundation
 import ImagePipe
+import Logging
 
 extension WorkerLoop {
     /// Stops claiming; `run()` then drains and returns. Graceful shutdown calls this.
@@ -21,7 +22,7 @@ extension WorkerLoop {
             return !state.stoppingNow
         }
         if first {
-            logger.notice("stopping now: every job goes back to the \(queue.releasePlace)")
+            logger.notice("stopping now: every job goes back", metadata: ["to": "\(queue.releasePlace)"])
             drainWakeup.signal()
         }
         beginStopping()
@@ -34,7 +35,8 @@ extension WorkerLoop {
     /// deadline, leaving such jobs to the queue's own recovery (their leases lapse).
     func drain() async {
         let deadline = clock.now + configuration.shutdownTimeout
-        logger.notice("shutting down: no new claims, waiting up to \(configuration.shutdownTimeout) for jobs in flight")
+        logger.notice("shutting down: no new claims, waiting for jobs in flight",
+                      metadata: ["shutdown_timeout_ms": .stringConvertible(Int(configuration.shutdownTimeout.milliseconds.rounded()))])
         let waiting = state.withLock { state -> [ClaimedJob] in
             let ids = state.held.compactMap { id, held -> String? in
                 if case .waitingRetry = held.phase { id } else { nil }
@@ -69,10 +71,11 @@ extension WorkerLoop {
             return (ids.compactMap { state.held.removeValue(forKey: $0)?.claimed }, state.stoppingNow)
         }
         await queue.release(unfinished)
+        let metadata: Logger.Metadata = ["jobs": .stringConvertible(unfinished.count), "to": "\(queue.releasePlace)"]
         if now {
-            logger.warning("stopped at once: returned \(unfinished.count) job(s) in flight to the \(queue.releasePlace)")
+            logger.warning("stopped at once: returned the jobs in flight", metadata: metadata)
         } else {
-            logger.warning("shutdown timeout: returned \(unfinished.count) unfinished job(s) to the \(queue.releasePlace)")
+            logger.warning("shutdown timeout: returned the unfinished jobs", metadata: metadata)
         }
     }
 }

@@ -71,6 +71,8 @@ public final class WorkerLoop: Service, Sendable {
         var stopping = false
         var stoppingNow = false
         var opened = false
+        /// When the claim loop last looked for work (or the loop was made), for liveness.
+        var lastLook: ContinuousClock.Instant
         var openWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -87,6 +89,7 @@ public final class WorkerLoop: Service, Sendable {
     /// The settings.
     public let configuration: Configuration
     let logger: Logger
+    let observer: (any WorkerObserver)?
     let clock: any WorkerClock
     let finishing: FinishPolicy
     let state: Mutex<State>
@@ -99,19 +102,22 @@ public final class WorkerLoop: Service, Sendable {
     let results: AsyncStream<Finished>
     let resultsInput: AsyncStream<Finished>.Continuation
 
-    /// Creates a loop; `clock` is the real one unless a test drives time.
+    /// Creates a loop; `clock` is the real one unless a test drives time; `observer` hears of every
+    /// recorded outcome and retry.
     public init(queue: any JobQueue, pipeline: JobPipeline, configuration: Configuration = .init(),
-                clock: any WorkerClock = SystemClock(), logger: Logger = Logger(label: "imagepipe.queue")) {
+                clock: any WorkerClock = SystemClock(), observer: (any WorkerObserver)? = nil,
+                logger: Logger = Logger(label: "imagepipe.queue")) {
         self.queue = queue
         self.pipeline = pipeline
         self.configuration = configuration
         self.clock = clock
+        self.observer = observer
         self.logger = logger
         self.finishing = FinishPolicy(retry: configuration.retry)
         self.state = Mutex(State(
             claims: ClaimPolicy(holdLimit: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
                                 longestPause: configuration.retry.maxDelay),
-            status: StatusReport(startedAt: clock.now)))
+            lastLook: clock.now, status: StatusReport(startedAt: clock.now)))
         (results, resultsInput) = AsyncStream.makeStream(of: Finished.self)
     }
 
@@ -167,6 +173,13 @@ public final class WorkerLoop: Service, Sendable {
         logger.notice("stopped")
     }
 
+    /// Whether the loop is alive: its claim loop looked for work within `window` (it looks at least
+    /// once per ``JobQueue/pollInterval`` unless a claim hangs), or it is stopping and draining.
+    public func isAlive(within window: Duration) -> Bool {
+        let now = clock.now
+        return state.withLock { state in state.stopping || now - state.lastLook <= window }
+    }
+
     /// Suspends until the queue is open and jobs are being claimed.
     public func waitUntilOpened() async {
         await withCheckedContinuation { continuation in
@@ -197,9 +210,9 @@ public final class WorkerLoop: Service, Sendable {
         let waiting = await queue.waitingCount()
         let statistics = self.statistics
         let now = clock.now
-        let line = state.withLock { state in
-            state.status.line(waiting: waiting, inFlight: statistics.inFlight, retrying: statistics.retrying, at: now)
+        let fields = state.withLock { state in
+            state.status.fields(waiting: waiting, inFlight: statistics.inFlight, retrying: statistics.retrying, at: now)
         }
-        logger.info("\(line)")
+        logger.info("status", metadata: fields)
     }
 }

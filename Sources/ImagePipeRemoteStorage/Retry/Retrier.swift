@@ -7,6 +7,8 @@ import Logging
 struct Retrier: Sendable {
     let policy: RetryPolicy
     let quota: RetryQuota
+    /// The service retried requests go to (`s3`, `supabase`), for the retry counter.
+    let service: String
     let logger: Logger
 
     /// Runs `attempt` (given the attempt number from 1) until it succeeds or must give up.
@@ -28,7 +30,11 @@ struct Retrier: Sendable {
                 }
                 spent += cost
                 let delay = policy.delay(afterAttempt: number)
-                logger.warning("retrying \(what()) after \(error) (attempt \(number + 1) of \(policy.maxAttempts), in \(delay.formattedSeconds))")
+                logger.warning("retrying a storage request", metadata: [
+                    "request": "\(what())", "error": "\(error)", "attempt": .stringConvertible(number + 1),
+                    "max_attempts": .stringConvertible(policy.maxAttempts), "retry_in_ms": .stringConvertible(Int(delay.milliseconds.rounded())),
+                ])
+                RequestMetrics.retry(service: service)
                 Thread.sleep(forTimeInterval: delay.timeInterval)
                 number += 1
             }

@@ -22,7 +22,7 @@ final class S3Client: Sendable {
         self.logger = logger
         http = CurlHTTPClient(configuration: configuration.http)
         signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region, service: "s3")
-        retrier = Retrier(policy: configuration.retry, quota: quota, logger: logger)
+        retrier = Retrier(policy: configuration.retry, quota: quota, service: "s3", logger: logger)
     }
 
     /// Signs and sends one request for `key` in `bucket` (nil: the bucket itself); any non-2xx
@@ -45,9 +45,14 @@ final class S3Client: Sendable {
             response = try http.perform(HTTPRequest(method: method, url: url, headers: signable.headers, body: body,
                                                     maxResponseBytes: maxResponseBytes))
         } catch {
+            RequestMetrics.request(service: "s3", method: method, status: nil)
             throw .transport(error)
         }
-        logger.trace("\(method) \(url) -> \(response.status) in \((ContinuousClock.now - started).formattedSeconds)")
+        RequestMetrics.request(service: "s3", method: method, status: response.status)
+        logger.trace("request answered", metadata: [
+            "method": "\(method)", "url": "\(url)", "status": .stringConvertible(response.status),
+            "duration_ms": .stringConvertible(Int((ContinuousClock.now - started).milliseconds.rounded())),
+        ])
         guard response.isSuccess else { throw S3ErrorResponse.failure(response) }
         return response
     }

@@ -105,9 +105,8 @@ extension S3Storage {
                 _ = try send("DELETE", key: key, query: [("uploadId", uploadID)])
             }
         } catch {
-            let message = "multipart upload \(uploadID) of s3://\(configuration.destination.bucket)/\(key) is left behind "
-                + "(\(error.reason)); a lifecycle rule with AbortIncompleteMultipartUpload removes such parts"
-            logger.error("\(message)")
+            logger.error("a multipart upload is left behind; a lifecycle rule with AbortIncompleteMultipartUpload removes such parts",
+                         metadata: ["key": "s3://\(configuration.destination.bucket)/\(key)", "upload_id": "\(uploadID)", "error": "\(error.reason)"])
         }
     }
 }

@@ -35,7 +35,7 @@ public final class S3Storage: StorageRepository, Sendable {
             ? try putMultipart(object, key: key) : try putSingle(object, key: key)
         // The key was free when looked up and is taken now.
         if !written { return try settleTakenKey(object, url: configuration.objectURL(forKey: key)) }
-        logger.trace("stored \(object.body.count) bytes at \(location)\(object.key)")
+        logger.trace("stored", metadata: ["key": "\(object.key)", "bytes": .stringConvertible(object.body.count)])
         return StoredObject(key: object.key, url: configuration.objectURL(forKey: key), bytes: object.body.count)
     }
 
@@ -113,9 +113,10 @@ public final class S3Storage: StorageRepository, Sendable {
     func removeCorrupted(_ key: String) {
         do {
             _ = try send("DELETE", key: key)
-            logger.warning("removed s3://\(configuration.destination.bucket)/\(key): its upload arrived damaged")
+            logger.warning("removed an object whose upload arrived damaged", metadata: ["key": "s3://\(configuration.destination.bucket)/\(key)"])
         } catch {
-            logger.error("s3://\(configuration.destination.bucket)/\(key) may hold damaged bytes and could not be removed: \(error)")
+            logger.error("an object may hold damaged bytes and could not be removed",
+                         metadata: ["key": "s3://\(configuration.destination.bucket)/\(key)", "error": "\(error)"])
         }
     }
 }

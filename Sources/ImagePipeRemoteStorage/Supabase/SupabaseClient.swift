@@ -18,7 +18,7 @@ final class SupabaseClient: Sendable {
         key = configuration.key
         self.logger = logger
         http = CurlHTTPClient(configuration: configuration.http)
-        retrier = Retrier(policy: configuration.retry, quota: quota, logger: logger)
+        retrier = Retrier(policy: configuration.retry, quota: quota, service: "supabase", logger: logger)
     }
 
     /// `Authorization: Bearer` and `apikey`, both carrying the key, as Supabase's gateway wants.
@@ -38,9 +38,14 @@ final class SupabaseClient: Sendable {
         do {
             response = try http.perform(request)
         } catch {
+            RequestMetrics.request(service: "supabase", method: request.method, status: nil)
             throw .transport(error)
         }
-        logger.trace("\(request.method) \(request.url) -> \(response.status) in \((ContinuousClock.now - started).formattedSeconds)")
+        RequestMetrics.request(service: "supabase", method: request.method, status: response.status)
+        logger.trace("request answered", metadata: [
+            "method": "\(request.method)", "url": "\(request.url)", "status": .stringConvertible(response.status),
+            "duration_ms": .stringConvertible(Int((ContinuousClock.now - started).milliseconds.rounded())),
+        ])
         guard response.isSuccess else { throw SupabaseErrorResponse.failure(response) }
         return response
     }

@@ -37,7 +37,7 @@ public final class SupabaseStorage: StorageRepository, Sendable {
             // The key was free when looked up and is taken now.
             return try settleTakenKey(object, url: configuration.objectURL(forKey: key))
         }
-        logger.trace("stored \(object.body.count) bytes at \(location)\(object.key)")
+        logger.trace("stored", metadata: ["key": "\(object.key)", "bytes": .stringConvertible(object.body.count)])
         return StoredObject(key: object.key, url: configuration.objectURL(forKey: key), bytes: object.body.count)
     }
 

@@ -1,0 +1,5 @@
+import CoreMetrics
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Prometheus

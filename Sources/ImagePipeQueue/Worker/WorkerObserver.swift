@@ -1,0 +1,13 @@
+// What a worker loop reports as its jobs settle: the outcomes the queue recorded, and the retries (for metrics).
+import ImagePipe
+
+/// Told by a ``WorkerLoop`` what became of each job once the queue has recorded it.
+///
+/// Called on the loop's tasks, once per settled job; keep it quick. Jobs given back unfinished (a
+/// shutdown) or dropped after a lost lease are not reported: another worker reports them.
+public protocol WorkerObserver: Sendable {
+    /// A job's outcome was recorded: done, skipped (up to date) or failed for good, as the result says.
+    func jobFinished(_ result: JobResult)
+    /// An attempt failed for a reason that may pass; the job runs again after a delay.
+    func jobRetrying(_ result: JobResult)
+}
