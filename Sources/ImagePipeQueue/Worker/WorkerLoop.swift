@@ -68,11 +68,11 @@ public final class WorkerLoop: Service, Sendable {
         var abandoned: Set<String> = []
         var claims: ClaimPolicy
         var status: StatusReport
+        /// When the claim loop last looked for work (or the loop was made), for liveness.
+        var lastLook: ContinuousClock.Instant
         var stopping = false
         var stoppingNow = false
         var opened = false
-        /// When the claim loop last looked for work (or the loop was made), for liveness.
-        var lastLook: ContinuousClock.Instant
         var openWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -117,7 +117,7 @@ public final class WorkerLoop: Service, Sendable {
         self.state = Mutex(State(
             claims: ClaimPolicy(holdLimit: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
                                 longestPause: configuration.retry.maxDelay),
-            lastLook: clock.now, status: StatusReport(startedAt: clock.now)))
+            status: StatusReport(startedAt: clock.now), lastLook: clock.now))
         (results, resultsInput) = AsyncStream.makeStream(of: Finished.self)
     }
 

@@ -1,5 +1,0 @@
-import CoreMetrics
-import NIOCore
-import NIOHTTP1
-import NIOPosix
-import Prometheus
