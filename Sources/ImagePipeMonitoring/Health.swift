@@ -13,20 +13,22 @@ public final class Health: Sendable {
     private struct State {
         /// The last outcome of each check by name: nil when it passed, else why not.
         var failures: [String: String?] = [:]
-        var stopping = false
     }
 
     private let checkNames: [String]
     private let liveness: @Sendable () -> Bool
+    private let stopRequested: @Sendable () -> Bool
     private let state = Mutex(State())
     private let readyGauge: Gauge
 
     /// Creates the health of a process whose readiness rests on the checks named `checks` (ready
-    /// only once each has passed), alive while `liveness` says so.
+    /// only once each has passed, and never once `stopRequested` says a stop was asked for), alive
+    /// while `liveness` says so.
     public init(checks: [String], liveness: @escaping @Sendable () -> Bool = { true },
-                factory: any MetricsFactory = MetricsSystem.factory) {
+                stopRequested: @escaping @Sendable () -> Bool = { false }, factory: any MetricsFactory = MetricsSystem.factory) {
         self.checkNames = checks
         self.liveness = liveness
+        self.stopRequested = stopRequested
         self.readyGauge = Gauge(label: MetricCatalogue.ready.name, factory: factory)
         readyGauge.record(0)
     }
@@ -34,28 +36,28 @@ public final class Health: Sendable {
     /// Whether the worker is alive.
     public var isAlive: Bool { liveness() }
 
-    /// A stop was asked for: not ready from now on.
-    public func markStopping() {
-        state.withLock { $0.stopping = true }
-        readyGauge.record(0)
-    }
-
     /// Records the outcome of a check: nil when it passed, else why not.
     public func record(_ check: String, failure: String?) {
-        let ready = state.withLock { state in
-            state.failures[check] = .some(failure)
-            return Self.problems(state, checkNames).isEmpty
+        state.withLock { state in state.failures[check] = .some(failure) }
+        readyGauge.record(problems.isEmpty ? 1 : 0)
+    }
+
+    /// Whether the check named `check` failed at its last run.
+    public func failing(_ check: String) -> Bool {
+        state.withLock { state in
+            if case .some(.some) = state.failures[check] { true } else { false }
         }
-        readyGauge.record(ready ? 1 : 0)
     }
 
     /// Why the worker is not ready (empty when it is): one line per problem.
     public var problems: [String] {
-        state.withLock { Self.problems($0, checkNames) }
+        let stopping = stopRequested()
+        if stopping { readyGauge.record(0) }
+        return state.withLock { Self.problems($0, checkNames, stopping: stopping) }
     }
 
-    private static func problems(_ state: State, _ names: [String]) -> [String] {
-        var problems: [String] = state.stopping ? ["stopping: a stop was asked for"] : []
+    private static func problems(_ state: State, _ names: [String], stopping: Bool) -> [String] {
+        var problems: [String] = stopping ? ["stopping: a stop was asked for"] : []
         for name in names {
             switch state.failures[name] {
             case .none: problems.append("\(name): not checked yet")

@@ -77,7 +77,7 @@ public final class ReadinessChecks: Service, Sendable {
     }
 
     private func record(_ name: String, failure: String?) {
-        let before = health.problems.contains { $0.hasPrefix(name + ": ") && !$0.hasSuffix("not checked yet") }
+        let before = health.failing(name)
         health.record(name, failure: failure)
         if let failure, !before {
             logger.warning("readiness check failed", metadata: ["check": "\(name)", "error": "\(failure)"])

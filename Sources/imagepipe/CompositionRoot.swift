@@ -6,10 +6,11 @@ import Logging
 
 /// Builds the services a command runs with.
 enum CompositionRoot {
-    /// Installs the console log handler at the requested level and returns the root logger.
-    static func bootstrapLogging(level: String) -> Logger {
+    /// Installs the console log handler at the requested level and format and returns the root logger.
+    static func bootstrapLogging(level: String, format: LogFormat = .text) -> Logger {
         let level = Logger.Level(rawValue: level.lowercased()) ?? .info
-        LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, logLevel: level) }
+        let redaction = SecretRedaction()
+        LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, logLevel: level, format: format, redaction: redaction) }
         return Logger(label: "imagepipe")
     }
 

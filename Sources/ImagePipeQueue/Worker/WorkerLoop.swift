@@ -180,6 +180,9 @@ public final class WorkerLoop: Service, Sendable {
         return state.withLock { state in state.stopping || now - state.lastLook <= window }
     }
 
+    /// Whether a stop was asked for (graceful or at once): no new claims.
+    public var isStopping: Bool { state.withLock { $0.stopping } }
+
     /// Suspends until the queue is open and jobs are being claimed.
     public func waitUntilOpened() async {
         await withCheckedContinuation { continuation in

@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
+import ImagePipeMonitoring
 import Synchronization
 
 struct BatchCommand: ParsableCommand {
@@ -33,6 +34,8 @@ struct BatchCommand: ParsableCommand {
 
     @OptionGroup var options: JobOptions
 
+    @OptionGroup var service: ServiceOptions
+
     @Flag(name: .long, help: "Redo sources whose outputs are all in place from the same original (skipped otherwise).")
     var force = false
 
@@ -50,9 +53,25 @@ struct BatchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let logger = CompositionRoot.bootstrapLogging(level: options.logLevel)
+        let logger = CompositionRoot.bootstrapLogging(level: options.logLevel, format: service.logFormat)
         // Until images start, Ctrl-C (also while a list is read from standard input) stops at once.
         let interruption = Interruption(logger: logger)
+        // The endpoints answer for the whole run, the reading of a --from list included; the
+        // metrics backend is in place before the first metric is made.
+        let progressState = BatchProgressState()
+        let jobMetrics = service.address.map { _ in
+            _ = Monitoring.bootstrapMetrics()
+            return JobMetrics()
+        }
+        let monitoring = try service.address.map { (address) throws(ImagePipeError) in
+            try CompositionRoot.monitoring(at: address, batch: progressState, interruption: interruption,
+                                           interval: .seconds(service.checkInterval), logger: logger)
+        }
+        let checks = monitoring.map { monitoring in Task { try await monitoring.checks.run() } }
+        defer {
+            checks?.cancel()
+            monitoring?.stop()
+        }
         // Sources are read and checked before the destination is created, so a typo creates nothing.
         let inputs = try sources.map { SourceScanner.Input($0) }
             + (from.map { (path) throws(ImagePipeError) in try Self.readList(path) } ?? [])
@@ -81,23 +100,27 @@ struct BatchCommand: ParsableCommand {
             path == "-" ? ManifestWriter(standardOutputThrough: Console.shared.output) : try ManifestWriter(path: path)
         }
         for (path, reason) in scan.unreadable {
-            logger.warning("cannot list directory \(path): \(reason)")
+            logger.warning("cannot list a directory", metadata: ["path": "\(path)", "error": "\(reason)"])
         }
         for skipped in scan.skipped {
             writer?.append(skipped)
-            logger.info("skipped \(skipped.source): \(skipped.reason ?? "")")
+            jobMetrics?.jobFinished(skipped)
+            logger.info("skipped", metadata: skipped.logMetadata)
         }
         if scan.jobs.isEmpty { logger.warning("no images found") }
-        logger.debug("found \(scan.jobs.count) images, \(scan.skipped.count) other entries")
+        logger.debug("found the sources", metadata: ["images": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count)])
+        progressState.started(total: scan.jobs.count, pipeline: pipeline)
 
         let progress = ProgressLine()
         interruption.finishWorkInFlight()
         let summary = runner.run(scan, startedAt: started, shouldStop: { interruption.isRequested }) { result, state in
             writer?.append(result)
+            jobMetrics?.jobFinished(result)
+            progressState.finishedOne()
             switch result.status {
-            case .failed: logger.error("failed \(result.source): \(result.error ?? "unknown error")")
-            case .skipped: logger.info("skipped \(result.source): \(result.reason ?? "")")
-            case .done: logger.debug("done \(result.source) in \(result.timings.totalMs) ms")
+            case .failed: logger.error("failed", metadata: result.logMetadata)
+            case .skipped: logger.info("skipped", metadata: result.logMetadata)
+            case .done: logger.debug("done", metadata: result.logMetadata)
             }
             progress.update(state)
         }

@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
+import ImagePipeMonitoring
 import ImagePipePostgres
 import ImagePipeQueue
 import Logging
@@ -28,6 +29,8 @@ struct WatchCommand: AsyncParsableCommand {
     var queue: String
 
     @OptionGroup var options: JobOptions
+
+    @OptionGroup var service: ServiceOptions
 
     @Option(name: .customLong("max-attempts"), help: "Attempts per job before a transient failure is final.")
     var maxAttempts: Int = 5
@@ -64,7 +67,13 @@ struct WatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = CompositionRoot.bootstrapLogging(level: options.logLevel)
+        let logger = CompositionRoot.bootstrapLogging(level: options.logLevel, format: service.logFormat)
+        // Metrics go to Prometheus only when asked, and the backend must be in place before the first
+        // metric is made; without it, swift-metrics records nothing at no cost.
+        let jobMetrics = service.address.map { _ in
+            _ = Monitoring.bootstrapMetrics()
+            return JobMetrics()
+        }
         // Jobs from PostgreSQL may name objects in S3 or Supabase: read them with whichever of the two
         // the environment has credentials for (a job naming the other fails with the reason).
         let handler = try CompositionRoot.fileHandler(
@@ -79,10 +88,17 @@ struct WatchCommand: AsyncParsableCommand {
         let worker = WorkerLoop(
             queue: jobs, pipeline: pipeline,
             configuration: .init(retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval)),
-            logger: logger)
-        logger.info("storing into \(handler.storage.location)")
+            observer: jobMetrics, logger: logger)
+        let monitoring = try service.address.map { (address) throws(ImagePipeError) in
+            try CompositionRoot.monitoring(at: address, worker: worker, storage: handler.storage,
+                                           interval: .seconds(service.checkInterval), logger: logger)
+        }
+        logger.info("storing", metadata: ["destination": "\(handler.storage.location)"])
+        // Services stop in reverse order: the worker drains first while the monitoring endpoints
+        // still answer (/readyz with 503), then they close.
+        let services = (monitoring?.services ?? []) + [worker]
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: worker)], logger: logger))
+            configuration: .init(services: services.map { .init(service: $0) }, logger: logger))
         let signals = ShutdownSignals(
             shutdownTimeout: .seconds(shutdownTimeout), logger: logger,
             graceful: { Task { await group.triggerGracefulShutdown() } },

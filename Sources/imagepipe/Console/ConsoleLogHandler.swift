@@ -1,12 +1,25 @@
-// swift-log handler writing one line per message to standard error through the shared console.
+// swift-log handler writing one line per message to standard error through the shared console, as text or JSON.
 import Foundation
 import Logging
 
-/// Logs as `TIMESTAMP LEVEL message key=value ...` on standard error.
+/// Logs on standard error, as `TIMESTAMP LEVEL message key=value ...` or one JSON object per line.
+///
+/// Values go into fields, never into the message (the job path's log calls pass them as metadata),
+/// so a JSON line can be filtered on `source`, `error_code` or `total_ms` without parsing text.
+/// Every line passes through ``SecretRedaction`` first.
 struct ConsoleLogHandler: LogHandler {
     let label: String
+    let format: LogFormat
+    let redaction: SecretRedaction
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
+
+    init(label: String, logLevel: Logger.Level, format: LogFormat = .text, redaction: SecretRedaction = SecretRedaction()) {
+        self.label = label
+        self.logLevel = logLevel
+        self.format = format
+        self.redaction = redaction
+    }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -16,14 +29,18 @@ struct ConsoleLogHandler: LogHandler {
     func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { $1 } }
-        var text = "\(Self.timestamp()) \(event.level.rawValue) \(event.message)"
-        if !merged.isEmpty {
-            text += " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let time = Self.timestamp()
+        let message = redaction.apply("\(event.message)")
+        merged = merged.mapValues(redaction.apply)
+        let line = switch format {
+        case .text: textLine(time: time, level: event.level, message: message, metadata: merged)
+        case .json: jsonLine(time: time, level: event.level, message: message, metadata: merged)
         }
-        Console.shared.line(text)
+        Console.shared.line(line)
     }
 
-    private static func timestamp() -> String {
+    /// Now in RFC 3339, UTC, with milliseconds: `2026-05-01T12:34:56.789Z`.
+    static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var parts = tm()
