@@ -126,7 +126,18 @@ struct BatchCommand: ParsableCommand {
         }
         progress.clear()
         writer?.close()
-        for line in summary.lines { Console.shared.line("imagepipe: " + line) }
+        if service.logFormat == .json {
+            // Every line on standard error stays a JSON object: the summary is one more, with its figures as fields.
+            logger.notice("summary", metadata: [
+                "total": .stringConvertible(summary.total), "done": .stringConvertible(summary.done),
+                "failed": .stringConvertible(summary.failed), "skipped": .stringConvertible(summary.skipped),
+                "input_bytes": .stringConvertible(summary.bytesIn), "output_bytes": .stringConvertible(summary.bytesOut),
+                "wall_ms": .stringConvertible(Int(summary.wallTime.milliseconds.rounded())),
+                "interrupted": .stringConvertible(summary.interrupted),
+            ])
+        } else {
+            for line in summary.lines { Console.shared.line("imagepipe: " + line) }
+        }
         if summary.interrupted { throw ExitCode(130) }
         if summary.failed > 0 { throw ExitCode(1) }
     }
