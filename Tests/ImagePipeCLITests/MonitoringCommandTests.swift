@@ -128,11 +128,9 @@ struct MonitoringCommandTests {
 
     @Test func aBatchServesItsEndpointsForItsWholeRun() throws {
         CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/tiny.png")
-        // The list comes through a FIFO: the batch waits for it with its endpoints up.
-        let list = directory.url("list")
-        #expect(mkfifo(list, 0o600) == 0)
-        let batch = try WorkerProcess(["batch", "--from", list, "--dest", directory.url("out"), "--metrics-address", "127.0.0.1:0",
-                                       "--check-interval", "0.2"], log: directory.url("batch.log"))
+        // The list comes on standard input: the batch waits for it with its endpoints up.
+        let batch = try WorkerProcess(["batch", "--from", "-", "--dest", directory.url("out"), "--metrics-address", "127.0.0.1:0",
+                                       "--check-interval", "0.2"], log: directory.url("batch.log"), writableInput: true)
         let address = try #require(batch.monitoringAddress(), "\(batch.log)")
         #expect(LoopbackHTTP.get("http://\(address)/healthz").status == 200)
         let waiting = LoopbackHTTP.get("http://\(address)/readyz")
@@ -141,7 +139,7 @@ struct MonitoringCommandTests {
         #expect(try scrape.promtool().status == 0)
         #expect(scrape.value("imagepipe_process_threads").map { $0 >= 2 } == true, "\(scrape.text)")
 
-        let writer = try FileHandle(forWritingTo: URL(fileURLWithPath: list))
+        let writer = try #require(batch.input)
         writer.write(Data((directory.url("src/tiny.png") + "\n").utf8))
         try writer.close()
         #expect(batch.waitForExit(seconds: 60) == 0, "\(batch.log)")

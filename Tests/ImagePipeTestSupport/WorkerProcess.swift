@@ -8,11 +8,17 @@ public final class WorkerProcess: @unchecked Sendable {
     public let process = Process()
     /// Where its standard error goes.
     public let logPath: String
+    /// Its standard input, when it was started with one to write to (else /dev/null).
+    public let input: FileHandle?
 
     /// Starts `imagepipe` with `arguments`; as the user `nobody` when `asNobody` (the caller must be root).
-    /// `environment` replaces the test's `AWS_*` variables when given.
-    public init(_ arguments: [String], log: String, asNobody: Bool = false, environment: [String: String]? = nil) throws {
+    /// `environment` replaces the test's `AWS_*` variables when given; with `writableInput`, ``input``
+    /// writes to its standard input.
+    public init(_ arguments: [String], log: String, asNobody: Bool = false, environment: [String: String]? = nil,
+                writableInput: Bool = false) throws {
         logPath = log
+        let pipe = writableInput ? Pipe() : nil
+        input = pipe?.fileHandleForWriting
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         if asNobody {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -25,6 +31,7 @@ public final class WorkerProcess: @unchecked Sendable {
             process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") }.merging(environment) { $1 }
         }
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        if let pipe { process.standardInput = pipe }
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try process.run()
     }
