@@ -19,8 +19,8 @@ test: deps test-deps
 
 # Tools only the tests need: PostgreSQL 15 (the queue tests start it themselves, initdb into a
 # temporary directory), moto's S3 server and boto3 (servers started on loopback), the reference
-# `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), and Chromium
-# (renders the report).
+# `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), Chromium
+# (renders the report), and Prometheus with promtool and curl (check and scrape the metrics endpoint).
 test-deps:
 	@[ -x /usr/lib/postgresql/15/bin/initdb ] || { \
 		echo "installing postgresql for the PostgreSQL queue tests"; \
@@ -36,6 +36,9 @@ test-deps:
 	}
 	@command -v chromium >/dev/null || { echo "installing chromium for the report test"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	@{ command -v promtool && command -v prometheus && command -v curl; } >/dev/null || { \
+		echo "installing prometheus and curl for the metrics tests"; $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus curl; }
 
 build: deps
 	$(SWIFT) build

@@ -148,8 +148,8 @@ struct PostgresWatchCommandTests {
         let password = fixture.server.password
         let withPassword = "postgres://postgres:\(password)@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
         let worker = try worker(fixture, "worker", Self.smallVariant, url: withPassword)
-        let address = "watching postgres://postgres@127.0.0.1:\(fixture.server.port)/\(fixture.database)?queue=images"
-        #expect(try await offPool { worker.waitForLog(address) }, "\(worker.log)")
+        let address = "postgres://postgres@127.0.0.1:\(fixture.server.port)/\(fixture.database)?queue=images"
+        #expect(try await offPool { worker.waitForLog("watching queue=\(TextLog.rendered(address))") }, "\(worker.log)")
         worker.send(SIGTERM)
         #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
         #expect(!worker.log.contains(password))

@@ -87,7 +87,8 @@ import Testing
         let gets = proxy.entries().filter { $0.method == "GET" }.map(\.path)
         #expect(!gets.contains { $0.hasSuffix("/huge.jpg") }, "no GET for the over-size object: \(gets)")
         #expect(gets.contains { $0.hasSuffix("/ok.jpg") } && gets.contains { $0.hasSuffix("/gone.jpg") })
-        #expect(output.stderr.contains("failed s3://\(bucket)/photos/gone.jpg: s3://\(bucket)/photos/gone.jpg does not exist"),
+        #expect(output.stderr.contains(#"error="s3://\#(bucket)/photos/gone.jpg does not exist"#), "\(output.stderr)")
+        #expect(TextLog.hasLine(output.stderr, "error", "failed", ["source": "s3://\(bucket)/photos/gone.jpg", "error_code": "source_not_found"]),
                 "\(output.stderr)")
     }
 
