@@ -167,6 +167,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "ImagePipeMonitoringTests",
+            dependencies: [
+                "ImagePipe", "ImagePipeMonitoring", "ImagePipeTestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "ImagePipeCLITests",
             dependencies: ["ImagePipe", "ImagePipeVipsTesting", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
             swiftSettings: strict

@@ -104,12 +104,49 @@ import Testing
 
     private func makeLoop(_ queue: MemoryQueue, compressor: any ImageCompressor = ScriptedCompressor(),
                           storage: any StorageRepository = InMemoryStorage(), clock: ManualClock,
-                          retry: RetryPolicy = .init(), configuration: WorkerLoop.Configuration? = nil) -> WorkerLoop {
+                          retry: RetryPolicy = .init(), configuration: WorkerLoop.Configuration? = nil,
+                          observer: (any WorkerObserver)? = nil) -> WorkerLoop {
         let handler = FileHandler(compressor: compressor, storage: storage)
         let pipeline = JobPipeline(handler: handler, configuration: .init(jobs: 1, uploads: 1))
         return WorkerLoop(queue: queue, pipeline: pipeline,
                           configuration: configuration ?? .init(retry: retry, shutdownTimeout: .seconds(5), statusInterval: .zero),
-                          clock: clock, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+                          clock: clock, observer: observer, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    @Test func theObserverHearsEachRecordedOutcomeOnceAndEachRetry() async throws {
+        let queue = MemoryQueue(jobs: ["a.jpg", "b.jpg", "c.jpg"])
+        let storage = InMemoryStorage(failing: { object, attempt in
+            object.key.hasPrefix("a-") && attempt == 1 ? ImagePipeError(.storageUnavailable, "503 Slow Down") : nil
+        })
+        let compressor = ScriptedCompressor(failing: { $0 == "c.jpg" ? ImagePipeError(.corruptImage, "corrupt or truncated image data") : nil })
+        let observer = RecordingObserver()
+        let loop = makeLoop(queue, compressor: compressor, storage: storage, clock: ManualClock(),
+                            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)), observer: observer)
+        let running = Task { try await loop.run() }
+        #expect(await until { observer.finished.count == 3 }, "\(observer.finished)")
+        let finished = Dictionary(observer.finished.map { ($0.source, $0) }, uniquingKeysWith: { first, _ in first })
+        #expect(observer.finished.count == 3 && finished.count == 3, "each job once")
+        #expect(finished["a.jpg"]?.status == .done && finished["b.jpg"]?.status == .done)
+        #expect(finished["c.jpg"]?.status == .failed && finished["c.jpg"]?.errorCode == .corruptImage)
+        #expect(observer.retrying.map(\.source) == ["a.jpg"] && observer.retrying.first?.errorCode == .storageUnavailable)
+        loop.beginStopping()
+        try await running.value
+    }
+
+    @Test func aLoopStuckInAClaimIsNotAliveButADrainingOneIs() async throws {
+        let queue = MemoryQueue(jobs: [])
+        queue.holdClaims = true
+        let clock = ManualClock()
+        let loop = makeLoop(queue, clock: clock)
+        let running = Task { try await loop.run() }
+        #expect(await until { queue.claimsHeld == 1 })
+        #expect(loop.isAlive(within: .seconds(30)))
+        clock.advance(by: .seconds(31))
+        #expect(!loop.isAlive(within: .seconds(30)), "31 s on the loop's clock inside one claim")
+        loop.beginStopping()
+        #expect(loop.isStopping && loop.isAlive(within: .seconds(30)), "a loop asked to stop is draining, and alive")
+        queue.holdClaims = false
+        try await running.value
     }
 
     /// Polls a condition the loop reaches by itself (real work on real threads), not by the clock.
@@ -133,6 +170,8 @@ final class MemoryQueue: JobQueue {
         var attempts: [String: Int] = [:]
         var heartbeats = 0
         var loseOnHeartbeat = false
+        var holdClaims = false
+        var claimsHeld = 0
         var closed = false
         var wake: (@Sendable () -> Void)?
     }
@@ -173,12 +212,24 @@ final class MemoryQueue: JobQueue {
         get { state.withLock { $0.loseOnHeartbeat } }
         set { state.withLock { $0.loseOnHeartbeat = newValue } }
     }
+    /// While true, a claim does not return (a queue that hangs); ``claimsHeld`` counts the claims kept waiting.
+    var holdClaims: Bool {
+        get { state.withLock { $0.holdClaims } }
+        set { state.withLock { $0.holdClaims = newValue } }
+    }
+    var claimsHeld: Int { state.withLock { $0.claimsHeld } }
 
     func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
         state.withLock { $0.wake = wake }
     }
 
     func claim(upTo limit: Int) async -> [ClaimedJob] {
+        if state.withLock({ state in
+            if state.holdClaims { state.claimsHeld += 1 }
+            return state.holdClaims
+        }) {
+            while state.withLock({ $0.holdClaims }) { try? await Task.sleep(for: .milliseconds(5)) }
+        }
         let names = state.withLock { state -> [(String, Int)] in
             let names = Array(state.waiting.prefix(limit))
             state.waiting.removeFirst(names.count)
@@ -225,4 +276,15 @@ final class MemoryQueue: JobQueue {
     func waitingCount() async -> Int? { state.withLock { $0.waiting.count } }
 
     func close() async { state.withLock { $0.closed = true } }
+}
+
+/// Records what a worker loop reports.
+final class RecordingObserver: WorkerObserver {
+    private let state = Mutex<(finished: [JobResult], retrying: [JobResult])>(([], []))
+
+    var finished: [JobResult] { state.withLock { $0.finished } }
+    var retrying: [JobResult] { state.withLock { $0.retrying } }
+
+    func jobFinished(_ result: JobResult) { state.withLock { $0.finished.append(result) } }
+    func jobRetrying(_ result: JobResult) { state.withLock { $0.retrying.append(result) } }
 }
