@@ -183,8 +183,8 @@ import Testing
             let name = "latency-\(index).png"
             let delivered = Date()
             deliver("images/formats/tiny.png", as: name)
-            #expect(worker.waitForLog("claimed \(name)"))
-            guard let line = worker.log.split(separator: "\n").first(where: { $0.hasSuffix("claimed \(name)") }),
+            #expect(worker.waitForLog("claimed source=\(name)"))
+            guard let line = worker.log.split(separator: "\n").first(where: { $0.hasSuffix("claimed source=\(name)") }),
                   let claimed = ISO8601DateFormatter.withFractions.date(from: String(line.prefix(24))) else { continue }
             latencies.append(claimed.timeIntervalSince(delivered) * 1000)
             #expect(eventually { files("done").contains(name + ".json") })

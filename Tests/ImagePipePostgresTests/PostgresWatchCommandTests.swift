@@ -149,7 +149,7 @@ struct PostgresWatchCommandTests {
         let withPassword = "postgres://postgres:\(password)@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
         let worker = try worker(fixture, "worker", Self.smallVariant, url: withPassword)
         let address = "postgres://postgres@127.0.0.1:\(fixture.server.port)/\(fixture.database)?queue=images"
-        #expect(try await offPool { worker.waitForLog("watching queue=\(TextLog.rendered(address))") }, "\(worker.log)")
+        #expect(try await offPool { worker.waitForLog("watching queue=\"\(address)") }, "\(worker.log)")
         worker.send(SIGTERM)
         #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
         #expect(!worker.log.contains(password))
