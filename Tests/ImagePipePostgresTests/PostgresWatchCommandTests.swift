@@ -143,6 +143,21 @@ struct PostgresWatchCommandTests {
         #expect(pruned.status == 0 && pruned.stderr.contains("deleted 1"), "\(pruned)")
     }
 
+    @Test func workersWithExitWhenEmptyWorkOffTheBacklogAndExit() async throws {
+        let fixture = try PostgresFixture()
+        try await enqueueCopies(of: "images/formats/tiny.png", count: 300, into: fixture)
+        let broken = fixture.directory.write("src/broken.jpg", try Data(contentsOf: URL(fileURLWithPath: Self.fixtures + "/hostile/truncated.jpg")))
+        let url = fixture.server.url(database: fixture.database)
+        #expect(try await offPool { try CommandLineRunner.run(["enqueue", url, broken], environment: fixture.server.environment) }.status == 0)
+        let workers = try (0..<2).map { try worker(fixture, "worker-\($0)", Self.smallVariant + ["--exit-when-empty"]) }
+        for worker in workers {
+            #expect(try await offPool { worker.waitForExit(seconds: 120) } == 0, "\(worker.log.suffix(2000))")
+            #expect(worker.log.contains("the queue is empty"))
+        }
+        #expect(try fixture.states() == ["done": 300, "discarded": 1])
+        try await expectOutputsDecode(fixture, count: 300)
+    }
+
     @Test func thePasswordNeverShowsInLogsOrErrors() async throws {
         let fixture = try PostgresFixture()
         let password = fixture.server.password

@@ -47,6 +47,11 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("quiet-period"), help: "Seconds another user's file written into the inbox must stay unchanged before it is taken, when its writers cannot be seen (no CAP_LEASE).")
     var quietPeriod: Double = 10
 
+    @Flag(name: .customLong("exit-when-empty"), help: ArgumentHelp(
+        "Exit (0) once nothing is waiting in the queue and this worker holds no job: work off a backlog, then stop. "
+            + "Jobs other workers are running stay theirs."))
+    var exitWhenEmpty = false
+
     @Option(name: .customLong("lease"), help: "PostgreSQL: seconds a claimed job stays this worker's without a heartbeat (renewed every third of it).")
     var lease: Double = 30
 
@@ -78,11 +83,12 @@ struct WatchCommand: AsyncParsableCommand {
         let jobs = try jobQueue(logger: logger)
         let worker = WorkerLoop(
             queue: jobs, pipeline: pipeline,
-            configuration: .init(retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval)),
+            configuration: .init(retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval),
+                           exitWhenEmpty: exitWhenEmpty),
             logger: logger)
         logger.info("storing into \(handler.storage.location)")
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: worker)], logger: logger))
+            configuration: .init(services: [.init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
         let signals = ShutdownSignals(
             shutdownTimeout: .seconds(shutdownTimeout), logger: logger,
             graceful: { Task { await group.triggerGracefulShutdown() } },
