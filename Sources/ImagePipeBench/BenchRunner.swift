@@ -117,7 +117,7 @@ public struct BenchRunner: Sendable {
                     let measurement = ProcessRunner.run(commands, parallel: parallel, environment: peers[measured].environment, output: log)
                     measurements[measured].append(measurement)
                 }
-                outputBytes[index] = Self.bytes(under: output)
+                if peers[index].outputIsLocal { outputBytes[index] = Self.bytes(under: output) }
                 try? FileManager.default.removeItem(atPath: output)
             }
         }

@@ -15,6 +15,8 @@ public struct Peer: Sendable {
     /// For imagepipe writing locally: the command of an untimed run that scores every variant
     /// (`--score`) into the manifest given, for the bytes-and-score columns.
     public var scoredCommand: (@Sendable (_ corpus: Corpus, _ output: String, _ manifest: String) -> [String])?
+    /// Whether its outputs land in the run's output folder (not in object storage), where their bytes are counted.
+    public var outputIsLocal = true
     /// Commands run before each timed run, untimed (queueing the corpus for queue workers).
     public var setup: (@Sendable (_ corpus: Corpus, _ output: String) -> [[String]])?
 
@@ -60,6 +62,7 @@ extension Peer {
             let target = destination.map { $0 + "/" + URL(fileURLWithPath: output).lastPathComponent } ?? output
             return ([command(corpus, target, manifest(output))], 1)
         }
+        peer.outputIsLocal = destination == nil
         if destination == nil {
             peer.scoredCommand = { corpus, output, manifest in command(corpus, output, manifest) + ["--score"] }
         }
@@ -87,6 +90,7 @@ extension Peer {
             for variant in job.variants { command += ["--variant", variant.specString] }
             return (Array(repeating: command, count: workers), workers)
         }
+        peer.outputIsLocal = destination == nil
         peer.setup = { corpus, output in
             let sources = corpus.files.map { file in remoteCorpus.map { $0 + "/" + file } ?? corpus.directory + "/" + file }
             return [[executable, "enqueue", queueURL(output)] + sources]
