@@ -19,8 +19,9 @@ test: deps test-deps
 
 # Tools only the tests need: PostgreSQL 15 (the queue tests start it themselves, initdb into a
 # temporary directory), moto's S3 server and boto3 (servers started on loopback), the reference
-# `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), Chromium
-# (renders the report), and Prometheus with promtool and curl (check and scrape the metrics endpoint).
+# `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), iproute2 (a
+# worker on a second host in a network namespace), Chromium (renders the report), and Prometheus
+# with promtool and curl (check and scrape the metrics endpoint).
 test-deps:
 	@[ -x /usr/lib/postgresql/15/bin/initdb ] || { \
 		echo "installing postgresql for the PostgreSQL queue tests"; \
@@ -34,6 +35,8 @@ test-deps:
 		python3 -m pip install --quiet "moto[server]>=5,<6" boto3 "ssimulacra2==0.3.0" "thumbhash==0.1.2" 2>/dev/null || \
 			python3 -m pip install --quiet --break-system-packages "moto[server]>=5,<6" boto3 "ssimulacra2==0.3.0" "thumbhash==0.1.2"; \
 	}
+	@[ -x /usr/sbin/ip ] || { echo "installing iproute2 for the test that puts a worker on a host of its own (network namespace)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2; }
 	@command -v chromium >/dev/null || { echo "installing chromium for the report test"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	@{ command -v promtool && command -v prometheus && command -v curl; } >/dev/null || { \

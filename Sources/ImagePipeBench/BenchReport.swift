@@ -90,16 +90,17 @@ public struct BenchReport: Sendable, Codable {
                      + "\(workers) workers; \(runsPerTool) alternated runs per tool, medians")
         lines.append("")
         let reference = tools.first?.outputBytes
-        lines.append(pad("tool", 22) + pad("median", 10, right: true) + pad("ratio", 10, right: true)
+        let nameWidth = max(22, (tools.map(\.name.count).max() ?? 0) + 2)
+        lines.append(pad("tool", nameWidth) + pad("median", 10, right: true) + pad("ratio", 10, right: true)
                      + pad("images/s", 10, right: true) + pad("MB/s", 9, right: true) + pad("peak RSS", 11, right: true)
                      + pad("output", 11, right: true) + pad("bytes", 9, right: true) + pad("worst", 8, right: true))
         for tool in tools {
             guard let median = tool.medianSeconds else {
-                lines.append(pad(tool.name, 22) + "skipped: " + (tool.skipped ?? "failed"))
+                lines.append(pad(tool.name, nameWidth) + "skipped: " + (tool.skipped ?? "failed"))
                 continue
             }
             let failed = tool.runs.contains { !$0.succeeded } ? "  (some runs failed)" : ""
-            lines.append(pad(tool.name, 22)
+            lines.append(pad(tool.name, nameWidth)
                          + pad(String(format: "%.2f s", median), 10, right: true)
                          + pad(tool.ratio.map { String(format: "%.2fx", $0) } ?? "-", 10, right: true)
                          + pad(String(format: "%.2f", tool.imagesPerSecond ?? Double(images) / median), 10, right: true)

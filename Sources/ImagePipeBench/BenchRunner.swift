@@ -23,10 +23,15 @@ public struct BenchRunner: Sendable {
     public var rerun: Bool
     /// Other jobs imagepipe is timed with besides ``job``, by row name (`--also-preset web-auto`).
     public var extraJobs: [(name: String, job: BenchJob)]
+    /// A PostgreSQL queue (`postgres://...`) to also time two `watch` workers on, against `batch`.
+    public var queue: String?
+    /// The corpus's copy in object storage (`s3://bucket/prefix`): with an extra destination, also
+    /// time reading the sources from there (batch, and the queue workers when ``queue`` is set).
+    public var remoteCorpus: String?
 
     /// Creates a runner.
     public init(corpus: Corpus, job: BenchJob, runs: Int, workDirectory: String, executable: String, extraDestinations: [String] = [],
-                rerun: Bool = false, extraJobs: [(name: String, job: BenchJob)] = []) {
+                rerun: Bool = false, extraJobs: [(name: String, job: BenchJob)] = [], queue: String? = nil, remoteCorpus: String? = nil) {
         self.corpus = corpus
         self.job = job
         self.runs = max(1, runs)
@@ -35,6 +40,8 @@ public struct BenchRunner: Sendable {
         self.extraDestinations = extraDestinations
         self.rerun = rerun
         self.extraJobs = extraJobs
+        self.queue = queue
+        self.remoteCorpus = remoteCorpus
     }
 
     /// Measures imagepipe alone, or with `compare` every installed peer too, in alternating order.
@@ -55,6 +62,21 @@ public struct BenchRunner: Sendable {
         for destination in extraDestinations {
             peers.append(.imagepipe(executable: executable, job: job, destination: destination,
                                     label: "imagepipe → \(destination.prefix(while: { $0 != ":" }))", manifest: { _ in "/dev/null" }))
+        }
+        if let queue {
+            peers.append(.imagepipeQueue(executable: executable, job: job, queue: queue, workers: 2, destination: nil,
+                                         label: "imagepipe watch ×2 (postgres)"))
+        }
+        if let remoteCorpus, let destination = extraDestinations.first {
+            let scheme = destination.prefix(while: { $0 != ":" })
+            peers.append(.imagepipe(executable: executable, job: job, destination: destination,
+                                    label: "imagepipe \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)",
+                                    remoteCorpus: remoteCorpus, manifest: { _ in "/dev/null" }))
+            if let queue {
+                peers.append(.imagepipeQueue(executable: executable, job: job, queue: queue, workers: 2, destination: destination,
+                                             remoteCorpus: remoteCorpus,
+                                             label: "imagepipe watch ×2 (postgres) \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)"))
+            }
         }
         for (name, extra) in extraJobs {
             peers.append(.imagepipe(executable: executable, job: extra, destination: nil, label: name, manifest: { _ in "/dev/null" }))
@@ -84,12 +106,18 @@ public struct BenchRunner: Sendable {
                 try? FileManager.default.removeItem(atPath: output)
                 try? FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
                 for measured in [index] + (reruns[index].map { [$0] } ?? []) {
+                    if let setup = peers[measured].setup?(corpus, output) {
+                        progress("round \(round + 1)/\(runs): preparing \(peers[measured].name)")
+                        guard ProcessRunner.run(setup, environment: peers[measured].environment, output: log).succeeded else {
+                            throw .configuration("preparing \(peers[measured].name) failed; see \(log)")
+                        }
+                    }
                     let (commands, parallel) = peers[measured].commands(corpus, output)
                     progress("round \(round + 1)/\(runs): \(peers[measured].name)")
                     let measurement = ProcessRunner.run(commands, parallel: parallel, environment: peers[measured].environment, output: log)
                     measurements[measured].append(measurement)
                 }
-                outputBytes[index] = Self.bytes(under: output)
+                if peers[index].outputIsLocal { outputBytes[index] = Self.bytes(under: output) }
                 try? FileManager.default.removeItem(atPath: output)
             }
         }

@@ -15,6 +15,10 @@ public struct Peer: Sendable {
     /// For imagepipe writing locally: the command of an untimed run that scores every variant
     /// (`--score`) into the manifest given, for the bytes-and-score columns.
     public var scoredCommand: (@Sendable (_ corpus: Corpus, _ output: String, _ manifest: String) -> [String])?
+    /// Whether its outputs land in the run's output folder (not in object storage), where their bytes are counted.
+    public var outputIsLocal = true
+    /// Commands run before each timed run, untimed (queueing the corpus for queue workers).
+    public var setup: (@Sendable (_ corpus: Corpus, _ output: String) -> [[String]])?
 
     /// The same tool under another name in the table.
     func renamed(_ name: String) -> Peer {
@@ -46,9 +50,9 @@ public struct BenchJob: Sendable {
 extension Peer {
     /// imagepipe's own `batch` command, run as a separate process like every peer.
     static func imagepipe(executable: String, job: BenchJob, destination: String?, label: String = "imagepipe",
-                          manifest: @escaping @Sendable (String) -> String) -> Peer {
+                          remoteCorpus: String? = nil, manifest: @escaping @Sendable (String) -> String) -> Peer {
         @Sendable func command(_ corpus: Corpus, _ target: String, _ manifest: String) -> [String] {
-            var command = [executable, "batch", corpus.directory, "--dest", target,
+            var command = [executable, "batch", remoteCorpus ?? corpus.directory, "--dest", target,
                            "--manifest", manifest, "--jobs", "\(job.workers)", "--log-level", "error"]
             for variant in job.variants { command += ["--variant", variant.specString] }
             return command
@@ -58,8 +62,38 @@ extension Peer {
             let target = destination.map { $0 + "/" + URL(fileURLWithPath: output).lastPathComponent } ?? output
             return ([command(corpus, target, manifest(output))], 1)
         }
+        peer.outputIsLocal = destination == nil
         if destination == nil {
             peer.scoredCommand = { corpus, output, manifest in command(corpus, output, manifest) + ["--score"] }
+        }
+        return peer
+    }
+
+    /// `workers` imagepipe processes running `watch --exit-when-empty` on a PostgreSQL queue, the
+    /// corpus queued beforehand (untimed) into a queue of the run's own; the run ends when both
+    /// have worked off the queue. They share `job.workers` between them. With `remoteCorpus`, the
+    /// jobs name the corpus's copy in object storage (`s3://bucket/prefix/FILE`) instead of the files.
+    static func imagepipeQueue(executable: String, job: BenchJob, queue: String, workers: Int, destination: String?,
+                               remoteCorpus: String? = nil, label: String) -> Peer {
+        @Sendable func queueURL(_ output: String) -> String {
+            // A queue per run, named after the run's output folder, so no run finds another's jobs.
+            let name = "bench_" + URL(fileURLWithPath: output).lastPathComponent.map { $0.isLetter || $0.isNumber ? $0 : "_" }
+            guard var components = URLComponents(string: queue) else { return queue }
+            let others = (components.queryItems ?? []).filter { $0.name != "queue" }
+            components.queryItems = others + [URLQueryItem(name: "queue", value: name)]
+            return components.string ?? queue
+        }
+        var peer = Peer(name: label, unavailable: nil) { _, output in
+            let target = destination.map { $0 + "/" + URL(fileURLWithPath: output).lastPathComponent } ?? output
+            var command = [executable, "watch", queueURL(output), "--dest", target, "--exit-when-empty",
+                           "--jobs", "\(max(1, job.workers / workers))", "--status-interval", "0", "--log-level", "error"]
+            for variant in job.variants { command += ["--variant", variant.specString] }
+            return (Array(repeating: command, count: workers), workers)
+        }
+        peer.outputIsLocal = destination == nil
+        peer.setup = { corpus, output in
+            let sources = corpus.files.map { file in remoteCorpus.map { $0 + "/" + file } ?? corpus.directory + "/" + file }
+            return [[executable, "enqueue", queueURL(output)] + sources]
         }
         return peer
     }

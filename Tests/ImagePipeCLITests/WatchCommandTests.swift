@@ -160,6 +160,29 @@ import Testing
         #expect((second.log + third.log).contains("recovered"), "its jobs were returned to the inbox")
     }
 
+    @Test func exitWhenEmptyWorksOffTheBacklogAndWaitsForAFileStillBeingWritten() throws {
+        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
+        for index in 0..<4 { deliver("images/exif-orientation/Landscape_\(index).jpg", as: "\(index).jpg") }
+        deliver("hostile/truncated.jpg", as: "broken.jpg")
+        // A writer still has this one open: the inbox is not empty while it writes.
+        let whole = try Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/images/formats/landscape.jpg"))
+        let fd = open(queue + "/inbox/late.jpg", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(fd >= 0)
+        whole.prefix(1000).withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
+
+        let worker = try start(["--exit-when-empty"], log: "worker.log")
+        #expect(eventually { files("done").count == 8 && files("failed").count == 2 }, "\(worker.log)")
+        #expect(worker.waitForExit(seconds: 3) == nil, "it waits for the file being written: \(worker.log)")
+        whole.dropFirst(1000).withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+
+        #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
+        #expect(worker.log.contains("the queue is empty"))
+        #expect(files("done").count == 10 && files("failed").count == 2 && files("inbox").isEmpty)
+        #expect(files("processing").isEmpty, "no claim area is left behind")
+        #expect(try record("late.jpg").bytes == whole.count)
+    }
+
     @Test func sigtermStopsClaimingAndExitsZero() throws {
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
         let worker = try start(["--shutdown-timeout", "20"], log: "worker.log")

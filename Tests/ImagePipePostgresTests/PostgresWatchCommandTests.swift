@@ -105,6 +105,43 @@ struct PostgresWatchCommandTests {
         }
     }
 
+    /// Two hosts: a worker in a network namespace of its own reaches PostgreSQL over a veth link,
+    /// which is cut in the middle of its job, as a failed switch or a partition would.
+    @Test(.enabled(if: NetworkNamespace.available, "needs root and iproute2 (make test installs it)"))
+    func aWorkerCutOffFromTheDatabaseLosesItsJobToAnotherHostAndItsResultIsRefused() async throws {
+        let host = try NetworkNamespace()
+        let server = try PostgresServer(listen: host.hostAddress)
+        let fixture = try PostgresFixture(server: server)
+        try await enqueueCopies(of: "images/exif-orientation/Landscape_1.jpg", count: 1, into: fixture)
+        let listener = try await DoneListener(fixture.location)
+        let slow = ["--variant", "a=1800x1800,avif,q60", "--log-level", "debug"]
+        let remote = try WorkerProcess(
+            ["watch", server.url(database: fixture.database, host: host.hostAddress), "--dest", fixture.directory.url("out"), "--jobs", "1",
+             "--status-interval", "0", "--lease", "2", "--shutdown-timeout", "5"] + slow,
+            log: fixture.directory.url("remote.log"), launcher: host.launcher, environment: server.environment)
+        #expect(try await offPool { remote.waitForLog("claimed") }, "\(remote.log)")
+        let namespaces = try ["self", "\(remote.process.processIdentifier)"].map {
+            try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\($0)/ns/net")
+        }
+        #expect(namespaces[0] != namespaces[1], "the worker runs on the other host")
+        try host.cut()
+        let local = try worker(fixture, "local", slow, url: server.url(database: fixture.database))
+        #expect(try await fixture.eventually(seconds: 60) { try fixture.states() == ["done": 1] }, "\(local.log)")
+        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code' FROM imagepipe.jobs") == "2|lease_expired")
+        // The cut worker finished meanwhile and keeps trying to record it; once the link is back,
+        // the fence (attempt and owner) refuses it.
+        #expect(!remote.log.contains("lease lost"), "cut off, it cannot know yet: \(remote.log)")
+        try host.restore()
+        #expect(try await offPool { remote.waitForLog("result is dropped", seconds: 60) }, "\(remote.log)")
+        try await Task.sleep(for: .seconds(1))
+        #expect(listener.notified.count == 1, "the job is counted once: \(listener.notified)")
+        #expect(try fixture.sql("SELECT result->>'attempts' FROM imagepipe.jobs") == "2")
+        for worker in [remote, local] {
+            worker.send(SIGTERM)
+            #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0, "\(worker.log.suffix(1500))")
+        }
+    }
+
     @Test func workersReconnectWhenPostgreSQLRestartsAndFinishEveryJob() async throws {
         let server = try PostgresServer()
         let fixture = try PostgresFixture(server: server)
@@ -141,6 +178,21 @@ struct PostgresWatchCommandTests {
         #expect(kept.status == 0 && kept.stderr.contains("deleted 0"), "\(kept)")
         let pruned = try await offPool { try CommandLineRunner.run(["queue", "prune", url, "--older-than", "0"], environment: fixture.server.environment) }
         #expect(pruned.status == 0 && pruned.stderr.contains("deleted 1"), "\(pruned)")
+    }
+
+    @Test func workersWithExitWhenEmptyWorkOffTheBacklogAndExit() async throws {
+        let fixture = try PostgresFixture()
+        try await enqueueCopies(of: "images/formats/tiny.png", count: 300, into: fixture)
+        let broken = fixture.directory.write("src/broken.jpg", try Data(contentsOf: URL(fileURLWithPath: Self.fixtures + "/hostile/truncated.jpg")))
+        let url = fixture.server.url(database: fixture.database)
+        #expect(try await offPool { try CommandLineRunner.run(["enqueue", url, broken], environment: fixture.server.environment) }.status == 0)
+        let workers = try (0..<2).map { try worker(fixture, "worker-\($0)", Self.smallVariant + ["--exit-when-empty"]) }
+        for worker in workers {
+            #expect(try await offPool { worker.waitForExit(seconds: 120) } == 0, "\(worker.log.suffix(2000))")
+            #expect(worker.log.contains("the queue is empty"))
+        }
+        #expect(try fixture.states() == ["done": 300, "discarded": 1])
+        try await expectOutputsDecode(fixture, count: 300)
     }
 
     @Test func thePasswordNeverShowsInLogsOrErrors() async throws {

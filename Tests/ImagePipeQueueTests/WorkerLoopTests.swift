@@ -102,6 +102,28 @@ import Testing
 
     // MARK: - Helpers
 
+    @Test func exitWhenEmptyStopsOnlyOnceTheWorkersOwnRetriesAreDone() async throws {
+        let queue = MemoryQueue(jobs: ["a.jpg", "b.jpg"], holdsRetries: true)
+        let storage = InMemoryStorage(failing: { object, attempt in
+            object.key.hasPrefix("a") && attempt == 1 ? ImagePipeError(.storageUnavailable, "503") : nil
+        })
+        let clock = ManualClock()
+        let loop = makeLoop(queue, storage: storage, clock: clock, configuration: .init(
+            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)),
+            shutdownTimeout: .seconds(5), statusInterval: .zero, exitWhenEmpty: true))
+        let returned = Mutex(false)
+        let running = Task {
+            try await loop.run()
+            returned.withLock { $0 = true }
+        }
+        #expect(await until { queue.completed == ["b.jpg"] && loop.statistics.retrying == 1 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!returned.withLock { $0 } && queue.released.isEmpty, "the queue is empty but the worker still holds a.jpg's retry")
+        clock.advance(by: .seconds(11))
+        try await running.value
+        #expect(queue.completed.sorted() == ["a.jpg", "b.jpg"] && queue.released.isEmpty)
+    }
+
     private func makeLoop(_ queue: MemoryQueue, compressor: any ImageCompressor = ScriptedCompressor(),
                           storage: any StorageRepository = InMemoryStorage(), clock: ManualClock,
                           retry: RetryPolicy = .init(), configuration: WorkerLoop.Configuration? = nil,

@@ -11,16 +11,20 @@ public final class WorkerProcess: @unchecked Sendable {
     /// Its standard input, when it was started with one to write to (else /dev/null).
     public let input: FileHandle?
 
-    /// Starts `imagepipe` with `arguments`; as the user `nobody` when `asNobody` (the caller must be root).
+    /// Starts `imagepipe` with `arguments`; as the user `nobody` when `asNobody` (the caller must be root),
+    /// or through `launcher` (e.g. `ip netns exec NAME`) when given.
     /// `environment` replaces the test's `AWS_*` variables when given; with `writableInput`, ``input``
     /// writes to its standard input.
-    public init(_ arguments: [String], log: String, asNobody: Bool = false, environment: [String: String]? = nil,
-                writableInput: Bool = false) throws {
+    public init(_ arguments: [String], log: String, asNobody: Bool = false, launcher: [String] = [],
+                environment: [String: String]? = nil, writableInput: Bool = false) throws {
         logPath = log
         let pipe = writableInput ? Pipe() : nil
         input = pipe?.fileHandleForWriting
         _ = FileManager.default.createFile(atPath: log, contents: nil)
-        if asNobody {
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = Array(launcher.dropFirst()) + [CommandLineRunner.binary] + arguments
+        } else if asNobody {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLineRunner.binary] + arguments
         } else {

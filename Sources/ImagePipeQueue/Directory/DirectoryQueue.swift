@@ -141,7 +141,11 @@ public final class DirectoryQueue: JobQueue {
         }
     }
 
-    public func waitingCount() async -> Int? { pendingCount }
+    /// Files in the inbox (a claimed file has left it), counting those no scan has taken yet: still
+    /// being written, or in their quiet period.
+    public func waitingCount() async -> Int? {
+        max(pendingCount, directory.scanInbox().count)
+    }
 
     /// The inbox and this worker's claim area must still be directories it may use (a volume can go away).
     public func check() async throws(ImagePipeError) -> Int? {

@@ -31,9 +31,14 @@ struct ClaimPolicy: Sendable {
     }
 
     /// How many more jobs may be claimed while `held` are held.
+    ///
+    /// Claims refill in batches: nothing while more than half the hold limit is held, then every
+    /// free place at once. One claim statement then brings several jobs instead of one per freed
+    /// slot, and the half still held keeps the compressors busy while the claim is made.
     func room(held: Int, at now: ContinuousClock.Instant) -> Int {
         if let pausedUntil, now < pausedUntil { return 0 }
-        return max(0, holdLimit - held)
+        guard held <= holdLimit / 2 else { return 0 }
+        return holdLimit - held
     }
 
     /// When a pause for a full storage ends, if one was started.

@@ -27,8 +27,20 @@ extension WorkerLoop {
                 // The queue gave all that was asked: there may be more.
                 if jobs.count == reserved { continue }
             }
+            if configuration.exitWhenEmpty, await queueIsWorkedOff() {
+                logger.notice("the queue is empty: stopping", metadata: ["queue": "\(queue.displayName)"])
+                beginStopping()
+                return
+            }
             await wakeup.wait(until: nextLook(afterNoRoom: room > 0 && reserved == 0), on: clock)
         }
+    }
+
+    /// Whether this worker holds nothing and nothing is waiting to be claimed (due or not): what
+    /// `exitWhenEmpty` waits for. Unknown (a queue that cannot be reached) counts as not empty.
+    private func queueIsWorkedOff() async -> Bool {
+        guard state.withLock({ $0.held.isEmpty }) else { return false }
+        return await queue.waitingCount() == 0
     }
 
     /// When to look again if nothing wakes the loop first.

@@ -25,15 +25,21 @@ public final class WorkerLoop: Service, Sendable {
         /// How long claiming pauses after a job finds the storage full; the pause doubles while the
         /// storage stays full, up to the retry policy's longest delay.
         public var fullStoragePause: Duration
+        /// Stop (as on a graceful shutdown) once this worker holds no job and none is waiting in the
+        /// queue: a backlog worked off by a cron job or a benchmark. Jobs other workers are running
+        /// stay theirs to finish.
+        public var exitWhenEmpty: Bool
 
         /// Creates settings: 5 attempts, 30 s shutdown timeout, status every 30 s, a 5 s first pause
-        /// when the storage is full.
+        /// when the storage is full, running until stopped.
         public init(retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
-                    statusInterval: Duration = .seconds(30), fullStoragePause: Duration = .seconds(5)) {
+                    statusInterval: Duration = .seconds(30), fullStoragePause: Duration = .seconds(5),
+                    exitWhenEmpty: Bool = false) {
             self.retry = retry
             self.shutdownTimeout = shutdownTimeout
             self.statusInterval = statusInterval
             self.fullStoragePause = fullStoragePause
+            self.exitWhenEmpty = exitWhenEmpty
         }
     }
 

@@ -46,6 +46,16 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("also-dest"), help: "Also time imagepipe storing into this destination (e.g. s3://bucket/bench).")
     var alsoDest: [String] = []
 
+    @Option(name: .customLong("also-queue"), help: ArgumentHelp(
+        "Also time two `watch --exit-when-empty` workers on this PostgreSQL queue (postgres://USER@HOST:PORT/DB), the corpus "
+            + "queued before each run (untimed) into a queue of its own.", valueName: "url"))
+    var alsoQueue: String?
+
+    @Option(name: .customLong("remote-corpus"), help: ArgumentHelp(
+        "The corpus's copy in object storage (e.g. s3://bench/corpus, uploaded beforehand): with --also-dest, also time "
+            + "reading the sources from there, by batch and (with --also-queue) by the queue workers.", valueName: "url"))
+    var remoteCorpus: String?
+
     @Flag(help: "Also time a second imagepipe run over the outputs the first left (a re-run with everything in place).")
     var rerun = false
 
@@ -54,6 +64,7 @@ struct BenchCommand: ParsableCommand {
 
     func validate() throws {
         guard runs >= 1, jobs >= 1, self.repeat >= 1 else { throw ValidationError("--runs, --jobs and --repeat must be positive") }
+        guard remoteCorpus == nil || !alsoDest.isEmpty else { throw ValidationError("--remote-corpus needs --also-dest (where its outputs go)") }
     }
 
     func run() throws {
@@ -67,7 +78,7 @@ struct BenchCommand: ParsableCommand {
                                  extraDestinations: alsoDest, rerun: rerun,
                                  extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
                                      ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
-                                 })
+                                 }, queue: alsoQueue, remoteCorpus: remoteCorpus)
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)

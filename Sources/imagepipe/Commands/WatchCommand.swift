@@ -50,6 +50,11 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("quiet-period"), help: "Seconds another user's file written into the inbox must stay unchanged before it is taken, when its writers cannot be seen (no CAP_LEASE).")
     var quietPeriod: Double = 10
 
+    @Flag(name: .customLong("exit-when-empty"), help: ArgumentHelp(
+        "Exit (0) once nothing is waiting in the queue and this worker holds no job: work off a backlog, then stop. "
+            + "Jobs other workers are running stay theirs."))
+    var exitWhenEmpty = false
+
     @Option(name: .customLong("lease"), help: "PostgreSQL: seconds a claimed job stays this worker's without a heartbeat (renewed every third of it).")
     var lease: Double = 30
 
@@ -87,7 +92,8 @@ struct WatchCommand: AsyncParsableCommand {
         let jobs = try jobQueue(logger: logger)
         let worker = WorkerLoop(
             queue: jobs, pipeline: pipeline,
-            configuration: .init(retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval)),
+            configuration: .init(retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval),
+                           exitWhenEmpty: exitWhenEmpty),
             observer: jobMetrics, logger: logger)
         let monitoring = try service.address.map { (address) throws(ImagePipeError) in
             try CompositionRoot.monitoring(at: address, worker: worker, storage: handler.storage,
@@ -95,10 +101,11 @@ struct WatchCommand: AsyncParsableCommand {
         }
         logger.info("storing", metadata: ["destination": "\(handler.storage.location)"])
         // Services stop in reverse order: the worker drains first while the monitoring endpoints
-        // still answer (/readyz with 503), then they close.
-        let services = (monitoring?.services ?? []) + [worker]
-        let group = ServiceGroup(
-            configuration: .init(services: services.map { .init(service: $0) }, logger: logger))
+        // still answer (/readyz with 503), then they close. A worker that ends by itself (the queue
+        // is empty with --exit-when-empty) stops the rest gracefully.
+        let services = (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
+            + [.init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
         let signals = ShutdownSignals(
             shutdownTimeout: .seconds(shutdownTimeout), logger: logger,
             graceful: { Task { await group.triggerGracefulShutdown() } },

@@ -15,9 +15,11 @@ final class PostgresServer: @unchecked Sendable {
     let port: Int
     let password: String
 
-    init(fsync: Bool = false) throws {
+    /// Starts a server; `listen` is an address besides loopback to serve, its /24 let in with the password.
+    init(fsync: Bool = false, listen: String? = nil) throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/python"
-        helper = try HelperProcess("postgres_server.py", in: directory, ["--fsync", fsync ? "on" : "off"])
+        helper = try HelperProcess("postgres_server.py", in: directory,
+                                   ["--fsync", fsync ? "on" : "off"] + (listen.map { ["--listen", $0] } ?? []))
         port = helper.port
         password = helper.ready["password"] ?? ""
     }
@@ -26,8 +28,8 @@ final class PostgresServer: @unchecked Sendable {
     static let available = FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/15/bin/initdb")
 
     /// A URL for `database` and `queue`, without the password (that goes through `PGPASSWORD`).
-    func url(database: String = "postgres", queue: String = "images") -> String {
-        "postgres://postgres@127.0.0.1:\(port)/\(database)?queue=\(queue)&sslmode=disable"
+    func url(database: String = "postgres", queue: String = "images", host: String = "127.0.0.1") -> String {
+        "postgres://postgres@\(host):\(port)/\(database)?queue=\(queue)&sslmode=disable"
     }
 
     /// The environment that gives a worker the password.

@@ -39,6 +39,7 @@ def run(command, check=True):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fsync", default="off", help="on for measurements, off (the default) for speed")
+    parser.add_argument("--listen", default="", help="an address besides 127.0.0.1 to listen on, with its /24 let in (password)")
     options = parser.parse_args()
 
     root = tempfile.mkdtemp(prefix="imagepipe-pg-")
@@ -61,7 +62,13 @@ def main():
     try:
         run([f"{BIN}/initdb", "-D", data, "-U", "postgres", "--pwfile", pwfile, "--auth-host=scram-sha-256",
              "--auth-local=trust", "-E", "UTF8", "--no-sync"])
-        settings = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync={options.fsync} "
+        listen = "127.0.0.1"
+        if options.listen:
+            listen += "," + options.listen
+            network = options.listen.rsplit(".", 1)[0] + ".0/24"
+            with open(os.path.join(data, "pg_hba.conf"), "a") as hba:
+                hba.write(f"host all all {network} scram-sha-256\n")
+        settings = (f"-p {port} -k {root} -c listen_addresses={listen} -c fsync={options.fsync} "
                     f"-c synchronous_commit={'on' if options.fsync == 'on' else 'off'} -c max_connections=200")
         pg_ctl("-o", settings, "start")
         print(json.dumps({"port": port, "password": PASSWORD, "directory": root}), flush=True)

@@ -1,0 +1,38 @@
+import Foundation
+import ImagePipe
+@testable import ImagePipePostgres
+import ImagePipeTestSupport
+import Testing
+
+/// The README's Supabase trigger, run as written against a table shaped like Supabase Storage's
+/// `storage.objects`: uploads become jobs, other files and buckets do not.
+@Suite(.enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
+struct SupabaseTriggerTests {
+    /// The SQL block the README marks as tested.
+    static func readmeTrigger() throws -> String {
+        let readme = try String(contentsOfFile: Fixtures.root + "/../README.md", encoding: .utf8)
+        let marker = try #require(readme.range(of: "<!-- tested: Tests/ImagePipePostgresTests/SupabaseTriggerTests.swift runs this block -->"))
+        let after = readme[marker.upperBound...]
+        let start = try #require(after.range(of: "```sql\n"))
+        let end = try #require(after[start.upperBound...].range(of: "```"))
+        return String(after[start.upperBound..<end.lowerBound])
+    }
+
+    @Test func newUploadsInTheBucketBecomeJobsOnce() async throws {
+        let fixture = try PostgresFixture()
+        try await QueueDatabase.run(fixture.location, logger: .quiet) { _ throws(ImagePipeError) in }
+        _ = try fixture.sql("""
+            CREATE SCHEMA storage;
+            CREATE TABLE storage.objects (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), bucket_id text, name text,
+                                          created_at timestamptz DEFAULT now());
+            """)
+        _ = try fixture.sql(try Self.readmeTrigger())
+        _ = try fixture.sql("""
+            INSERT INTO storage.objects (bucket_id, name) VALUES
+                ('uploads', 'u/42/Beach.JPG'), ('uploads', 'u/42/notes.txt'), ('variants', 'u/42/beach-large.jpg'),
+                ('uploads', 'u/7/scan.tiff'), ('uploads', 'u/42/Beach.JPG');
+            """)
+        let jobs = try fixture.sql("SELECT source, state, queue FROM imagepipe.jobs ORDER BY id").split(separator: "\n")
+        #expect(jobs == ["supabase://uploads/u/42/Beach.JPG|waiting|images", "supabase://uploads/u/7/scan.tiff|waiting|images"])
+    }
+}
