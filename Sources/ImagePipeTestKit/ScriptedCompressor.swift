@@ -44,7 +44,7 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
             EncodedVariant(spec: variant, size: ResizePlan.outputSize(source: size, variant: variant),
                            data: TrackedData.make(Data("\(source.name):\(variant.name)".utf8), owner: self))
         }
-        return CompressedImage(sourceFormat: "fake", sourceSize: size, variants: outputs, decodeTime: work, encodeTime: .zero)
+        return CompressedImage(sourceFormat: .jpeg, sourceSize: size, variants: outputs, decodeTime: work, encodeTime: .zero)
     }
 
     /// Source names in call order.

@@ -44,9 +44,9 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// The loaders imagepipe accepts; anything else libvips might recognise is refused.
-    public static let acceptedLoaders: [String: String] = [
-        "jpegload": "jpeg", "pngload": "png", "webpload": "webp", "tiffload": "tiff",
-        "gifload": "gif", "heifload": "heif",
+    public static let acceptedLoaders: [String: SourceFormat] = [
+        "jpegload": .jpeg, "pngload": .png, "webpload": .webp, "tiffload": .tiff,
+        "gifload": .gif, "heifload": .heif,
     ]
 
     /// Encoder settings.
@@ -191,18 +191,18 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// The source format, if its loader is on the allowlist.
-    package static func acceptedFormat(of header: VipsImageHandle) throws(ImagePipeError) -> String {
+    package static func acceptedFormat(of header: VipsImageHandle) throws(ImagePipeError) -> SourceFormat {
         let loader = header.string("vips-loader") ?? "unknown"
         let base = loader.replacingOccurrences(of: "_buffer", with: "").replacingOccurrences(of: "_source", with: "")
         guard let format = Self.acceptedLoaders[base] else {
             let name = base.hasSuffix("load") ? String(base.dropLast(4)) : base
-            throw ImagePipeError(.unsupportedFormat, "unsupported image format '\(name)'; accepted: JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF")
+            throw ImagePipeError(.unsupportedFormat, "unsupported image format '\(name)'; accepted: \(SourceFormat.acceptedList)")
         }
-        if format == "heif" {
+        if format == .heif {
             switch header.string("heif-compression") {
-            case "av1": return "avif"
-            case "hevc": return "heic"
-            default: return "heif"
+            case "av1": return .avif
+            case "hevc": return .heic
+            default: return .heif
             }
         }
         return format
@@ -298,19 +298,19 @@ public struct VipsCompressor: ImageCompressor {
 
     /// The memory one compression will hold at its peak, estimated from the header: the source bytes,
     /// the decoder's buffers, the in-memory intermediate and the largest encoder's buffers.
-    package static func workingMemory(_ header: VipsImageHandle, format: String, plan: ResizePlan, variants: [VariantSpec],
+    package static func workingMemory(_ header: VipsImageHandle, format: SourceFormat, plan: ResizePlan, variants: [VariantSpec],
                               sourceBytes: Int) -> Int {
         let stored = header.size
         let bands = Int(header.pointer.pointee.Bands)
         let sampleBytes = Int(vips_format_sizeof(header.pointer.pointee.BandFmt))
         let decoder: Int = switch format {
-        case "jpeg" where header.int("jpeg-multiscan") == 1:
+        case .jpeg where header.int("jpeg-multiscan") == 1:
             // Progressive JPEGs keep every DCT coefficient (2 bytes each) until the last scan.
             Int(Double(stored.area) * 2 * Self.jpegComponentsPerPixel(header, bands: bands))
-        case "png" where header.int("interlaced") == 1:
+        case .png where header.int("interlaced") == 1:
             // Interlaced (Adam7) PNGs decode whole.
             stored.area * bands * sampleBytes
-        case "jpeg", "png", "tiff":
+        case .jpeg, .png, .tiff:
             // Baseline JPEG, plain PNG and TIFF decode in strips.
             0
         default:

@@ -93,10 +93,10 @@ import Testing
     }
 
     @Test func sourceFormatsAreNamed() throws {
-        let expected = [
-            "images/formats/landscape-heic.heic": "heic", "images/formats/landscape-avif.avif": "avif", "images/formats/landscape-tiff.tiff": "tiff",
-            "images/formats/landscape-webp.webp": "webp", "images/formats/landscape-png.png": "png", "images/formats/animated.gif": "gif",
-            "images/formats/landscape.jpg": "jpeg",
+        let expected: [String: SourceFormat] = [
+            "images/formats/landscape-heic.heic": .heic, "images/formats/landscape-avif.avif": .avif, "images/formats/landscape-tiff.tiff": .tiff,
+            "images/formats/landscape-webp.webp": .webp, "images/formats/landscape-png.png": .png, "images/formats/animated.gif": .gif,
+            "images/formats/landscape.jpg": .jpeg,
         ]
         for (path, format) in expected {
             #expect(try Fixtures.compress(path, [Fixtures.variant("t=64x64,jpeg,q50")]).sourceFormat == format, "\(path)")

@@ -50,7 +50,7 @@ public struct SourceImage: Sendable {
 /// What the compressor made of one source.
 public struct CompressedImage: Sendable {
     /// The decoder's name for the source format, e.g. `jpeg`, `png`, `heic`.
-    public var sourceFormat: String
+    public var sourceFormat: SourceFormat
     /// The source size as displayed, i.e. after EXIF orientation.
     public var sourceSize: PixelSize
     /// One encoded image per requested variant, in the same order.
@@ -63,7 +63,7 @@ public struct CompressedImage: Sendable {
     public var placeholder: Placeholder?
 
     /// Creates a result.
-    public init(sourceFormat: String, sourceSize: PixelSize, variants: [EncodedVariant], decodeTime: Duration, encodeTime: Duration) {
+    public init(sourceFormat: SourceFormat, sourceSize: PixelSize, variants: [EncodedVariant], decodeTime: Duration, encodeTime: Duration) {
         self.sourceFormat = sourceFormat
         self.sourceSize = sourceSize
         self.variants = variants

@@ -54,7 +54,7 @@ extension FileHandler {
         if configuration.storeOriginal, let plan = inspected.outputs.last, plan.spec == nil {
             do {
                 prepared.outputs.append(output(plan, compressed.sourceSize, try Self.originalBody(source),
-                                               Self.mediaType(ofSourceFormat: compressed.sourceFormat)))
+                                               compressed.sourceFormat.mediaType))
             } catch {
                 prepared.failure = error
             }
@@ -74,21 +74,6 @@ extension FileHandler {
             } catch {
                 throw ImagePipeError(.unreadableSource, "cannot read the original again: \(FilePath.reason(of: error))")
             }
-        }
-    }
-
-    /// The media type of a source format as the compressor names it.
-    public static func mediaType(ofSourceFormat format: String) -> String {
-        switch format {
-        case "jpeg": "image/jpeg"
-        case "png": "image/png"
-        case "webp": "image/webp"
-        case "tiff": "image/tiff"
-        case "gif": "image/gif"
-        case "heic": "image/heic"
-        case "avif": "image/avif"
-        case "heif": "image/heif"
-        default: "application/octet-stream"
         }
     }
 }

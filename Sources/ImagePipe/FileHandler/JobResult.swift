@@ -44,8 +44,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var reason: String?
     /// Hex SHA-256 of the source bytes.
     public var sha256: String?
-    /// The source format as decoded (`jpeg`, `png`, `webp`, `tiff`, `gif`, `heic`, `avif`, ...).
-    public var format: String?
+    /// The source format as decoded.
+    public var format: SourceFormat?
     /// The source width as displayed (after orientation).
     public var width: Int?
     /// The source height as displayed (after orientation).
@@ -66,7 +66,7 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var attempts: Int
 
     /// Creates a result.
-    public init(source: String, status: Status, error: ImagePipeError? = nil, sha256: String? = nil, format: String? = nil,
+    public init(source: String, status: Status, error: ImagePipeError? = nil, sha256: String? = nil, format: SourceFormat? = nil,
                 width: Int? = nil, height: Int? = nil, bytes: Int? = nil, variants: [VariantRecord] = [],
                 timings: Timings = Timings(), attempts: Int = 1) {
         self.source = source

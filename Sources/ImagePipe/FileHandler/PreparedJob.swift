@@ -33,7 +33,7 @@ public struct PreparedJob: Sendable {
     /// The ETag of a source read from object storage.
     public var sourceETag: String?
     /// Source format, once decoded.
-    public var format: String?
+    public var format: SourceFormat?
     /// Source size as displayed, once decoded.
     public var size: PixelSize?
     /// The original's placeholder, once decoded.

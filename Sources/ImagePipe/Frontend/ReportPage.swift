@@ -137,7 +137,7 @@ public struct ReportPage {
             let colour = result.placeholder?.color ?? "#ddd"
             let image = smallest.flatMap(thumbnail).map { "<img src=\"\($0)\" alt=\"\">" } ?? ""
             cards += "<figure><div class=\"thumb\" style=\"background:\(colour.markupEscaped)\">\(image)</div><figcaption>"
-                + "<b>\(result.source.markupEscaped)</b><br>\(result.width ?? 0)x\(result.height ?? 0) \((result.format ?? "").markupEscaped), "
+                + "<b>\(result.source.markupEscaped)</b><br>\(result.width ?? 0)x\(result.height ?? 0) \((result.format?.rawValue ?? "").markupEscaped), "
                 + "\(BatchSummary.formatBytes(result.bytes ?? 0))<ul>"
             for variant in result.variants {
                 var line = "\(variant.name.markupEscaped): \(variant.width)x\(variant.height) \(variant.format.rawValue), "
