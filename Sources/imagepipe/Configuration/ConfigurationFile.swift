@@ -37,9 +37,14 @@ struct ConfigurationFile: Sendable {
 
     /// Reads and checks `path` against the commands' options.
     init(path: String, commands: [CommandOptions]) throws(ImagePipeError) {
+        // Opened here, so the reason is the system's own ("No such file or directory", "Permission denied").
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .configuration("cannot read the configuration file \(path): \(String(cString: strerror(errno)))")
+        }
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try FileHandle(fileDescriptor: descriptor, closeOnDealloc: true).readToEnd() ?? Data()
         } catch {
             throw .configuration("cannot read the configuration file \(path): \(FilePath.reason(of: error))")
         }
