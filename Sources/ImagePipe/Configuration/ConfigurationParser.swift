@@ -119,6 +119,7 @@ struct ConfigurationParser {
             switch peek {
             case ",": index += 1
             case "]": index += 1; return elements
+            case nil: throw failure("the array is not closed with ']'")
             default: throw failure("expected ',' or ']' in the array")
             }
         }
