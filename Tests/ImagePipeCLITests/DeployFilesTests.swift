@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("gallery", ["large": (400, 300), "large-avif": (400, 300), "medium": (400, 300), "thumb": (320, 320)]),
+        ("gallery", ["large": (400, 300), "large-avif": (400, 300), "medium": (400, 300), "thumb": (300, 300)]),
         ("avatars", ["small": (64, 64), "medium": (256, 256)]),
     ])
     func theExamplePresetsMakeTheirVariants(_ preset: String, _ sizes: [String: (Int, Int)]) throws {
