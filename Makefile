@@ -91,10 +91,10 @@ static: deps
 	@if ldd $(RELEASE_BIN) | grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|libicu|not found'; then \
 		echo "$(RELEASE_BIN) still needs the libraries above"; exit 1; fi
 
-# The man page, by argument-parser's generate-manual plugin (a release build of its own: run before `static`,
+# The man page, by argument-parser's generate-manual plugin (it builds every product in release first: run before `static`,
 # which links the binary again with the static libraries).
 manual: deps
-	$(SWIFT) package --disable-sandbox plugin generate-manual --product imagepipe --authors "imagepipe maintainers"
+	$(SWIFT) package --disable-sandbox plugin generate-manual --authors "imagepipe maintainers"
 
 install: manual static
 	install -Dm755 $(RELEASE_BIN) $(DESTDIR)$(PREFIX)/bin/imagepipe
