@@ -188,10 +188,12 @@ import Testing
             "AWS_SECRET_ACCESS_KEY": "aws-secret-value",
             "SUPABASE_SERVICE_ROLE_KEY": "supabase-secret-value",
             "PGPASSWORD": "pg-secret-value",
+            "AWS_ENDPOINT_URL": "http://minio:url-secret-value@127.0.0.1:9000/?x=1&password=query-secret-value",
         ]
         let output = try run(["config", "watch", "--config", file, "--preset", "avatars"], environment: environment)
         #expect(output.status == 0, "\(output.stderr)")
-        for secret in ["file-password", "aws-secret-value", "supabase-secret-value", "pg-secret-value"] {
+        for secret in ["file-password", "aws-secret-value", "supabase-secret-value", "pg-secret-value", "url-secret-value",
+                       "query-secret-value"] {
             #expect(!output.stdout.contains(secret), "\(secret) is printed: \(output.stdout)")
         }
         let lines = output.stdout.split(separator: "\n").map(String.init)
@@ -203,6 +205,8 @@ import Testing
         #expect(lines.contains("#   AWS_ACCESS_KEY_ID = \"AKIDEXAMPLE\""))
         #expect(lines.contains("#   AWS_SECRET_ACCESS_KEY = \"********\""))
         #expect(lines.contains("#   PGPASSWORD = \"********\""))
+        #expect(lines.contains("#   SUPABASE_SERVICE_ROLE_KEY = \"********\""))
+        #expect(lines.contains("#   AWS_ENDPOINT_URL = \"http://minio:********@127.0.0.1:9000/?x=1&password=********\""))
 
         // What it prints is a configuration file itself: read back, it resolves to the same settings.
         let printed = directory.write("printed.toml", output.stdout)
