@@ -20,7 +20,8 @@ struct DebianPackageTests {
     /// nothing stays mounted after it (the root is deleted with the test).
     func inRoot(_ script: String) throws -> CommandLineRunner.Output {
         try CommandLineRunner.run(executable: "/usr/bin/unshare", [
-            "--mount", "--pid", "--fork", "--mount-proc=\(root.path)/proc", "--root=\(root.path)",
+            // --mount-proc mounts on the /proc of the new root, inside the new mount namespace.
+            "--mount", "--pid", "--fork", "--mount-proc", "--root=\(root.path)",
             "/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "DEBIAN_FRONTEND=noninteractive",
             "/bin/sh", "-c", script,
         ])
