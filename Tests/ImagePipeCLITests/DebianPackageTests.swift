@@ -3,15 +3,18 @@ import ImagePipeTestSupport
 import ImagePipeVipsTesting
 import Testing
 
+/// The package `make deb-test` made, if this run is one.
+private let debianPackage = ProcessInfo.processInfo.environment["IMAGEPIPE_DEB"]
+
 /// `make deb`'s package on a Debian 12 root that has never seen Swift: it installs with its declared
 /// dependencies, creates the user, and its binary processes the fixtures there.
 ///
 /// Run by `make deb-test` (IMAGEPIPE_DEB names the package, IMAGEPIPE_DEBIAN_MIRROR the mirror);
 /// not part of `make test`, as the static release build and the root take many minutes.
-@Suite(.serialized, .enabled(if: DebianPackageTests.package != nil && getuid() == 0,
+@Suite(.serialized, .enabled(if: debianPackage != nil && getuid() == 0,
                              "make deb-test builds the package and sets IMAGEPIPE_DEB (as root: debootstrap, chroot)"))
 struct DebianPackageTests {
-    static let package = ProcessInfo.processInfo.environment["IMAGEPIPE_DEB"]
+    static let package = debianPackage
     static let mirror = ProcessInfo.processInfo.environment["IMAGEPIPE_DEBIAN_MIRROR"].flatMap { $0.isEmpty ? nil : $0 }
 
     let root = TemporaryDirectory(prefix: "imagepipe-debian12")
