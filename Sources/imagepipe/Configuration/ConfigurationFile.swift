@@ -56,6 +56,7 @@ struct ConfigurationFile: Sendable {
         let commandNames = commands.map(\.command)
         var settings: [String: [String: Setting]] = [:]
         var presets: [(name: String, specs: [String], line: Int)] = []
+        var topLevel = ConfigurationTable()
         for entry in root.entries {
             if commandNames.contains(entry.key) {
                 guard case .table(let table) = entry.value.content else {
@@ -69,10 +70,10 @@ struct ConfigurationFile: Sendable {
                 }
                 presets = try Self.presets(table, path: path)
             } else {
-                let top = ConfigurationTable(entries: [entry])
-                settings["", default: [:]].merge(try Self.settings(top, path: path, table: nil, options: commands)) { $1 }
+                topLevel.entries.append(entry)
             }
         }
+        settings[""] = try Self.settings(topLevel, path: path, table: nil, options: commands)
         self.settings = settings
         self.presets = presets
     }
