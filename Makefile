@@ -85,10 +85,10 @@ bench-deps:
 	@command -v /usr/bin/convert >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends imagemagick; }
 	@python3 -c "import pyvips, PIL" 2>/dev/null || python3 -m pip install -q pyvips pillow || python3 -m pip install -q --break-system-packages pyvips pillow
 
-# The release binary with Swift's own libraries linked in: it needs only Debian's shared libraries.
+# The release binary with Swift's own libraries linked in (Foundation's ICU too): it needs only Debian's shared libraries.
 static: deps
 	$(SWIFT) build -c release --product imagepipe --static-swift-stdlib
-	@if ldd $(RELEASE_BIN) | grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|libicu|not found'; then \
+	@if ldd $(RELEASE_BIN) | grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|not found'; then \
 		echo "$(RELEASE_BIN) still needs the libraries above"; exit 1; fi
 
 # The man page, by argument-parser's generate-manual plugin (it builds every product in release first: run before `static`,
