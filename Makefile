@@ -87,6 +87,8 @@ bench-deps:
 
 # The release binary with Swift's own libraries linked in (Foundation's ICU too): it needs only Debian's shared libraries.
 static: deps
+	@# SwiftPM does not always link again when only --static-swift-stdlib changed: removing the binary makes it.
+	rm -f $(RELEASE_BIN)
 	$(SWIFT) build -c release --product imagepipe --static-swift-stdlib
 	@if ldd $(RELEASE_BIN) | grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|not found'; then \
 		echo "$(RELEASE_BIN) still needs the libraries above"; exit 1; fi
