@@ -6,6 +6,10 @@ SWIFT       ?= swift
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev pkg-config
 RELEASE_BIN := .build/release/imagepipe
+# The static build has a scratch folder of its own: SwiftPM keeps its build plan across a change of
+# --static-swift-stdlib alone, and would link the binary of another build mode.
+STATIC_BUILD := .build-static
+STATIC_BIN  := $(STATIC_BUILD)/release/imagepipe
 
 # Installation: `make install PREFIX=/usr/local DESTDIR=`; the units run $(PREFIX)/bin/imagepipe.
 PREFIX      ?= /usr/local
@@ -87,26 +91,25 @@ bench-deps:
 
 # The release binary with Swift's own libraries linked in (Foundation's ICU too): it needs only Debian's shared libraries.
 static: deps
-	@# SwiftPM does not always link again when only --static-swift-stdlib changed: removing the binary makes it.
-	rm -f $(RELEASE_BIN)
-	$(SWIFT) build -c release --product imagepipe --static-swift-stdlib
-	@if ldd $(RELEASE_BIN) | grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|not found'; then \
-		echo "$(RELEASE_BIN) still needs the libraries above"; exit 1; fi
+	$(SWIFT) build -c release --product imagepipe --static-swift-stdlib --scratch-path $(STATIC_BUILD)
+	@if ldd $(STATIC_BIN) | grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|not found'; then \
+		echo "$(STATIC_BIN) still needs the libraries above"; exit 1; fi
 
-# The man page, by argument-parser's generate-manual plugin (it builds every product in release first: run before `static`,
-# which links the binary again with the static libraries).
+# The man page, by argument-parser's generate-manual plugin. Not made by `make install`: the plugin
+# builds every product of the package in release mode first (a second release build, 10 minutes on
+# two cores); `make manual` before `make install` or `make deb` adds it.
 manual: deps
 	$(SWIFT) package --disable-sandbox plugin generate-manual --authors "imagepipe maintainers"
 
-install: manual static
-	install -Dm755 $(RELEASE_BIN) $(DESTDIR)$(PREFIX)/bin/imagepipe
+install: static
+	install -Dm755 $(STATIC_BIN) $(DESTDIR)$(PREFIX)/bin/imagepipe
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(ZSH_COMPLETIONS) \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/doc/imagepipe
-	$(RELEASE_BIN) --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/imagepipe
-	$(RELEASE_BIN) --generate-completion-script zsh > $(DESTDIR)$(ZSH_COMPLETIONS)/_imagepipe
-	$(RELEASE_BIN) --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/imagepipe.fish
-	gzip -9n < $(MANUAL_DIR)/imagepipe.1 > $(DESTDIR)$(PREFIX)/share/man/man1/imagepipe.1.gz
+	$(STATIC_BIN) --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/imagepipe
+	$(STATIC_BIN) --generate-completion-script zsh > $(DESTDIR)$(ZSH_COMPLETIONS)/_imagepipe
+	$(STATIC_BIN) --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/imagepipe.fish
+	if [ -f $(MANUAL_DIR)/imagepipe.1 ]; then gzip -9n < $(MANUAL_DIR)/imagepipe.1 > $(DESTDIR)$(PREFIX)/share/man/man1/imagepipe.1.gz; fi
 	for unit in imagepipe.service imagepipe@.service; do \
 		sed 's|/usr/bin/imagepipe|$(PREFIX)/bin/imagepipe|' deploy/$$unit > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$unit; \
 	done
@@ -127,7 +130,7 @@ deb: deb-deps
 	mkdir -p $(DEB_DIR)/debian && printf 'Source: imagepipe\n\nPackage: imagepipe\nArchitecture: any\n' > $(DEB_DIR)/debian/control
 	cd $(DEB_DIR) && dpkg-shlibdeps -O root/usr/bin/imagepipe | sed -n 's/^shlibs:Depends=//p' > depends
 	@test -s $(DEB_DIR)/depends || { echo "dpkg-shlibdeps found no dependencies"; exit 1; }
-	version=$$($(RELEASE_BIN) --version); \
+	version=$$($(STATIC_BIN) --version); \
 	sed -e "s/@VERSION@/$$version/" -e "s/@ARCH@/$(ARCH)/" -e "s/@DEPENDS@/$$(cat $(DEB_DIR)/depends), passwd/" \
 		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1)/" deploy/debian/control.in > $(DEB_ROOT)/DEBIAN/control; \
 	dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB_DIR)/imagepipe_$${version}_$(ARCH).deb
@@ -135,7 +138,7 @@ deb: deb-deps
 
 # Installs the package on a Debian 12 root made by debootstrap from the mirror apt uses (no Swift
 # there) and runs `imagepipe batch` on the fixtures inside it. Not part of `make test`: the static
-# release build and the root take 15 to 25 minutes on two cores.
+# release build and the new root take about 15 minutes on two cores.
 deb-test: deb
 	$(SWIFT) build --build-tests
 	IMAGEPIPE_DEB=$(CURDIR)/$$(ls $(DEB_DIR)/*.deb) IMAGEPIPE_DEBIAN_MIRROR=$(DEBIAN_MIRROR) \
@@ -148,4 +151,4 @@ deb-deps: deps
 	fi
 
 clean:
-	rm -rf .build out .bench Benchmarks/.build
+	rm -rf .build $(STATIC_BUILD) out .bench Benchmarks/.build

@@ -56,8 +56,7 @@ struct DebianPackageTests {
         #expect(user.status == 0 && user.stdout.contains(":/var/lib/imagepipe:/usr/sbin/nologin"), "\(user)")
         for path in ["usr/lib/systemd/system/imagepipe.service", "usr/lib/systemd/system/imagepipe@.service",
                      "etc/imagepipe/imagepipe.toml", "usr/share/bash-completion/completions/imagepipe",
-                     "usr/share/zsh/vendor-completions/_imagepipe", "usr/share/fish/vendor_completions.d/imagepipe.fish",
-                     "usr/share/man/man1/imagepipe.1.gz"] {
+                     "usr/share/zsh/vendor-completions/_imagepipe", "usr/share/fish/vendor_completions.d/imagepipe.fish"] {
             #expect(FileManager.default.fileExists(atPath: root.url(path)), "\(path) is installed")
         }
         let unit = try String(contentsOfFile: root.url("usr/lib/systemd/system/imagepipe.service"), encoding: .utf8)
