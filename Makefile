@@ -1,12 +1,29 @@
-# imagepipe: `make demo` runs the batch on the bundled fixtures, `make test` runs every test.
-# Both install missing Debian/Ubuntu packages first (as root, or through sudo).
+# imagepipe: `make demo` runs the batch on the bundled fixtures, `make test` runs every test,
+# `make install` and `make deb` put the worker on a server without Swift (README, "Deploy").
+# They install missing Debian/Ubuntu packages first (as root, or through sudo).
 
 SWIFT       ?= swift
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev pkg-config
 RELEASE_BIN := .build/release/imagepipe
+# The static build has a scratch folder of its own: SwiftPM keeps its build plan across a change of
+# --static-swift-stdlib alone, and would link the binary of another build mode.
+STATIC_BUILD := .build-static
+STATIC_BIN  := $(STATIC_BUILD)/release/imagepipe
 
-.PHONY: demo test test-deps deps build release check-swift clean bench bench-compare bench-thresholds bench-deps
+# Installation: `make install PREFIX=/usr/local DESTDIR=`; the units run $(PREFIX)/bin/imagepipe.
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+ZSH_COMPLETIONS := $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
+MANUAL_DIR  := .build/plugins/GenerateManual/outputs/imagepipe
+DEB_DIR     := .build/deb
+DEB_ROOT    := $(DEB_DIR)/root
+ARCH        := $(shell dpkg --print-architecture 2>/dev/null)
+# The Debian mirror this machine's apt uses, for the package test's Debian 12 root.
+DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+
+.PHONY: demo test test-deps deps build release check-swift clean bench bench-compare bench-thresholds bench-deps \
+	static manual install deb deb-test deb-deps
 
 demo: deps release
 	rm -rf out
@@ -42,6 +59,8 @@ test-deps:
 	@{ command -v promtool && command -v prometheus && command -v curl; } >/dev/null || { \
 		echo "installing prometheus and curl for the metrics tests"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus curl; }
+	@command -v systemd-analyze >/dev/null || { echo "installing systemd for systemd-analyze verify of deploy/"; $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd; }
 
 build: deps
 	$(SWIFT) build
@@ -76,5 +95,66 @@ bench-deps:
 	@command -v /usr/bin/convert >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends imagemagick; }
 	@python3 -c "import pyvips, PIL" 2>/dev/null || python3 -m pip install -q pyvips pillow || python3 -m pip install -q --break-system-packages pyvips pillow
 
+# The release binary with Swift's own libraries linked in (Foundation's ICU too): it needs only Debian's shared libraries.
+static: deps
+	$(SWIFT) build -c release --product imagepipe --static-swift-stdlib --scratch-path $(STATIC_BUILD)
+	@if ldd $(STATIC_BIN) | grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|not found'; then \
+		echo "$(STATIC_BIN) still needs the libraries above"; exit 1; fi
+
+# The man page, by argument-parser's generate-manual plugin. Not made by `make install`: the plugin
+# builds every product of the package in release mode first (a second release build, 10 minutes on
+# two cores); `make manual` before `make install` or `make deb` adds it.
+manual: deps
+	$(SWIFT) package --disable-sandbox plugin generate-manual --authors "imagepipe maintainers"
+
+install: static
+	install -Dm755 $(STATIC_BIN) $(DESTDIR)$(PREFIX)/bin/imagepipe
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(ZSH_COMPLETIONS) \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/doc/imagepipe
+	$(STATIC_BIN) --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/imagepipe
+	$(STATIC_BIN) --generate-completion-script zsh > $(DESTDIR)$(ZSH_COMPLETIONS)/_imagepipe
+	$(STATIC_BIN) --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/imagepipe.fish
+	if [ -f $(MANUAL_DIR)/imagepipe.1 ]; then gzip -9n < $(MANUAL_DIR)/imagepipe.1 > $(DESTDIR)$(PREFIX)/share/man/man1/imagepipe.1.gz; fi
+	for unit in imagepipe.service imagepipe@.service; do \
+		sed 's|/usr/bin/imagepipe|$(PREFIX)/bin/imagepipe|' deploy/$$unit > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$unit; \
+	done
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/system/imagepipe*.service $(DESTDIR)$(PREFIX)/share/bash-completion/completions/imagepipe \
+		$(DESTDIR)$(ZSH_COMPLETIONS)/_imagepipe $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/imagepipe.fish
+	install -m644 deploy/imagepipe.example.toml $(DESTDIR)$(PREFIX)/share/doc/imagepipe/imagepipe.example.toml
+
+# A Debian package of `make install PREFIX=/usr`, the example as /etc/imagepipe/imagepipe.toml, and its
+# runtime dependencies as dpkg-shlibdeps finds them from the libraries the binary links.
+deb: deb-deps
+	rm -rf $(DEB_DIR)
+	$(MAKE) install PREFIX=/usr DESTDIR=$(CURDIR)/$(DEB_ROOT)
+	strip --strip-unneeded $(DEB_ROOT)/usr/bin/imagepipe
+	install -Dm644 deploy/imagepipe.example.toml $(DEB_ROOT)/etc/imagepipe/imagepipe.toml
+	install -d $(DEB_ROOT)/DEBIAN
+	install -m755 deploy/debian/postinst deploy/debian/postrm $(DEB_ROOT)/DEBIAN/
+	install -m644 deploy/debian/conffiles $(DEB_ROOT)/DEBIAN/
+	mkdir -p $(DEB_DIR)/debian && printf 'Source: imagepipe\n\nPackage: imagepipe\nArchitecture: any\n' > $(DEB_DIR)/debian/control
+	cd $(DEB_DIR) && dpkg-shlibdeps -O root/usr/bin/imagepipe | sed -n 's/^shlibs:Depends=//p' > depends
+	@test -s $(DEB_DIR)/depends || { echo "dpkg-shlibdeps found no dependencies"; exit 1; }
+	version=$$($(STATIC_BIN) --version); \
+	sed -e "s/@VERSION@/$$version/" -e "s/@ARCH@/$(ARCH)/" -e "s/@DEPENDS@/$$(cat $(DEB_DIR)/depends), passwd/" \
+		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1)/" deploy/debian/control.in > $(DEB_ROOT)/DEBIAN/control; \
+	dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB_DIR)/imagepipe_$${version}_$(ARCH).deb
+	@ls -l $(DEB_DIR)/*.deb && dpkg-deb --field $(DEB_DIR)/*.deb Depends
+
+# Installs the package on a Debian 12 root made by debootstrap from the mirror apt uses (no Swift
+# there) and runs `imagepipe batch` on the fixtures inside it. Not part of `make test`: the static
+# release build and the new root take about 15 minutes on two cores.
+deb-test: deb
+	$(SWIFT) build --build-tests
+	IMAGEPIPE_DEB=$(CURDIR)/$$(ls $(DEB_DIR)/*.deb) IMAGEPIPE_DEBIAN_MIRROR=$(DEBIAN_MIRROR) \
+		$(SWIFT) test --skip-build --filter DebianPackageTests
+
+deb-deps: deps
+	@missing=""; for p in dpkg-dev debootstrap; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
 clean:
-	rm -rf .build out .bench Benchmarks/.build
+	rm -rf .build $(STATIC_BUILD) out .bench Benchmarks/.build

@@ -10,7 +10,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
         abstract: "Turn original images into web variants and store them.",
         version: "0.2.0",
         subcommands: [BatchCommand.self, WatchCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self,
-                      BenchCommand.self, SrcsetCommand.self, ReportCommand.self])
+                      BenchCommand.self, SrcsetCommand.self, ReportCommand.self, ConfigCommand.self])
 }
 
 @main
@@ -18,7 +18,7 @@ enum Main {
     static func main() async {
         Vips.tuneAllocator()
         do {
-            var command = try ImagePipeCommand.parseAsRoot()
+            var command = try parse(Array(CommandLine.arguments.dropFirst()))
             if command is WatchCommand || command is BatchCommand { blockStopSignals() }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -37,6 +37,19 @@ enum Main {
             ImagePipeCommand.exit(withError: error)
         }
     }
+}
+
+/// The command to run: batch and watch complete their command line from `IMAGEPIPE_*` variables
+/// and the `--config` file (see ``ConfiguredCommandLine``); help requests are answered as typed.
+private func parse(_ arguments: [String]) throws -> any ParsableCommand {
+    let helpRequests: Set = ["--help", "-h", "--experimental-dump-help"]
+    guard let name = arguments.first, ConfiguredCommandLine.commands.contains(name),
+          !arguments.contains(where: helpRequests.contains) else {
+        return try ImagePipeCommand.parseAsRoot(arguments)
+    }
+    let line = try ConfiguredCommandLine(command: name, arguments: Array(arguments.dropFirst()))
+    line.warnAboutUnknownVariables()
+    return try line.parse()
 }
 
 /// Blocks SIGTERM, SIGINT and SIGHUP in this thread and every thread started after it, and ignores

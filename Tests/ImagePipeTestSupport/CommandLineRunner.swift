@@ -24,8 +24,8 @@ public enum CommandLineRunner {
     ///
     /// - Parameters:
     ///   - directory: the working directory (default: the test's).
-    ///   - environment: when given, replaces every `AWS_*` and `SUPABASE_*` variable of the test's
-    ///     environment, so stray credentials never leak into a run.
+    ///   - environment: when given, replaces every `AWS_*`, `SUPABASE_*` and `IMAGEPIPE_*` variable of
+    ///     the test's environment, so stray credentials or settings never leak into a run.
     ///   - input: what the process reads on standard input (default: nothing, end of file at once).
     public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
                            input: Data? = nil) throws -> Output {
@@ -40,7 +40,9 @@ public enum CommandLineRunner {
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         if let environment {
-            var base = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") && !$0.key.hasPrefix("SUPABASE_") }
+            var base = ProcessInfo.processInfo.environment.filter {
+                !$0.key.hasPrefix("AWS_") && !$0.key.hasPrefix("SUPABASE_") && !$0.key.hasPrefix("IMAGEPIPE_")
+            }
             base.merge(environment) { $1 }
             process.environment = base
         }

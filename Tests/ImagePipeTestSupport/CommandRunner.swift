@@ -11,7 +11,7 @@ public enum CommandRunner {
     /// The absolute path of `fixtures/`.
     public static var fixtures: String { Fixtures.root }
 
-    /// Runs `imagepipe` with the test's environment minus every AWS and Supabase setting, plus
+    /// Runs `imagepipe` with the test's environment minus every AWS, Supabase and imagepipe setting, plus
     /// `environment`, optionally in `directory` and with `input` on standard input.
     public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
                            input: Data? = nil) throws -> Output {

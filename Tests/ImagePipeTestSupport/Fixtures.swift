@@ -6,6 +6,9 @@ public enum Fixtures {
     /// The absolute path of `fixtures/`.
     public static let root = fixturesDirectory(above: #filePath)
 
+    /// The absolute path of the repository's checkout (where `deploy/` and the Makefile are).
+    public static var repository: String { (root as NSString).deletingLastPathComponent }
+
     /// The absolute path of a fixture.
     public static func path(_ relative: String) -> String { root + "/" + relative }
 

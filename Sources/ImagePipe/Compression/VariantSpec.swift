@@ -220,10 +220,17 @@ public enum Preset {
         }
     }
 
-    /// The variants a command runs with: those given as specs, or else the named preset; checked.
-    public static func variants(_ specs: [String], preset: String) throws(ImagePipeError) -> [VariantSpec] {
-        guard let named = named(preset) else {
-            throw .configuration("unknown preset '\(preset)'; presets: \(names.joined(separator: ", "))")
+    /// The variants a command runs with: those given as specs, or else the named preset, built in
+    /// or among `defined` (a configuration file's, by name, in order); checked.
+    public static func variants(_ specs: [String], preset: String,
+                                defined: [(name: String, specs: [String])] = []) throws(ImagePipeError) -> [VariantSpec] {
+        var named = named(preset)
+        if named == nil, let definedSpecs = defined.first(where: { $0.name == preset })?.specs {
+            named = try definedSpecs.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
+        }
+        guard let named else {
+            let all = names + defined.map(\.name)
+            throw .configuration("unknown preset '\(preset)'; presets: \(all.joined(separator: ", "))")
         }
         let variants = try specs.isEmpty ? named : specs.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
         try validate(variants)

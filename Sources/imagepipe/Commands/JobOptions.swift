@@ -20,8 +20,19 @@ struct JobOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
         "The variants when no --variant is given: " + Preset.names.map { name in
             "\(name) (\(Preset.named(name)!.map(\.specString).joined(separator: " ")))"
-        }.joined(separator: "; ") + ".", valueName: "name"))
+        }.joined(separator: "; ") + "; or one defined under [presets] in the --config file.", valueName: "name"))
     var preset: String = "web"
+
+    /// The `--config` file's presets, one `NAME:SPEC` per variant, passed on by `ConfiguredCommandLine`.
+    @Option(name: .customLong("preset-variant"), help: .private)
+    var presetVariants: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp(
+        "A TOML file setting any option of batch and watch (key = the option's long name), with [batch], [watch] "
+            + "and [presets] tables. Every option can also be set by IMAGEPIPE_<NAME> (e.g. IMAGEPIPE_MAX_ATTEMPTS); "
+            + "flags win over the environment, which wins over the file. Default: IMAGEPIPE_CONFIG.",
+        valueName: "file"))
+    var config: String?
 
     @Flag(name: .long, help: "Also score fixed-quality variants (SSIMULACRA 2, recorded in the manifest); auto variants always are.")
     var score = false
@@ -63,11 +74,33 @@ struct JobOptions: ParsableArguments {
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
+        // Checked while parsing, so that a bad value from the configuration file is reported with its key.
+        do {
+            _ = try variantSpecs()
+            _ = try KeyTemplate(key)
+        } catch {
+            throw ValidationError(error.reason)
+        }
     }
 
-    /// The variants asked for, or the web preset.
+    /// The `--config` file's presets, in file order.
+    private var definedPresets: [(name: String, specs: [String])] {
+        var presets: [(name: String, specs: [String])] = []
+        for entry in presetVariants {
+            guard let colon = entry.firstIndex(of: ":") else { continue }
+            let name = String(entry[..<colon]), spec = String(entry[entry.index(after: colon)...])
+            if let index = presets.firstIndex(where: { $0.name == name }) {
+                presets[index].specs.append(spec)
+            } else {
+                presets.append((name, [spec]))
+            }
+        }
+        return presets
+    }
+
+    /// The variants asked for, or the preset (the web preset unless chosen).
     func variantSpecs() throws(ImagePipeError) -> [VariantSpec] {
-        let specs = try Preset.variants(variants, preset: preset)
+        let specs = try Preset.variants(variants, preset: preset, defined: definedPresets)
         try Preset.validate(specs)
         if storage.withOriginal, specs.contains(where: { $0.name == FileHandler.originalVariantName }) {
             throw .configuration("a variant named '\(FileHandler.originalVariantName)' would share its keys with --with-original; rename it")

@@ -1,0 +1,69 @@
+// The text `imagepipe config` prints: the resolved settings as a TOML file, each with where it came from, secrets masked.
+import ImagePipe
+
+/// The resolved configuration of a command, written so that it can be read back as a `--config`
+/// file (less the masked secrets), with a comment after each setting naming its source.
+struct ConfigurationReport {
+    let line: ConfiguredCommandLine
+    let environment: [String: String]
+
+    var text: String {
+        var lines = ["# imagepipe \(line.command), as configured: the command line, then IMAGEPIPE_* variables, then "
+            + (line.configurationPath ?? "a --config file (none given)") + ", then defaults."]
+        lines.append("[\(line.command)]")
+        for setting in line.settings {
+            let source = "  # " + setting.origin.description
+            switch (setting.option.kind, setting.values.isEmpty) {
+            case (.flag, _):
+                lines.append("\(setting.option.key) = \(setting.values.last == "true")" + source)
+            case (_, true):
+                lines.append("# \(setting.option.key) is not set")
+            case (_, false) where setting.option.isRepeating:
+                lines.append("\(setting.option.key) = [" + setting.values.map(Self.literal).joined(separator: ", ") + "]" + source)
+            case (_, false):
+                lines.append("\(setting.option.key) = \(Self.literal(setting.values.last!))" + source)
+            }
+        }
+        lines.append("")
+        lines.append("[presets]")
+        for preset in line.presets {
+            let origin = ConfiguredCommandLine.Origin.file(path: line.configurationPath ?? "", line: preset.line, key: "presets.\(preset.name)")
+            lines.append("\(preset.name) = [" + preset.specs.map(Self.literal).joined(separator: ", ") + "]  # " + origin.description)
+        }
+        for name in Preset.names {
+            lines.append("# \(name) = [" + (Preset.named(name) ?? []).map { Self.literal($0.specString) }.joined(separator: ", ") + "]  # built in")
+        }
+        lines.append("")
+        lines.append("# Credentials come from the environment only:")
+        let present = SecretMasking.credentialVariables.filter { environment[$0] != nil }
+        if present.isEmpty { lines.append("#   none set") }
+        for name in present {
+            let value = environment[name]!
+            let shown = SecretMasking.secretVariables.contains(name) ? SecretMasking.mask : SecretMasking.masked(value)
+            lines.append("#   \(name) = \(Self.literal(shown))")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// A number as it is, anything else as a TOML string; URLs' passwords masked.
+    private static func literal(_ value: String) -> String {
+        if Int(value) != nil || (Double(value) != nil && value.contains(".") && value.last?.isNumber == true) { return value }
+        var escaped = "\""
+        for scalar in SecretMasking.masked(value).unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case "\t": escaped += "\\t"
+            case "\r": escaped += "\\r"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    escaped += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+                } else {
+                    escaped.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return escaped + "\""
+    }
+}
