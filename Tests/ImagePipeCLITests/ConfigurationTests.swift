@@ -197,9 +197,9 @@ import Testing
             #expect(!output.stdout.contains(secret), "\(secret) is printed: \(output.stdout)")
         }
         let lines = output.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.contains("queue = \"postgres://imagepipe:********@db.example/images?queue=avatars\"  # \(file):5: queue"))
+        #expect(lines.contains("queue = \"postgres://imagepipe:********@db.example/images?queue=avatars\"  # \(file):5: watch.queue"))
         #expect(lines.contains("jobs = 2  # environment variable IMAGEPIPE_JOBS"))
-        #expect(lines.contains("max-attempts = 7  # \(file):6: max-attempts"))
+        #expect(lines.contains("max-attempts = 7  # \(file):6: watch.max-attempts"))
         #expect(lines.contains("preset = \"avatars\"  # command line"))
         #expect(lines.contains("retry-delay = 1.0  # default"))
         #expect(lines.contains("#   AWS_ACCESS_KEY_ID = \"AKIDEXAMPLE\""))
@@ -220,7 +220,7 @@ import Testing
         let file = config("[watch]\nqueue = \"\(directory.url("queue"))\"\nmax-attempts = 0\n")
         let output = try run(["config", "--config", file, "--dest", directory.url("out")])
         #expect(output.status == 2)
-        #expect(output.stderr.contains("\(file):3: max-attempts: --max-attempts must be at least 1"), "\(output.stderr)")
+        #expect(output.stderr.contains("\(file):3: watch.max-attempts: --max-attempts must be at least 1"), "\(output.stderr)")
         #expect(output.stdout.isEmpty)
     }
 }

@@ -19,7 +19,7 @@ struct ConfigurationFile: Sendable {
         var values: [String]
         /// The line it is on.
         var line: Int
-        /// The key as written.
+        /// The key as written, with its table (`watch.max-attempts`).
         var writtenKey: String
     }
 
@@ -98,7 +98,7 @@ struct ConfigurationFile: Sendable {
                 throw error(path, entry.value.line, qualified, "sets the same option as '\(earlier.writtenKey)' on line \(earlier.line)")
             }
             let values = try tokens(entry.value, option: option, path: path, key: qualified)
-            result[key] = Setting(values: values, line: entry.value.line, writtenKey: entry.key)
+            result[key] = Setting(values: values, line: entry.value.line, writtenKey: qualified)
         }
         return result
     }
