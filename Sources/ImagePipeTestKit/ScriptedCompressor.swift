@@ -49,6 +49,8 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
 
     /// Source names in call order.
     public var calls: [String] { state.withLock { $0.calls } }
+    /// Calls running now (started and not yet returned).
+    public var runningCalls: Int { state.withLock { $0.concurrent } }
     /// The most calls that ran at the same time.
     public var maxConcurrentCalls: Int { state.withLock { $0.maxConcurrent } }
     /// Encoded outputs currently alive (not yet released by storage and the pipeline).
