@@ -6,7 +6,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev pkg-config
 RELEASE_BIN := .build/release/imagepipe
 
-.PHONY: demo test test-deps deps build release check-swift clean bench bench-compare bench-thresholds bench-deps
+.PHONY: demo test test-deps deps build release check-swift clean bench bench-compare bench-thresholds bench-deps soak
 
 demo: deps release
 	rm -rf out
@@ -76,5 +76,13 @@ bench-deps:
 	@command -v /usr/bin/convert >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends imagemagick; }
 	@python3 -c "import pyvips, PIL" 2>/dev/null || python3 -m pip install -q pyvips pillow || python3 -m pip install -q --break-system-packages pyvips pillow
 
+# The soak run: the release worker on a queue for SOAK_MINUTES under a trickle of corpus images and bad
+# files, sampled every 10 s; table, plot and goal checks in .soak/ (exit status 1 when a goal is broken).
+SOAK_MINUTES ?= 30
+soak: deps release
+	@[ -d .bench/corpus ] || fixtures/make-corpus.sh .bench/corpus
+	python3 Benchmarks/soak/soak.py --binary $(RELEASE_BIN) --minutes $(SOAK_MINUTES) --corpus .bench/corpus --out .soak \
+		--plot-copy Benchmarks/soak/soak.svg
+
 clean:
-	rm -rf .build out .bench Benchmarks/.build
+	rm -rf .build out .bench .soak Benchmarks/.build
