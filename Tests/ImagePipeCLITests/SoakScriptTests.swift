@@ -36,7 +36,7 @@ import Testing
         #expect(summary["exit_status"] as? Int == 0, "the worker stops cleanly on SIGTERM")
         // The goals that do not depend on how long the run was hold in a short one too.
         let goals = try #require(summary["goals"] as? [[String: Any]])
-        #expect(goals.count == 7)
+        #expect(goals.count == 8)
         for goal in goals where !(goal["goal"] as! String).contains("after warm-up") {
             #expect(goal["held"] as? Bool == true, "\(goal)")
         }
