@@ -34,7 +34,8 @@ def parse_arguments():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--binary", default=os.environ.get("IMAGEPIPE_BIN", os.path.join(root, ".build/release/imagepipe")))
+    parser.add_argument("--binary", default=os.environ.get("IMAGEPIPE_BIN", os.path.join(root, ".build/release/imagepipe")),
+                        help="the imagepipe to run (default: IMAGEPIPE_BIN, or the release build)")
     parser.add_argument("--minutes", type=float, default=float(os.environ.get("SOAK_MINUTES", "30")),
                         help="how long deliveries go on (default 30, or SOAK_MINUTES)")
     parser.add_argument("--corpus", default=os.path.join(root, ".bench/corpus"), help="folder of good images to deliver")
