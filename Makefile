@@ -23,7 +23,7 @@ ARCH        := $(shell dpkg --print-architecture 2>/dev/null)
 DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
 
 .PHONY: demo test test-deps deps build release check-swift clean bench bench-compare bench-thresholds bench-deps \
-	static manual install deb deb-test deb-deps
+	static manual install deb deb-test deb-deps soak
 
 demo: deps release
 	rm -rf out
@@ -156,5 +156,13 @@ deb-deps: deps
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+# The soak run: the release worker on a queue for SOAK_MINUTES under a trickle of corpus images and bad
+# files, sampled every 10 s; table, plot and goal checks in .soak/ (exit status 1 when a goal is broken).
+SOAK_MINUTES ?= 30
+soak: deps release
+	@[ -d .bench/corpus ] || fixtures/make-corpus.sh .bench/corpus
+	python3 Benchmarks/soak/soak.py --binary $(RELEASE_BIN) --minutes $(SOAK_MINUTES) --corpus .bench/corpus --out .soak \
+		--plot-copy Benchmarks/soak/soak.svg
+
 clean:
-	rm -rf .build $(STATIC_BUILD) out .bench Benchmarks/.build
+	rm -rf .build $(STATIC_BUILD) out .bench .soak Benchmarks/.build

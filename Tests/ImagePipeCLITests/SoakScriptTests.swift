@@ -1,0 +1,51 @@
+// A short run of the soak script (Benchmarks/soak/soak.py) against the built binary, so `make soak` cannot rot.
+import Foundation
+import ImagePipeTestSupport
+import Testing
+
+/// `Benchmarks/soak/soak.py` for a quarter of a minute on a few small fixtures.
+@Suite struct SoakScriptTests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-soak")
+
+    @Test func aShortSoakAccountsForEveryDeliveryAndWritesItsTableAndPlot() throws {
+        for (index, fixture) in ["formats/small-400x300.jpg", "formats/progressive.jpg", "formats/small-200x150.jpg"].enumerated() {
+            CommandRunner.copyFixture("images/" + fixture, to: directory, as: "corpus/\(index)-" + (fixture as NSString).lastPathComponent)
+        }
+        let script = (Fixtures.root as NSString).deletingLastPathComponent + "/Benchmarks/soak/soak.py"
+        let output = try CommandLineRunner.run(executable: "/usr/bin/env", [
+            "python3", script, "--binary", CommandRunner.binary, "--minutes", "0.25", "--every", "1", "--interval", "1",
+            "--warmup", "0.5", "--corpus", directory.url("corpus"), "--out", directory.url("soak"),
+        ])
+        // 0: every goal held, 1: a goal broken. Whether memory, descriptors and threads settle is for the real,
+        // half-hour run to show, not a quarter of a minute; 2 would mean the run itself failed.
+        #expect(output.status == 0 || output.status == 1, "\(output.stdout)\n\(output.stderr)")
+
+        let table = try String(contentsOfFile: directory.url("soak/samples.csv"), encoding: .utf8).split(separator: "\n")
+        #expect(table.first?.hasPrefix("elapsed_s,rss_mb,hwm_mb,fds,threads,claim_areas") == true)
+        let rows = table.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        #expect(rows.count >= 10, "a sample a second for 15 s")
+        #expect(rows.allSatisfy { $0.count == table[0].split(separator: ",").count && Double($0[1])! > 1 && Int($0[3])! > 0 })
+        let svg = try String(contentsOfFile: directory.url("soak/soak.svg"), encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.contains("<polyline"))
+
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.url("soak/summary.json")))) as? [String: Any])
+        let delivered = try #require(summary["delivered"] as? Int), done = try #require(summary["done"] as? Int)
+        let failed = try #require(summary["failed"] as? Int)
+        #expect(delivered >= 10 && delivered == done + failed)
+        #expect(failed == delivered / 5, "every fifth delivery is a bad file")
+        #expect(summary["exit_status"] as? Int == 0, "the worker stops cleanly on SIGTERM")
+        // The goals that do not depend on how long the run was hold in a short one too.
+        let goals = try #require(summary["goals"] as? [[String: Any]])
+        #expect(goals.count == 8)
+        for goal in goals where !(goal["goal"] as! String).contains("after warm-up") {
+            #expect(goal["held"] as? Bool == true, "\(goal)")
+        }
+        // The bad files went to failed/ with their reasons.
+        for (name, code) in [("00005-truncated.jpg", "corrupt_image"), ("00010-empty.jpg", "empty_file")] {
+            let record = try Data(contentsOf: URL(fileURLWithPath: directory.url("soak/queue/failed/\(name).error.json")))
+            let error = try #require(try JSONSerialization.jsonObject(with: record) as? [String: Any])
+            #expect(error["error_code"] as? String == code)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url("soak/queue/processing")).isEmpty)
+    }
+}
