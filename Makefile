@@ -78,7 +78,7 @@ deps: check-swift
 	fi
 
 check-swift:
-	@command -v $(SWIFT) >/dev/null || { echo "Swift 6.1 or later is needed: https://www.swift.org/install/linux/"; exit 1; }
+	@command -v $(SWIFT) >/dev/null || { echo "Swift 6.2 or later is needed: https://www.swift.org/install/linux/"; exit 1; }
 
 # Benchmarks, outside `make test`: the package-benchmark suite on the compression hot path, checked
 # against the committed thresholds, and `imagepipe bench --compare` against reference tools.
