@@ -48,22 +48,6 @@ struct ConfigurationReport {
     /// A number as it is, anything else as a TOML string; URLs' passwords masked.
     private static func literal(_ value: String) -> String {
         if Int(value) != nil || (Double(value) != nil && value.contains(".") && value.last?.isNumber == true) { return value }
-        var escaped = "\""
-        for scalar in SecretMasking.masked(value).unicodeScalars {
-            switch scalar {
-            case "\"": escaped += "\\\""
-            case "\\": escaped += "\\\\"
-            case "\n": escaped += "\\n"
-            case "\t": escaped += "\\t"
-            case "\r": escaped += "\\r"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    escaped += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
-                } else {
-                    escaped.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return escaped + "\""
+        return SecretMasking.masked(value).doubleQuoted
     }
 }

@@ -8,11 +8,11 @@ extension ConsoleLogHandler {
     /// One JSON object on one line. Numbers and booleans in metadata (`.stringConvertible`) stay
     /// numbers and booleans; nested dictionaries and arrays stay objects and arrays.
     func jsonLine(time: String, level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
-        var json = "{\"time\":" + Self.quoted(time) + ",\"level\":" + Self.quoted(level.rawValue)
-            + ",\"message\":" + Self.quoted(message) + ",\"label\":" + Self.quoted(label)
+        var json = "{\"time\":" + time.doubleQuoted + ",\"level\":" + level.rawValue.doubleQuoted
+            + ",\"message\":" + message.doubleQuoted + ",\"label\":" + label.doubleQuoted
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             let name = Self.reservedFields.contains(key) ? "meta_" + key : key
-            json += "," + Self.quoted(name) + ":" + Self.jsonValue(value)
+            json += "," + name.doubleQuoted + ":" + Self.jsonValue(value)
         }
         return json + "}"
     }
@@ -20,38 +20,19 @@ extension ConsoleLogHandler {
     static func jsonValue(_ value: Logger.Metadata.Value) -> String {
         switch value {
         case .string(let text):
-            return quoted(text)
+            return text.doubleQuoted
         case .stringConvertible(let convertible):
             switch convertible {
             case let flag as Bool: return flag ? "true" : "false"
             case let number as any BinaryInteger: return "\(number)"
             case let number as Double where number.isFinite: return "\(number)"
             case let number as Float where number.isFinite: return "\(number)"
-            default: return quoted(convertible.description)
+            default: return convertible.description.doubleQuoted
             }
         case .dictionary(let dictionary):
-            return "{" + dictionary.sorted { $0.key < $1.key }.map { quoted($0.key) + ":" + jsonValue($0.value) }.joined(separator: ",") + "}"
+            return "{" + dictionary.sorted { $0.key < $1.key }.map { $0.key.doubleQuoted + ":" + jsonValue($0.value) }.joined(separator: ",") + "}"
         case .array(let values):
             return "[" + values.map(jsonValue).joined(separator: ",") + "]"
         }
-    }
-
-    /// A JSON string: quotes, backslashes and control characters escaped.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -16,15 +16,6 @@ extension ConsoleLogHandler {
         guard text.isEmpty || text.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline || $0 == "\t" }) else {
             return text
         }
-        var quoted = "\""
-        for character in text {
-            switch character {
-            case "\"": quoted += "\\\""
-            case "\\": quoted += "\\\\"
-            case "\n": quoted += "\\n"
-            default: quoted.append(character)
-            }
-        }
-        return quoted + "\""
+        return text.doubleQuoted
     }
 }
