@@ -7,6 +7,7 @@ final class FirstOutcome<T: Sendable>: Sendable {
         var continuation: CheckedContinuation<T, any Error>?
         var outcome: Result<T, any Error>?
         var resumed = false
+        var timer: Task<Void, Never>?
     }
 
     private let state = Mutex(State())
@@ -24,15 +25,29 @@ final class FirstOutcome<T: Sendable>: Sendable {
         if let ready { continuation.resume(with: ready) }
     }
 
-    /// Offers an outcome; only the first counts.
+    /// Offers an outcome; only the first counts, and it ends the timer racing it.
     func settle(_ outcome: Result<T, any Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
-            guard state.outcome == nil else { return nil }
+        let (continuation, timer) = state.withLock { state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?) in
+            guard state.outcome == nil else { return (nil, nil) }
             state.outcome = outcome
-            guard let continuation = state.continuation else { return nil }
+            defer { state.timer = nil }
+            guard let continuation = state.continuation else { return (nil, state.timer) }
             state.resumed = true
-            return continuation
+            return (continuation, state.timer)
         }
+        timer?.cancel()
         continuation?.resume(with: outcome)
+    }
+
+    /// A timer (a task that settles a timeout) racing the outcome: cancelled as soon as an outcome
+    /// comes, so an answer in time leaves no task sleeping out the whole timeout, where thousands
+    /// of statements a second would pile up thousands of them.
+    func race(_ timer: Task<Void, Never>) {
+        let settled = state.withLock { state -> Bool in
+            if state.outcome != nil { return true }
+            state.timer = timer
+            return false
+        }
+        if settled { timer.cancel() }
     }
 }

@@ -18,26 +18,48 @@ extension QueueDatabase {
     /// `FOR UPDATE SKIP LOCKED` makes workers claiming at the same moment take different rows instead
     /// of queueing behind each other; the partial index on waiting jobs keeps the scan to them.
     func claim(queue: String, limit: Int, owner: String, lease: Duration) async -> [ClaimedRow] {
-        let seconds = lease.timeInterval
-        let query: PostgresQuery = """
+        let statement = Claim(queue: queue, limit: limit, owner: owner, leaseSeconds: lease.timeInterval)
+        guard let rows = await once("claim", .prepared(statement)) else { return [] }
+        return rows.sorted { $0.0 < $1.0 }.map { id, source, attempt, errors in
+            // Most claims are first attempts, with no history to decode.
+            let history = errors == "[]" ? [] : (try? JSONDecoder().decode([AttemptRecord].self, from: Data(errors.utf8))) ?? []
+            return ClaimedRow(id: id, source: source, attempt: attempt, history: history)
+        }
+    }
+
+    /// The claim, prepared: it runs for every few jobs.
+    struct Claim: PostgresPreparedStatement {
+        static let sql = """
             WITH next AS (
                 SELECT id FROM imagepipe.jobs
-                WHERE queue = \(queue) AND state = 'waiting' AND run_at <= now()
+                WHERE queue = $1 AND state = 'waiting' AND run_at <= now()
                 ORDER BY run_at, id
-                LIMIT \(limit)
+                LIMIT $2
                 FOR UPDATE SKIP LOCKED
             )
             UPDATE imagepipe.jobs AS j
-            SET state = 'running', attempt = j.attempt + 1, lease_owner = \(owner),
-                lease_expires_at = now() + make_interval(secs => \(seconds)), started_at = now()
+            SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
+                lease_expires_at = now() + make_interval(secs => $4), started_at = now()
             FROM next WHERE j.id = next.id
             RETURNING j.id, j.source, j.attempt, j.errors::text
             """
-        guard let rows = await once("claim", query, { try $0.decode((Int, String, Int, String).self) }) else { return [] }
-        return rows.sorted { $0.0 < $1.0 }.map { id, source, attempt, errors in
-            let history = (try? JSONDecoder().decode([AttemptRecord].self, from: Data(errors.utf8))) ?? []
-            return ClaimedRow(id: id, source: source, attempt: attempt, history: history)
+        typealias Row = (Int, String, Int, String)
+
+        let queue: String
+        let limit: Int
+        let owner: String
+        let leaseSeconds: Double
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 4)
+            bindings.append(queue)
+            bindings.append(limit)
+            bindings.append(owner)
+            bindings.append(leaseSeconds)
+            return bindings
         }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// Extends the leases `owner` still holds; returns the IDs renewed, or nil when the database

@@ -7,21 +7,42 @@ import PostgresNIO
 extension QueueDatabase {
     /// Records many jobs' success in one statement and notifies `imagepipe_done` with each job's ID.
     func completeAll(_ batch: [PostgresQueue.Completion], owner: String) async -> [Settlement] {
-        let query: PostgresQuery = """
+        let statement = Complete(ids: batch.map(\.id), attempts: batch.map(\.attempt), results: batch.map(\.result), owner: owner)
+        guard let recorded = await persistently("complete", .prepared(statement)).map(Set.init) else {
+            return batch.map { _ in .unrecorded }
+        }
+        return batch.map { recorded.contains($0.id) ? .recorded : .leaseLost }
+    }
+
+    /// Recording jobs done, prepared: it runs for every few jobs.
+    struct Complete: PostgresPreparedStatement {
+        static let sql = """
             WITH settled AS (
                 UPDATE imagepipe.jobs AS j
                 SET state = 'done', result = d.result::jsonb, finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
-                FROM unnest(\(batch.map(\.id))::bigint[], \(batch.map(\.attempt))::bigint[], \(batch.map(\.result))::text[])
-                     AS d(id, attempt, result)
-                WHERE j.id = d.id AND j.attempt = d.attempt AND j.lease_owner = \(owner) AND j.state = 'running'
+                FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS d(id, attempt, result)
+                WHERE j.id = d.id AND j.attempt = d.attempt AND j.lease_owner = $4 AND j.state = 'running'
                 RETURNING j.id
             )
             SELECT imagepipe.notify_finished(id) FROM settled
             """
-        guard let recorded = await persistently("complete", query, { try $0.decode(Int.self) }).map(Set.init) else {
-            return batch.map { _ in .unrecorded }
+        typealias Row = Int
+
+        let ids: [Int]
+        let attempts: [Int]
+        let results: [String]
+        let owner: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 4)
+            bindings.append(ids)
+            bindings.append(attempts)
+            bindings.append(results)
+            bindings.append(owner)
+            return bindings
         }
-        return batch.map { recorded.contains($0.id) ? .recorded : .leaseLost }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
     }
 
     /// Puts a job back to wait `delay` before its next attempt, adding `failure` to its history.

@@ -78,13 +78,12 @@ public final class QueueDatabase: Sendable {
 
     /// Runs one statement and collects its rows as `T`; one attempt, within the statement timeout.
     func rows<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws -> [T] {
-        try await timed { [client, logger] in
-            var rows: [T] = []
-            for try await row in try await client.query(query, logger: logger) {
-                rows.append(try decode(row))
-            }
-            return rows
-        }
+        try await rows(.text(query, decode))
+    }
+
+    /// Runs one statement and collects its rows; one attempt, within the statement timeout.
+    func rows<T: Sendable>(_ statement: Statement<T>) async throws -> [T] {
+        try await timed { [client, logger] in try await statement.run(client, logger) }
     }
 
     /// Runs one statement, retried across lost connections until the database answers.
@@ -93,10 +92,15 @@ public final class QueueDatabase: Sendable {
     ///   another version) or the task was cancelled.
     func persistently<T: Sendable>(_ what: String, _ query: PostgresQuery,
                                   _ decode: @escaping @Sendable (PostgresRow) throws -> T) async -> [T]? {
+        await persistently(what, .text(query, decode))
+    }
+
+    /// Runs one statement, retried across lost connections until the database answers (see above).
+    func persistently<T: Sendable>(_ what: String, _ statement: Statement<T>) async -> [T]? {
         var attempt = 0
         while !Task.isCancelled {
             do {
-                return try await answered(query, decode)
+                return try await answered(statement)
             } catch {
                 guard mayReconnect(after: error, what) else { return nil }
                 attempt += 1
@@ -108,8 +112,13 @@ public final class QueueDatabase: Sendable {
 
     /// Runs one statement once; a failure is logged (once per outage) and gives nil.
     func once<T: Sendable>(_ what: String, _ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async -> [T]? {
+        await once(what, .text(query, decode))
+    }
+
+    /// Runs one statement once; a failure is logged (once per outage) and gives nil.
+    func once<T: Sendable>(_ what: String, _ statement: Statement<T>) async -> [T]? {
         do {
-            return try await answered(query, decode)
+            return try await answered(statement)
         } catch {
             _ = mayReconnect(after: error, what)
             return nil
@@ -117,8 +126,8 @@ public final class QueueDatabase: Sendable {
     }
 
     /// Runs one statement, noting that the database answered.
-    private func answered<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws -> [T] {
-        let result = try await rows(query, decode)
+    private func answered<T: Sendable>(_ statement: Statement<T>) async throws -> [T] {
+        let result = try await rows(statement)
         noteReachable()
         return result
     }
@@ -159,11 +168,12 @@ public final class QueueDatabase: Sendable {
             let work = Task {
                 do { outcome.settle(.success(try await body())) } catch { outcome.settle(.failure(error)) }
             }
-            Task { [statementTimeout] in
+            outcome.race(Task { [statementTimeout] in
                 try? await Task.sleep(for: statementTimeout)
+                guard !Task.isCancelled else { return }
                 work.cancel()
                 outcome.settle(.failure(ImagePipeError(.storageUnavailable, "no answer within \(statementTimeout)")))
-            }
+            })
         }
     }
 

@@ -48,6 +48,9 @@ import Testing
         #expect(JobSource.job(for: "s3://uploads/2024/trip/a.jpg", attempt: 1).path == "s3://uploads/2024/trip/a.jpg")
         #expect(JobSource.job(for: "./trip//c.jpg", attempt: 1).relativePath == "trip/c.jpg")
         #expect(JobSource.job(for: "/srv/uploads/trip/d.jpg", attempt: 1).relativePath == "d.jpg")
+        #expect(JobSource.job(for: "/srv/./uploads//d.jpg", attempt: 1).relativePath == "d.jpg")
+        #expect(JobSource.job(for: "/srv/uploads/d.jpg/../f.jpg", attempt: 1).relativePath == "f.jpg")
+        #expect(JobSource.job(for: "../outside/g.jpg", attempt: 1).relativePath == "g.jpg")
         #expect(JobSource.job(for: "file:///srv/uploads/e.jpg", attempt: 1).path == "/srv/uploads/e.jpg")
     }
 

@@ -179,6 +179,9 @@ public struct SourceScanner: Sendable {
     /// `trip/a.jpg` keeps `trip` as `{dir}`; otherwise (absolute, or through `..`) its name alone.
     public static func relativePath(ofFile path: String) -> String {
         let parts = path.split(separator: "/").filter { $0 != "." }
+        // An absolute path with nothing to resolve: its last part, without Foundation's URL (which
+        // asks the file system whether it is a directory: a queue worker does this for every job).
+        if path.hasPrefix("/"), let name = parts.last, !parts.contains("..") { return String(name) }
         if path.hasPrefix("/") || parts.isEmpty || parts.contains("..") {
             return URL(fileURLWithPath: FilePath.absolute(path)).lastPathComponent
         }

@@ -14,6 +14,8 @@ final class PostgresServer: @unchecked Sendable {
     private let calls = Mutex(())
     let port: Int
     let password: String
+    /// The server's temporary directory (its data directory is `data` inside).
+    let root: String
 
     /// Starts a server; `listen` is an address besides loopback to serve, its /24 let in with the password.
     init(fsync: Bool = false, listen: String? = nil) throws {
@@ -22,6 +24,7 @@ final class PostgresServer: @unchecked Sendable {
                                    ["--fsync", fsync ? "on" : "off"] + (listen.map { ["--listen", $0] } ?? []))
         port = helper.port
         password = helper.ready["password"] ?? ""
+        root = helper.ready["directory"] ?? ""
     }
 
     /// Whether the tests can run: PostgreSQL 15 from Debian is installed (`make test` installs it).
