@@ -52,7 +52,7 @@ public struct BenchRunner: Sendable {
             try Data(PeerScripts.pyvips.utf8).write(to: URL(fileURLWithPath: scripts + "/pyvips_job.py"))
             try Data(PeerScripts.pillow.utf8).write(to: URL(fileURLWithPath: scripts + "/pillow_job.py"))
         } catch {
-            throw .configuration("cannot write to \(workDirectory): \(FilePath.reason(of: error))")
+            throw .configuration("cannot write to \(workDirectory): \(IOErrorText.reason(of: error))")
         }
         let manifests = workDirectory + "/manifests"
         try? FileManager.default.createDirectory(atPath: manifests, withIntermediateDirectories: true)

@@ -15,7 +15,7 @@ public struct Corpus: Sendable {
     public init(directory: String) throws(ImagePipeError) {
         let scan = try SourceScanner(root: directory).scan()
         guard !scan.jobs.isEmpty else { throw .configuration("no images in \(directory)") }
-        self.directory = FilePath.absolute(directory)
+        self.directory = LocalPath.absolute(directory)
         self.files = scan.jobs.map(\.relativePath)
         self.bytes = scan.jobs.reduce(0) { total, job in
             total + ((try? FileManager.default.attributesOfItem(atPath: job.path)[.size] as? Int) ?? 0)
@@ -31,7 +31,7 @@ public struct Corpus: Sendable {
                 let folder = directory + String(format: "/copy-%04d", copy)
                 for file in files {
                     let target = folder + "/" + file
-                    try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
+                    try FileManager.default.createDirectory(atPath: LocalPath.parent(of: target),
                                                             withIntermediateDirectories: true)
                     if link(self.directory + "/" + file, target) != 0 {
                         try FileManager.default.copyItem(atPath: self.directory + "/" + file, toPath: target)
@@ -39,7 +39,7 @@ public struct Corpus: Sendable {
                 }
             }
         } catch {
-            throw .configuration("cannot build the repeated corpus in \(directory): \(FilePath.reason(of: error))")
+            throw .configuration("cannot build the repeated corpus in \(directory): \(IOErrorText.reason(of: error))")
         }
         return try Corpus(directory: directory)
     }

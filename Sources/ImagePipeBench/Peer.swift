@@ -125,8 +125,8 @@ extension Peer {
         return Peer(name: "vipsthumbnail", unavailable: available ? nil : "vipsthumbnail not installed (apt-get install libvips-tools)") { corpus, output in
             var commands: [[String]] = []
             for file in corpus.files {
-                let stem = (file as NSString).deletingPathExtension
-                try? FileManager.default.createDirectory(atPath: (output + "/" + stem as NSString).deletingLastPathComponent,
+                let stem = LocalPath.deletingExtension(file)
+                try? FileManager.default.createDirectory(atPath: LocalPath.parent(of: output + "/" + stem),
                                                          withIntermediateDirectories: true)
                 for variant in job.variants {
                     var options = "strip,Q=\(variant.quality)"
@@ -154,8 +154,8 @@ extension Peer {
             let largestHeight = job.variants.map(\.height).max() ?? 2048
             var commands: [[String]] = []
             for file in corpus.files {
-                let stem = (file as NSString).deletingPathExtension
-                try? FileManager.default.createDirectory(atPath: (output + "/" + stem as NSString).deletingLastPathComponent,
+                let stem = LocalPath.deletingExtension(file)
+                try? FileManager.default.createDirectory(atPath: LocalPath.parent(of: output + "/" + stem),
                                                          withIntermediateDirectories: true)
                 // jpeg:size lets libjpeg shrink on load to no less than the largest box, like libvips' shrink-on-load.
                 var command = [convert ?? "convert", "-define", "jpeg:size=\(largestWidth)x\(largestHeight)",

@@ -12,11 +12,15 @@ public struct BatchRunner: Sendable {
     public let scanner: SourceScanner
     /// The pipeline the jobs go through.
     public let pipeline: JobPipeline
+    /// The pipeline's handler: what a batch asks of it before anything is scheduled (the
+    /// destination's probe, key collisions, a dry run's inspections).
+    private let handler: FileHandler
 
     /// Creates a runner.
     public init(scanner: SourceScanner, pipeline: JobPipeline) {
         self.scanner = scanner
         self.pipeline = pipeline
+        self.handler = pipeline.handler
     }
 
     /// Progress after each finished job.
@@ -70,7 +74,7 @@ public struct BatchRunner: Sendable {
     /// configuration error, before anything is decoded or written.
     public func start() throws(ImagePipeError) -> SourceScanner.Result {
         let scan = try scanner.scan()
-        try pipeline.handler.storage.probe()
+        try handler.storage.probe()
         return scan
     }
 
@@ -98,7 +102,7 @@ public struct BatchRunner: Sendable {
             }
         }
 
-        let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
+        let collisions = handler.keyCollisions(in: scan.jobs)
         var interrupted = false
         for index in Self.largestFirst(scan.jobs) {
             let job = scan.jobs[index]
@@ -152,40 +156,13 @@ public struct BatchRunner: Sendable {
             inspected.finished = skipped
             onPlan(inspected)
         }
-        let collisions = Self.collisions(in: scan.jobs, configuration: pipeline.handler.configuration)
+        let collisions = handler.keyCollisions(in: scan.jobs)
         for (index, job) in scan.jobs.enumerated() {
-            var inspected = pipeline.handler.inspect(job, reserving: false)
+            var inspected = handler.inspect(job, reserving: false)
             if let collision = collisions[index] {
                 inspected.finished = JobResult(source: job.sourceName, status: .failed, error: collision)
             }
             onPlan(inspected)
         }
-    }
-
-    /// Sources whose keys another source earlier in the batch already produces, by position in `jobs`.
-    /// Two inputs can give the same relative path (`a/x.jpg` and `b/x.jpg` given as folders `a` and
-    /// `b`), so sources are told apart by position, and such a clash names the other file's path.
-    ///
-    /// Keys that depend on the content hash cannot be known before reading, and two identical files
-    /// writing identical objects are harmless, so such templates are not checked.
-    static func collisions(in jobs: [Job], configuration: FileHandler.Configuration) -> [Int: ImagePipeError] {
-        guard !configuration.keyTemplate.usesHash else { return [:] }
-        var owners: [String: Job] = [:]
-        var collisions: [Int: ImagePipeError] = [:]
-        for (index, job) in jobs.enumerated() {
-            let values = KeyTemplate.Values(relativePath: job.relativePath, sha256: nil)
-            let keys = configuration.variants.compactMap {
-                try? configuration.keyTemplate.key(for: values, variant: $0.name, ext: $0.format.fileExtension)
-            }
-            if let clash = keys.first(where: { owners[$0] != nil }), let owner = owners[clash] {
-                let other = owner.relativePath == job.relativePath ? "\(owner.path), given by another input" : "'\(owner.sourceName)'"
-                collisions[index] = ImagePipeError(
-                    .keyCollision,
-                    "output key '\(clash)' is already produced by \(other); add {srcext} or {hash} to --key to keep both")
-                continue
-            }
-            for key in keys { owners[key] = job }
-        }
-        return collisions
     }
 }

@@ -10,7 +10,7 @@ public enum ManifestReader {
         do {
             data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw .configuration("cannot read the manifest \(path): \(FilePath.reason(of: error))")
+            throw .configuration("cannot read the manifest \(path): \(IOErrorText.reason(of: error))")
         }
         let decoder = JSONDecoder()
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {

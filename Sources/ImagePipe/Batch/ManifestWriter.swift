@@ -27,12 +27,12 @@ public final class ManifestWriter: Sendable {
             ownsHandle = false
             return
         }
-        let absolute = FilePath.absolute(path)
-        let directory = (absolute as NSString).deletingLastPathComponent
+        let absolute = LocalPath.absolute(path)
+        let directory = LocalPath.parent(of: absolute)
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw .configuration("cannot create manifest directory \(directory): \(FilePath.reason(of: error))")
+            throw .configuration("cannot create manifest directory \(directory): \(IOErrorText.reason(of: error))")
         }
         let fd = open(absolute, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {

@@ -51,7 +51,7 @@ public struct SourceScanner: Sendable {
     /// the repositories that list URL inputs.
     public init(inputs: [Input], excluding excluded: [String] = [], sources: [String: any SourceRepository] = [:]) {
         self.inputs = inputs
-        self.excluded = Set(excluded.map { ObjectLocation.isURL($0) ? $0 : FilePath.absolute($0) })
+        self.excluded = Set(excluded.map { ObjectLocation.isURL($0) ? $0 : LocalPath.absolute($0) })
         self.sources = sources
     }
 
@@ -86,7 +86,7 @@ public struct SourceScanner: Sendable {
                 try scanObjects(input, into: &result)
                 continue
             }
-            let path = FilePath.absolute(input.path)
+            let path = LocalPath.absolute(input.path)
             var info = stat()
             guard stat(path, &info) == 0 else {
                 result.jobs.append(Job(path: path, relativePath: Self.relativePath(ofFile: input.path)))
@@ -183,7 +183,7 @@ public struct SourceScanner: Sendable {
         // asks the file system whether it is a directory: a queue worker does this for every job).
         if path.hasPrefix("/"), let name = parts.last, !parts.contains("..") { return String(name) }
         if path.hasPrefix("/") || parts.isEmpty || parts.contains("..") {
-            return URL(fileURLWithPath: FilePath.absolute(path)).lastPathComponent
+            return URL(fileURLWithPath: LocalPath.absolute(path)).lastPathComponent
         }
         return parts.joined(separator: "/")
     }

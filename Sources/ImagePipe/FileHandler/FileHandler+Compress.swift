@@ -72,7 +72,7 @@ extension FileHandler {
             do {
                 return try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
             } catch {
-                throw ImagePipeError(.unreadableSource, "cannot read the original again: \(FilePath.reason(of: error))")
+                throw ImagePipeError(.unreadableSource, "cannot read the original again: \(IOErrorText.reason(of: error))")
             }
         }
     }

@@ -25,7 +25,7 @@ public struct LocalDirectoryStorage: StorageRepository {
 
     /// Creates the storage; nothing is created on disk before ``probe()`` or the first put.
     public init(root: String, durable: Bool = true) {
-        self.root = FilePath.absolute(root)
+        self.root = LocalPath.absolute(root)
         self.durable = durable
     }
 
@@ -40,7 +40,7 @@ public struct LocalDirectoryStorage: StorageRepository {
         do {
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         } catch {
-            throw .configuration("cannot create destination directory \(root): \(FilePath.reason(of: error))")
+            throw .configuration("cannot create destination directory \(root): \(IOErrorText.reason(of: error))")
         }
         var info = stat()
         guard stat(root, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
@@ -94,14 +94,14 @@ public struct LocalDirectoryStorage: StorageRepository {
             closed = true
             if close(fd) != 0 { throw Self.failure(errno, "cannot close \(path)") }
             if try place(temporary, at: path, object) {
-                return StoredObject(key: object.key, url: FilePath.fileURL(path), bytes: object.body.count, wasInPlace: true)
+                return StoredObject(key: object.key, url: LocalPath.fileURL(path), bytes: object.body.count, wasInPlace: true)
             }
         } catch {
             unlink(temporary)
             throw error
         }
         if durable { Self.syncDirectory(directory) }
-        return StoredObject(key: object.key, url: FilePath.fileURL(path), bytes: object.body.count)
+        return StoredObject(key: object.key, url: LocalPath.fileURL(path), bytes: object.body.count)
     }
 
     /// Moves the finished temporary file to `path` as the object's policy allows; true when the
@@ -142,7 +142,7 @@ public struct LocalDirectoryStorage: StorageRepository {
         }
         let isFile = info.st_mode & S_IFMT == S_IFREG
         return ExistingObject(origin: isFile ? Self.origin(atPath: path) : nil, bytes: isFile ? Int(info.st_size) : 0,
-                              url: FilePath.fileURL(path))
+                              url: LocalPath.fileURL(path))
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {

@@ -41,7 +41,7 @@ public final class ClaimArea: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            throw .configuration("cannot create claim area \(path): \(FilePath.reason(of: error))")
+            throw .configuration("cannot create claim area \(path): \(IOErrorText.reason(of: error))")
         }
         let fd = open(path + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -119,7 +119,7 @@ public final class ClaimArea: Sendable {
                 // No hard links here (some network filesystems): record first, then a rename.
                 try FileMoves.writeAtomically(record, to: candidate + suffix, stagingIn: path)
                 if rename(source, candidate) != 0 { throw FileMoves.failure("cannot move \(source) to \(candidate)") }
-                FileMoves.syncDirectory((candidate as NSString).deletingLastPathComponent)
+                FileMoves.syncDirectory(LocalPath.parent(of: candidate))
                 removeEmptyParents(of: relative)
                 return candidate
             } else {
@@ -131,7 +131,7 @@ public final class ClaimArea: Sendable {
     /// Writes the record of an original already linked at `placed` and releases the claim.
     private func complete(_ relative: String, at placed: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
         try FileMoves.writeAtomically(record, to: placed + suffix, stagingIn: path)
-        FileMoves.syncDirectory((placed as NSString).deletingLastPathComponent)
+        FileMoves.syncDirectory(LocalPath.parent(of: placed))
         if unlink(pathOf(relative)) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
         removeEmptyParents(of: relative)
         return placed

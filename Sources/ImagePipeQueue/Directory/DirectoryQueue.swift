@@ -182,7 +182,7 @@ public final class DirectoryQueue: JobQueue {
         let wake = state.withLock { state -> (@Sendable () -> Void)? in
             guard !state.closed else { return nil }
             var added = false
-            for entry in entries where !QueueDirectory.isIgnored((entry.name as NSString).lastPathComponent)
+            for entry in entries where !QueueDirectory.isIgnored(LocalPath.name(of: entry.name))
                 && !state.pendingSet.contains(entry.name) && !state.claimed.contains(entry.name) {
                 state.pending.append(entry)
                 state.pendingSet.insert(entry.name)

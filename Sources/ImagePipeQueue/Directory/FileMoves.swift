@@ -67,11 +67,11 @@ enum FileMoves {
 
     /// Creates the parent directories of `path`.
     static func makeParent(of path: String) throws(ImagePipeError) {
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = LocalPath.parent(of: path)
         do {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         } catch {
-            throw ImagePipeError(.storageUnavailable, "cannot create \(parent): \(FilePath.reason(of: error))")
+            throw ImagePipeError(.storageUnavailable, "cannot create \(parent): \(IOErrorText.reason(of: error))")
         }
     }
 
@@ -81,8 +81,8 @@ enum FileMoves {
     /// crash mid-write leaves nothing behind in `done/`), else beside `path`.
     static func writeAtomically(_ data: Data, to path: String, stagingIn staging: String? = nil) throws(ImagePipeError) {
         try makeParent(of: path)
-        let temporary = (staging ?? (path as NSString).deletingLastPathComponent)
-            + "/.\((path as NSString).lastPathComponent).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let temporary = (staging ?? LocalPath.parent(of: path))
+            + "/.\(LocalPath.name(of: path)).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("cannot create \(temporary)") }
         let written = data.withUnsafeBytes { buffer -> Bool in

@@ -25,12 +25,12 @@ public struct QueueDirectory: Sendable {
 
     /// Opens the queue at `root`, creating the four directories when missing.
     public init(root: String) throws(ImagePipeError) {
-        self.root = FilePath.absolute(root)
+        self.root = LocalPath.absolute(root)
         for directory in [self.root, inbox, processing, done, failed] {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
-                throw .configuration("cannot create queue directory \(directory): \(FilePath.reason(of: error))")
+                throw .configuration("cannot create queue directory \(directory): \(IOErrorText.reason(of: error))")
             }
         }
     }

@@ -80,7 +80,7 @@ struct BatchCommand: ParsableCommand {
                                                       maxSourceBytes: maxSourceBytes, logger: logger)
         let pipeline = CompositionRoot.pipeline(handler, options)
         // A destination inside the source tree must not be read back as sources.
-        let excluded = [handler.storage.location, manifest.map { FilePath.absolute($0) }].compactMap { $0 }
+        let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }
         let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded, sources: handler.sources), pipeline: pipeline)
         if dryRun {
             var failures = 0
@@ -148,7 +148,7 @@ struct BatchCommand: ParsableCommand {
         do {
             data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw .configuration("cannot read the list \(path): \(FilePath.reason(of: error))")
+            throw .configuration("cannot read the list \(path): \(IOErrorText.reason(of: error))")
         }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").map { SourceScanner.Input(String($0), listed: true) }
     }

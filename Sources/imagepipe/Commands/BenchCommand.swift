@@ -74,7 +74,7 @@ struct BenchCommand: ParsableCommand {
             images = try images.repeated(self.repeat, into: workDirectory + "/repeated")
         }
         let runner = BenchRunner(corpus: images, job: BenchJob(variants: specs, workers: jobs), runs: runs,
-                                 workDirectory: FilePath.absolute(workDirectory), executable: Self.executablePath(),
+                                 workDirectory: LocalPath.absolute(workDirectory), executable: Self.executablePath(),
                                  extraDestinations: alsoDest, rerun: rerun,
                                  extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
                                      ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))

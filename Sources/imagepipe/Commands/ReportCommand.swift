@@ -26,7 +26,7 @@ struct ReportCommand: ParsableCommand {
         do {
             try Data(page.html.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
         } catch {
-            throw ImagePipeError.configuration("cannot write \(output): \(FilePath.reason(of: error))")
+            throw ImagePipeError.configuration("cannot write \(output): \(IOErrorText.reason(of: error))")
         }
         Console.shared.line("imagepipe: wrote \(output) (\(results.count) originals)")
     }

@@ -23,7 +23,7 @@ struct RetryCommand: ParsableCommand {
     var paths: [String] = []
 
     func run() throws {
-        let root = FilePath.absolute(queueDirectory)
+        let root = LocalPath.absolute(queueDirectory)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root + "/failed", isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ImagePipeError.configuration("\(root) is not a queue directory: it has no failed/ folder")

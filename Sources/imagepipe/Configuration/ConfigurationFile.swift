@@ -46,7 +46,7 @@ struct ConfigurationFile: Sendable {
         do {
             data = try FileHandle(fileDescriptor: descriptor, closeOnDealloc: true).readToEnd() ?? Data()
         } catch {
-            throw .configuration("cannot read the configuration file \(path): \(FilePath.reason(of: error))")
+            throw .configuration("cannot read the configuration file \(path): \(IOErrorText.reason(of: error))")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw .configuration("the configuration file \(path) is not UTF-8 text")
