@@ -1,4 +1,8 @@
 // SHA-256 of sources, through OpenSSL's libcrypto (already present for libcurl).
+//
+// swift-crypto was measured as the alternative: on this CPU both use the SHA extensions and hash
+// at the same rate (about 1.7 GB/s on 64 MB, 11.6–12.0 µs for a 20 kB file, alternated release
+// runs), so libcrypto stays: it is linked anyway for libcurl, MD5 and HMAC.
 import CLibCrypto
 import Foundation
 
