@@ -1,6 +1,6 @@
 // Runs imagepipe and its peers over one corpus, alternating them, and gathers the report.
 import Foundation
-import ImagePipe
+public import ImagePipe
 import Synchronization
 
 /// A side-by-side benchmark of whole-batch wall time and memory.

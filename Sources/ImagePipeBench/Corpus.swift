@@ -1,6 +1,6 @@
 // A benchmark corpus: a folder of images, optionally repeated through hard links to make a long batch.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// The images a benchmark runs over.
 public struct Corpus: Sendable {

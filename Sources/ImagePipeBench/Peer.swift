@@ -1,6 +1,6 @@
 // The tools a benchmark compares: imagepipe itself and whichever reference tools are installed.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// One tool doing the benchmark's job over a corpus.
 public struct Peer: Sendable {

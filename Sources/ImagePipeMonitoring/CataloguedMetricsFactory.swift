@@ -1,6 +1,6 @@
 // The swift-metrics backend: the Prometheus registry, with the catalogue's help text and buckets for imagepipe's metrics.
-import CoreMetrics
-import Prometheus
+public import CoreMetrics
+public import Prometheus
 
 /// Hands swift-metrics' API calls to a ``PrometheusCollectorRegistry``.
 ///

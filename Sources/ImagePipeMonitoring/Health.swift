@@ -1,5 +1,5 @@
 // What /healthz and /readyz answer: liveness from the worker, readiness from the last checks and whether a stop was asked for.
-import CoreMetrics
+public import CoreMetrics
 import Foundation
 import Synchronization
 

@@ -1,7 +1,7 @@
 // Job outcomes, stage durations and bytes, recorded from finished jobs' results through swift-metrics' API.
-import CoreMetrics
-import ImagePipe
-import ImagePipeQueue
+public import CoreMetrics
+public import ImagePipe
+public import ImagePipeQueue
 
 /// Records what each finished job did: its outcome and error code, how long each stage took, and
 /// the bytes it read and stored.

@@ -1,9 +1,9 @@
 // Everything --metrics-address runs, assembled: the metrics backend, health, the readiness checks and the server.
 import CoreMetrics
-import ImagePipe
-import Logging
-import Prometheus
-import ServiceLifecycle
+public import ImagePipe
+public import Logging
+public import Prometheus
+public import ServiceLifecycle
 import Synchronization
 
 /// The monitoring of one process: `/metrics`, `/healthz` and `/readyz` on one port.

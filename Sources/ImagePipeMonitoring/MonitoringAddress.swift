@@ -1,5 +1,5 @@
 // The HOST:PORT of --metrics-address, parsed and checked before anything starts.
-import ImagePipe
+public import ImagePipe
 
 /// Where the monitoring endpoints listen: `127.0.0.1:9464`, `[::1]:9464`, `:9464` (every interface).
 public struct MonitoringAddress: Sendable, Equatable, CustomStringConvertible {

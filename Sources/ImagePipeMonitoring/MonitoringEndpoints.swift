@@ -1,5 +1,5 @@
 // The three endpoints' answers: /metrics from the registry, /healthz and /readyz from the Health.
-import Prometheus
+public import Prometheus
 
 /// Answers the monitoring requests; the HTTP side is ``MonitoringServer``'s.
 public struct MonitoringEndpoints: Sendable {

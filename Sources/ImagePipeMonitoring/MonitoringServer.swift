@@ -1,10 +1,10 @@
 // The HTTP server of the monitoring endpoints: SwiftNIO's HTTP/1.1 codec on a thread of its own, run as a service.
-import ImagePipe
-import Logging
+public import ImagePipe
+public import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// Serves ``MonitoringEndpoints`` over HTTP/1.1.
 ///

@@ -1,5 +1,5 @@
 // Resident memory, open file descriptors and threads of this process, read from /proc/self when scraped.
-import CoreMetrics
+public import CoreMetrics
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -1,9 +1,9 @@
 // The periodic readiness checks (queue and storage reachable) as a service, recording each outcome in the Health.
 import Dispatch
 import Foundation
-import ImagePipe
-import Logging
-import ServiceLifecycle
+public import ImagePipe
+public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// One readiness check: a name for `/readyz` and the logs, and the work.

@@ -1,5 +1,5 @@
 // The jobs waiting, in flight and retrying, as gauges set by whoever knows them (readiness checks, scrapes).
-import CoreMetrics
+public import CoreMetrics
 
 /// `imagepipe_jobs_waiting`, `imagepipe_jobs_in_flight` and `imagepipe_jobs_retrying`.
 public struct WorkloadGauges: Sendable {

@@ -1,6 +1,6 @@
 // A PostgreSQL queue's address: postgres://USER@HOST:PORT/DB?queue=NAME&sslmode=MODE, printed without its password.
-import Foundation
-import ImagePipe
+public import Foundation
+public import ImagePipe
 import PostgresNIO
 
 /// Where a PostgreSQL queue lives, and which queue in it.

@@ -1,8 +1,8 @@
 // The PostgreSQL queue as a JobQueue: claims with SKIP LOCKED, leases renewed by heartbeats, every update fenced.
 import Foundation
-import ImagePipe
-import ImagePipeQueue
-import Logging
+public import ImagePipe
+public import ImagePipeQueue
+public import Logging
 import PostgresNIO
 import Synchronization
 

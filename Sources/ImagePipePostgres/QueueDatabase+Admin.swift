@@ -1,6 +1,6 @@
 // What producers and operators do: enqueue sources, count jobs, put discarded jobs back, delete old ones.
 import Foundation
-import ImagePipe
+public import ImagePipe
 import PostgresNIO
 
 extension QueueDatabase {

@@ -1,7 +1,7 @@
 // The queue's statements on one PostgresClient, each retried across lost connections with backoff.
 import Foundation
-import ImagePipe
-import Logging
+public import ImagePipe
+public import Logging
 import PostgresNIO
 import Synchronization
 

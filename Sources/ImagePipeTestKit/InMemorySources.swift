@@ -1,6 +1,6 @@
 // A source repository in memory, with scripted failures, for tests of code that reads sources from object storage.
-import Foundation
-import ImagePipe
+public import Foundation
+public import ImagePipe
 import Synchronization
 
 /// Holds objects by bucket and key under one scheme, lists and reads them like an object store.

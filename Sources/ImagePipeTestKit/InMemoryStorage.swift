@@ -1,6 +1,6 @@
 // A storage repository in memory, with scripted failures, for tests of code built on imagepipe.
 import Foundation
-import ImagePipe
+public import ImagePipe
 import Synchronization
 
 /// Keeps stored objects in a dictionary and can fail chosen puts.

@@ -1,6 +1,6 @@
 // An image compressor that returns made-up bytes or scripted errors, and measures how it was called.
 import Foundation
-import ImagePipe
+public import ImagePipe
 import Synchronization
 
 /// Pretends to compress: every variant becomes a few bytes naming the source and variant.

@@ -1,7 +1,7 @@
 // SSIMULACRA 2 scores of encodes against the unencoded image they were made from, in process.
 import CVipsShim
-import Foundation
-import ImagePipe
+package import Foundation
+package import ImagePipe
 
 /// Scores encodes of one image: SSIMULACRA 2 on libvips operations (`ssimulacra2.c` in CVipsShim),
 /// with the reference's scales and moments computed once for every encode scored against it.

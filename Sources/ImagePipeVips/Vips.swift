@@ -1,7 +1,7 @@
 // Process-wide libvips set-up: start once, size its thread pool, collect its error text.
 import CVipsShim
 import Foundation
-import ImagePipe
+public import ImagePipe
 import Logging
 
 /// The libvips library as a process-wide resource.

@@ -2,7 +2,7 @@
 import CLibVips
 import CVipsShim
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// Compresses images with libvips, decoding each source once.
 ///

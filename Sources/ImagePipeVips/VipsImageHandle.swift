@@ -1,6 +1,6 @@
 // Ownership of a libvips image reference: released exactly once when the handle goes away.
-import CVipsShim
-import ImagePipe
+package import CVipsShim
+package import ImagePipe
 
 /// One reference to a `VipsImage`, released on deinit. Used within a single compression call.
 package final class VipsImageHandle {

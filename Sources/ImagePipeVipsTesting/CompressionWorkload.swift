@@ -1,7 +1,7 @@
 // The compression hot path as named workloads, shared by the benchmark suite and the tests.
-import Foundation
-import ImagePipe
-import ImagePipeVips
+public import Foundation
+public import ImagePipe
+public import ImagePipeVips
 
 /// One measurable piece of compression work on a source image.
 ///

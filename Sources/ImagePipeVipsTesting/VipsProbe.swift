@@ -2,8 +2,8 @@
 import CLibVips
 import CVipsProbeShim
 import CVipsShim
-import Foundation
-import ImagePipe
+public import Foundation
+public import ImagePipe
 import ImagePipeVips
 
 /// Reads back encoded images through libvips, to verify outputs.

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import Synchronization
+import ImagePipe
 
 /// Turns SIGTERM, SIGINT and SIGHUP into a graceful stop, then an immediate one.
 ///

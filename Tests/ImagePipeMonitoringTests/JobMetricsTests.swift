@@ -4,6 +4,7 @@ import ImagePipeMonitoring
 import ImagePipeTestSupport
 import Prometheus
 import Testing
+import CoreMetrics
 
 /// Results recorded as metrics, read back from the registry's own exposition text.
 @Suite struct JobMetricsTests {

@@ -7,6 +7,7 @@ import ImagePipeQueue
 import ImagePipeTestKit
 import Synchronization
 import Testing
+import ImagePipeTestSupport
 
 /// What a queue does with odd deliveries, a full disk, empty delivery folders, a hurried stop, and
 /// failed jobs sent back: in-process workers on real folders with real inotify.

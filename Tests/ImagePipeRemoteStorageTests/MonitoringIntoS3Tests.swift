@@ -2,6 +2,7 @@ import Foundation
 import ImagePipe
 import ImagePipeTestSupport
 import Testing
+import ImagePipeRemoteStorage
 
 /// A worker storing into S3 through a proxy that fails twice: every metric family shows up in its
 /// scrape, with the figures of what happened, and the Grafana dashboard names only those families.

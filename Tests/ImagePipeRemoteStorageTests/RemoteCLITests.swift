@@ -4,6 +4,7 @@ import ImagePipeTestSupport
 import ImagePipeVips
 import ImagePipeVipsTesting
 import Testing
+import ImagePipeRemoteStorage
 
 /// `imagepipe batch` into moto and the Supabase stand-in: the real binary, its flags and environment.
 @Suite struct RemoteCLITests {

@@ -2,6 +2,7 @@ import Foundation
 import ImagePipeTestSupport
 import ImagePipeRemoteStorage
 import Testing
+import ImagePipe
 
 /// The signer against AWS's published Signature Version 4 test suite (fixtures/aws-sigv4-test-suite),
 /// and S3's own canonicalisation rules, which differ from the generic ones the suite checks.

@@ -2,6 +2,7 @@ import Foundation
 import ImagePipe
 import ImagePipeTestSupport
 import Testing
+import ImagePipeRemoteStorage
 
 /// `imagepipe watch` storing into S3 through a proxy that fails for a while: the job survives on
 /// retries, and its original stays safe in the queue until every object is stored.

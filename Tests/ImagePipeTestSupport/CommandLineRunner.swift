@@ -1,5 +1,5 @@
 // Runs the built `imagepipe` executable in tests and captures its exit status and output.
-import Foundation
+public import Foundation
 import Synchronization
 
 /// Runs the `imagepipe` binary built beside the test bundle (or the one named by `IMAGEPIPE_BIN`).

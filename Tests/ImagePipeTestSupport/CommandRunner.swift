@@ -1,5 +1,5 @@
 // The tests' one way to run the built `imagepipe` and reach the committed fixtures.
-import Foundation
+public import Foundation
 
 /// Runs the binary (see ``CommandLineRunner``) and copies fixtures into scratch folders.
 public enum CommandRunner {

@@ -1,5 +1,5 @@
 // The repository's fixtures/ folder, found from this source file, and its files.
-import Foundation
+public import Foundation
 
 /// The committed test images and data.
 public enum Fixtures {

@@ -1,5 +1,5 @@
 // The reference Python packages the tests check against (`ssimulacra2`, `thumbhash`), run as scripts.
-import Foundation
+public import Foundation
 
 /// Runs a Python script with the reference packages `make test-deps` installs.
 public enum PythonOracle {

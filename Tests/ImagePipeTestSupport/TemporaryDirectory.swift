@@ -1,5 +1,5 @@
 // A scratch directory for a test, removed when the value goes away.
-import Foundation
+public import Foundation
 
 /// A new empty directory under the system temporary directory, deleted on deinit.
 public final class TemporaryDirectory: Sendable {

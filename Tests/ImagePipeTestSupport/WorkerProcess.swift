@@ -1,5 +1,5 @@
 // A long-running `imagepipe` process (a watch-mode worker) whose standard error goes to a file.
-import Foundation
+public import Foundation
 
 /// A long-running `imagepipe` process (watch mode) whose standard error goes to a file.
 // Its properties are set once in init; Process may be queried and signalled from any thread.

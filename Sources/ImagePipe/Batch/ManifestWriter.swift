@@ -1,5 +1,5 @@
 // Appends result records as JSON Lines, one complete line per job, flushed as each job finishes.
-import Foundation
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 // The seam between the FileHandler and an image library: one source in, every variant out.
-import Foundation
+public import Foundation
 
 /// Turns one source image into encoded variants, decoding it once.
 ///

@@ -1,5 +1,5 @@
 // What a page shows before an image loads: a ThumbHash and the dominant colour.
-import Foundation
+public import Foundation
 
 /// A placeholder for one original: a ThumbHash (a ~25-byte blurred preview that keeps the aspect
 /// ratio and alpha, https://evanw.github.io/thumbhash/) and the dominant colour as `#rrggbb`.

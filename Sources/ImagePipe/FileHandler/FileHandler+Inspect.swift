@@ -2,6 +2,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import Logging
 
 /// A job after its source was read and its outputs looked up: ready to compress, or already finished
 /// (skipped because every output is in place, or failed before anything was decoded).

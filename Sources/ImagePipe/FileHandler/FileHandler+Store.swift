@@ -1,6 +1,7 @@
 // Stage 3 of a job: one put per output, then the result; a job that fails midway removes what it stored.
 import Foundation
 import Synchronization
+import Logging
 
 extension FileHandler {
     /// Stores one object, converting every failure to a result.

@@ -1,6 +1,6 @@
 // The core: one source in, every variant compressed and stored, one result record out.
 import Foundation
-import Logging
+public import Logging
 
 /// Turns one job into a ``JobResult``: reads and hashes the source, checks the destination, asks
 /// the ``ImageCompressor`` for every variant, hands each to the ``StorageRepository``.

@@ -1,5 +1,5 @@
 // A job's result as structured log metadata, so every log line about a job carries the same fields under the same keys.
-import Logging
+public import Logging
 
 extension JobResult {
     /// The fields a log line about this result carries: `source` always; `error` and `error_code`

@@ -1,5 +1,5 @@
 // A concurrent Dispatch queue that runs at most N work items at once, in FIFO order, without blocking threads.
-import Dispatch
+public import Dispatch
 import Synchronization
 
 /// Runs work items on a concurrent Dispatch queue, at most ``limit`` at a time.

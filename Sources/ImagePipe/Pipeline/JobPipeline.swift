@@ -1,6 +1,6 @@
 // Runs jobs through compression and storage on separate bounded queues, with backpressure.
-import Dispatch
-import Foundation
+public import Dispatch
+public import Foundation
 import Synchronization
 
 /// The concurrent engine of a batch or a worker: it schedules the FileHandler's stages and applies

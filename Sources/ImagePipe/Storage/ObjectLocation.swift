@@ -1,4 +1,5 @@
 // A source named by URL, `s3://BUCKET/KEY` or `supabase://BUCKET/KEY`: an object (or a folder of them) in a store.
+import Foundation
 
 /// A bucket and a key under one of the schemes imagepipe reads sources from.
 ///

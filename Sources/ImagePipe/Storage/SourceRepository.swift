@@ -1,5 +1,5 @@
 // The seam between the FileHandler and object stores that hold originals: list a folder, look an object up, read it.
-import Foundation
+public import Foundation
 
 /// A place that holds sources under URLs: S3 buckets, Supabase Storage.
 ///

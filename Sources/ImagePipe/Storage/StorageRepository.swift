@@ -1,5 +1,5 @@
 // The seam between the FileHandler and wherever variants are kept: put, look up and remove objects by key.
-import Foundation
+public import Foundation
 
 /// A place that stores objects under keys: a local directory, an S3 bucket, Supabase Storage.
 ///

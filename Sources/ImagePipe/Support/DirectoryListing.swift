@@ -1,6 +1,6 @@
 // Lists a directory by its raw entry names, so a name that is not valid UTF-8 is found like any other.
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// One directory level, read with `readdir`.

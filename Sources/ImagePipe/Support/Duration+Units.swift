@@ -1,5 +1,5 @@
 // Durations as the numbers logs, records and C APIs want: milliseconds, seconds, `1.25 s`.
-import Foundation
+public import Foundation
 
 extension Duration {
     /// Milliseconds, rounded to microseconds.

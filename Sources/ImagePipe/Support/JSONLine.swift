@@ -1,5 +1,5 @@
 // The one JSON style of imagepipe's records: one compact line, keys sorted, slashes unescaped.
-import Foundation
+public import Foundation
 
 /// Encodes manifest lines and queue records alike, so every record can be read the same way
 /// (`jq`, `grep`, a line-by-line reader).

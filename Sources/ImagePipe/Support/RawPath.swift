@@ -1,6 +1,6 @@
 // A path as the kernel stores it: bytes that need not be valid UTF-8, with an escaped form for keys and logs.
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// A file-system path as bytes.

@@ -1,7 +1,7 @@
 // A worker's own directory under processing/, locked for as long as the worker's process lives.
-import Foundation
-import ImagePipe
-import Logging
+public import Foundation
+public import ImagePipe
+public import Logging
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 // The queue directory as a JobQueue: deliveries found by inotify and rescans, claimed by rename into a claim area.
 import Foundation
-import ImagePipe
-import Logging
+public import ImagePipe
+public import Logging
 import Synchronization
 
 /// Jobs delivered into a ``QueueDirectory``'s inbox, claimed into this worker's ``ClaimArea``.

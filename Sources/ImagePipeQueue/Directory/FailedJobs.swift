@@ -1,6 +1,6 @@
 // Sending failed jobs back to the inbox (`imagepipe retry`), safely while workers run.
 import Foundation
-import ImagePipe
+public import ImagePipe
 #if canImport(Glibc)
 import Glibc
 #endif

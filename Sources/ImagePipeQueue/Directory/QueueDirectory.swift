@@ -1,6 +1,6 @@
 // The job queue directory: inbox/ for deliveries, processing/ for claims, done/ and failed/ for outcomes.
 import Foundation
-import ImagePipe
+public import ImagePipe
 #if canImport(Glibc)
 import Glibc
 #endif

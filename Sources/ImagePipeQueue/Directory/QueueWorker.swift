@@ -1,8 +1,8 @@
 // The watch-mode worker on a queue directory: a WorkerLoop over a DirectoryQueue, started and stopped by plain calls.
 import Dispatch
 import Foundation
-import ImagePipe
-import Logging
+public import ImagePipe
+public import Logging
 import Synchronization
 
 /// Runs the jobs of a queue directory through a ``JobPipeline``.

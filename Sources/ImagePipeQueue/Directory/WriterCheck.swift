@@ -1,6 +1,6 @@
 // Tells whether some process still has a file open for writing, so a half-written delivery is never read.
 import Foundation
-import ImagePipe
+public import ImagePipe
 #if canImport(Glibc)
 import Glibc
 #endif

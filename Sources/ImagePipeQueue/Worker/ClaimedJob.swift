@@ -1,5 +1,5 @@
 // A job a worker has claimed from a queue, with what the queue needs to settle it later.
-import ImagePipe
+public import ImagePipe
 
 /// One claimed job.
 public struct ClaimedJob: Sendable, Equatable {

@@ -1,5 +1,5 @@
 // What a worker loop needs from a queue: claim, heartbeat, complete, retry, discard, release.
-import ImagePipe
+public import ImagePipe
 
 /// A source of jobs that a ``WorkerLoop`` runs: a queue directory or a PostgreSQL table.
 ///

@@ -1,6 +1,6 @@
 // The records a worker leaves beside finished originals: NAME.json in done/, NAME.error.json in failed/.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// One attempt at a job that did not succeed.
 public struct AttemptRecord: Sendable, Codable, Equatable {

@@ -1,6 +1,7 @@
 // The worker's counters and its periodic status line.
 import Foundation
 import Logging
+import ImagePipe
 
 /// Counts finished jobs and formats the status line.
 struct StatusReport: Sendable {

@@ -1,6 +1,7 @@
 // The time a worker loop reads and sleeps on, injected so tests can move it by hand.
 import Dispatch
 import Synchronization
+import ImagePipe
 
 /// A clock for timers, backoff and deadlines.
 ///

@@ -1,6 +1,8 @@
 // Claiming: reserve pipeline room first, then claim that many jobs (retries held by the worker first).
 import Foundation
 import ImagePipe
+import Synchronization
+import Logging
 
 extension WorkerLoop {
     /// Claims until the loop stops. Reserving before claiming means a claimed job never waits for

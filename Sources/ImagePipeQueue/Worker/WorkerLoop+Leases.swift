@@ -1,6 +1,7 @@
 // Lease renewal: every held job's claim renewed on a heartbeat, and jobs taken by other workers marked lost.
 import Foundation
 import ImagePipe
+import Synchronization
 
 extension WorkerLoop {
     /// Renews the claims of held jobs every `interval` until cancelled (after the last job is settled).

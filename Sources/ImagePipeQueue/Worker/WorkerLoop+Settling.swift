@@ -2,6 +2,7 @@
 import Foundation
 import ImagePipe
 import Logging
+import Synchronization
 
 extension WorkerLoop {
     /// Settles results as the pipeline reports them, several at once (a queue may batch them).

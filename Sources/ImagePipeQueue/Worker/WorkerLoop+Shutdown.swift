@@ -2,6 +2,7 @@
 import Foundation
 import ImagePipe
 import Logging
+import Synchronization
 
 extension WorkerLoop {
     /// Stops claiming; `run()` then drains and returns. Graceful shutdown calls this.

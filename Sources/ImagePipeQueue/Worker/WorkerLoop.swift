@@ -1,8 +1,8 @@
 // The worker loop over any JobQueue: claims as the pipeline has room, settles each result, drains on shutdown.
 import Foundation
-import ImagePipe
-import Logging
-import ServiceLifecycle
+public import ImagePipe
+public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// Runs the jobs of a ``JobQueue`` through a ``JobPipeline``, as a swift-service-lifecycle `Service`.

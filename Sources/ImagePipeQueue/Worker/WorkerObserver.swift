@@ -1,5 +1,5 @@
 // What a worker loop reports as its jobs settle: the outcomes the queue recorded, and the retries (for metrics).
-import ImagePipe
+public import ImagePipe
 
 /// Told by a ``WorkerLoop`` what became of each job once the queue has recorded it.
 ///

@@ -1,5 +1,5 @@
 // One HTTP request as the remote stores build it: method, URL, headers and a body held in memory.
-import Foundation
+public import Foundation
 
 /// A request for ``CurlHTTPClient``.
 public struct HTTPRequest: Sendable {

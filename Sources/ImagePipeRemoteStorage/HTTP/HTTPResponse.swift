@@ -1,5 +1,5 @@
 // The answer to an HTTPRequest: status, headers and body.
-import Foundation
+public import Foundation
 
 /// A response from ``CurlHTTPClient``.
 public struct HTTPResponse: Sendable {

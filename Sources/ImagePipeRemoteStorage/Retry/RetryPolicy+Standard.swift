@@ -1,5 +1,5 @@
 // The AWS SDKs' standard retry mode as a RetryPolicy.
-import ImagePipe
+public import ImagePipe
 
 extension RetryPolicy {
     /// The AWS SDKs' standard mode: 3 attempts, backoff ceiling 1 s doubling up to 20 s, full jitter.

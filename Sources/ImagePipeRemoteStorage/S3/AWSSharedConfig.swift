@@ -1,6 +1,6 @@
 // AWS settings the way the AWS CLI finds them: environment variables, then the shared credentials and config files.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// Credentials, region, endpoint and attempts resolved from the environment and `~/.aws`.
 ///

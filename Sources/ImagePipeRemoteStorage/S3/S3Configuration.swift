@@ -1,6 +1,6 @@
 // Everything S3Storage needs: bucket, prefix, region, endpoint and addressing, credentials, limits.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// The settings of an S3 or S3-compatible destination.
 public struct S3Configuration: Sendable {

@@ -1,6 +1,7 @@
 // Multipart upload for large objects: create, upload parts with checksums, complete, or abort on failure.
 import Foundation
 import ImagePipe
+import Logging
 
 extension S3Storage {
     /// S3 allows at most this many parts.

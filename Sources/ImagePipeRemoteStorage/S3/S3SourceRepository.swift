@@ -1,7 +1,7 @@
 // Sources in S3 buckets: ListObjectsV2 for folders, HEAD for single objects, signed GETs with retries and a size limit.
 import Foundation
-import ImagePipe
-import Logging
+public import ImagePipe
+public import Logging
 
 /// Reads sources from any bucket of an S3 or S3-compatible service, with the same endpoint,
 /// region, credentials and retries as ``S3Storage``.

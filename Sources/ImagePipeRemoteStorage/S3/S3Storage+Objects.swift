@@ -1,6 +1,6 @@
 // Looking up, removing and probing S3 objects: HEAD for the origin an object was made from, DELETE, HEAD bucket.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 extension S3Storage {
     /// The prefix of user metadata headers; S3 returns them as it got them, lowercased.

@@ -1,7 +1,7 @@
 // S3 and S3-compatible object storage: signed PUTs, multipart above a threshold, retries, checksums.
 import Foundation
-import ImagePipe
-import Logging
+public import ImagePipe
+public import Logging
 
 /// Stores objects in an S3 bucket (or MinIO, R2, Ceph, Supabase's S3 endpoint) under a prefix.
 ///

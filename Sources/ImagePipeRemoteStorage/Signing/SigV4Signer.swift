@@ -1,5 +1,5 @@
 // AWS Signature Version 4 in Swift: canonical request, string to sign, signing key and Authorization header.
-import Foundation
+public import Foundation
 import ImagePipe
 #if canImport(Glibc)
 import Glibc

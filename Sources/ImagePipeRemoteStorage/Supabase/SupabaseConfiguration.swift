@@ -1,6 +1,6 @@
 // Everything SupabaseStorage needs: project URL, service key, bucket, prefix and limits.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// The settings of a Supabase Storage destination.
 ///

@@ -1,7 +1,7 @@
 // Sources in Supabase Storage: the list API folder by folder, object info, authenticated GETs with retries and a size limit.
 import Foundation
-import ImagePipe
-import Logging
+public import ImagePipe
+public import Logging
 
 /// Reads sources from any bucket of a Supabase project, with the same project URL, key and
 /// retries as ``SupabaseStorage``.

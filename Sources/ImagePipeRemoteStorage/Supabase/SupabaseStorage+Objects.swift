@@ -1,6 +1,6 @@
 // Looking up, removing and probing Supabase Storage objects: object info with its user metadata, DELETE, the bucket.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 extension SupabaseStorage {
     /// Object names are stored as text of at most 1024 bytes, the destination's prefix included.

@@ -1,7 +1,7 @@
 // Supabase Storage: standard uploads for small objects, resumable (TUS) uploads for large ones.
 import Foundation
-import ImagePipe
-import Logging
+public import ImagePipe
+public import Logging
 
 /// Stores objects in a Supabase Storage bucket under a prefix, through its HTTP API.
 ///

@@ -1,6 +1,6 @@
 // MD5, SHA-256 and HMAC-SHA256 through OpenSSL's libcrypto, for checksums and request signing.
 import CLibCrypto
-import Foundation
+public import Foundation
 import ImagePipe
 
 /// The digests remote stores need, computed with libcrypto (already linked for libcurl's TLS).

@@ -1,6 +1,6 @@
 // Parses `SCHEME://BUCKET/PREFIX` destinations and builds the URLs recorded for stored objects.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// A bucket and the key prefix every object goes under.
 public struct RemoteDestination: Sendable, Equatable {

@@ -1,6 +1,6 @@
 // An http(s) base URL split into the parts requests and signatures are built from.
 import Foundation
-import ImagePipe
+public import ImagePipe
 
 /// A service's base URL: scheme, host, port and an optional base path (Supabase's S3 endpoint has one).
 public struct ServiceEndpoint: Sendable, Equatable, CustomStringConvertible {

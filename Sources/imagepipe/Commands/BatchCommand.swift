@@ -4,6 +4,7 @@ import Foundation
 import ImagePipe
 import ImagePipeMonitoring
 import Synchronization
+import Logging
 
 struct BatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 // Options of the commands that run as a service or for long (watch, batch): monitoring endpoints and the log format.
 import ArgumentParser
 import ImagePipeMonitoring
+import ImagePipe
 
 /// How a long run is watched from outside.
 struct ServiceOptions: ParsableArguments {

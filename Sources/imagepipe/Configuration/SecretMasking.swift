@@ -1,4 +1,5 @@
 // Hides secrets before configuration is printed: credential variables, and passwords inside URLs.
+import Foundation
 
 /// What `imagepipe config` may not print as it is.
 enum SecretMasking {

@@ -2,6 +2,7 @@
 import Foundation
 import ImagePipeTestSupport
 import ImagePipeRemoteStorage
+import ImagePipe
 
 /// `supabase_stub.py`, which checks the wire protocol of uploads and reads.
 final class SupabaseStub: Sendable {
