@@ -7,13 +7,19 @@ extension VipsCompressor {
     /// Encodes `source` at the lowest quality whose score against it reaches `target`, searching with
     /// ``QualitySearch``; the chosen probe's bytes are the output, so nothing is encoded twice.
     ///
+    /// Probes are scored on sampled rows at the finest scales (``PerceptualScore/isSampled``), about a
+    /// third of a full score's time at 2048 px; the search then aims ``PerceptualScore/sampledError``
+    /// above the target, so that the output's full score still reaches it. The recorded score is that
+    /// estimate, or with `--score` the output's full score.
+    ///
     /// The source is held in memory first: it is a lazy resize of the intermediate, which every probe
     /// would otherwise compute again.
     func encodeChoosingQuality(_ lazy: VipsImageHandle, as variant: VariantSpec, target: Double) throws(ImagePipeError) -> EncodedVariant {
         guard let memory = vips_image_copy_memory(lazy.pointer) else { throw decodeError() }
         let source = VipsImageHandle(memory)
-        let scorer = try PerceptualScore(reference: source, variant: variant)
-        let search = QualitySearch(target: target, start: variant.quality, typicalSlope: VariantSpec.typicalSlope(for: variant.format))
+        let scorer = try PerceptualScore(reference: source, variant: variant, sampled: true)
+        let aim = scorer.isSampled ? target + PerceptualScore.sampledError : target
+        let search = QualitySearch(target: aim, start: variant.quality, typicalSlope: VariantSpec.typicalSlope(for: variant.format))
         let outcome = try search.run { (quality: Int) throws(ImagePipeError) -> (score: Double, payload: Data) in
             let data = try encode(source, as: variant, quality: quality)
             return (try scorer.score(of: data, variant: variant), data)
@@ -21,6 +27,10 @@ extension VipsCompressor {
         var encoded = EncodedVariant(spec: variant, size: source.size, data: outcome.chosen.payload)
         encoded.quality = outcome.chosen.quality
         encoded.score = outcome.chosen.score
+        if scorer.isSampled && configuration.scoreEveryVariant {
+            // `--score` audits what each image got: the full score, not the estimate the search used.
+            encoded.score = try PerceptualScore(reference: source, variant: variant).score(of: encoded.data, variant: variant)
+        }
         encoded.encodes = outcome.probes
         return encoded
     }
