@@ -217,13 +217,14 @@ static void blur(const float *in, float *out, int width, int height, float *row)
 
 /// Chooses the rows scored at one scale: every row, or with `period` above BAND, one band of BAND rows
 /// in the middle of every `period` rows, each with RADIUS rows of context above and below so that
-/// the blur inside a band is exact. Fewer than four bands would be too few to stand for the image, so
-/// then every row. Returns the rows held; `source` and `counted` stay NULL for every row.
+/// the blur inside a band is exact. Below eight bands, every row: on the bench corpus five bands (WebP
+/// at 1024 px) erred by up to 0.8 points where ten (JPEG at 2048 px) stayed within 0.4, and a score
+/// of so few rows is cheap anyway. Returns the rows held; `source` and `counted` stay NULL for every row.
 static int plan_rows(int height, int period, int **source, unsigned char **counted) {
     *source = NULL;
     *counted = NULL;
     int bands = period > BAND ? height / period : 0;
-    if (bands < 4)
+    if (bands < 8)
         return height;
     *source = g_new(int, bands * (BAND + 2 * RADIUS));
     *counted = g_new(unsigned char, bands * (BAND + 2 * RADIUS));

@@ -12,8 +12,8 @@ import Testing
         let quality = try #require(auto.quality)
         let score = try #require(auto.score)
         #expect(score >= 65 && auto.encodes >= 1 && auto.encodes <= 6, "q\(quality) scored \(score) in \(auto.encodes) encodes")
-        // The recorded score is the output's own (estimated from sampled rows at 533 rows, so within
-        // the sampling error), its full score meets the target, and a few steps lower would miss it.
+        // The recorded score is the output's own (533 rows: scored on every pixel, not sampled), its
+        // full score meets the target, and a few steps lower would miss it.
         let reference = try Fixtures.compress(source, [Fixtures.variant("m=800x800,png")]).variants[0].data
         let full = try VipsProbe.ssimulacra2(reference: reference, distorted: auto.data)
         #expect(abs(full - score) <= VipsProbe.sampledScoreError && full >= 65)

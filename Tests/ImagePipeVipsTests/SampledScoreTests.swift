@@ -14,20 +14,20 @@ import Testing
 
     @Test(arguments: ["jpeg,q40", "jpeg,q65", "jpeg,q85", "webp,q45", "webp,q70"])
     func sampledScoresStayWithinTheDocumentedErrorOfFullScores(_ spec: String) throws {
-        for (source, box) in [("images/exif-orientation/Landscape_1.jpg", 1200), ("images/formats/landscape.jpg", 900)] {
+        for (source, box) in [("images/exif-orientation/Landscape_1.jpg", 1800), ("images/exif-orientation/Landscape_6.jpg", 1800)] {
             let reference = try reference(source, box: box)
             let encoded = try Fixtures.compress(source, [Fixtures.variant("e=\(box)x\(box),\(spec)")]).variants[0].data
             let full = try VipsProbe.ssimulacra2(reference: reference, distorted: encoded)
             let sampled = try VipsProbe.sampledSSIMULACRA2(reference: reference, distorted: encoded)
-            #expect(sampled.sampled, "\(source) has 512 rows or more, so its fine scales are sampled")
+            #expect(sampled.sampled, "\(source) has 1024 rows or more, so its fine scales are sampled")
             #expect(abs(sampled.score - full) <= VipsProbe.sampledScoreError, "\(source) \(spec): sampled \(sampled.score), full \(full)")
             // Sampling must leave something out, or the test would pass with sampling broken off.
             #expect(sampled.score != full)
         }
     }
 
-    @Test func imagesUnder512RowsAreScoredOnEveryPixel() throws {
-        for (source, box) in [("images/formats/small-400x300.jpg", 400), ("images/formats/landscape.jpg", 700)] {
+    @Test func imagesUnder1024RowsAreScoredOnEveryPixel() throws {
+        for (source, box) in [("images/formats/small-400x300.jpg", 400), ("images/exif-orientation/Landscape_1.jpg", 1500)] {
             let reference = try reference(source, box: box)
             let encoded = try Fixtures.compress(source, [Fixtures.variant("e=\(box)x\(box),jpeg,q50")]).variants[0].data
             let sampled = try VipsProbe.sampledSSIMULACRA2(reference: reference, distorted: encoded)
@@ -50,9 +50,9 @@ import Testing
     @Test(arguments: ["jpeg,auto:70", "webp,auto:62"])
     func theChosenQualitysFullScoreMeetsTheTarget(_ spec: String) throws {
         let source = "images/exif-orientation/Landscape_1.jpg"
-        let output = try Fixtures.compress(source, [Fixtures.variant("m=1200x1200,\(spec)")]).variants[0]
+        let output = try Fixtures.compress(source, [Fixtures.variant("m=1800x1800,\(spec)")]).variants[0]
         let target = try #require(output.spec.autoTarget)
-        let full = try VipsProbe.ssimulacra2(reference: try reference(source, box: 1200), distorted: output.data)
+        let full = try VipsProbe.ssimulacra2(reference: try reference(source, box: 1800), distorted: output.data)
         #expect(full >= target, "q\(output.quality ?? 0): full score \(full)")
         // The recorded score is the estimate the search stopped on, within the error of the full one.
         #expect(abs(try #require(output.score) - full) <= VipsProbe.sampledScoreError)
@@ -64,8 +64,8 @@ import Testing
         let compressor = try VipsCompressor(configuration: configuration)
         let source = "images/exif-orientation/Landscape_1.jpg"
         let output = try compressor.compress(SourceImage(name: source, content: .bytes(Fixtures.data(source))),
-                                             variants: [Fixtures.variant("m=1200x1200,jpeg,auto:70")], limits: .default).variants[0]
-        let full = try VipsProbe.ssimulacra2(reference: try reference(source, box: 1200), distorted: output.data)
+                                             variants: [Fixtures.variant("m=1800x1800,jpeg,auto:70")], limits: .default).variants[0]
+        let full = try VipsProbe.ssimulacra2(reference: try reference(source, box: 1800), distorted: output.data)
         #expect(abs(try #require(output.score) - full) < 0.01)
     }
 }

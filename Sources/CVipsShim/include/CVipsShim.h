@@ -84,7 +84,8 @@ typedef struct ipv_score_reference ipv_score_reference;
 
 /// Prepares `reference` (8-bit sRGB, 1–4 bands; alpha is flattened onto white); NULL on failure.
 /// `sampling` 1 scores every pixel; k > 1 scores bands of 1/k of the rows at full size and 2/k at half
-/// size (the scales that hold 15/16 of the pixels), every pixel of the smaller scales.
+/// size (the scales that hold 15/16 of the pixels), every pixel of the smaller scales, when the image
+/// has at least 8·32·k rows.
 ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling);
 
 /// Scores `distorted` (same size and kind as the reference) into `score`: 100 for identical images,
