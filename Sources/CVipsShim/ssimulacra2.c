@@ -49,12 +49,12 @@ static const double weights[108] = {
 };
 
 
-/// 8-bit sRGB (alpha flattened onto white, as a JPEG output would be, grey made RGB) to linear RGB,
-/// interleaved, in a buffer of the caller's (g_free); NULL on failure.
-static float *to_linear(VipsImage *in, int *width, int *height) {
+/// 8-bit sRGB (alpha flattened onto white, as a JPEG output would be, grey made RGB) as interleaved
+/// 8-bit RGB in a buffer of the caller's (g_free); NULL on failure.
+static unsigned char *to_rgb8(VipsImage *in, int *width, int *height) {
     VipsImage *context = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(context), 4);
-    float *out = NULL;
+    unsigned char *pixels = NULL;
     VipsImage *rgb = in;
     if (in->Bands == 2 || in->Bands == 4) {
         if (ipv_flatten_white(in, &t[0]) || vips_cast(t[0], &t[1], VIPS_FORMAT_UCHAR, NULL))
@@ -77,27 +77,14 @@ static float *to_linear(VipsImage *in, int *width, int *height) {
         rgb = t[3];
     }
     size_t size = 0;
-    unsigned char *pixels = vips_image_write_to_memory(rgb, &size);
-    if (!pixels)
-        goto done;
-    float table[256];
-    for (int i = 0; i < 256; i++) {
-        double v = i / 255.0;
-        table[i] = (float) (v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4));
-    }
-    out = g_try_malloc(size * sizeof(float));
-    if (out) {
-        for (size_t i = 0; i < size; i++)
-            out[i] = table[pixels[i]];
+    pixels = vips_image_write_to_memory(rgb, &size);
+    if (pixels) {
         *width = rgb->Xsize;
         *height = rgb->Ysize;
-    } else {
-        vips_error("ssimulacra2", "%s", "out of memory");
     }
-    g_free(pixels);
 done:
     g_object_unref(context);
-    return out;
+    return pixels;
 }
 
 /// Halves interleaved linear RGB by 2x2 box means, the last row and column repeated when a side is odd.
@@ -120,6 +107,94 @@ static float *downsample(const float *in, int width, int height, int *out_width,
     }
     *out_width = w;
     *out_height = h;
+    return out;
+}
+
+/// One image's linear light scale by scale. The full size stays 8-bit and is converted only in the
+/// rows scored, its half size made straight from the bytes: with sampled rows no full-size float
+/// plane is ever written, which was a third of a sampled score's time.
+typedef struct {
+    unsigned char *rgb; // the full size, 8-bit, until the half size is made
+    float *linear;      // the current scale from half size on, interleaved linear RGB
+    int width, height, scale;
+    float table[256];   // 8-bit sRGB to linear
+} Scales;
+
+static int scales_open(Scales *s, VipsImage *in) {
+    memset(s, 0, sizeof *s);
+    s->rgb = to_rgb8(in, &s->width, &s->height);
+    for (int i = 0; i < 256; i++) {
+        double v = i / 255.0;
+        s->table[i] = (float) (v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4));
+    }
+    return s->rgb ? 0 : -1;
+}
+
+static void scales_close(Scales *s) {
+    g_free(s->rgb);
+    g_free(s->linear);
+    s->rgb = NULL;
+    s->linear = NULL;
+}
+
+/// Moves to the next scale: 2x2 box means of linear light, the last row and column repeated when a
+/// side is odd, summed in the same order as downsample() so that either path gives the same floats.
+static int scales_next(Scales *s) {
+    if (s->scale > 0) {
+        float *smaller = downsample(s->linear, s->width, s->height, &s->width, &s->height);
+        g_free(s->linear);
+        s->linear = smaller;
+        s->scale++;
+        return smaller ? 0 : -1;
+    }
+    int width = s->width, height = s->height, w = (width + 1) / 2, h = (height + 1) / 2;
+    float *out = g_try_malloc((size_t) w * h * 3 * sizeof(float));
+    if (!out) {
+        vips_error("ssimulacra2", "%s", "out of memory");
+        return -1;
+    }
+    const float *t = s->table;
+    for (int y = 0; y < h; y++) {
+        const unsigned char *r0 = s->rgb + (size_t) (2 * y) * width * 3;
+        const unsigned char *r1 = s->rgb + (size_t) (2 * y + 1 < height ? 2 * y + 1 : height - 1) * width * 3;
+        float *o = out + (size_t) y * w * 3;
+        for (int x = 0; x < w; x++) {
+            int x0 = 2 * x * 3, x1 = (2 * x + 1 < width ? 2 * x + 1 : width - 1) * 3;
+            for (int c = 0; c < 3; c++)
+                o[x * 3 + c] = (t[r0[x0 + c]] + t[r0[x1 + c]] + t[r1[x0 + c]] + t[r1[x1 + c]]) * 0.25f;
+        }
+    }
+    g_free(s->rgb);
+    s->rgb = NULL;
+    s->linear = out;
+    s->width = w;
+    s->height = h;
+    s->scale = 1;
+    return 0;
+}
+
+/// The current scale's held rows (`source`, or every row when NULL) in linear light: `s->linear`
+/// itself when that is every row of a float scale, else a buffer of the caller's. NULL on failure.
+static float *scales_rows(Scales *s, const int *source, int rows) {
+    if (s->scale > 0 && !source)
+        return s->linear;
+    int width = s->width;
+    float *out = g_try_malloc((size_t) width * rows * 3 * sizeof(float));
+    if (!out) {
+        vips_error("ssimulacra2", "%s", "out of memory");
+        return NULL;
+    }
+    for (int y = 0; y < rows; y++) {
+        size_t from = (size_t) (source ? source[y] : y) * width * 3;
+        float *o = out + (size_t) y * width * 3;
+        if (s->scale > 0) {
+            memcpy(o, s->linear + from, (size_t) width * 3 * sizeof(float));
+        } else {
+            const unsigned char *p = s->rgb + from;
+            for (int i = 0; i < width * 3; i++)
+                o[i] = s->table[p[i]];
+        }
+    }
     return out;
 }
 
@@ -242,20 +317,6 @@ static int plan_rows(int height, int period, int **source, unsigned char **count
     return rows;
 }
 
-/// The held rows of interleaved linear RGB: `linear` itself when every row is held, else a copy.
-static float *gather(float *linear, int width, const int *source, int rows) {
-    if (!source)
-        return linear;
-    float *out = g_try_malloc((size_t) width * rows * 3 * sizeof(float));
-    if (!out) {
-        vips_error("ssimulacra2", "%s", "out of memory");
-        return NULL;
-    }
-    for (int y = 0; y < rows; y++)
-        memcpy(out + (size_t) y * width * 3, linear + (size_t) source[y] * width * 3, (size_t) width * 3 * sizeof(float));
-    return out;
-}
-
 int ipv_score_reference_is_sampled(const ipv_score_reference *ref) {
     return ref && ref->scales > 0 && ref->source[0] != NULL;
 }
@@ -274,20 +335,15 @@ void ipv_score_reference_free(ipv_score_reference *ref) {
 
 ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling) {
     ipv_score_reference *ref = g_new0(ipv_score_reference, 1);
-    int width = 0, height = 0;
-    float *linear = to_linear(reference, &width, &height);
+    Scales image;
     float *row = NULL;
-    if (!linear)
+    if (scales_open(&image, reference))
         goto fail;
-    row = g_malloc((size_t) (width + 2 * RADIUS) * sizeof(float));
+    row = g_malloc((size_t) (image.width + 2 * RADIUS) * sizeof(float));
     for (int scale = 0; scale < SCALES; scale++) {
-        if (scale > 0) {
-            float *smaller = downsample(linear, width, height, &width, &height);
-            g_free(linear);
-            linear = smaller;
-            if (!linear)
-                goto fail;
-        }
+        if (scale > 0 && scales_next(&image))
+            goto fail;
+        int width = image.width, height = image.height;
         if (width < 8 || height < 8)
             break;
         // The two finest scales hold most of the pixels: sampled, they hold 1/sampling and 2/sampling.
@@ -296,14 +352,15 @@ ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling)
         size_t n = (size_t) width * rows;
         float *xyb = ref->xyb[scale] = g_try_malloc(3 * n * sizeof(float));
         float *moments = ref->moments[scale] = g_try_malloc(6 * n * sizeof(float));
-        float *held = gather(linear, width, ref->source[scale], rows);
-        if (!xyb || !moments || !held) {
-            if (held != linear) g_free(held);
+        if (!xyb || !moments) {
             vips_error("ssimulacra2", "%s", "out of memory");
             goto fail;
         }
+        float *held = scales_rows(&image, ref->source[scale], rows);
+        if (!held)
+            goto fail;
         to_xyb(held, n, xyb);
-        if (held != linear) g_free(held);
+        if (held != image.linear) g_free(held);
         for (int c = 0; c < 3; c++) {
             const float *x = xyb + c * n;
             float *square = moments + (3 + c) * n;
@@ -316,11 +373,11 @@ ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling)
         ref->height[scale] = height;
         ref->scales = scale + 1;
     }
-    g_free(linear);
+    scales_close(&image);
     g_free(row);
     return ref;
 fail:
-    g_free(linear);
+    scales_close(&image);
     g_free(row);
     ipv_score_reference_free(ref);
     return NULL;
@@ -364,16 +421,15 @@ int ipv_score(const ipv_score_reference *ref, VipsImage *distorted, double *scor
         vips_error("ssimulacra2", "%s", "the images differ in size or are smaller than 8x8");
         return -1;
     }
-    int width = 0, height = 0;
-    float *linear = to_linear(distorted, &width, &height);
-    if (!linear)
+    Scales image;
+    if (scales_open(&image, distorted))
         return -1;
     size_t largest = 0;
     for (int scale = 0; scale < ref->scales; scale++)
         largest = MAX(largest, (size_t) ref->width[scale] * ref->rows[scale]);
     float *xyb = g_try_malloc(3 * largest * sizeof(float));
     float *blurred = g_try_malloc(3 * largest * sizeof(float));
-    float *row = g_malloc((size_t) (width + 2 * RADIUS) * sizeof(float));
+    float *row = g_malloc((size_t) (image.width + 2 * RADIUS) * sizeof(float));
     int result = -1;
     if (!xyb || !blurred) {
         vips_error("ssimulacra2", "%s", "out of memory");
@@ -381,21 +437,15 @@ int ipv_score(const ipv_score_reference *ref, VipsImage *distorted, double *scor
     }
     double norms[SCALES][18];
     for (int scale = 0; scale < ref->scales; scale++) {
-        int w = width, rows = ref->rows[scale];
+        if (scale > 0 && scales_next(&image))
+            goto done;
+        int w = image.width, rows = ref->rows[scale];
         size_t n = (size_t) w * rows;
-        float *held = gather(linear, w, ref->source[scale], rows);
+        float *held = scales_rows(&image, ref->source[scale], rows);
         if (!held)
             goto done;
         to_xyb(held, n, xyb);
-        if (held != linear) g_free(held);
-        // The next scale's linear light now, so that this one's, the largest plane, is gone before the blurs.
-        if (scale + 1 < ref->scales) {
-            float *smaller = downsample(linear, width, height, &width, &height);
-            g_free(linear);
-            linear = smaller;
-            if (!linear)
-                goto done;
-        }
+        if (held != image.linear) g_free(held);
         float *mu2 = blurred, *s22 = blurred + n, *s12 = blurred + 2 * n;
         double sums[18] = { 0 };
         size_t pixels = 0;
@@ -445,7 +495,7 @@ int ipv_score(const ipv_score_reference *ref, VipsImage *distorted, double *scor
     *score = total > 0 ? 100.0 - 10.0 * pow(total, 0.6276336467831387) : 100.0;
     result = 0;
 done:
-    g_free(linear);
+    scales_close(&image);
     g_free(xyb);
     g_free(blurred);
     g_free(row);
