@@ -29,6 +29,12 @@ struct ipv_score_reference {
     unsigned char *counted[SCALES]; // per held row whether it is summed (1) or only context (0)
     float *xyb[SCALES];         // the reference in positive XYB: 3 planes of width*rows
     float *moments[SCALES];     // its blurred xyb and xyb²: 6 planes
+    // Scratch for scoring, allocated once and reused by every encode scored: fresh buffers of this
+    // size are mapped and faulted in anew each time, which cost as much as the scoring itself.
+    float *scratch_held;        // the largest scale's held rows in linear light (3 planes' worth)
+    float *scratch_xyb;         // the encode's XYB at one scale
+    float *scratch_blurred;     // its blurred xyb, xyb² and reference·encode for one channel
+    float *scratch_half;        // the encode's half size in linear light
 };
 
 static const double weights[108] = {
@@ -50,8 +56,15 @@ static const double weights[108] = {
 
 
 /// 8-bit sRGB (alpha flattened onto white, as a JPEG output would be, grey made RGB) as interleaved
-/// 8-bit RGB in a buffer of the caller's (g_free); NULL on failure.
-static unsigned char *to_rgb8(VipsImage *in, int *width, int *height) {
+/// 8-bit RGB: the image's own memory when it already is that, else a copy put in `owned` for the
+/// caller to g_free. NULL on failure.
+static const unsigned char *to_rgb8(VipsImage *in, int *width, int *height, unsigned char **owned) {
+    *owned = NULL;
+    if (in->Bands == 3 && in->BandFmt == VIPS_FORMAT_UCHAR && vips_image_wio_input(in) == 0) {
+        *width = in->Xsize;
+        *height = in->Ysize;
+        return (const unsigned char *) VIPS_IMAGE_ADDR(in, 0, 0);
+    }
     VipsImage *context = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(context), 4);
     unsigned char *pixels = NULL;
@@ -84,6 +97,7 @@ static unsigned char *to_rgb8(VipsImage *in, int *width, int *height) {
     }
 done:
     g_object_unref(context);
+    *owned = pixels;
     return pixels;
 }
 
@@ -112,17 +126,20 @@ static float *downsample(const float *in, int width, int height, int *out_width,
 
 /// One image's linear light scale by scale. The full size stays 8-bit and is converted only in the
 /// rows scored, its half size made straight from the bytes: with sampled rows no full-size float
-/// plane is ever written, which was a third of a sampled score's time.
+/// plane is ever written.
 typedef struct {
-    unsigned char *rgb; // the full size, 8-bit, until the half size is made
-    float *linear;      // the current scale from half size on, interleaved linear RGB
+    const unsigned char *rgb; // the full size, 8-bit, until the half size is made
+    unsigned char *rgb_owned; // rgb when it is a copy of ours
+    float *linear;            // the current scale from half size on, interleaved linear RGB
+    float *half;              // a buffer for the half size that is not ours to free, or NULL
     int width, height, scale;
-    float table[256];   // 8-bit sRGB to linear
+    float table[256];         // 8-bit sRGB to linear
 } Scales;
 
-static int scales_open(Scales *s, VipsImage *in) {
+static int scales_open(Scales *s, VipsImage *in, float *half) {
     memset(s, 0, sizeof *s);
-    s->rgb = to_rgb8(in, &s->width, &s->height);
+    s->rgb = to_rgb8(in, &s->width, &s->height, &s->rgb_owned);
+    s->half = half;
     for (int i = 0; i < 256; i++) {
         double v = i / 255.0;
         s->table[i] = (float) (v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4));
@@ -131,9 +148,10 @@ static int scales_open(Scales *s, VipsImage *in) {
 }
 
 static void scales_close(Scales *s) {
-    g_free(s->rgb);
-    g_free(s->linear);
-    s->rgb = NULL;
+    g_free(s->rgb_owned);
+    if (s->linear != s->half)
+        g_free(s->linear);
+    s->rgb = s->rgb_owned = NULL;
     s->linear = NULL;
 }
 
@@ -142,13 +160,14 @@ static void scales_close(Scales *s) {
 static int scales_next(Scales *s) {
     if (s->scale > 0) {
         float *smaller = downsample(s->linear, s->width, s->height, &s->width, &s->height);
-        g_free(s->linear);
+        if (s->linear != s->half)
+            g_free(s->linear);
         s->linear = smaller;
         s->scale++;
         return smaller ? 0 : -1;
     }
     int width = s->width, height = s->height, w = (width + 1) / 2, h = (height + 1) / 2;
-    float *out = g_try_malloc((size_t) w * h * 3 * sizeof(float));
+    float *out = s->half ? s->half : g_try_malloc((size_t) w * h * 3 * sizeof(float));
     if (!out) {
         vips_error("ssimulacra2", "%s", "out of memory");
         return -1;
@@ -164,8 +183,8 @@ static int scales_next(Scales *s) {
                 o[x * 3 + c] = (t[r0[x0 + c]] + t[r0[x1 + c]] + t[r1[x0 + c]] + t[r1[x1 + c]]) * 0.25f;
         }
     }
-    g_free(s->rgb);
-    s->rgb = NULL;
+    g_free(s->rgb_owned);
+    s->rgb = s->rgb_owned = NULL;
     s->linear = out;
     s->width = w;
     s->height = h;
@@ -174,19 +193,14 @@ static int scales_next(Scales *s) {
 }
 
 /// The current scale's held rows (`source`, or every row when NULL) in linear light: `s->linear`
-/// itself when that is every row of a float scale, else a buffer of the caller's. NULL on failure.
-static float *scales_rows(Scales *s, const int *source, int rows) {
+/// itself when that is every row of a float scale, else written into `into` (width·rows·3 floats).
+static float *scales_rows(Scales *s, const int *source, int rows, float *into) {
     if (s->scale > 0 && !source)
         return s->linear;
     int width = s->width;
-    float *out = g_try_malloc((size_t) width * rows * 3 * sizeof(float));
-    if (!out) {
-        vips_error("ssimulacra2", "%s", "out of memory");
-        return NULL;
-    }
     for (int y = 0; y < rows; y++) {
         size_t from = (size_t) (source ? source[y] : y) * width * 3;
-        float *o = out + (size_t) y * width * 3;
+        float *o = into + (size_t) y * width * 3;
         if (s->scale > 0) {
             memcpy(o, s->linear + from, (size_t) width * 3 * sizeof(float));
         } else {
@@ -195,7 +209,7 @@ static float *scales_rows(Scales *s, const int *source, int rows) {
                 o[i] = s->table[p[i]];
         }
     }
-    return out;
+    return into;
 }
 
 /// A cube root good to float precision: a bit-level first guess refined by Newton steps, several
@@ -330,6 +344,10 @@ void ipv_score_reference_free(ipv_score_reference *ref) {
         g_free(ref->source[scale]);
         g_free(ref->counted[scale]);
     }
+    g_free(ref->scratch_held);
+    g_free(ref->scratch_xyb);
+    g_free(ref->scratch_blurred);
+    g_free(ref->scratch_half);
     g_free(ref);
 }
 
@@ -337,9 +355,10 @@ ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling)
     ipv_score_reference *ref = g_new0(ipv_score_reference, 1);
     Scales image;
     float *row = NULL;
-    if (scales_open(&image, reference))
+    if (scales_open(&image, reference, NULL))
         goto fail;
     row = g_malloc((size_t) (image.width + 2 * RADIUS) * sizeof(float));
+    size_t largest = 0;
     for (int scale = 0; scale < SCALES; scale++) {
         if (scale > 0 && scales_next(&image))
             goto fail;
@@ -356,11 +375,15 @@ ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling)
             vips_error("ssimulacra2", "%s", "out of memory");
             goto fail;
         }
-        float *held = scales_rows(&image, ref->source[scale], rows);
-        if (!held)
+        largest = MAX(largest, n);
+        float *buffer = g_try_malloc(3 * n * sizeof(float));
+        if (!buffer) {
+            vips_error("ssimulacra2", "%s", "out of memory");
             goto fail;
+        }
+        float *held = scales_rows(&image, ref->source[scale], rows, buffer);
         to_xyb(held, n, xyb);
-        if (held != image.linear) g_free(held);
+        g_free(buffer);
         for (int c = 0; c < 3; c++) {
             const float *x = xyb + c * n;
             float *square = moments + (3 + c) * n;
@@ -375,6 +398,15 @@ ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling)
     }
     scales_close(&image);
     g_free(row);
+    row = NULL;
+    ref->scratch_held = g_try_malloc(3 * largest * sizeof(float));
+    ref->scratch_xyb = g_try_malloc(3 * largest * sizeof(float));
+    ref->scratch_blurred = g_try_malloc(3 * largest * sizeof(float));
+    ref->scratch_half = ref->scales > 1 ? g_try_malloc((size_t) ref->width[1] * ref->height[1] * 3 * sizeof(float)) : NULL;
+    if (!ref->scratch_held || !ref->scratch_xyb || !ref->scratch_blurred || (ref->scales > 1 && !ref->scratch_half)) {
+        vips_error("ssimulacra2", "%s", "out of memory");
+        goto fail;
+    }
     return ref;
 fail:
     scales_close(&image);
@@ -416,36 +448,24 @@ static void channel_sums(const float *x1, const float *mu1, const float *s11, co
     memcpy(sums, s, sizeof s);
 }
 
-int ipv_score(const ipv_score_reference *ref, VipsImage *distorted, double *score) {
+int ipv_score(ipv_score_reference *ref, VipsImage *distorted, double *score) {
     if (!ref || ref->scales == 0 || distorted->Xsize != ref->width[0] || distorted->Ysize != ref->height[0]) {
         vips_error("ssimulacra2", "%s", "the images differ in size or are smaller than 8x8");
         return -1;
     }
     Scales image;
-    if (scales_open(&image, distorted))
+    if (scales_open(&image, distorted, ref->scratch_half))
         return -1;
-    size_t largest = 0;
-    for (int scale = 0; scale < ref->scales; scale++)
-        largest = MAX(largest, (size_t) ref->width[scale] * ref->rows[scale]);
-    float *xyb = g_try_malloc(3 * largest * sizeof(float));
-    float *blurred = g_try_malloc(3 * largest * sizeof(float));
+    float *xyb = ref->scratch_xyb, *blurred = ref->scratch_blurred;
     float *row = g_malloc((size_t) (image.width + 2 * RADIUS) * sizeof(float));
     int result = -1;
-    if (!xyb || !blurred) {
-        vips_error("ssimulacra2", "%s", "out of memory");
-        goto done;
-    }
     double norms[SCALES][18];
     for (int scale = 0; scale < ref->scales; scale++) {
         if (scale > 0 && scales_next(&image))
             goto done;
         int w = image.width, rows = ref->rows[scale];
         size_t n = (size_t) w * rows;
-        float *held = scales_rows(&image, ref->source[scale], rows);
-        if (!held)
-            goto done;
-        to_xyb(held, n, xyb);
-        if (held != image.linear) g_free(held);
+        to_xyb(scales_rows(&image, ref->source[scale], rows, ref->scratch_held), n, xyb);
         float *mu2 = blurred, *s22 = blurred + n, *s12 = blurred + 2 * n;
         double sums[18] = { 0 };
         size_t pixels = 0;
@@ -496,8 +516,6 @@ int ipv_score(const ipv_score_reference *ref, VipsImage *distorted, double *scor
     result = 0;
 done:
     scales_close(&image);
-    g_free(xyb);
-    g_free(blurred);
     g_free(row);
     return result;
 }

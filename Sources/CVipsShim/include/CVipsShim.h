@@ -90,7 +90,8 @@ ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling)
 
 /// Scores `distorted` (same size and kind as the reference) into `score`: 100 for identical images,
 /// about 90 visually lossless, 70 high quality, 50 medium. Returns 0 on success.
-int ipv_score(const ipv_score_reference *ref, VipsImage *distorted, double *score);
+/// Uses scratch buffers held in `ref`: one score at a time per reference.
+int ipv_score(ipv_score_reference *ref, VipsImage *distorted, double *score);
 
 /// Whether scores against `ref` are estimated from sampled rows (1) or use every pixel (0).
 int ipv_score_reference_is_sampled(const ipv_score_reference *ref);
