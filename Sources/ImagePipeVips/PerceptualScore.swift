@@ -13,9 +13,10 @@ import ImagePipe
 /// chosen per image").
 package final class PerceptualScore {
     /// Memory the scoring holds per pixel of the variant: the variant itself and a decoded encode, the
-    /// reference's XYB and blurred moments (9 floats, plus a third for the smaller scales), and while
-    /// one scale is scored the encode's XYB, three blurred planes and the next scale's linear light.
-    static let bytesPerPixel = 84
+    /// reference's XYB and blurred moments (9 floats, plus a third for the smaller scales), and the
+    /// scratch every score reuses: the encode's linear rows, XYB and three blurred planes at the
+    /// largest scale scored (9 floats at most) and its half size (3 floats a quarter of the pixels).
+    static let bytesPerPixel = 96
 
     /// Rows sampled at the two finest scales when ``init(reference:variant:sampled:)`` asks for it: a
     /// quarter at full size, half at half size. Those scales hold 15/16 of the pixels; the coarser

@@ -82,6 +82,9 @@ public struct QualitySearch: Sendable {
     private func next<Payload>(low: Int, high: Int, passing: Probe<Payload>?, failing: Probe<Payload>?,
                                made: [Probe<Payload>]) -> Int {
         let last = made[made.count - 1]
+        // Estimates aim at the middle of the window that ends the search, [target, target + tolerance],
+        // so that a probe placed by an estimated slope lands inside it as often as it can.
+        let goal = target + tolerance / 2
         let guess: Double
         if let passing, let failing {
             // Interpolation, unless the last two probes fell on the same side: then it is converging
@@ -89,7 +92,7 @@ public struct QualitySearch: Sendable {
             let sameSide = made.count >= 2 && (made[made.count - 2].score >= target) == (last.score >= target)
             if !sameSide, passing.score > failing.score {
                 let slope = (passing.score - failing.score) / Double(passing.quality - failing.quality)
-                guess = Double(failing.quality) + (target - failing.score) / slope
+                guess = Double(failing.quality) + (goal - failing.score) / slope
             } else {
                 guess = Double(low + high) / 2
             }
@@ -104,7 +107,7 @@ public struct QualitySearch: Sendable {
                 let measured = (last.score - before.score) / previousStep
                 if measured > 0 { slope = measured }
             }
-            var step = (target - last.score) / slope
+            var step = (goal - last.score) / slope
             if abs(step) < 2 * abs(previousStep) { step = step < 0 ? -2 * abs(previousStep) : 2 * abs(previousStep) }
             guess = Double(last.quality) + step
         }
