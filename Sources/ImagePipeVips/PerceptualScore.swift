@@ -35,7 +35,7 @@ package final class PerceptualScore {
     package let isSampled: Bool
 
     /// Prepares `reference`, the unencoded image as the encoder receives it. With `sampled`, images of
-    /// 1024 rows or more are scored on sampled rows at the two finest scales (a score takes about 0.6x
+    /// 1024 rows or more are scored on sampled rows at the two finest scales (a score takes about 0.4x
     /// the time of a full one at 2048 px); smaller ones, whose full score costs less than their encode,
     /// on every pixel.
     package init(reference: VipsImageHandle, variant: VariantSpec, sampled: Bool = false) throws(ImagePipeError) {

@@ -7,17 +7,17 @@ extension VipsCompressor {
     /// A passing probe at most this many points above the aim ends the search. Wider than
     /// ``QualitySearch``'s default: on the bench corpus it took the `web-auto` encodes per image from
     /// 2.90, 3.10 and 3.38 to 2.10, 2.81 and 2.24 (large, medium, thumb) for 1.5 points of the bytes
-    /// saved (−30.4% to −28.8%), and each probe of the large variant costs as much as its encode twice.
+    /// saved (−30.4% to −28.8%): a probe of the large variant (encode, decode, sampled score) costs about
+    /// four times its encode.
     static let autoTolerance = 2.0
     /// The search ends once the lowest passing and highest failing qualities are this close.
     static let autoResolution = 3
 
-
     /// Encodes `source` at the lowest quality whose score against it reaches `target`, searching with
     /// ``QualitySearch``; the chosen probe's bytes are the output, so nothing is encoded twice.
     ///
-    /// Probes are scored on sampled rows at the finest scales (``PerceptualScore/isSampled``), about a
-    /// third of a full score's time at 2048 px; the search then aims ``PerceptualScore/sampledError``
+    /// Probes are scored on sampled rows at the finest scales (``PerceptualScore/isSampled``), about 0.4
+    /// of a full score's time at 2048 px; the search then aims ``PerceptualScore/sampledError``
     /// above the target, so that the output's full score still reaches it. The recorded score is that
     /// estimate, or with `--score` the output's full score.
     ///
