@@ -30,8 +30,8 @@ struct ipv_score_reference {
     unsigned char *counted[SCALES]; // per held row whether it is summed (1) or only context (0)
     float *xyb[SCALES];         // the reference in positive XYB: 3 planes of width*rows
     float *moments[SCALES];     // its blurred xyb and xyb²: 6 planes
-    // Scratch for scoring, allocated once and reused by every encode scored: fresh buffers of this
-    // size are mapped and faulted in anew each time, which cost as much as the scoring itself.
+    // Scratch for scoring, allocated once and reused by every encode scored: imagepipe has malloc map
+    // every buffer of 1 MiB or more, so fresh ones would be mapped and faulted in anew each time.
     float *scratch_held;        // the largest scale's held rows in linear light (3 planes' worth)
     float *scratch_xyb;         // the encode's XYB at one scale
     float *scratch_blurred;     // its blurred xyb, xyb² and reference·encode for one channel

@@ -41,9 +41,9 @@ import Testing
         #expect(outcome.probes == 1 && outcome.chosen.quality == 50)
     }
 
-    /// With the slope known, the next probe aims at the middle of [target, target + tolerance], not at
-    /// the target's edge, where a slightly steeper or flatter slope would miss the window.
-    @Test func estimatesAimAtTheMiddleOfTheWindowThatEndsTheSearch() {
+    /// From one end, the next probe aims at the middle of [target, target + tolerance], not at the
+    /// target's edge, where a slightly steeper or flatter slope than estimated would miss the window.
+    @Test func extrapolationsAimAtTheMiddleOfTheWindowThatEndsTheSearch() {
         var probed: [Int] = []
         let outcome = QualitySearch(target: 60, start: 50, tolerance: 4, typicalSlope: 0.6).run { (quality: Int) -> (score: Double, payload: Void) in
             probed.append(quality)

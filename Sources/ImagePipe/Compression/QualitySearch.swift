@@ -82,8 +82,10 @@ public struct QualitySearch: Sendable {
     private func next<Payload>(low: Int, high: Int, passing: Probe<Payload>?, failing: Probe<Payload>?,
                                made: [Probe<Payload>]) -> Int {
         let last = made[made.count - 1]
-        // Estimates aim at the middle of the window that ends the search, [target, target + tolerance],
-        // so that a probe placed by an estimated slope lands inside it as often as it can.
+        // Extrapolations aim at the middle of the window that ends the search, [target, target +
+        // tolerance], so that a probe placed by an estimated slope lands inside it as often as it can.
+        // Interpolation aims at the target itself: scores are concave in quality, so the chord between
+        // the bracket's ends already lands above it (aiming higher cost probes in the tests' curves).
         let goal = target + tolerance / 2
         let guess: Double
         if let passing, let failing {
@@ -92,7 +94,7 @@ public struct QualitySearch: Sendable {
             let sameSide = made.count >= 2 && (made[made.count - 2].score >= target) == (last.score >= target)
             if !sameSide, passing.score > failing.score {
                 let slope = (passing.score - failing.score) / Double(passing.quality - failing.quality)
-                guess = Double(failing.quality) + (goal - failing.score) / slope
+                guess = Double(failing.quality) + (target - failing.score) / slope
             } else {
                 guess = Double(low + high) / 2
             }
