@@ -6,8 +6,8 @@ import ImagePipe
 extension VipsCompressor {
     /// A passing probe at most this many points above the aim ends the search. Wider than
     /// ``QualitySearch``'s default: on the bench corpus it took the `web-auto` encodes per image from
-    /// 2.90, 3.10 and 3.38 to 2.10, 2.81 and 2.24 (large, medium, thumb) for 1.5 points of the bytes
-    /// saved (−30.4% to −28.8%): a probe of the large variant (encode, decode, sampled score) costs about
+    /// 2.90, 3.10 and 3.38 to 2.24, 2.76 and 2.52 (large, medium, thumb) for 1.2 points of the bytes
+    /// saved (−30.4% to −29.2%): a probe of the large variant (encode, decode, sampled score) costs about
     /// four times its encode.
     static let autoTolerance = 2.0
     /// The search ends once the lowest passing and highest failing qualities are this close.
