@@ -15,7 +15,8 @@ public struct VipsCompressor: ImageCompressor {
     /// Encoder settings shared by every variant.
     public struct Configuration: Sendable, Hashable {
         /// Whether fixed-quality variants are scored too (`--score`), to audit what a fixed quality
-        /// gives each image; `auto` variants always are. Costs one score per variant.
+        /// gives each image; `auto` variants always are, and with it record their output's full score
+        /// where the search used sampled rows. Costs one score per variant.
         public var scoreEveryVariant = false
         /// PNG zlib level, 0–9.
         public var pngCompression: Int = 6

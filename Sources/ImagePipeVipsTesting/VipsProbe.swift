@@ -67,6 +67,18 @@ public enum VipsProbe {
         return try PerceptualScore(reference: image.handle, variant: variant).score(of: distorted, variant: variant)
     }
 
+    /// The score `auto` searches with: estimated from sampled rows at the finest scales when the image
+    /// has enough rows (`sampled` true), else the full score.
+    public static func sampledSSIMULACRA2(reference: Data, distorted: Data) throws(ImagePipeError) -> (score: Double, sampled: Bool) {
+        let image = try decode(reference)
+        let variant = VariantSpec(name: "probe", width: image.size.width, height: image.size.height, format: .png, quality: 100)
+        let scorer = try PerceptualScore(reference: image.handle, variant: variant, sampled: true)
+        return (try scorer.score(of: distorted, variant: variant), scorer.isSampled)
+    }
+
+    /// The error a sampled score may have (see ``sampledSSIMULACRA2(reference:distorted:)``), in points.
+    public static var sampledScoreError: Double { PerceptualScore.sampledError }
+
     /// The RGBA pixels (at most 100x100) the compressor makes an image's placeholder from.
     public static func placeholderPixels(_ data: Data) throws(ImagePipeError) -> (width: Int, height: Int, rgba: [UInt8]) {
         let image = try decode(data)

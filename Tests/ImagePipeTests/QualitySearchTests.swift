@@ -41,6 +41,17 @@ import Testing
         #expect(outcome.probes == 1 && outcome.chosen.quality == 50)
     }
 
+    /// From one end, the next probe aims at the middle of [target, target + tolerance], not at the
+    /// target's edge, where a slightly steeper or flatter slope than estimated would miss the window.
+    @Test func extrapolationsAimAtTheMiddleOfTheWindowThatEndsTheSearch() {
+        var probed: [Int] = []
+        let outcome = QualitySearch(target: 60, start: 50, tolerance: 4, typicalSlope: 0.6).run { (quality: Int) -> (score: Double, payload: Void) in
+            probed.append(quality)
+            return (0.6 * Double(quality) + 20, ())
+        }
+        #expect(outcome.probes == 2 && outcome.chosen.score >= 61 && outcome.chosen.score <= 63, "probed \(probed), chose \(outcome.chosen.score)")
+    }
+
     @Test func anUnreachableTargetGivesTheHighestQualityAndAnEasyOneTheLowest() {
         let hard = QualitySearch(target: 99, start: 60).run { (quality: Int) -> (score: Double, payload: Void) in (Double(quality), ()) }
         #expect(hard.chosen.quality == 95 && hard.chosen.score < 99)

@@ -83,11 +83,18 @@ void ipv_set_warning_handler(void (*handler)(const char *message));
 typedef struct ipv_score_reference ipv_score_reference;
 
 /// Prepares `reference` (8-bit sRGB, 1–4 bands; alpha is flattened onto white); NULL on failure.
-ipv_score_reference *ipv_score_reference_new(VipsImage *reference);
+/// `sampling` 1 scores every pixel; k > 1 scores bands of 1/k of the rows at full size and 2/k at half
+/// size (the scales that hold 15/16 of the pixels), every pixel of the smaller scales, when the image
+/// has at least 8·32·k rows.
+ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling);
 
 /// Scores `distorted` (same size and kind as the reference) into `score`: 100 for identical images,
 /// about 90 visually lossless, 70 high quality, 50 medium. Returns 0 on success.
-int ipv_score(const ipv_score_reference *ref, VipsImage *distorted, double *score);
+/// Uses scratch buffers held in `ref`: one score at a time per reference.
+int ipv_score(ipv_score_reference *ref, VipsImage *distorted, double *score);
+
+/// Whether scores against `ref` are estimated from sampled rows (1) or use every pixel (0).
+int ipv_score_reference_is_sampled(const ipv_score_reference *ref);
 
 void ipv_score_reference_free(ipv_score_reference *ref);
 

@@ -82,6 +82,11 @@ public struct QualitySearch: Sendable {
     private func next<Payload>(low: Int, high: Int, passing: Probe<Payload>?, failing: Probe<Payload>?,
                                made: [Probe<Payload>]) -> Int {
         let last = made[made.count - 1]
+        // Extrapolations aim at the middle of the window that ends the search, [target, target +
+        // tolerance], so that a probe placed by an estimated slope lands inside it as often as it can.
+        // Interpolation aims at the target itself: scores are concave in quality, so the chord between
+        // the bracket's ends already lands above it (aiming higher cost probes in the tests' curves).
+        let goal = target + tolerance / 2
         let guess: Double
         if let passing, let failing {
             // Interpolation, unless the last two probes fell on the same side: then it is converging
@@ -104,7 +109,7 @@ public struct QualitySearch: Sendable {
                 let measured = (last.score - before.score) / previousStep
                 if measured > 0 { slope = measured }
             }
-            var step = (target - last.score) / slope
+            var step = (goal - last.score) / slope
             if abs(step) < 2 * abs(previousStep) { step = step < 0 ? -2 * abs(previousStep) : 2 * abs(previousStep) }
             guess = Double(last.quality) + step
         }

@@ -34,7 +34,7 @@ struct JobOptions: ParsableArguments {
         valueName: "file"))
     var config: String?
 
-    @Flag(name: .long, help: "Also score fixed-quality variants (SSIMULACRA 2, recorded in the manifest); auto variants always are.")
+    @Flag(name: .long, help: "Also score fixed-quality variants (SSIMULACRA 2, recorded in the manifest); auto variants always are, and get their full score instead of the sampled estimate.")
     var score = false
 
     @Option(name: .long, help: ArgumentHelp(
