@@ -22,7 +22,7 @@ ARCH        := $(shell dpkg --print-architecture 2>/dev/null)
 # The Debian mirror this machine's apt uses, for the package test's Debian 12 root.
 DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
 
-.PHONY: demo test test-deps deps build release check-swift clean bench bench-compare bench-thresholds bench-deps \
+.PHONY: demo test test-deps format format-check deps build release check-swift clean bench bench-compare bench-thresholds bench-deps \
 	static manual install deb deb-test deb-deps soak
 
 demo: deps release
@@ -30,9 +30,19 @@ demo: deps release
 	$(RELEASE_BIN) batch fixtures/images --dest out --manifest out/manifest.jsonl
 	@echo "variants in ./out, one JSON line per image in ./out/manifest.jsonl"
 
-test: deps test-deps
+test: deps test-deps format-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# One layout for all Swift code (swift-format from the toolchain, settings in .ci/swift-format.json:
+# layout only, no rewriting rules). `make format` applies it; `make test` fails on code that differs.
+FORMATTED = Sources Tests Benchmarks
+format:
+	$(SWIFT) format format --configuration .ci/swift-format.json --in-place --recursive --parallel $(FORMATTED)
+
+format-check:
+	@$(SWIFT) format lint --configuration .ci/swift-format.json --strict --recursive --parallel $(FORMATTED) || { \
+		echo "Swift code is not formatted: run 'make format'"; exit 1; }
 
 # Tools only the tests need: PostgreSQL 15 (the queue tests start it themselves, initdb into a
 # temporary directory), moto's S3 server and boto3 (servers started on loopback), the reference

@@ -25,6 +25,6 @@ let package = Package(
             ],
             path: "Benchmarks/Compression",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
+        )
     ]
 )

@@ -86,55 +86,63 @@ public struct BenchReport: Sendable, Codable {
     /// The human-readable report.
     public var table: String {
         var lines: [String] = []
-        lines.append("corpus: \(images) images, \(BatchSummary.formatBytes(corpusBytes)); job: \(job.joined(separator: " + ")); "
-                     + "\(workers) workers; \(runsPerTool) alternated runs per tool, medians")
+        lines.append(
+            "corpus: \(images) images, \(BatchSummary.formatBytes(corpusBytes)); job: \(job.joined(separator: " + ")); "
+                + "\(workers) workers; \(runsPerTool) alternated runs per tool, medians")
         lines.append("")
         let reference = tools.first?.outputBytes
         let nameWidth = max(22, (tools.map(\.name.count).max() ?? 0) + 2)
-        lines.append(pad("tool", nameWidth) + pad("median", 10, right: true) + pad("ratio", 10, right: true)
-                     + pad("images/s", 10, right: true) + pad("MB/s", 9, right: true) + pad("peak RSS", 11, right: true)
-                     + pad("output", 11, right: true) + pad("bytes", 9, right: true) + pad("worst", 8, right: true))
+        lines.append(
+            pad("tool", nameWidth) + pad("median", 10, right: true) + pad("ratio", 10, right: true)
+                + pad("images/s", 10, right: true) + pad("MB/s", 9, right: true) + pad("peak RSS", 11, right: true)
+                + pad("output", 11, right: true) + pad("bytes", 9, right: true) + pad("worst", 8, right: true))
         for tool in tools {
             guard let median = tool.medianSeconds else {
                 lines.append(pad(tool.name, nameWidth) + "skipped: " + (tool.skipped ?? "failed"))
                 continue
             }
             let failed = tool.runs.contains { !$0.succeeded } ? "  (some runs failed)" : ""
-            lines.append(pad(tool.name, nameWidth)
-                         + pad(String(format: "%.2f s", median), 10, right: true)
-                         + pad(tool.ratio.map { String(format: "%.2fx", $0) } ?? "-", 10, right: true)
-                         + pad(String(format: "%.2f", tool.imagesPerSecond ?? Double(images) / median), 10, right: true)
-                         + pad(String(format: "%.1f", tool.megabytesPerSecond ?? Double(corpusBytes) / 1e6 / median), 9, right: true)
-                         + pad(BatchSummary.formatBytes(tool.peakResidentBytes ?? 0), 11, right: true)
-                         + pad(tool.outputBytes.map(BatchSummary.formatBytes) ?? "-", 11, right: true)
-                         + pad(Self.change(tool.outputBytes, from: reference), 9, right: true)
-                         + pad(tool.worstScore.map { String(format: "%.1f", $0) } ?? "-", 8, right: true) + failed)
+            lines.append(
+                pad(tool.name, nameWidth)
+                    + pad(String(format: "%.2f s", median), 10, right: true)
+                    + pad(tool.ratio.map { String(format: "%.2fx", $0) } ?? "-", 10, right: true)
+                    + pad(String(format: "%.2f", tool.imagesPerSecond ?? Double(images) / median), 10, right: true)
+                    + pad(String(format: "%.1f", tool.megabytesPerSecond ?? Double(corpusBytes) / 1e6 / median), 9, right: true)
+                    + pad(BatchSummary.formatBytes(tool.peakResidentBytes ?? 0), 11, right: true)
+                    + pad(tool.outputBytes.map(BatchSummary.formatBytes) ?? "-", 11, right: true)
+                    + pad(Self.change(tool.outputBytes, from: reference), 9, right: true)
+                    + pad(tool.worstScore.map { String(format: "%.1f", $0) } ?? "-", 8, right: true) + failed)
         }
         lines.append("")
-        lines.append("ratio: the tool's median time over imagepipe's (above 1.00x, imagepipe is faster); output: bytes written, "
-                     + "bytes: against imagepipe's; worst: the lowest SSIMULACRA 2 score of any output (imagepipe rows, from one more run with --score)")
+        lines.append(
+            "ratio: the tool's median time over imagepipe's (above 1.00x, imagepipe is faster); output: bytes written, "
+                + "bytes: against imagepipe's; worst: the lowest SSIMULACRA 2 score of any output (imagepipe rows, from one more run with --score)")
         let scored = tools.filter { $0.variants != nil }
         if !scored.isEmpty {
             lines.append("per variant: bytes, bytes against the first row, worst / median score, encodes per image")
             for tool in scored {
                 for variant in tool.variants ?? [] {
                     let first = scored.first?.variants?.first { $0.name == variant.name }?.bytes
-                    lines.append("  " + pad(tool.name, 20) + pad(variant.name, 10) + pad(BatchSummary.formatBytes(variant.bytes), 10, right: true)
-                                 + pad(Self.change(variant.bytes, from: first), 9, right: true)
-                                 + String(format: "   %5.1f / %5.1f   %.2f", variant.worstScore ?? .nan, variant.medianScore ?? .nan,
-                                          variant.encodesPerImage))
+                    lines.append(
+                        "  " + pad(tool.name, 20) + pad(variant.name, 10) + pad(BatchSummary.formatBytes(variant.bytes), 10, right: true)
+                            + pad(Self.change(variant.bytes, from: first), 9, right: true)
+                            + String(
+                                format: "   %5.1f / %5.1f   %.2f", variant.worstScore ?? .nan, variant.medianScore ?? .nan,
+                                variant.encodesPerImage))
                 }
             }
         }
         if !rerunFractions.isEmpty {
-            lines.append("re-run over first run (every output in place): "
-                         + rerunFractions.sorted { $0.key < $1.key }.map { String(format: "%@ %.1f%%", $0.key, $0.value * 100) }.joined(separator: ", "))
+            lines.append(
+                "re-run over first run (every output in place): "
+                    + rerunFractions.sorted { $0.key < $1.key }.map { String(format: "%@ %.1f%%", $0.key, $0.value * 100) }.joined(separator: ", "))
         }
         if !stages.isEmpty {
             lines.append("imagepipe per image, p50 / p95:")
             for name in ["decode", "encode", "store", "total"] {
                 if let stage = stages[name] {
-                    lines.append("  " + pad(name == "decode" ? "decode+resize" : name, 15) + String(format: "%8.1f ms / %8.1f ms", stage.p50, stage.p95))
+                    lines.append(
+                        "  " + pad(name == "decode" ? "decode+resize" : name, 15) + String(format: "%8.1f ms / %8.1f ms", stage.p50, stage.p95))
                 }
             }
         }

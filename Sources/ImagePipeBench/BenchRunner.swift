@@ -30,8 +30,10 @@ public struct BenchRunner: Sendable {
     public var remoteCorpus: String?
 
     /// Creates a runner.
-    public init(corpus: Corpus, job: BenchJob, runs: Int, workDirectory: String, executable: String, extraDestinations: [String] = [],
-                rerun: Bool = false, extraJobs: [(name: String, job: BenchJob)] = [], queue: String? = nil, remoteCorpus: String? = nil) {
+    public init(
+        corpus: Corpus, job: BenchJob, runs: Int, workDirectory: String, executable: String, extraDestinations: [String] = [],
+        rerun: Bool = false, extraJobs: [(name: String, job: BenchJob)] = [], queue: String? = nil, remoteCorpus: String? = nil
+    ) {
         self.corpus = corpus
         self.job = job
         self.runs = max(1, runs)
@@ -60,22 +62,30 @@ public struct BenchRunner: Sendable {
 
         var peers = [Peer.imagepipe(executable: executable, job: job, destination: nil, manifest: counter.next)]
         for destination in extraDestinations {
-            peers.append(.imagepipe(executable: executable, job: job, destination: destination,
-                                    label: "imagepipe → \(destination.prefix(while: { $0 != ":" }))", manifest: { _ in "/dev/null" }))
+            peers.append(
+                .imagepipe(
+                    executable: executable, job: job, destination: destination,
+                    label: "imagepipe → \(destination.prefix(while: { $0 != ":" }))", manifest: { _ in "/dev/null" }))
         }
         if let queue {
-            peers.append(.imagepipeQueue(executable: executable, job: job, queue: queue, workers: 2, destination: nil,
-                                         label: "imagepipe watch ×2 (postgres)"))
+            peers.append(
+                .imagepipeQueue(
+                    executable: executable, job: job, queue: queue, workers: 2, destination: nil,
+                    label: "imagepipe watch ×2 (postgres)"))
         }
         if let remoteCorpus, let destination = extraDestinations.first {
             let scheme = destination.prefix(while: { $0 != ":" })
-            peers.append(.imagepipe(executable: executable, job: job, destination: destination,
-                                    label: "imagepipe \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)",
-                                    remoteCorpus: remoteCorpus, manifest: { _ in "/dev/null" }))
+            peers.append(
+                .imagepipe(
+                    executable: executable, job: job, destination: destination,
+                    label: "imagepipe \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)",
+                    remoteCorpus: remoteCorpus, manifest: { _ in "/dev/null" }))
             if let queue {
-                peers.append(.imagepipeQueue(executable: executable, job: job, queue: queue, workers: 2, destination: destination,
-                                             remoteCorpus: remoteCorpus,
-                                             label: "imagepipe watch ×2 (postgres) \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)"))
+                peers.append(
+                    .imagepipeQueue(
+                        executable: executable, job: job, queue: queue, workers: 2, destination: destination,
+                        remoteCorpus: remoteCorpus,
+                        label: "imagepipe watch ×2 (postgres) \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)"))
             }
         }
         for (name, extra) in extraJobs {
@@ -90,8 +100,10 @@ public struct BenchRunner: Sendable {
             }
         }
         if compare {
-            peers += [.pyvips(scriptDirectory: scripts, job: job), .vipsthumbnail(job: job),
-                      .pillow(scriptDirectory: scripts, job: job), .imagemagick(job: job)]
+            peers += [
+                .pyvips(scriptDirectory: scripts, job: job), .vipsthumbnail(job: job),
+                .pillow(scriptDirectory: scripts, job: job), .imagemagick(job: job),
+            ]
         }
         let runnable = peers.indices.filter { peers[$0].unavailable == nil && !reruns.values.contains($0) }
         var measurements = Array(repeating: [RunMeasurement](), count: peers.count)
@@ -135,8 +147,9 @@ public struct BenchRunner: Sendable {
                 outputBytes: outputBytes[index],
                 variants: runnable.contains(index) ? scoredRun(peers[index], index: index, progress: progress) : nil)
         }
-        var report = BenchReport(images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
-                                 workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))
+        var report = BenchReport(
+            images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
+            workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))
         for (first, again) in reruns.sorted(by: { $0.key < $1.key }) {
             if let base = tools[first].medianSeconds, let rerun = tools[again].medianSeconds, base > 0 {
                 report.rerunFractions[tools[first].name] = rerun / base
@@ -228,5 +241,3 @@ private final class ManifestCounter: Sendable {
         }
     }
 }
-
-

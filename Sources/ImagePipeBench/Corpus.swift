@@ -31,8 +31,9 @@ public struct Corpus: Sendable {
                 let folder = directory + String(format: "/copy-%04d", copy)
                 for file in files {
                     let target = folder + "/" + file
-                    try FileManager.default.createDirectory(atPath: LocalPath.parent(of: target),
-                                                            withIntermediateDirectories: true)
+                    try FileManager.default.createDirectory(
+                        atPath: LocalPath.parent(of: target),
+                        withIntermediateDirectories: true)
                     if link(self.directory + "/" + file, target) != 0 {
                         try FileManager.default.copyItem(atPath: self.directory + "/" + file, toPath: target)
                     }

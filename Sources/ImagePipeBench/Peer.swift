@@ -49,11 +49,15 @@ public struct BenchJob: Sendable {
 
 extension Peer {
     /// imagepipe's own `batch` command, run as a separate process like every peer.
-    static func imagepipe(executable: String, job: BenchJob, destination: String?, label: String = "imagepipe",
-                          remoteCorpus: String? = nil, manifest: @escaping @Sendable (String) -> String) -> Peer {
+    static func imagepipe(
+        executable: String, job: BenchJob, destination: String?, label: String = "imagepipe",
+        remoteCorpus: String? = nil, manifest: @escaping @Sendable (String) -> String
+    ) -> Peer {
         @Sendable func command(_ corpus: Corpus, _ target: String, _ manifest: String) -> [String] {
-            var command = [executable, "batch", remoteCorpus ?? corpus.directory, "--dest", target,
-                           "--manifest", manifest, "--jobs", "\(job.workers)", "--log-level", "error"]
+            var command = [
+                executable, "batch", remoteCorpus ?? corpus.directory, "--dest", target,
+                "--manifest", manifest, "--jobs", "\(job.workers)", "--log-level", "error",
+            ]
             for variant in job.variants { command += ["--variant", variant.specString] }
             return command
         }
@@ -73,8 +77,10 @@ extension Peer {
     /// corpus queued beforehand (untimed) into a queue of the run's own; the run ends when both
     /// have worked off the queue. They share `job.workers` between them. With `remoteCorpus`, the
     /// jobs name the corpus's copy in object storage (`s3://bucket/prefix/FILE`) instead of the files.
-    static func imagepipeQueue(executable: String, job: BenchJob, queue: String, workers: Int, destination: String?,
-                               remoteCorpus: String? = nil, label: String) -> Peer {
+    static func imagepipeQueue(
+        executable: String, job: BenchJob, queue: String, workers: Int, destination: String?,
+        remoteCorpus: String? = nil, label: String
+    ) -> Peer {
         @Sendable func queueURL(_ output: String) -> String {
             // A queue per run, named after the run's output folder, so no run finds another's jobs.
             let name = "bench_" + URL(fileURLWithPath: output).lastPathComponent.map { $0.isLetter || $0.isNumber ? $0 : "_" }
@@ -85,8 +91,10 @@ extension Peer {
         }
         var peer = Peer(name: label, unavailable: nil) { _, output in
             let target = destination.map { $0 + "/" + URL(fileURLWithPath: output).lastPathComponent } ?? output
-            var command = [executable, "watch", queueURL(output), "--dest", target, "--exit-when-empty",
-                           "--jobs", "\(max(1, job.workers / workers))", "--status-interval", "0", "--log-level", "error"]
+            var command = [
+                executable, "watch", queueURL(output), "--dest", target, "--exit-when-empty",
+                "--jobs", "\(max(1, job.workers / workers))", "--status-interval", "0", "--log-level", "error",
+            ]
             for variant in job.variants { command += ["--variant", variant.specString] }
             return (Array(repeating: command, count: workers), workers)
         }
@@ -122,19 +130,23 @@ extension Peer {
     /// vipsthumbnail, once per image and variant (it makes one size per run), `workers` at a time.
     static func vipsthumbnail(job: BenchJob) -> Peer {
         let available = ProcessRunner.which("vipsthumbnail") != nil
-        return Peer(name: "vipsthumbnail", unavailable: available ? nil : "vipsthumbnail not installed (apt-get install libvips-tools)") { corpus, output in
+        return Peer(name: "vipsthumbnail", unavailable: available ? nil : "vipsthumbnail not installed (apt-get install libvips-tools)") {
+            corpus, output in
             var commands: [[String]] = []
             for file in corpus.files {
                 let stem = LocalPath.deletingExtension(file)
-                try? FileManager.default.createDirectory(atPath: LocalPath.parent(of: output + "/" + stem),
-                                                         withIntermediateDirectories: true)
+                try? FileManager.default.createDirectory(
+                    atPath: LocalPath.parent(of: output + "/" + stem),
+                    withIntermediateDirectories: true)
                 for variant in job.variants {
                     var options = "strip,Q=\(variant.quality)"
                     if variant.format == .jpeg { options += ",optimize_coding" }
                     if variant.format == .avif { options += ",compression=av1" }
                     if variant.format == .png { options = "strip" }
-                    var command = ["vipsthumbnail", corpus.directory + "/" + file, "--size", "\(variant.width)x\(variant.height)>",
-                                   "-o", "\(output)/\(stem)-\(variant.name).\(variant.format.fileExtension)[\(options)]"]
+                    var command = [
+                        "vipsthumbnail", corpus.directory + "/" + file, "--size", "\(variant.width)x\(variant.height)>",
+                        "-o", "\(output)/\(stem)-\(variant.name).\(variant.format.fileExtension)[\(options)]",
+                    ]
                     if variant.fit == .cover { command += ["--smartcrop", "centre"] }
                     commands.append(command)
                 }
@@ -155,17 +167,22 @@ extension Peer {
             var commands: [[String]] = []
             for file in corpus.files {
                 let stem = LocalPath.deletingExtension(file)
-                try? FileManager.default.createDirectory(atPath: LocalPath.parent(of: output + "/" + stem),
-                                                         withIntermediateDirectories: true)
+                try? FileManager.default.createDirectory(
+                    atPath: LocalPath.parent(of: output + "/" + stem),
+                    withIntermediateDirectories: true)
                 // jpeg:size lets libjpeg shrink on load to no less than the largest box, like libvips' shrink-on-load.
-                var command = [convert ?? "convert", "-define", "jpeg:size=\(largestWidth)x\(largestHeight)",
-                               corpus.directory + "/" + file, "-auto-orient", "-strip"]
+                var command = [
+                    convert ?? "convert", "-define", "jpeg:size=\(largestWidth)x\(largestHeight)",
+                    corpus.directory + "/" + file, "-auto-orient", "-strip",
+                ]
                 for variant in job.variants {
                     let target = "\(output)/\(stem)-\(variant.name).\(variant.format.fileExtension)"
                     command += ["(", "+clone"]
                     if variant.fit == .cover {
-                        command += ["-thumbnail", "\(variant.width)x\(variant.height)^", "-gravity", "center",
-                                    "-extent", "\(variant.width)x\(variant.height)"]
+                        command += [
+                            "-thumbnail", "\(variant.width)x\(variant.height)^", "-gravity", "center",
+                            "-extent", "\(variant.width)x\(variant.height)",
+                        ]
                     } else {
                         command += ["-thumbnail", "\(variant.width)x\(variant.height)>"]
                     }

@@ -27,8 +27,10 @@ public enum ProcessRunner {
     ///   - output: a file receiving every process's standard output and error (nil: /dev/null).
     ///   - timeout: after this long, every process still running (with its children) is killed and
     ///     the run counts as failed, so a hung tool cannot hang the benchmark.
-    public static func run(_ commands: [[String]], parallel: Int = 1, environment: [String: String] = [:],
-                           output: String? = nil, timeout: Duration = .seconds(3600)) -> RunMeasurement {
+    public static func run(
+        _ commands: [[String]], parallel: Int = 1, environment: [String: String] = [:],
+        output: String? = nil, timeout: Duration = .seconds(3600)
+    ) -> RunMeasurement {
         let start = ContinuousClock.now
         var running: Set<pid_t> = []
         var peak = 0

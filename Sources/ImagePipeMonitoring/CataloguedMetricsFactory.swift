@@ -36,8 +36,9 @@ public struct CataloguedMetricsFactory: MetricsFactory {
 
     public func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
         guard aggregate else { return registry.makeGauge(descriptor: descriptor(label), labels: dimensions) }
-        return registry.makeValueHistogram(descriptor: descriptor(label), labels: dimensions,
-                                           buckets: fallback.defaultValueHistogramBuckets)
+        return registry.makeValueHistogram(
+            descriptor: descriptor(label), labels: dimensions,
+            buckets: fallback.defaultValueHistogramBuckets)
     }
 
     public func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {

@@ -24,8 +24,10 @@ public final class Health: Sendable {
     /// Creates the health of a process whose readiness rests on the checks named `checks` (ready
     /// only once each has passed, and never once `stopRequested` says a stop was asked for), alive
     /// while `liveness` says so.
-    public init(checks: [String], liveness: @escaping @Sendable () -> Bool = { true },
-                stopRequested: @escaping @Sendable () -> Bool = { false }, factory: any MetricsFactory = MetricsSystem.factory) {
+    public init(
+        checks: [String], liveness: @escaping @Sendable () -> Bool = { true },
+        stopRequested: @escaping @Sendable () -> Bool = { false }, factory: any MetricsFactory = MetricsSystem.factory
+    ) {
         self.checkNames = checks
         self.liveness = liveness
         self.stopRequested = stopRequested

@@ -31,9 +31,11 @@ public final class JobMetrics: WorkerObserver {
     }
 
     public func jobFinished(_ result: JobResult) {
-        Counter(label: MetricCatalogue.jobs.name,
-                dimensions: [("outcome", result.status.rawValue), ("error_code", result.errorCode?.description ?? "")],
-                factory: factory).increment()
+        Counter(
+            label: MetricCatalogue.jobs.name,
+            dimensions: [("outcome", result.status.rawValue), ("error_code", result.errorCode?.description ?? "")],
+            factory: factory
+        ).increment()
         guard result.status == .done else { return }
         for (timer, milliseconds) in stages {
             timer.recordNanoseconds(Int64((milliseconds(result.timings) * 1_000_000).rounded()))
@@ -46,7 +48,9 @@ public final class JobMetrics: WorkerObserver {
     }
 
     public func jobRetrying(_ result: JobResult) {
-        Counter(label: MetricCatalogue.retries.name, dimensions: [("error_code", result.errorCode?.description ?? "")],
-                factory: factory).increment()
+        Counter(
+            label: MetricCatalogue.retries.name, dimensions: [("error_code", result.errorCode?.description ?? "")],
+            factory: factory
+        ).increment()
     }
 }

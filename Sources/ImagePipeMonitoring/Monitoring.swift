@@ -41,9 +41,11 @@ public final class Monitoring: Sendable {
     ///   - stopRequested: whether a stop was asked for (not ready from then on).
     ///   - beforeScrape: sets gauges read at scrape time (jobs in flight); process figures are added here.
     /// - Throws: `configuration` when the address cannot be bound.
-    public init(address: MonitoringAddress, checks: [ReadinessCheck], checkInterval: Duration,
-                liveness: @escaping @Sendable () -> Bool, stopRequested: @escaping @Sendable () -> Bool,
-                beforeScrape: [@Sendable () -> Void], logger: Logger) throws(ImagePipeError) {
+    public init(
+        address: MonitoringAddress, checks: [ReadinessCheck], checkInterval: Duration,
+        liveness: @escaping @Sendable () -> Bool, stopRequested: @escaping @Sendable () -> Bool,
+        beforeScrape: [@Sendable () -> Void], logger: Logger
+    ) throws(ImagePipeError) {
         let registry = Self.bootstrapMetrics()
         let health = Health(checks: checks.map(\.name), liveness: liveness, stopRequested: stopRequested)
         let process = ProcessMetrics()

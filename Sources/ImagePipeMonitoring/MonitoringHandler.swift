@@ -43,8 +43,12 @@ final class MonitoringHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "Cache-Control", value: "no-store")
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         if response.status == 405 { headers.add(name: "Allow", value: "GET, HEAD") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .init(statusCode: response.status),
-                                                             headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(
+                .head(
+                    HTTPResponseHead(
+                        version: head.version, status: .init(statusCode: response.status),
+                        headers: headers))), promise: nil)
         if head.method != .HEAD {
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
         }

@@ -30,7 +30,8 @@ public final class MonitoringServer: Service, Sendable {
     /// Binds `address` and starts answering.
     ///
     /// - Throws: `configuration` when the address cannot be bound (in use, not this host's).
-    public static func start(at address: MonitoringAddress, endpoints: MonitoringEndpoints, logger: Logger) throws(ImagePipeError) -> MonitoringServer {
+    public static func start(at address: MonitoringAddress, endpoints: MonitoringEndpoints, logger: Logger) throws(ImagePipeError) -> MonitoringServer
+    {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)

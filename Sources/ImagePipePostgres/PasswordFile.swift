@@ -15,7 +15,8 @@ struct PasswordFile {
     func password(host: String, port: Int, database: String, user: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & 0o077 == 0,
-              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+            let text = try? String(contentsOfFile: path, encoding: .utf8)
+        else { return nil }
         let wanted = [host.hasPrefix("/") ? "localhost" : host, String(port), database, user]
         for line in text.split(separator: "\n", omittingEmptySubsequences: true) where !line.hasPrefix("#") {
             let fields = Self.fields(of: String(line))

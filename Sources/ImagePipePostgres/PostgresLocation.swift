@@ -47,8 +47,10 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// Parses a URL; `environment` and `home` are the process's unless given (tests).
     ///
     /// - Throws: `configuration` naming what is wrong, never echoing the URL (it may hold a password).
-    public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-                home: String = NSHomeDirectory()) throws(ImagePipeError) {
+    public init(
+        parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        home: String = NSHomeDirectory()
+    ) throws(ImagePipeError) {
         guard Self.isURL(text), let url = URLComponents(string: text) else {
             throw .configuration("not a PostgreSQL URL: expected postgres://USER@HOST:PORT/DATABASE?queue=NAME")
         }
@@ -71,9 +73,10 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         }
         sslMode = mode
         let database = self.database, host = self.host, port = self.port, user = self.user
-        password = url.password.flatMap { $0.removingPercentEncoding } ?? environment["PGPASSWORD"]
+        password =
+            url.password.flatMap { $0.removingPercentEncoding } ?? environment["PGPASSWORD"]
             ?? PasswordFile(path: environment["PGPASSFILE"] ?? home + "/.pgpass")
-                .password(host: host, port: port, database: database, user: user)
+            .password(host: host, port: port, database: database, user: user)
     }
 
     /// The URL without its password: safe for logs.
@@ -103,11 +106,12 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         if host.hasPrefix("/") {
             configuration = .init(unixSocketPath: host + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
         } else {
-            let mode: PostgresConnection.Configuration.TLS = switch (sslMode, try tlsConfiguration().map(NIOSSLContext.init)) {
-            case (.prefer, let context?): .prefer(context)
-            case (.require, let context?), (.verifyFull, let context?): .require(context)
-            default: .disable
-            }
+            let mode: PostgresConnection.Configuration.TLS =
+                switch (sslMode, try tlsConfiguration().map(NIOSSLContext.init)) {
+                case (.prefer, let context?): .prefer(context)
+                case (.require, let context?), (.verifyFull, let context?): .require(context)
+                default: .disable
+                }
             configuration = .init(host: host, port: port, username: user, password: password, database: database, tls: mode)
         }
         configuration.options.connectTimeout = .seconds(5)

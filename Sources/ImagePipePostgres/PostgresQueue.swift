@@ -31,8 +31,10 @@ public final class PostgresQueue: JobQueue {
         public var pollInterval: Duration
 
         /// Creates settings: a 30 s lease, 5 attempts, 7 days' retention, a poll every second.
-        public init(lease: Duration = .seconds(30), maxAttempts: Int = 5, retention: Duration = .seconds(7 * 86_400),
-                    pollInterval: Duration = .seconds(1)) {
+        public init(
+            lease: Duration = .seconds(30), maxAttempts: Int = 5, retention: Duration = .seconds(7 * 86_400),
+            pollInterval: Duration = .seconds(1)
+        ) {
             self.lease = lease
             self.maxAttempts = maxAttempts
             self.retention = retention
@@ -60,8 +62,10 @@ public final class PostgresQueue: JobQueue {
     }
 
     /// Creates the queue's client; nothing is connected until ``open(wake:)``.
-    public init(location: PostgresLocation, configuration: Configuration = .init(),
-                logger: Logger = Logger(label: "imagepipe.queue")) throws(ImagePipeError) {
+    public init(
+        location: PostgresLocation, configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "imagepipe.queue")
+    ) throws(ImagePipeError) {
         self.location = location
         self.configuration = configuration
         self.logger = logger
@@ -95,8 +99,9 @@ public final class PostgresQueue: JobQueue {
             logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": .stringConvertible(row.attempt)])
         }
         return rows.map { row in
-            ClaimedJob(id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt),
-                       history: row.history, source: row.source)
+            ClaimedJob(
+                id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt),
+                history: row.history, source: row.source)
         }
     }
 
@@ -136,8 +141,9 @@ public final class PostgresQueue: JobQueue {
 
     public func discard(_ job: ClaimedJob, record: FailureRecord) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
-        return await database.discard(fence, owner: owner, history: JSONLine.encode(record.history),
-                                      result: record.result.jsonLine())
+        return await database.discard(
+            fence, owner: owner, history: JSONLine.encode(record.history),
+            result: record.result.jsonLine())
     }
 
     public func release(_ jobs: [ClaimedJob]) async {

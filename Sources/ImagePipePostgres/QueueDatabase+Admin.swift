@@ -28,18 +28,24 @@ extension QueueDatabase {
     /// Counts by state, the oldest due job's wait and the rate over the last minute.
     public func status() async throws(ImagePipeError) -> Status {
         let queue = location.queue
-        let counts = try await required("status", "SELECT state, count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) GROUP BY state",
-                                        { try $0.decode((String, Int).self) })
-        let oldest = try await required("status", """
+        let counts = try await required(
+            "status", "SELECT state, count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) GROUP BY state",
+            { try $0.decode((String, Int).self) })
+        let oldest = try await required(
+            "status",
+            """
             SELECT extract(epoch FROM now() - min(run_at))::float8 FROM imagepipe.jobs
             WHERE queue = \(queue) AND state = 'waiting' AND run_at <= now()
             """, { try $0.decode(Double?.self) })
-        let recent = try await required("status", """
+        let recent = try await required(
+            "status",
+            """
             SELECT count(*)::bigint FROM imagepipe.jobs
             WHERE queue = \(queue) AND state IN ('done', 'discarded') AND finished_at > now() - interval '1 minute'
             """, { try $0.decode(Int.self) })
-        return Status(counts: Dictionary(uniqueKeysWithValues: counts), oldestWaitingSeconds: oldest.first ?? nil,
-                      finishedPerSecond: Double(recent.first ?? 0) / 60)
+        return Status(
+            counts: Dictionary(uniqueKeysWithValues: counts), oldestWaitingSeconds: oldest.first ?? nil,
+            finishedPerSecond: Double(recent.first ?? 0) / 60)
     }
 
     /// Puts discarded jobs (all, or those with the given IDs) back to wait, with their attempts and
@@ -87,18 +93,23 @@ extension QueueDatabase {
 
     /// Jobs of `queue` waiting (due or not); nil when the database cannot be reached.
     func waitingCount(queue: String) async -> Int? {
-        await once("count", "SELECT count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) AND state = 'waiting'", { try $0.decode(Int.self) })?.first
+        await once("count", "SELECT count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) AND state = 'waiting'", { try $0.decode(Int.self) })?
+            .first
     }
 
     /// The jobs waiting in `queue`, or why the database did not answer (a readiness check).
     func checkedWaitingCount(queue: String) async throws(ImagePipeError) -> Int {
-        try await required("counting waiting jobs", "SELECT count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) AND state = 'waiting'",
-                           { try $0.decode(Int.self) }).first ?? 0
+        try await required(
+            "counting waiting jobs", "SELECT count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) AND state = 'waiting'",
+            { try $0.decode(Int.self) }
+        ).first ?? 0
     }
 
     /// One attempt at a statement a command needs; failures become errors.
-    private func required<T: Sendable>(_ what: String, _ query: PostgresQuery,
-                                       _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws(ImagePipeError) -> [T] {
+    private func required<T: Sendable>(
+        _ what: String, _ query: PostgresQuery,
+        _ decode: @escaping @Sendable (PostgresRow) throws -> T
+    ) async throws(ImagePipeError) -> [T] {
         do {
             return try await rows(query, decode)
         } catch {

@@ -101,9 +101,11 @@ extension QueueDatabase {
             """
         guard let rows = await once("take back expired leases", query, { try $0.decode((Int, String).self) }), !rows.isEmpty else { return }
         let discarded = rows.filter { $0.1 == "discarded" }.count
-        logger.notice("took back jobs whose lease expired", metadata: [
-            "queue": "\(queue)", "returned": "\(rows.count - discarded)", "discarded": "\(discarded)",
-        ])
+        logger.notice(
+            "took back jobs whose lease expired",
+            metadata: [
+                "queue": "\(queue)", "returned": "\(rows.count - discarded)", "discarded": "\(discarded)",
+            ])
         if discarded < rows.count { await notifyWaiting(queue) }
     }
 

@@ -35,12 +35,16 @@ public final class QueueDatabase: Sendable {
     init(location: PostgresLocation, logger: Logger) throws(ImagePipeError) {
         self.location = location
         self.logger = logger
-        self.client = PostgresClient(configuration: try location.clientConfiguration(), backgroundLogger: Logger(label: "imagepipe.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
+        self.client = PostgresClient(
+            configuration: try location.clientConfiguration(),
+            backgroundLogger: Logger(label: "imagepipe.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     /// Connects to `location`, brings the schema up to date, and runs `body` with the database.
-    public static func run<T: Sendable>(_ location: PostgresLocation, logger: Logger,
-                                        _ body: @Sendable (QueueDatabase) async throws(ImagePipeError) -> T) async throws(ImagePipeError) -> T {
+    public static func run<T: Sendable>(
+        _ location: PostgresLocation, logger: Logger,
+        _ body: @Sendable (QueueDatabase) async throws(ImagePipeError) -> T
+    ) async throws(ImagePipeError) -> T {
         let database = try QueueDatabase(location: location, logger: logger)
         let client = database.client
         let running = Task { await client.run() }
@@ -90,8 +94,10 @@ public final class QueueDatabase: Sendable {
     ///
     /// - Returns: the rows, or nil when the statement itself failed (logged: a bug or a schema from
     ///   another version) or the task was cancelled.
-    func persistently<T: Sendable>(_ what: String, _ query: PostgresQuery,
-                                  _ decode: @escaping @Sendable (PostgresRow) throws -> T) async -> [T]? {
+    func persistently<T: Sendable>(
+        _ what: String, _ query: PostgresQuery,
+        _ decode: @escaping @Sendable (PostgresRow) throws -> T
+    ) async -> [T]? {
         await persistently(what, .text(query, decode))
     }
 
@@ -144,14 +150,19 @@ public final class QueueDatabase: Sendable {
     }
 
     private func noteUnreachable(_ failure: DatabaseFailure) {
-        if failures.withLock({ count in defer { count += 1 }; return count == 0 }) {
-            logger.warning("lost PostgreSQL; reconnecting with backoff, jobs whose leases hold are kept",
-                           metadata: ["queue": "\(location)", "reason": "\(failure.reason)"])
+        if failures.withLock({ count in
+            defer { count += 1 }; return count == 0
+        }) {
+            logger.warning(
+                "lost PostgreSQL; reconnecting with backoff, jobs whose leases hold are kept",
+                metadata: ["queue": "\(location)", "reason": "\(failure.reason)"])
         }
     }
 
     private func noteReachable() {
-        if failures.withLock({ count in defer { count = 0 }; return count > 0 }) {
+        if failures.withLock({ count in
+            defer { count = 0 }; return count > 0
+        }) {
             logger.notice("PostgreSQL reachable again", metadata: ["queue": "\(location)"])
         }
     }
@@ -168,12 +179,13 @@ public final class QueueDatabase: Sendable {
             let work = Task {
                 do { outcome.settle(.success(try await body())) } catch { outcome.settle(.failure(error)) }
             }
-            outcome.race(Task { [statementTimeout] in
-                try? await Task.sleep(for: statementTimeout)
-                guard !Task.isCancelled else { return }
-                work.cancel()
-                outcome.settle(.failure(ImagePipeError(.storageUnavailable, "no answer within \(statementTimeout)")))
-            })
+            outcome.race(
+                Task { [statementTimeout] in
+                    try? await Task.sleep(for: statementTimeout)
+                    guard !Task.isCancelled else { return }
+                    work.cancel()
+                    outcome.settle(.failure(ImagePipeError(.storageUnavailable, "no answer within \(statementTimeout)")))
+                })
         }
     }
 

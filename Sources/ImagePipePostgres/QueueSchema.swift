@@ -69,7 +69,7 @@ enum QueueSchema {
             END
             $$
             """,
-        ],
+        ]
     ]
 
     /// The version this build brings a database to.
@@ -81,19 +81,23 @@ enum QueueSchema {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
             try await connection.query("CREATE SCHEMA IF NOT EXISTS imagepipe", logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 CREATE TABLE IF NOT EXISTS imagepipe.migrations (
                     version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
                 """, logger: logger)
             var current = 0
             for try await version in try await connection.query("SELECT coalesce(max(version), 0) FROM imagepipe.migrations", logger: logger)
-                .decode(Int.self) {
+                .decode(Int.self)
+            {
                 current = version
             }
             if current > latestVersion {
-                logger.warning("the queue's schema is newer than this imagepipe knows; running anyway", metadata: [
-                    "schema_version": "\(current)", "known_version": "\(latestVersion)",
-                ])
+                logger.warning(
+                    "the queue's schema is newer than this imagepipe knows; running anyway",
+                    metadata: [
+                        "schema_version": "\(current)", "known_version": "\(latestVersion)",
+                    ])
             }
             for (index, statements) in migrations.enumerated() where index + 1 > current {
                 for statement in statements {

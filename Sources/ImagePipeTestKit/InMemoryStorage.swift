@@ -34,8 +34,10 @@ public final class InMemoryStorage: StorageRepository, Sendable {
     /// With `retainingBodies` false, stored objects keep their metadata but drop their bytes, as a
     /// real store frees the caller's memory once an object is written.
     /// `probeFailure` makes ``probe()`` fail with it.
-    public init(failing: FailureRule? = nil, delay: Duration = .zero, retainingBodies: Bool = true,
-                keyLimits: KeyLimits = KeyLimits(maxKeyBytes: 1024), probeFailure: ImagePipeError? = nil) {
+    public init(
+        failing: FailureRule? = nil, delay: Duration = .zero, retainingBodies: Bool = true,
+        keyLimits: KeyLimits = KeyLimits(maxKeyBytes: 1024), probeFailure: ImagePipeError? = nil
+    ) {
         self.failure = failing
         self.delay = delay
         self.retainsBodies = retainingBodies

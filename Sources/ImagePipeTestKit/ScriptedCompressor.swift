@@ -41,8 +41,9 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
         if work > .zero { Thread.sleep(forTimeInterval: Double(work.milliseconds) / 1000) }
         if let error = failure?(source.name) { throw error }
         let outputs = variants.map { variant in
-            EncodedVariant(spec: variant, size: ResizePlan.outputSize(source: size, variant: variant),
-                           data: TrackedData.make(Data("\(source.name):\(variant.name)".utf8), owner: self))
+            EncodedVariant(
+                spec: variant, size: ResizePlan.outputSize(source: size, variant: variant),
+                data: TrackedData.make(Data("\(source.name):\(variant.name)".utf8), owner: self))
         }
         return CompressedImage(sourceFormat: .jpeg, sourceSize: size, variants: outputs, decodeTime: work, encodeTime: .zero)
     }
@@ -82,9 +83,11 @@ private enum TrackedData {
         pointer.initializeMemory(as: UInt8.self, repeating: 0x20, count: count)
         bytes.copyBytes(to: pointer.assumingMemoryBound(to: UInt8.self), count: bytes.count)
         owner.retain()
-        return Data(bytesNoCopy: pointer, count: count, deallocator: .custom { pointer, _ in
-            pointer.deallocate()
-            owner.release()
-        })
+        return Data(
+            bytesNoCopy: pointer, count: count,
+            deallocator: .custom { pointer, _ in
+                pointer.deallocate()
+                owner.release()
+            })
     }
 }

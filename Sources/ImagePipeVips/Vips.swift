@@ -35,8 +35,9 @@ public enum Vips {
     /// in `MALLOC_ARENA_MAX` or `MALLOC_MMAP_THRESHOLD_` win. Call it first, before other threads start.
     public static func tuneAllocator(arenas: Int = 2, mmapThreshold: Int = 1 << 20) {
         let environment = ProcessInfo.processInfo.environment
-        _ = ipv_tune_malloc(environment["MALLOC_ARENA_MAX"] == nil ? Int32(arenas) : 0,
-                            environment["MALLOC_MMAP_THRESHOLD_"] == nil ? Int32(mmapThreshold) : 0)
+        _ = ipv_tune_malloc(
+            environment["MALLOC_ARENA_MAX"] == nil ? Int32(arenas) : 0,
+            environment["MALLOC_MMAP_THRESHOLD_"] == nil ? Int32(mmapThreshold) : 0)
     }
 
     /// Starts libvips with default settings if nothing configured it yet.

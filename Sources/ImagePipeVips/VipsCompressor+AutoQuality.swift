@@ -28,8 +28,9 @@ extension VipsCompressor {
         let source = VipsImageHandle(memory)
         let scorer = try PerceptualScore(reference: source, variant: variant, sampled: true)
         let aim = scorer.isSampled ? target + PerceptualScore.sampledError : target
-        let search = QualitySearch(target: aim, start: variant.quality, tolerance: Self.autoTolerance, resolution: Self.autoResolution,
-                                   typicalSlope: VariantSpec.typicalSlope(for: variant.format))
+        let search = QualitySearch(
+            target: aim, start: variant.quality, tolerance: Self.autoTolerance, resolution: Self.autoResolution,
+            typicalSlope: VariantSpec.typicalSlope(for: variant.format))
         let outcome = try search.run { (quality: Int) throws(ImagePipeError) -> (score: Double, payload: Data) in
             let data = try encode(source, as: variant, quality: quality)
             return (try scorer.score(of: data, variant: variant), data)

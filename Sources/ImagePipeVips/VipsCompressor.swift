@@ -32,11 +32,12 @@ public struct VipsCompressor: ImageCompressor {
         /// `auto` variants the scoring of the largest one at its full box (an open side counted as
         /// long as the other), so that choosing qualities does not make images wait for each other.
         public static func workingMemoryPerImage(for variants: [VariantSpec]) -> Int {
-            let scoring = variants.filter(\.isAuto).map { variant in
-                let width = min(variant.width, 8192), height = min(variant.height, 8192)
-                return min(width, variant.width == VariantSpec.unbounded ? height : width)
-                    * min(height, variant.height == VariantSpec.unbounded ? width : height) * PerceptualScore.bytesPerPixel
-            }.max() ?? 0
+            let scoring =
+                variants.filter(\.isAuto).map { variant in
+                    let width = min(variant.width, 8192), height = min(variant.height, 8192)
+                    return min(width, variant.width == VariantSpec.unbounded ? height : width)
+                        * min(height, variant.height == VariantSpec.unbounded ? width : height) * PerceptualScore.bytesPerPixel
+                }.max() ?? 0
             return workingMemoryPerImage + scoring
         }
 
@@ -80,8 +81,10 @@ public struct VipsCompressor: ImageCompressor {
         let stored = header.size
         let displayed = Self.displayedSize(of: header)
         guard stored.area <= limits.maxPixels else {
-            throw ImagePipeError(.imageTooLarge, "image is \(stored) (\(Self.megapixels(stored.area)) megapixels), "
-                                 + "over the limit of \(Self.megapixels(limits.maxPixels)) megapixels (--max-pixels)")
+            throw ImagePipeError(
+                .imageTooLarge,
+                "image is \(stored) (\(Self.megapixels(stored.area)) megapixels), "
+                    + "over the limit of \(Self.megapixels(limits.maxPixels)) megapixels (--max-pixels)")
         }
 
         let plan = ResizePlan(source: displayed, variants: variants)
@@ -100,8 +103,9 @@ public struct VipsCompressor: ImageCompressor {
             // which both the encoder and the placeholder read (decoding the output back instead
             // doubled the work for small images).
             let variant = variants[0]
-            let image = try decode(source, to: plan.outputs[0], byWidth: Self.fitsByWidth(displayed, variant.box),
-                                   crop: variant.fit == .cover)
+            let image = try decode(
+                source, to: plan.outputs[0], byWidth: Self.fitsByWidth(displayed, variant.box),
+                crop: variant.fit == .cover)
             guard let memory = vips_image_copy_memory(image.pointer) else { throw decodeError() }
             let resized = VipsImageHandle(memory)
             decodeTime = clock.now - start
@@ -111,7 +115,8 @@ public struct VipsCompressor: ImageCompressor {
             // Several outputs: decode once at the largest size any of them needs and keep it in memory.
             // Both sides of the decode size are at least what any variant needs; fitting by the side
             // with the larger scale keeps the other one at least as large too.
-            let byWidth = Double(plan.decodeSize.width) / Double(displayed.width)
+            let byWidth =
+                Double(plan.decodeSize.width) / Double(displayed.width)
                 >= Double(plan.decodeSize.height) / Double(displayed.height)
             let decoded = try decode(source, to: plan.decodeSize, byWidth: byWidth, crop: false)
             guard let memory = vips_image_copy_memory(decoded.pointer) else { throw decodeError() }
@@ -120,14 +125,16 @@ public struct VipsCompressor: ImageCompressor {
             decodeTime = clock.now - start
             placeholder = Self.placeholder(of: intermediate)
             for (variant, output) in zip(variants, plan.outputs) {
-                let resized = try resize(intermediate, to: output, byWidth: Self.fitsByWidth(displayed, variant.box),
-                                         crop: variant.fit == .cover)
+                let resized = try resize(
+                    intermediate, to: output, byWidth: Self.fitsByWidth(displayed, variant.box),
+                    crop: variant.fit == .cover)
                 encoded.append(try encode(resized, as: variant))
             }
         }
         let end = clock.now
-        var compressed = CompressedImage(sourceFormat: format, sourceSize: displayed, variants: encoded,
-                                         decodeTime: decodeTime, encodeTime: end - start - decodeTime)
+        var compressed = CompressedImage(
+            sourceFormat: format, sourceSize: displayed, variants: encoded,
+            decodeTime: decodeTime, encodeTime: end - start - decodeTime)
         compressed.placeholder = placeholder
         return compressed
     }
@@ -145,7 +152,8 @@ public struct VipsCompressor: ImageCompressor {
         let pointer = image.pointer
         let width = Int(pointer.pointee.Xsize), height = Int(pointer.pointee.Ysize), bands = Int(pointer.pointee.Bands)
         guard pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, bands == 3 || bands == 4, width > 0, height > 0,
-              let data = vips_image_get_data(pointer) else { return nil }
+            let data = vips_image_get_data(pointer)
+        else { return nil }
         let pixels = data.assumingMemoryBound(to: UInt8.self)
         let scale = max(1, Double(max(width, height)) / 100)
         let outWidth = max(1, Int((Double(width) / scale).rounded())), outHeight = max(1, Int((Double(height) / scale).rounded()))
@@ -272,17 +280,19 @@ public struct VipsCompressor: ImageCompressor {
         var length = 0
         let options = variant.options
         let effort = Int32(options.effort(for: variant.format))
-        let status: Int32 = switch variant.format {
-        case .jpeg:
-            ipv_save_jpeg(source.pointer, Int32(quality), options.isProgressive ? 1 : 0, options.fullChroma ? 1 : 0, &buffer, &length)
-        case .webp:
-            ipv_save_webp(source.pointer, Int32(quality), effort, options.smartSubsample ? 1 : 0, options.lossless ? 1 : 0,
-                          &buffer, &length)
-        case .avif:
-            ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, &buffer, &length)
-        case .png:
-            ipv_save_png(source.pointer, Int32(configuration.pngCompression), &buffer, &length)
-        }
+        let status: Int32 =
+            switch variant.format {
+            case .jpeg:
+                ipv_save_jpeg(source.pointer, Int32(quality), options.isProgressive ? 1 : 0, options.fullChroma ? 1 : 0, &buffer, &length)
+            case .webp:
+                ipv_save_webp(
+                    source.pointer, Int32(quality), effort, options.smartSubsample ? 1 : 0, options.lossless ? 1 : 0,
+                    &buffer, &length)
+            case .avif:
+                ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, &buffer, &length)
+            case .png:
+                ipv_save_png(source.pointer, Int32(configuration.pngCompression), &buffer, &length)
+            }
         guard status == 0, let buffer else {
             // Lazy pipelines decode while encoding, so damaged input often surfaces here.
             throw decodeError()
@@ -299,33 +309,37 @@ public struct VipsCompressor: ImageCompressor {
 
     /// The memory one compression will hold at its peak, estimated from the header: the source bytes,
     /// the decoder's buffers, the in-memory intermediate and the largest encoder's buffers.
-    package static func workingMemory(_ header: VipsImageHandle, format: SourceFormat, plan: ResizePlan, variants: [VariantSpec],
-                              sourceBytes: Int) -> Int {
+    package static func workingMemory(
+        _ header: VipsImageHandle, format: SourceFormat, plan: ResizePlan, variants: [VariantSpec],
+        sourceBytes: Int
+    ) -> Int {
         let stored = header.size
         let bands = Int(header.pointer.pointee.Bands)
         let sampleBytes = Int(vips_format_sizeof(header.pointer.pointee.BandFmt))
-        let decoder: Int = switch format {
-        case .jpeg where header.int("jpeg-multiscan") == 1:
-            // Progressive JPEGs keep every DCT coefficient (2 bytes each) until the last scan.
-            Int(Double(stored.area) * 2 * Self.jpegComponentsPerPixel(header, bands: bands))
-        case .png where header.int("interlaced") == 1:
-            // Interlaced (Adam7) PNGs decode whole.
-            stored.area * bands * sampleBytes
-        case .jpeg, .png, .tiff:
-            // Baseline JPEG, plain PNG and TIFF decode in strips.
-            0
-        default:
-            // WebP, HEIC, AVIF and GIF decoders produce the whole image at once.
-            stored.area * max(bands, 3) * sampleBytes
-        }
+        let decoder: Int =
+            switch format {
+            case .jpeg where header.int("jpeg-multiscan") == 1:
+                // Progressive JPEGs keep every DCT coefficient (2 bytes each) until the last scan.
+                Int(Double(stored.area) * 2 * Self.jpegComponentsPerPixel(header, bands: bands))
+            case .png where header.int("interlaced") == 1:
+                // Interlaced (Adam7) PNGs decode whole.
+                stored.area * bands * sampleBytes
+            case .jpeg, .png, .tiff:
+                // Baseline JPEG, plain PNG and TIFF decode in strips.
+                0
+            default:
+                // WebP, HEIC, AVIF and GIF decoders produce the whole image at once.
+                stored.area * max(bands, 3) * sampleBytes
+            }
         // The decoded copy every variant is made from, or the one output's pixels.
         let intermediate = (variants.count > 1 ? plan.decodeSize.area : plan.outputs[0].area) * 4
         // Encoders hold their whole input: JPEG's optimised Huffman pass keeps coefficients (6 bytes per
         // pixel), libwebp and libaom their own planes. Variants are encoded one after another. Choosing
         // a quality also holds the variant in memory, its scales and moments, and a decoded probe.
-        let encoder = zip(variants, plan.outputs).map { variant, size in
-            size.area * (variant.format == .avif ? 12 : 6) + (variant.isAuto ? size.area * PerceptualScore.bytesPerPixel : 0)
-        }.max() ?? 0
+        let encoder =
+            zip(variants, plan.outputs).map { variant, size in
+                size.area * (variant.format == .avif ? 12 : 6) + (variant.isAuto ? size.area * PerceptualScore.bytesPerPixel : 0)
+            }.max() ?? 0
         return sourceBytes + decoder + intermediate + encoder
     }
 

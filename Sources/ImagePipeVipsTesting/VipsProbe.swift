@@ -102,20 +102,23 @@ public enum VipsProbe {
         guard let pointer else { throw ImagePipeError(.unsupportedFormat, Vips.takeError() ?? "unreadable header") }
         let header = VipsImageHandle(pointer)
         let plan = ResizePlan(source: VipsCompressor.displayedSize(of: header), variants: variants)
-        return VipsCompressor.workingMemory(header, format: try VipsCompressor.acceptedFormat(of: header), plan: plan,
-                                            variants: variants, sourceBytes: data.count)
+        return VipsCompressor.workingMemory(
+            header, format: try VipsCompressor.acceptedFormat(of: header), plan: plan,
+            variants: variants, sourceBytes: data.count)
     }
 
     /// Decodes `data` and describes it.
     public static func info(_ data: Data) throws(ImagePipeError) -> Info {
         let image = try decode(data)
         let pointer = image.handle.pointer
-        let interpretation = vips_enum_nick(vips_interpretation_get_type(), Int32(pointer.pointee.Type.rawValue))
+        let interpretation =
+            vips_enum_nick(vips_interpretation_get_type(), Int32(pointer.pointee.Type.rawValue))
             .map { String(cString: $0) } ?? "unknown"
         let names: [String] = ["exif-data", "xmp-data", "iptc-data", "icc-profile-data"]
         let fields = names.filter { ipv_has_field(pointer, $0) != 0 }
-        return Info(width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize), bands: Int(pointer.pointee.Bands),
-                    bitsPerSample: Int(vips_format_sizeof(pointer.pointee.BandFmt)) * 8, interpretation: interpretation,
-                    loader: image.handle.string("vips-loader") ?? "unknown", metadata: fields)
+        return Info(
+            width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize), bands: Int(pointer.pointee.Bands),
+            bitsPerSample: Int(vips_format_sizeof(pointer.pointee.BandFmt)) * 8, interpretation: interpretation,
+            loader: image.handle.string("vips-loader") ?? "unknown", metadata: fields)
     }
 }

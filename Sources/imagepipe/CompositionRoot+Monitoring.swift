@@ -13,8 +13,10 @@ extension CompositionRoot {
     /// A worker's monitoring: ready while its queue and storage answer and no stop was asked for,
     /// alive while its loop looks for work; the waiting count comes with each queue check, the jobs
     /// in flight and retrying are read at each scrape.
-    static func monitoring(at address: MonitoringAddress, worker: WorkerLoop, storage: any StorageRepository,
-                           interval: Duration, logger: Logger) throws(ImagePipeError) -> Monitoring {
+    static func monitoring(
+        at address: MonitoringAddress, worker: WorkerLoop, storage: any StorageRepository,
+        interval: Duration, logger: Logger
+    ) throws(ImagePipeError) -> Monitoring {
         let workload = WorkloadGauges()
         let queue = worker.queue
         return try Monitoring(
@@ -28,10 +30,12 @@ extension CompositionRoot {
             checkInterval: interval,
             liveness: { worker.isAlive(within: livenessWindow) },
             stopRequested: { worker.isStopping },
-            beforeScrape: [{
-                let statistics = worker.statistics
-                workload.set(inFlight: statistics.inFlight, retrying: statistics.retrying)
-            }],
+            beforeScrape: [
+                {
+                    let statistics = worker.statistics
+                    workload.set(inFlight: statistics.inFlight, retrying: statistics.retrying)
+                }
+            ],
             logger: logger)
     }
 }
@@ -39,8 +43,10 @@ extension CompositionRoot {
 extension CompositionRoot {
     /// A batch's monitoring: ready while its storage answers and it was not interrupted, alive while it
     /// runs; jobs waiting and in flight are read at each scrape.
-    static func monitoring(at address: MonitoringAddress, batch: BatchProgressState, interruption: Interruption,
-                           interval: Duration, logger: Logger) throws(ImagePipeError) -> Monitoring {
+    static func monitoring(
+        at address: MonitoringAddress, batch: BatchProgressState, interruption: Interruption,
+        interval: Duration, logger: Logger
+    ) throws(ImagePipeError) -> Monitoring {
         let workload = WorkloadGauges()
         return try Monitoring(
             address: address,
@@ -48,16 +54,18 @@ extension CompositionRoot {
                 ReadinessCheck.blocking("storage") { () throws(ImagePipeError) in
                     guard let storage = batch.storage else { throw ImagePipeError(.configuration, "the destination is not set up yet") }
                     try storage.probe()
-                },
+                }
             ],
             checkInterval: interval,
             liveness: { true },
             stopRequested: { interruption.isRequested },
-            beforeScrape: [{
-                let (waiting, inFlight) = batch.workload
-                workload.setWaiting(waiting)
-                workload.set(inFlight: inFlight, retrying: 0)
-            }],
+            beforeScrape: [
+                {
+                    let (waiting, inFlight) = batch.workload
+                    workload.setWaiting(waiting)
+                    workload.set(inFlight: inFlight, retrying: 0)
+                }
+            ],
             logger: logger)
     }
 }

@@ -16,8 +16,10 @@ enum CompositionRoot {
 
     /// The FileHandler for a set of job options, reading the sources that are URLs among `sources`
     /// from object storage (up to `maxSourceBytes` each).
-    static func fileHandler(_ options: JobOptions, force: Bool = false, sources: [String] = [], maxSourceBytes: Int = 256 << 20,
-                            logger: Logger) throws(ImagePipeError) -> FileHandler {
+    static func fileHandler(
+        _ options: JobOptions, force: Bool = false, sources: [String] = [], maxSourceBytes: Int = 256 << 20,
+        logger: Logger
+    ) throws(ImagePipeError) -> FileHandler {
         try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
         let variants = try options.variantSpecs()
         let configuration = FileHandler.Configuration(
@@ -35,10 +37,11 @@ enum CompositionRoot {
         let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage(for: variants) * options.jobs
         encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory : nil
         let sourceURLs = sources.filter(ObjectLocation.isURL)
-        return FileHandler(compressor: try VipsCompressor(configuration: encoders),
-                           storage: try StorageFactory.make(options.storage, sourceURLs: sourceURLs),
-                           sources: try StorageFactory.sources(sourceURLs, options.storage),
-                           configuration: configuration, logger: logger)
+        return FileHandler(
+            compressor: try VipsCompressor(configuration: encoders),
+            storage: try StorageFactory.make(options.storage, sourceURLs: sourceURLs),
+            sources: try StorageFactory.sources(sourceURLs, options.storage),
+            configuration: configuration, logger: logger)
     }
 
     /// The pipeline around a handler.

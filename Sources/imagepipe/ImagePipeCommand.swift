@@ -9,8 +9,10 @@ struct ImagePipeCommand: AsyncParsableCommand {
         commandName: "imagepipe",
         abstract: "Turn original images into web variants and store them.",
         version: "0.2.0",
-        subcommands: [BatchCommand.self, WatchCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self,
-                      BenchCommand.self, SrcsetCommand.self, ReportCommand.self, ConfigCommand.self])
+        subcommands: [
+            BatchCommand.self, WatchCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self,
+            BenchCommand.self, SrcsetCommand.self, ReportCommand.self, ConfigCommand.self,
+        ])
 }
 
 @main
@@ -44,7 +46,8 @@ enum Main {
 private func parse(_ arguments: [String]) throws -> any ParsableCommand {
     let helpRequests: Set = ["--help", "-h", "--experimental-dump-help"]
     guard let name = arguments.first, ConfiguredCommandLine.commands.contains(name),
-          !arguments.contains(where: helpRequests.contains) else {
+        !arguments.contains(where: helpRequests.contains)
+    else {
         return try ImagePipeCommand.parseAsRoot(arguments)
     }
     let line = try ConfiguredCommandLine(command: name, arguments: Array(arguments.dropFirst()))

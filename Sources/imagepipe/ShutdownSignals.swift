@@ -23,8 +23,10 @@ final class ShutdownSignals: Sendable {
     nonisolated(unsafe) private var sources: [any DispatchSourceSignal] = []
 
     /// Starts listening: `graceful` runs on the first signal, `immediate` on a later SIGTERM or SIGINT.
-    init(shutdownTimeout: Duration, logger: Logger,
-         graceful: @escaping @Sendable () -> Void, immediate: @escaping @Sendable () -> Void) {
+    init(
+        shutdownTimeout: Duration, logger: Logger,
+        graceful: @escaping @Sendable () -> Void, immediate: @escaping @Sendable () -> Void
+    ) {
         for signal in [SIGTERM, SIGINT, SIGHUP] {
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [weak self] in
@@ -58,7 +60,9 @@ final class ShutdownSignals: Sendable {
     private static func exitIfStillRunning(after delay: Duration, logger: Logger) {
         let thread = Thread {
             Thread.sleep(forTimeInterval: delay.timeInterval)
-            logger.critical("still running \(delay.formattedSeconds) after the stop request: exiting now; jobs left in processing/ go back to the inbox when a worker starts")
+            logger.critical(
+                "still running \(delay.formattedSeconds) after the stop request: exiting now; jobs left in processing/ go back to the inbox when a worker starts"
+            )
             _exit(1)
         }
         thread.name = "imagepipe.stop-watchdog"

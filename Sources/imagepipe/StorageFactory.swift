@@ -10,8 +10,10 @@ enum StorageFactory {
     /// (`s3://`) or a Supabase Storage bucket (`supabase://`). Credentials come from the environment
     /// only, never from flags, so they cannot show up in `ps`, shell history or `--help`.
     /// `--endpoint` and `--region` apply to an `s3://` destination and to `s3://` sources among `sourceURLs`.
-    static func make(_ options: StorageOptions, sourceURLs: [String] = [],
-                     environment: [String: String] = ProcessInfo.processInfo.environment) throws(ImagePipeError) -> any StorageRepository {
+    static func make(
+        _ options: StorageOptions, sourceURLs: [String] = [],
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ImagePipeError) -> any StorageRepository {
         let destination = options.dest
         let scheme = destination.range(of: "://").map { destination[..<$0.lowerBound].lowercased() }
         if scheme != "s3", !sourceURLs.contains(where: { $0.lowercased().hasPrefix("s3://") }) {
@@ -50,11 +52,15 @@ enum StorageFactory {
     /// One placeholder URL per kind of object store the environment has credentials for, so a
     /// worker whose jobs name objects can read them: `s3://` with AWS credentials, `supabase://`
     /// with SUPABASE_URL and a key.
-    static func configuredSourceSchemes(_ options: StorageOptions,
-                                        environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+    static func configuredSourceSchemes(
+        _ options: StorageOptions,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> [String] {
         var urls: [String] = []
-        if (try? S3Configuration.resolve(destination: "s3://any", endpoint: options.endpoint, region: options.region,
-                                         publicBaseURL: nil, environment: environment)) != nil {
+        if (try? S3Configuration.resolve(
+            destination: "s3://any", endpoint: options.endpoint, region: options.region,
+            publicBaseURL: nil, environment: environment)) != nil
+        {
             urls.append("s3://any")
         }
         if (try? SupabaseConfiguration.resolve(destination: "supabase://any", publicBaseURL: nil, environment: environment)) != nil {
@@ -63,8 +69,10 @@ enum StorageFactory {
         return urls
     }
 
-    static func sources(_ urls: [String], _ options: StorageOptions,
-                        environment: [String: String] = ProcessInfo.processInfo.environment) throws(ImagePipeError) -> [any SourceRepository] {
+    static func sources(
+        _ urls: [String], _ options: StorageOptions,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ImagePipeError) -> [any SourceRepository] {
         var repositories: [any SourceRepository] = []
         var seen: Set<String> = []
         for url in urls {
@@ -74,8 +82,9 @@ enum StorageFactory {
             let bucket = "\(location.scheme)://\(location.bucket)"
             switch location.scheme {
             case "s3":
-                let configuration = try S3Configuration.resolve(destination: bucket, endpoint: options.endpoint, region: options.region,
-                                                                publicBaseURL: nil, environment: environment)
+                let configuration = try S3Configuration.resolve(
+                    destination: bucket, endpoint: options.endpoint, region: options.region,
+                    publicBaseURL: nil, environment: environment)
                 repositories.append(S3SourceRepository(configuration: configuration, logger: Logger(label: "imagepipe.s3")))
             default:
                 let configuration = try SupabaseConfiguration.resolve(destination: bucket, publicBaseURL: nil, environment: environment)

@@ -27,17 +27,23 @@ import Testing
 
     @Test func processesAFolderIntoVariantsAManifestAndASummary() throws {
         makeSources()
-        let before = directory.files(under: "src").map { ($0, SHA256Digest.hash(try! Data(contentsOf: URL(fileURLWithPath: directory.url("src/" + $0)))).hex) }
+        let before = directory.files(under: "src").map {
+            ($0, SHA256Digest.hash(try! Data(contentsOf: URL(fileURLWithPath: directory.url("src/" + $0)))).hex)
+        }
 
-        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"),
-                                            "--manifest", directory.url("manifest.jsonl"), "--jobs", "2"])
+        let output = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"),
+            "--manifest", directory.url("manifest.jsonl"), "--jobs", "2",
+        ])
 
         #expect(output.status == 1, "one source is broken: \(output.stderr)")
-        #expect(directory.files(under: "out") == [
-            "phone/IMG_0001-large.jpg", "phone/IMG_0001-medium.webp", "phone/IMG_0001-thumb.webp",
-            "rotated-large.jpg", "rotated-medium.webp", "rotated-thumb.webp",
-            "Été 2024/logo mark-large.jpg", "Été 2024/logo mark-medium.webp", "Été 2024/logo mark-thumb.webp",
-        ].sorted())
+        #expect(
+            directory.files(under: "out")
+                == [
+                    "phone/IMG_0001-large.jpg", "phone/IMG_0001-medium.webp", "phone/IMG_0001-thumb.webp",
+                    "rotated-large.jpg", "rotated-medium.webp", "rotated-thumb.webp",
+                    "Été 2024/logo mark-large.jpg", "Été 2024/logo mark-medium.webp", "Été 2024/logo mark-thumb.webp",
+                ].sorted())
 
         let records = try manifest()
         #expect(records.count == 5)
@@ -68,21 +74,27 @@ import Testing
 
         #expect(output.stderr.contains(#"error failed error="corrupt or truncated image data"#), "\(output.stderr)")
         #expect(TextLog.hasLine(output.stderr, "error", "failed", ["source": "broken/cut.jpg", "error_code": "corrupt_image"]))
-        #expect(TextLog.hasLine(output.stderr, "info", "skipped",
-                                ["source": "notes.txt", "skip_code": "not_an_image", "reason": "not an image: extension .txt"]))
+        #expect(
+            TextLog.hasLine(
+                output.stderr, "info", "skipped",
+                ["source": "notes.txt", "skip_code": "not_an_image", "reason": "not an image: extension .txt"]))
         #expect(output.stderr.contains("3 done, 1 failed, 1 skipped (1 not_an_image)"))
         #expect(output.stderr.contains(" of it failed) → "), "the broken file's bytes were read: \(output.stderr)")
         #expect(!output.stderr.contains("\r"), "no progress line when stderr is not a terminal")
 
-        let after = directory.files(under: "src").map { ($0, SHA256Digest.hash(try! Data(contentsOf: URL(fileURLWithPath: directory.url("src/" + $0)))).hex) }
+        let after = directory.files(under: "src").map {
+            ($0, SHA256Digest.hash(try! Data(contentsOf: URL(fileURLWithPath: directory.url("src/" + $0)))).hex)
+        }
         #expect(after.map(\.0) == before.map(\.0) && after.map(\.1) == before.map(\.1), "originals untouched")
     }
 
     @Test func customVariantsKeysAndAFileURLDestination() throws {
         CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/a/b.jpg")
-        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", "file://" + directory.url("out"),
-                                            "--variant", "photo=600x600,avif,q50", "--variant", "sq=100x100,png,q1,cover",
-                                            "--key", "{hash}/{dir}/{variant}.{ext}", "--manifest", "-"])
+        let output = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", "file://" + directory.url("out"),
+            "--variant", "photo=600x600,avif,q50", "--variant", "sq=100x100,png,q1,cover",
+            "--key", "{hash}/{dir}/{variant}.{ext}", "--manifest", "-",
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         let record = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as! [String: Any]
         let hash = String((record["sha256"] as! String).prefix(16))
@@ -93,8 +105,10 @@ import Testing
 
     @Test func openSidedBoxesAndPNGWithoutAQuality() throws {
         CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/wide.jpg")
-        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"),
-                                            "--variant", "w=300x,jpeg,q80", "--variant", "h=x100,png"])
+        let output = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"),
+            "--variant", "w=300x,jpeg,q80", "--variant", "h=x100,png",
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         let wide = try VipsProbe.info(Data(contentsOf: URL(fileURLWithPath: directory.url("out/wide-w.jpg"))))
         let high = try VipsProbe.info(Data(contentsOf: URL(fileURLWithPath: directory.url("out/wide-h.png"))))
@@ -128,8 +142,11 @@ import Testing
         CommandRunner.copyFixture("images/formats/grey.jpg", to: directory, as: "two/sub/grey.jpg")
         CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "elsewhere/abs.jpg")
         directory.write("one/readme.md", "not an image")
-        let output = try CommandRunner.run(["batch", "one/04-Blinds.png", "two", directory.url("elsewhere/abs.jpg"), "./one/readme.md",
-                                            "--dest", "out", "--manifest", "-", "--variant", "t=20x20,png"], in: directory.path)
+        let output = try CommandRunner.run(
+            [
+                "batch", "one/04-Blinds.png", "two", directory.url("elsewhere/abs.jpg"), "./one/readme.md",
+                "--dest", "out", "--manifest", "-", "--variant", "t=20x20,png",
+            ], in: directory.path)
         #expect(output.status == 0, "\(output.stderr)")
         // A file: its path as given ({dir} one); a folder: relative to it; an absolute file: its name.
         #expect(directory.files(under: "out") == ["abs-t.png", "one/04-Blinds-t.png", "sub/grey-t.png"])
@@ -143,18 +160,23 @@ import Testing
         CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "photos/trip/a.png")
         CommandRunner.copyFixture("images/formats/grey.jpg", to: directory, as: "photos/b.jpg")
         let list = "trip/a.png\n\n./b.jpg\ntrip/vanished.jpg\n"
-        let piped = try CommandRunner.run(["batch", "--from", "-", "--dest", directory.url("out"), "--manifest", "-",
-                                           "--variant", "t=20x20,png"], in: directory.url("photos"), input: Data(list.utf8))
+        let piped = try CommandRunner.run(
+            [
+                "batch", "--from", "-", "--dest", directory.url("out"), "--manifest", "-",
+                "--variant", "t=20x20,png",
+            ], in: directory.url("photos"), input: Data(list.utf8))
         #expect(piped.status == 1, "one listed file is missing: \(piped.stderr)")
         #expect(directory.files(under: "out") == ["b-t.png", "trip/a-t.png"], "listed paths keep their folders, as a folder run would")
         let bySource = try records(piped.stdout)
         #expect(bySource["trip/vanished.jpg"]?["error_code"] as? String == "unreadable_source")
-        #expect(TextLog.hasLine(piped.stderr, "error", "failed", ["source": "trip/vanished.jpg", "error": "cannot read: No such file or directory"]),
-                "\(piped.stderr)")
+        #expect(
+            TextLog.hasLine(piped.stderr, "error", "failed", ["source": "trip/vanished.jpg", "error": "cannot read: No such file or directory"]),
+            "\(piped.stderr)")
 
         directory.write("photos/list.txt", list)
-        let fromFile = try CommandRunner.run(["batch", "--from", "list.txt", "--dest", directory.url("out2"), "--variant", "t=20x20,png"],
-                                             in: directory.url("photos"))
+        let fromFile = try CommandRunner.run(
+            ["batch", "--from", "list.txt", "--dest", directory.url("out2"), "--variant", "t=20x20,png"],
+            in: directory.url("photos"))
         #expect(fromFile.status == 1)
         #expect(directory.files(under: "out2") == ["b-t.png", "trip/a-t.png"])
     }
@@ -181,13 +203,15 @@ import Testing
         #expect(output.status == 0, "nothing failed: \(output.stderr)")
         #expect(output.stderr.contains("warning no images found"))
         #expect(TextLog.hasLine(output.stderr, "info", "skipped", ["source": "loop", "reason": "symbolic link to a directory, not followed"]))
-        #expect(TextLog.hasLine(output.stderr, "info", "skipped", ["source": "gone.jpg", "reason": "dangling symbolic link: No such file or directory"]))
+        #expect(
+            TextLog.hasLine(output.stderr, "info", "skipped", ["source": "gone.jpg", "reason": "dangling symbolic link: No such file or directory"]))
         #expect(TextLog.hasLine(output.stderr, "info", "skipped", ["source": "notes", "reason": "not an image: no file extension"]))
         #expect(output.stderr.contains("0 done, 0 failed, 4 skipped (1 dangling_link, 2 not_an_image, 1 symlinked_directory)"))
         let bySource = try records(output.stdout)
-        #expect(bySource.mapValues { $0["skip_code"] as? String } == [
-            "loop": "symlinked_directory", "gone.jpg": "dangling_link", "notes": "not_an_image", "sub/x.txt": "not_an_image",
-        ])
+        #expect(
+            bySource.mapValues { $0["skip_code"] as? String } == [
+                "loop": "symlinked_directory", "gone.jpg": "dangling_link", "notes": "not_an_image", "sub/x.txt": "not_an_image",
+            ])
         #expect(bySource.values.allSatisfy { $0["status"] as? String == "skipped" && $0["error"] == nil })
     }
 
@@ -195,8 +219,10 @@ import Testing
         CommandRunner.copyFixture("hostile/garbage.png", to: directory, as: "src/garbage.png")
         let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out")])
         #expect(output.status == 1)
-        #expect(TextLog.hasLine(output.stderr, "error", "failed",
-                                ["source": "garbage.png", "error": "cannot read image header: PNG unsigned integer out of range"]), "\(output.stderr)")
+        #expect(
+            TextLog.hasLine(
+                output.stderr, "error", "failed",
+                ["source": "garbage.png", "error": "cannot read image header: PNG unsigned integer out of range"]), "\(output.stderr)")
         #expect(output.stderr.contains("2.0 kB in (2.0 kB of it failed) → 0 B out"), "\(output.stderr)")
     }
 
@@ -206,9 +232,11 @@ import Testing
         CommandRunner.copyFixture("hostile/truncated.jpg", to: directory, as: "src/z.jpg")
         let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"), "--jobs", "1"])
         #expect(output.status == 1)
-        #expect(TextLog.hasLine(output.stderr, "error", "failed",
-                                ["source": "z.jpg", "error": "corrupt or truncated image data: VipsJpeg: Premature end of input file"]),
-                "\(output.stderr)")
+        #expect(
+            TextLog.hasLine(
+                output.stderr, "error", "failed",
+                ["source": "z.jpg", "error": "corrupt or truncated image data: VipsJpeg: Premature end of input file"]),
+            "\(output.stderr)")
     }
 
     @Test func manifestLinesOnATerminalNeverShareTheProgressLine() throws {
@@ -218,8 +246,10 @@ import Testing
         for (index, fixture) in ["tiny.png", "grey.jpg", "small-200x150.jpg", "landscape-png.png"].enumerated() {
             CommandRunner.copyFixture("images/formats/" + fixture, to: directory, as: "src/\(index)-" + fixture)
         }
-        let command = [CommandRunner.binary, "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", "-",
-                       "--jobs", "1", "--variant", "t=20x20,png"].map { "'\($0)'" }.joined(separator: " ")
+        let command = [
+            CommandRunner.binary, "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", "-",
+            "--jobs", "1", "--variant", "t=20x20,png",
+        ].map { "'\($0)'" }.joined(separator: " ")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: script)
         process.arguments = ["-qefc", command, "/dev/null"]
@@ -237,8 +267,9 @@ import Testing
         for start in starts {
             // A manifest line starts a terminal line: after a newline, or after the progress line was erased.
             let before = terminal[..<start.lowerBound]
-            #expect(before.isEmpty || before.hasSuffix("\n") || before.hasSuffix("\r\u{1B}[2K"),
-                    "a manifest line glued to the progress line: \(terminal.debugDescription)")
+            #expect(
+                before.isEmpty || before.hasSuffix("\n") || before.hasSuffix("\r\u{1B}[2K"),
+                "a manifest line glued to the progress line: \(terminal.debugDescription)")
         }
     }
 
@@ -271,8 +302,10 @@ import Testing
     @Test(arguments: ["batch", "watch"])
     func helpShowsTheWebPresetAndAnExampleVariant(_ command: String) throws {
         let help = try CommandRunner.run([command, "--help"]).stdout
-        for spec in ["large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78", "thumb=320x320,webp,q70,cover", "photo=1600x,jpeg,q80",
-                     "large=2048x2048,jpeg,auto:67.5", "photo=1600x,jpeg,auto"] {
+        for spec in [
+            "large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78", "thumb=320x320,webp,q70,cover", "photo=1600x,jpeg,q80",
+            "large=2048x2048,jpeg,auto:67.5", "photo=1600x,jpeg,auto",
+        ] {
             #expect(help.contains(spec), "\(command) --help lacks \(spec): \(help)")
         }
     }

@@ -13,8 +13,10 @@ import Testing
 
     @Test func measuresImagepipeAndReportsStagesAsJSON() throws {
         makeCorpus()
-        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--runs", "2", "--json",
-                                            "--work-dir", directory.url("work")])
+        let output = try CommandRunner.run([
+            "bench", directory.url("corpus"), "--runs", "2", "--json",
+            "--work-dir", directory.url("work"),
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
         #expect(report["images"] as? Int == 2)
@@ -37,8 +39,10 @@ import Testing
 
     @Test func compareRunsOrSkipsEveryPeerWithAReason() throws {
         makeCorpus()
-        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--compare", "--runs", "1",
-                                            "--variant", "photo=400x400,jpeg,q80", "--work-dir", directory.url("work")])
+        let output = try CommandRunner.run([
+            "bench", directory.url("corpus"), "--compare", "--runs", "1",
+            "--variant", "photo=400x400,jpeg,q80", "--work-dir", directory.url("work"),
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         for peer in ["imagepipe", "pyvips", "vipsthumbnail", "pillow", "imagemagick"] {
             let line = output.stdout.split(separator: "\n").first { $0.hasPrefix(peer + " ") }
@@ -52,8 +56,10 @@ import Testing
 
     @Test func aReRunRowTimesTheSecondRunOverTheOutputsTheFirstLeft() throws {
         makeCorpus()
-        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--runs", "2", "--rerun", "--json",
-                                            "--work-dir", directory.url("work")])
+        let output = try CommandRunner.run([
+            "bench", directory.url("corpus"), "--runs", "2", "--rerun", "--json",
+            "--work-dir", directory.url("work"),
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
         let tools = try #require(report["tools"] as? [[String: Any]])
@@ -73,8 +79,10 @@ import Testing
 extension BenchCommandTests {
     @Test func anotherPresetGetsItsOwnRowWithBytesAndScoresPerVariant() throws {
         makeCorpus()
-        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--runs", "1", "--json", "--also-preset", "web-auto",
-                                            "--work-dir", directory.url("work")])
+        let output = try CommandRunner.run([
+            "bench", directory.url("corpus"), "--runs", "1", "--json", "--also-preset", "web-auto",
+            "--work-dir", directory.url("work"),
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
         let tools = try #require(report["tools"] as? [[String: Any]])

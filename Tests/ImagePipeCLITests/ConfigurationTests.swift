@@ -28,7 +28,8 @@ import Testing
     }
 
     @Test func aPresetFromTheFileMakesItsVariants() throws {
-        let file = config("""
+        let file = config(
+            """
             # Written as an operator would.
             dest = "\(directory.url("out"))"
             preset = "avatars"
@@ -54,7 +55,8 @@ import Testing
     }
 
     @Test func flagsBeatTheEnvironmentWhichBeatsTheFileWhichBeatsDefaults() throws {
-        let file = config("""
+        let file = config(
+            """
             dest = "\(directory.url("out"))"
             variant = ["v=40x,png"]
             key = "file-{stem}-{variant}.{ext}"
@@ -64,21 +66,24 @@ import Testing
         let environment = ["IMAGEPIPE_KEY": "env-{stem}-{variant}.{ext}"]
         let fromEnvironment = try run(["batch", "--config", file, directory.url("src")], environment: environment)
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
-        let fromFlag = try run(["batch", "--config", file, directory.url("src"), "--key", "flag-{stem}-{variant}.{ext}"],
-                               environment: environment)
+        let fromFlag = try run(
+            ["batch", "--config", file, directory.url("src"), "--key", "flag-{stem}-{variant}.{ext}"],
+            environment: environment)
         #expect(fromFlag.status == 0, "\(fromFlag.stderr)")
         #expect(directory.files(under: "out") == ["env-photo-v.png", "file-photo-v.png", "flag-photo-v.png"])
 
         // Without the file the variables alone configure the run; the default key applies.
-        let noFile = try run(["batch", directory.url("src")],
-                             environment: ["IMAGEPIPE_DEST": directory.url("plain"), "IMAGEPIPE_VARIANT": "a=30x,png b=20x,webp,q70"])
+        let noFile = try run(
+            ["batch", directory.url("src")],
+            environment: ["IMAGEPIPE_DEST": directory.url("plain"), "IMAGEPIPE_VARIANT": "a=30x,png b=20x,webp,q70"])
         #expect(noFile.status == 0, "\(noFile.stderr)")
         #expect(directory.files(under: "plain") == ["photo-a.png", "photo-b.webp"], "a repeatable option's variable holds several values")
         #expect(try size("plain/photo-b.webp") == (20, 15))
     }
 
     @Test func variantsAndPresetAreDecidedByTheStrongestSourceThatSetsEither() throws {
-        let file = config("""
+        let file = config(
+            """
             dest = "\(directory.url("out"))"
             variant = ["fromfile=30x,png"]
 
@@ -90,14 +95,16 @@ import Testing
         #expect(output.status == 0, "\(output.stderr)")
         #expect(directory.files(under: "out") == ["photo-fromflag.png"])
 
-        let byVariable = try run(["batch", "--config", file, directory.url("src"), "--dest", directory.url("out2")],
-                                 environment: ["IMAGEPIPE_PRESET": "tiny"])
+        let byVariable = try run(
+            ["batch", "--config", file, directory.url("src"), "--dest", directory.url("out2")],
+            environment: ["IMAGEPIPE_PRESET": "tiny"])
         #expect(byVariable.status == 0, "\(byVariable.stderr)")
         #expect(directory.files(under: "out2") == ["photo-fromflag.png"])
     }
 
     @Test func aCommandsOwnTableOverridesTheTopLevel() throws {
-        let file = config("""
+        let file = config(
+            """
             dest = "\(directory.url("shared"))"
             variant = ["v=40x,png"]
             max-attempts = 3      # a watch option: batch ignores it
@@ -140,17 +147,20 @@ import Testing
     @Test func aMissingFileOrABadVariableExitsTwoNamingIt() throws {
         let missing = try run(["batch", "--config", directory.url("nope.toml"), directory.url("src"), "--dest", directory.url("out")])
         #expect(missing.status == 2)
-        #expect(missing.stderr.contains("cannot read the configuration file \(directory.url("nope.toml")): No such file or directory"),
-                "\(missing.stderr)")
-        let byVariable = try run(["batch", directory.url("src"), "--dest", directory.url("out")],
-                                 environment: ["IMAGEPIPE_CONFIG": directory.url("gone.toml")])
+        #expect(
+            missing.stderr.contains("cannot read the configuration file \(directory.url("nope.toml")): No such file or directory"),
+            "\(missing.stderr)")
+        let byVariable = try run(
+            ["batch", directory.url("src"), "--dest", directory.url("out")],
+            environment: ["IMAGEPIPE_CONFIG": directory.url("gone.toml")])
         #expect(byVariable.status == 2)
         #expect(byVariable.stderr.contains("cannot read the configuration file \(directory.url("gone.toml"))"), "\(byVariable.stderr)")
 
         let badNumber = try run(["batch", directory.url("src"), "--dest", directory.url("out")], environment: ["IMAGEPIPE_UPLOADS": "lots"])
         #expect(badNumber.status == 2)
-        #expect(badNumber.stderr.contains("environment variable IMAGEPIPE_UPLOADS: The value 'lots' is invalid for '--uploads <uploads>'"),
-                "\(badNumber.stderr)")
+        #expect(
+            badNumber.stderr.contains("environment variable IMAGEPIPE_UPLOADS: The value 'lots' is invalid for '--uploads <uploads>'"),
+            "\(badNumber.stderr)")
         let badFlag = try run(["batch", directory.url("src"), "--dest", directory.url("out")], environment: ["IMAGEPIPE_FORCE": "maybe"])
         #expect(badFlag.status == 2)
         #expect(badFlag.stderr.contains("IMAGEPIPE_FORCE: expects true or false"), "\(badFlag.stderr)")
@@ -164,14 +174,16 @@ import Testing
     }
 
     @Test func anUnknownVariableIsReportedButDoesNotStopTheRun() throws {
-        let output = try run(["batch", directory.url("src"), "--dest", directory.url("out"), "--variant", "v=10x,png"],
-                             environment: ["IMAGEPIPE_JOBZ": "2"])
+        let output = try run(
+            ["batch", directory.url("src"), "--dest", directory.url("out"), "--variant", "v=10x,png"],
+            environment: ["IMAGEPIPE_JOBZ": "2"])
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stderr.contains("warning: IMAGEPIPE_JOBZ names no option of batch or watch; ignored"), "\(output.stderr)")
     }
 
     @Test func theConfigCommandPrintsTheResolvedSettingsWithSecretsMasked() throws {
-        let file = config("""
+        let file = config(
+            """
             dest = "s3://media/variants"
             jobs = 3
 
@@ -192,8 +204,10 @@ import Testing
         ]
         let output = try run(["config", "watch", "--config", file, "--preset", "avatars"], environment: environment)
         #expect(output.status == 0, "\(output.stderr)")
-        for secret in ["file-password", "aws-secret-value", "supabase-secret-value", "pg-secret-value", "url-secret-value",
-                       "query-secret-value"] {
+        for secret in [
+            "file-password", "aws-secret-value", "supabase-secret-value", "pg-secret-value", "url-secret-value",
+            "query-secret-value",
+        ] {
             #expect(!output.stdout.contains(secret), "\(secret) is printed: \(output.stdout)")
         }
         let lines = output.stdout.split(separator: "\n").map(String.init)

@@ -26,8 +26,11 @@ import Testing
     ])
     func theExamplePresetsMakeTheirVariants(_ preset: String, _ sizes: [String: (Int, Int)]) throws {
         CommandRunner.copyFixture("images/formats/small-400x300.jpg", to: directory, as: "src/photo.jpg")
-        let output = try CommandRunner.run(["batch", "--config", example, "--preset", preset, "--dest", directory.url("out"),
-                                            directory.url("src")], environment: [:])
+        let output = try CommandRunner.run(
+            [
+                "batch", "--config", example, "--preset", preset, "--dest", directory.url("out"),
+                directory.url("src"),
+            ], environment: [:])
         #expect(output.status == 0, "\(output.stderr)")
         let files = directory.files(under: "out")
         #expect(files.count == sizes.count, "\(files)")
@@ -41,8 +44,9 @@ import Testing
 
     static let systemdAnalyze = "/usr/bin/systemd-analyze"
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze), "systemd-analyze is missing: make test-deps installs systemd"),
-          arguments: ["imagepipe.service", "imagepipe@.service"])
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze), "systemd-analyze is missing: make test-deps installs systemd"),
+        arguments: ["imagepipe.service", "imagepipe@.service"])
     func theUnitsVerify(_ unit: String) throws {
         // The units name the installed binary and configuration; here they point at the built ones.
         let text = try String(contentsOfFile: deploy + "/" + unit, encoding: .utf8)

@@ -20,8 +20,10 @@ import Testing
         CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/a.jpg")
         CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/b.png")
         CommandRunner.copyFixture("hostile/truncated.jpg", to: directory, as: "src/broken.jpg")
-        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"), "--log-format", "json",
-                                            "--log-level", "debug"])
+        let output = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"), "--log-format", "json",
+            "--log-level", "debug",
+        ])
         #expect(output.status == 1, "one image failed: \(output.stderr)")
         let lines = objects(output.stderr)
         let time = try Regex(#"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#)
@@ -54,14 +56,19 @@ import Testing
     @Test(arguments: ["text", "json"])
     func noSecretReachesTheLog(format: String) throws {
         let password = "pw-in-the-url-\(UUID().uuidString.prefix(6))"
-        let secrets = ["AWS_SECRET_ACCESS_KEY": "aws-secret-\(UUID().uuidString)", "SUPABASE_SERVICE_ROLE_KEY": "supabase-key-\(UUID().uuidString)",
-                       "SUPABASE_KEY": "supabase-anon-\(UUID().uuidString)", "PGPASSWORD": "pg-password-\(UUID().uuidString)"]
+        let secrets = [
+            "AWS_SECRET_ACCESS_KEY": "aws-secret-\(UUID().uuidString)", "SUPABASE_SERVICE_ROLE_KEY": "supabase-key-\(UUID().uuidString)",
+            "SUPABASE_KEY": "supabase-anon-\(UUID().uuidString)", "PGPASSWORD": "pg-password-\(UUID().uuidString)",
+        ]
         // A queue URL with a password, at a port where nothing listens: the worker keeps trying and logs why.
         let url = "postgres://imagepipe:\(password)@127.0.0.1:\(LoopbackHTTP.freePort())/jobs?queue=images&sslmode=disable"
-        let worker = try WorkerProcess(["watch", url, "--dest", directory.url("out-\(format)"), "--log-format", format,
-                                        "--log-level", "trace", "--shutdown-timeout", "0"],
-                                       log: directory.url("\(format).log"),
-                                       environment: secrets.merging(["AWS_ACCESS_KEY_ID": "test", "SUPABASE_URL": "http://127.0.0.1:1"]) { $1 })
+        let worker = try WorkerProcess(
+            [
+                "watch", url, "--dest", directory.url("out-\(format)"), "--log-format", format,
+                "--log-level", "trace", "--shutdown-timeout", "0",
+            ],
+            log: directory.url("\(format).log"),
+            environment: secrets.merging(["AWS_ACCESS_KEY_ID": "test", "SUPABASE_URL": "http://127.0.0.1:1"]) { $1 })
         #expect(worker.waitForLog("cannot reach PostgreSQL"), "\(worker.log)")
         worker.send(SIGKILL)
         _ = worker.waitForExit(seconds: 30)

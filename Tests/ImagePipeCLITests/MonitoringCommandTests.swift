@@ -24,9 +24,12 @@ struct MonitoringCommandTests {
 
     @Test func aWorkersMetricsPassPromtoolAndMatchWhatItDid() throws {
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
-        let worker = try WorkerProcess(["watch", queue, "--dest", directory.url("out"), "--jobs", "1", "--status-interval", "0",
-                                        "--metrics-address", "127.0.0.1:0", "--check-interval", "0.2"],
-                                       log: directory.url("worker.log"))
+        let worker = try WorkerProcess(
+            [
+                "watch", queue, "--dest", directory.url("out"), "--jobs", "1", "--status-interval", "0",
+                "--metrics-address", "127.0.0.1:0", "--check-interval", "0.2",
+            ],
+            log: directory.url("worker.log"))
         let address = try #require(worker.monitoringAddress(), "\(worker.log)")
         #expect(eventually { LoopbackHTTP.get("http://\(address)/readyz").status == 200 }, "\(worker.log)")
         #expect(LoopbackHTTP.get("http://\(address)/healthz").status == 200)
@@ -46,8 +49,13 @@ struct MonitoringCommandTests {
         #expect(scrape.value("imagepipe_jobs_in_flight") == 0 && scrape.value("imagepipe_jobs_retrying") == 0)
         // The bytes against the queue's own records of each job.
         let records = try good.indices.map { index in
-            try JSONDecoder().decode(JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: queue + "/done/" + files("done")
-                .filter { $0.hasPrefix("good-\(index).") && $0.hasSuffix(".json") }[0])))
+            try JSONDecoder().decode(
+                JobResult.self,
+                from: Data(
+                    contentsOf: URL(
+                        fileURLWithPath: queue + "/done/"
+                            + files("done")
+                            .filter { $0.hasPrefix("good-\(index).") && $0.hasSuffix(".json") }[0])))
         }
         #expect(scrape.value("imagepipe_input_bytes_total") == Double(records.reduce(0) { $0 + ($1.bytes ?? 0) }))
         #expect(scrape.sum("imagepipe_output_bytes_total") == Double(records.reduce(0) { $0 + $1.outputBytes }))
@@ -67,11 +75,12 @@ struct MonitoringCommandTests {
         // A real Prometheus scrapes the worker and answers queries with the same figures.
         let prometheus = try PrometheusServer(scraping: [address])
         #expect(eventually { prometheus.targetHealth()["http://\(address)/metrics"] == "up" }, "\(prometheus.targetHealth())")
-        #expect(eventually {
-            let series = prometheus.query("imagepipe_jobs_total")
-            return series.first { $0.labels["outcome"] == "done" }?.value == 3
-                && series.first { $0.labels["outcome"] == "failed" && $0.labels["error_code"] == "corrupt_image" }?.value == 1
-        }, "\(prometheus.query("imagepipe_jobs_total"))")
+        #expect(
+            eventually {
+                let series = prometheus.query("imagepipe_jobs_total")
+                return series.first { $0.labels["outcome"] == "done" }?.value == 3
+                    && series.first { $0.labels["outcome"] == "failed" && $0.labels["error_code"] == "corrupt_image" }?.value == 1
+            }, "\(prometheus.query("imagepipe_jobs_total"))")
         #expect(eventually { prometheus.query("imagepipe_ready").first?.value == 1 })
         let quantile = prometheus.query("histogram_quantile(0.5, sum by (le) (imagepipe_stage_duration_seconds_bucket{stage=\"total\"}))")
         #expect(quantile.count == 1 && (quantile.first?.value ?? 0) > 0, "\(quantile)")
@@ -81,10 +90,11 @@ struct MonitoringCommandTests {
         let out = directory.url("out")
         try FileManager.default.moveItem(atPath: out, toPath: out + ".away")
         try Data("not a directory".utf8).write(to: URL(fileURLWithPath: out))
-        #expect(eventually {
-            let answer = LoopbackHTTP.get("http://\(address)/readyz")
-            return answer.status == 503 && answer.body.contains("storage: ")
-        }, "\(LoopbackHTTP.get("http://\(address)/readyz"))")
+        #expect(
+            eventually {
+                let answer = LoopbackHTTP.get("http://\(address)/readyz")
+                return answer.status == 503 && answer.body.contains("storage: ")
+            }, "\(LoopbackHTTP.get("http://\(address)/readyz"))")
         #expect(PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body).value("imagepipe_ready") == 0)
         #expect(LoopbackHTTP.get("http://\(address)/healthz").status == 200)
         try FileManager.default.removeItem(atPath: out)
@@ -100,11 +110,14 @@ struct MonitoringCommandTests {
     @Test func readyzTurns503AsSoonAsAWorkerStartsDraining() throws {
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
         let blackhole = try Blackhole()
-        let worker = try WorkerProcess(["watch", queue, "--dest", "s3://bucket/media", "--endpoint", "http://127.0.0.1:\(blackhole.port)",
-                                        "--region", "us-east-1", "--jobs", "1", "--status-interval", "0", "--shutdown-timeout", "120",
-                                        "--metrics-address", "127.0.0.1:0", "--check-interval", "0.2"],
-                                       log: directory.url("stuck.log"),
-                                       environment: ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "HOME": directory.path])
+        let worker = try WorkerProcess(
+            [
+                "watch", queue, "--dest", "s3://bucket/media", "--endpoint", "http://127.0.0.1:\(blackhole.port)",
+                "--region", "us-east-1", "--jobs", "1", "--status-interval", "0", "--shutdown-timeout", "120",
+                "--metrics-address", "127.0.0.1:0", "--check-interval", "0.2",
+            ],
+            log: directory.url("stuck.log"),
+            environment: ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "HOME": directory.path])
         let address = try #require(worker.monitoringAddress(), "\(worker.log)")
         #expect(worker.waitForLog("watching"))
         deliver("images/formats/tiny.png", as: "stuck.png")
@@ -129,8 +142,11 @@ struct MonitoringCommandTests {
     @Test func aBatchServesItsEndpointsForItsWholeRun() throws {
         CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/tiny.png")
         // The list comes on standard input: the batch waits for it with its endpoints up.
-        let batch = try WorkerProcess(["batch", "--from", "-", "--dest", directory.url("out"), "--metrics-address", "127.0.0.1:0",
-                                       "--check-interval", "0.2"], log: directory.url("batch.log"), writableInput: true)
+        let batch = try WorkerProcess(
+            [
+                "batch", "--from", "-", "--dest", directory.url("out"), "--metrics-address", "127.0.0.1:0",
+                "--check-interval", "0.2",
+            ], log: directory.url("batch.log"), writableInput: true)
         let address = try #require(batch.monitoringAddress(), "\(batch.log)")
         #expect(LoopbackHTTP.get("http://\(address)/healthz").status == 200)
         let waiting = LoopbackHTTP.get("http://\(address)/readyz")
@@ -149,8 +165,10 @@ struct MonitoringCommandTests {
 
     @Test func aTakenPortOrAMalformedAddressStopsTheCommandAtOnce() throws {
         let blackhole = try Blackhole()
-        let taken = try CommandRunner.run(["batch", directory.path, "--dest", directory.url("out"),
-                                           "--metrics-address", "127.0.0.1:\(blackhole.port)"])
+        let taken = try CommandRunner.run([
+            "batch", directory.path, "--dest", directory.url("out"),
+            "--metrics-address", "127.0.0.1:\(blackhole.port)",
+        ])
         #expect(taken.status == 2 && taken.stderr.contains("cannot listen on 127.0.0.1:\(blackhole.port)"), "\(taken)")
         let malformed = try CommandRunner.run(["batch", directory.path, "--dest", directory.url("out"), "--metrics-address", "9464"])
         #expect(malformed.status == 2 && malformed.stderr.contains("is not HOST:PORT"), "\(malformed)")

@@ -13,9 +13,11 @@ import Testing
             CommandRunner.copyFixture("images/formats/" + name, to: directory, as: "src/" + name)
         }
         CommandRunner.copyFixture("hostile/truncated.jpg", to: directory, as: "src/broken.jpg")
-        let batch = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"),
-                                           "--manifest", directory.url("m.jsonl"), "--variant", "large=1024x1024,jpeg,auto",
-                                           "--variant", "thumb=320x320,webp,q70,cover"])
+        let batch = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"),
+            "--manifest", directory.url("m.jsonl"), "--variant", "large=1024x1024,jpeg,auto",
+            "--variant", "thumb=320x320,webp,q70,cover",
+        ])
         #expect(batch.status == 1, "one source is broken")
     }
 

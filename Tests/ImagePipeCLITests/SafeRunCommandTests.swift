@@ -10,8 +10,10 @@ import Testing
 @Suite struct SafeRunCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-safe")
 
-    static let photos = ["landscape.jpg", "landscape-png.png", "landscape-webp.webp", "small-400x300.jpg", "tall.jpg",
-                         "panorama.jpg", "cmyk.jpg", "grey.jpg", "progressive.jpg", "display-p3.jpg"]
+    static let photos = [
+        "landscape.jpg", "landscape-png.png", "landscape-webp.webp", "small-400x300.jpg", "tall.jpg",
+        "panorama.jpg", "cmyk.jpg", "grey.jpg", "progressive.jpg", "display-p3.jpg",
+    ]
 
     func makeSources(_ names: [String] = photos) {
         for name in names { CommandRunner.copyFixture("images/formats/" + name, to: directory, as: "src/" + name) }
@@ -23,11 +25,12 @@ import Testing
     }
 
     func inodes(under relative: String) -> [String: UInt] {
-        Dictionary(uniqueKeysWithValues: directory.files(under: relative).map { name in
-            var info = stat()
-            stat(directory.url(relative + "/" + name), &info)
-            return (name, UInt(info.st_ino))
-        })
+        Dictionary(
+            uniqueKeysWithValues: directory.files(under: relative).map { name in
+                var info = stat()
+                stat(directory.url(relative + "/" + name), &info)
+                return (name, UInt(info.st_ino))
+            })
     }
 
     @Test func aReRunSkipsEveryFinishedImageAndRewritesNothing() throws {
@@ -37,8 +40,10 @@ import Testing
         let before = inodes(under: "out")
         #expect(before.count == 12)
 
-        let again = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"),
-                                           "--manifest", directory.url("manifest.jsonl")])
+        let again = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"),
+            "--manifest", directory.url("manifest.jsonl"),
+        ])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stderr.contains("0 done, 0 failed, 4 skipped"), "\(again.stderr)")
         #expect(inodes(under: "out") == before, "no output was rewritten")
@@ -60,8 +65,10 @@ import Testing
         let large = directory.url("out/photo-large.jpg")
         let blinds = try Data(contentsOf: URL(fileURLWithPath: large))
 
-        let refused = try CommandRunner.run(["batch", directory.url("two"), "--dest", directory.url("out"),
-                                             "--manifest", directory.url("manifest.jsonl")])
+        let refused = try CommandRunner.run([
+            "batch", directory.url("two"), "--dest", directory.url("out"),
+            "--manifest", directory.url("manifest.jsonl"),
+        ])
         #expect(refused.status == 1)
         let record = try #require(try records().first)
         #expect(record.errorCode == .keyCollision)
@@ -70,20 +77,26 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: large)) == blinds, "the first image's output is untouched")
 
         // Another name for the same keys is another original: --update does not replace it.
-        let renamed = try CommandRunner.run(["batch", directory.url("two"), "--dest", directory.url("out"), "--update",
-                                             "--key", "photo-{variant}.{ext}", "--manifest", directory.url("manifest.jsonl")])
+        let renamed = try CommandRunner.run([
+            "batch", directory.url("two"), "--dest", directory.url("out"), "--update",
+            "--key", "photo-{variant}.{ext}", "--manifest", directory.url("manifest.jsonl"),
+        ])
         #expect(renamed.status == 0, "\(renamed.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: large)) != blinds, "the same name, changed: --update replaced it")
         #expect(renamed.stderr.contains("replacing an output of a changed original"))
         #expect(renamed.stderr.contains("key=photo-large.jpg"))
 
         CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "three/other.jpg")
-        let other = try CommandRunner.run(["batch", directory.url("three"), "--dest", directory.url("out"), "--update",
-                                           "--key", "photo-{variant}.{ext}", "--manifest", directory.url("manifest.jsonl")])
+        let other = try CommandRunner.run([
+            "batch", directory.url("three"), "--dest", directory.url("out"), "--update",
+            "--key", "photo-{variant}.{ext}", "--manifest", directory.url("manifest.jsonl"),
+        ])
         #expect(other.status == 1)
         #expect(try records().first?.error?.contains("already holds an image made from 'photo.jpg'") == true)
-        let replaced = try CommandRunner.run(["batch", directory.url("three"), "--dest", directory.url("out"), "--overwrite",
-                                              "--key", "photo-{variant}.{ext}"])
+        let replaced = try CommandRunner.run([
+            "batch", directory.url("three"), "--dest", directory.url("out"), "--overwrite",
+            "--key", "photo-{variant}.{ext}",
+        ])
         #expect(replaced.status == 0, "\(replaced.stderr)")
         #expect(replaced.stderr.contains("replacing an output made from another original"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: large)) == blinds, "landscape.jpg's pixels again, now from other.jpg")
@@ -91,8 +104,10 @@ import Testing
 
     @Test func aDryRunListsTheKeysAndTouchesNothing() throws {
         makeSources(["landscape.jpg", "tall.jpg"])
-        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"), "--dry-run",
-                                            "--key", "{hash}/{variant}.{ext}"])
+        let output = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"), "--dry-run",
+            "--key", "{hash}/{variant}.{ext}",
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         let lines = output.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 2)
@@ -112,8 +127,10 @@ import Testing
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
-        process.arguments = ["batch", directory.url("src"), "--dest", directory.url("out"), "--jobs", "1",
-                             "--manifest", directory.url("first.jsonl")]
+        process.arguments = [
+            "batch", directory.url("src"), "--dest", directory.url("out"), "--jobs", "1",
+            "--manifest", directory.url("first.jsonl"),
+        ]
         process.standardError = FileHandle.nullDevice
         try process.run()
         #expect(eventually { ((try? records("first.jsonl")) ?? []).count >= 2 })
@@ -123,8 +140,10 @@ import Testing
         let finished = Set(try records("first.jsonl").filter { $0.status == .done }.map(\.source))
         #expect(finished.count < names.count, "interrupted before the end")
 
-        let resumed = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"),
-                                             "--manifest", directory.url("second.jsonl")])
+        let resumed = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"),
+            "--manifest", directory.url("second.jsonl"),
+        ])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let second = try records("second.jsonl")
         #expect(second.count == names.count)
@@ -207,8 +226,10 @@ import Testing
             CommandRunner.copyFixture("images/formats/" + Self.photos[index % Self.photos.count], to: directory, as: "src/" + name)
         }
         let mount = try #require(Mount(at: directory.url("tiny"), options: "size=400k"))
-        let output = try CommandRunner.run(["batch", directory.url("src"), "--dest", mount.path, "--jobs", "1",
-                                            "--manifest", directory.url("manifest.jsonl")])
+        let output = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", mount.path, "--jobs", "1",
+            "--manifest", directory.url("manifest.jsonl"),
+        ])
         #expect(output.status == 1)
         let results = try records()
         #expect(results.count == names.count)

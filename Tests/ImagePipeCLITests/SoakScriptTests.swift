@@ -12,10 +12,12 @@ import Testing
             CommandRunner.copyFixture("images/" + fixture, to: directory, as: "corpus/\(index)-" + (fixture as NSString).lastPathComponent)
         }
         let script = (Fixtures.root as NSString).deletingLastPathComponent + "/Benchmarks/soak/soak.py"
-        let output = try CommandLineRunner.run(executable: "/usr/bin/env", [
-            "python3", script, "--binary", CommandRunner.binary, "--minutes", "0.25", "--every", "1", "--interval", "1",
-            "--warmup", "0.5", "--corpus", directory.url("corpus"), "--out", directory.url("soak"),
-        ])
+        let output = try CommandLineRunner.run(
+            executable: "/usr/bin/env",
+            [
+                "python3", script, "--binary", CommandRunner.binary, "--minutes", "0.25", "--every", "1", "--interval", "1",
+                "--warmup", "0.5", "--corpus", directory.url("corpus"), "--out", directory.url("soak"),
+            ])
         // 0: every goal held, 1: a goal broken. Whether memory, descriptors and threads settle is for the real,
         // half-hour run to show, not a quarter of a minute; 2 would mean the run itself failed.
         #expect(output.status == 0 || output.status == 1, "\(output.stdout)\n\(output.stderr)")
@@ -28,7 +30,8 @@ import Testing
         let svg = try String(contentsOfFile: directory.url("soak/soak.svg"), encoding: .utf8)
         #expect(svg.hasPrefix("<svg") && svg.contains("<polyline"))
 
-        let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.url("soak/summary.json")))) as? [String: Any])
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.url("soak/summary.json")))) as? [String: Any])
         let delivered = try #require(summary["delivered"] as? Int), done = try #require(summary["done"] as? Int)
         let failed = try #require(summary["failed"] as? Int)
         #expect(delivered >= 10 && delivered == done + failed)

@@ -9,9 +9,11 @@ import Testing
     func batch() throws -> String {
         CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "in/photo.jpg")
         CommandRunner.copyFixture("images/exif-orientation/Landscape_6.jpg", to: directory, as: "in/turned & co.jpg")
-        let output = try CommandRunner.run(["batch", directory.url("in"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl"),
-                                            "--variant", "small=400x,jpeg,q80", "--variant", "big=800x,jpeg,q80",
-                                            "--variant", "big-webp=800x,webp,auto", "--variant", "sq=100x100,webp,q70,cover"])
+        let output = try CommandRunner.run([
+            "batch", directory.url("in"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl"),
+            "--variant", "small=400x,jpeg,q80", "--variant", "big=800x,jpeg,q80",
+            "--variant", "big-webp=800x,webp,auto", "--variant", "sq=100x100,webp,q70,cover",
+        ])
         #expect(output.status == 0, "\(output.stderr)")
         return directory.url("m.jsonl")
     }
@@ -38,8 +40,10 @@ import Testing
         for picture in pictures {
             #expect(picture.contains("<source type=\"image/webp\" srcset=\""))
             #expect(picture.contains("-big-webp.webp 800w\""))
-            #expect(picture.range(of: #"<img src="[^"]*-big\.jpg" srcset="[^"]*-small\.jpg 400w, [^"]*-big\.jpg 800w""#,
-                                  options: .regularExpression) != nil, "\(picture)")
+            #expect(
+                picture.range(
+                    of: #"<img src="[^"]*-big\.jpg" srcset="[^"]*-small\.jpg 400w, [^"]*-big\.jpg 800w""#,
+                    options: .regularExpression) != nil, "\(picture)")
             #expect(picture.contains("sizes=\"(max-width: 800px) 100vw, 800px\""))
             #expect(picture.contains("data-thumbhash=\"") && picture.contains("background-color:#"))
             #expect(!picture.contains("-sq."), "the square crop is left out of the srcsets")

@@ -14,8 +14,11 @@ import Testing
     var queue: String { directory.url("queue") }
 
     func start(_ extra: [String] = [], log: String) throws -> WorkerProcess {
-        try WorkerProcess(["watch", queue, "--dest", directory.url("out"), "--jobs", "1", "--rescan-interval", "1",
-                           "--status-interval", "0"] + extra, log: directory.url(log))
+        try WorkerProcess(
+            [
+                "watch", queue, "--dest", directory.url("out"), "--jobs", "1", "--rescan-interval", "1",
+                "--status-interval", "0",
+            ] + extra, log: directory.url(log))
     }
 
     /// Starts a worker on a queue whose inbox exists and waits until it watches.
@@ -75,8 +78,10 @@ import Testing
         #expect(files("processing").isEmpty)
     }
 
-    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-                   "needs root to run the worker as another user"))
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root to run the worker as another user"))
     func anotherUsersSlowWriterIsWaitedFor() throws {
         // The worker runs as nobody; the producer (this process, root) writes straight into the inbox.
         // Without CAP_LEASE the worker can neither take a lease on root's file nor read root's /proc.
@@ -85,9 +90,12 @@ import Testing
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             chmod(folder, 0o777)
         }
-        let worker = try WorkerProcess(["watch", queue, "--dest", directory.url("out"), "--jobs", "1", "--rescan-interval", "0.2",
-                                        "--status-interval", "0", "--quiet-period", "2"],
-                                       log: directory.url("nobody.log"), asNobody: true)
+        let worker = try WorkerProcess(
+            [
+                "watch", queue, "--dest", directory.url("out"), "--jobs", "1", "--rescan-interval", "0.2",
+                "--status-interval", "0", "--quiet-period", "2",
+            ],
+            log: directory.url("nobody.log"), asNobody: true)
         #expect(worker.waitForLog("watching"), "\(worker.log)")
 
         let whole = try Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/images/formats/landscape.jpg"))
@@ -112,8 +120,10 @@ import Testing
 
     @Test func killNineLosesNothingAndTwoWorkersShareTheQueue() throws {
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
-        let good = ["images/formats/landscape.jpg", "images/formats/small-400x300.jpg", "images/formats/alpha.png",
-                    "images/formats/landscape-heic.heic", "images/exif-orientation/Landscape_6.jpg"]
+        let good = [
+            "images/formats/landscape.jpg", "images/formats/small-400x300.jpg", "images/formats/alpha.png",
+            "images/formats/landscape-heic.heic", "images/exif-orientation/Landscape_6.jpg",
+        ]
         var names: [String: Bool] = [:]
         for index in 0..<30 {
             let fixture = good[index % good.count]
@@ -132,8 +142,9 @@ import Testing
         #expect(first.waitForExit(seconds: 10) == 137)
         let leftBehind = files("processing").filter { !($0 as NSString).lastPathComponent.hasPrefix(".") }.count
         let second = try start(log: "second.log"), third = try start(log: "third.log")
-        #expect(eventually { files("inbox").isEmpty && files("processing").isEmpty && files("done").count + files("failed").count == 2 * names.count },
-                "\(files("inbox")) \(files("processing")) \(files("done")) \(files("failed"))\n\(second.log)\n\(third.log)")
+        #expect(
+            eventually { files("inbox").isEmpty && files("processing").isEmpty && files("done").count + files("failed").count == 2 * names.count },
+            "\(files("inbox")) \(files("processing")) \(files("done")) \(files("failed"))\n\(second.log)\n\(third.log)")
         second.send(SIGTERM)
         third.send(SIGTERM)
         #expect(second.waitForExit(seconds: 30) == 0)
@@ -154,7 +165,8 @@ import Testing
         #expect(files("done").count == 2 * names.values.filter { $0 }.count)
         // Reprocessing after the crash wrote the same keys again, never a second set of outputs.
         #expect(directory.files(under: "out").count == 3 * names.values.filter { $0 }.count)
-        let failure = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: queue + "/failed/burst/broken.jpg.error.json")))
+        let failure = try JSONDecoder().decode(
+            FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: queue + "/failed/burst/broken.jpg.error.json")))
         #expect(failure.errorCode == .corruptImage && failure.attempts == 1)
         #expect(leftBehind > 0, "the killed worker held claimed jobs")
         #expect((second.log + third.log).contains("recovered"), "its jobs were returned to the inbox")
@@ -208,7 +220,8 @@ import Testing
             deliver("images/formats/tiny.png", as: name)
             #expect(worker.waitForLog("claimed source=\(name)"))
             guard let line = worker.log.split(separator: "\n").first(where: { $0.hasSuffix("claimed source=\(name)") }),
-                  let claimed = ISO8601DateFormatter.withFractions.date(from: String(line.prefix(24))) else { continue }
+                let claimed = ISO8601DateFormatter.withFractions.date(from: String(line.prefix(24)))
+            else { continue }
             latencies.append(claimed.timeIntervalSince(delivered) * 1000)
             #expect(eventually { files("done").contains(name + ".json") })
         }
@@ -217,7 +230,9 @@ import Testing
         #expect(latencies.count == 10)
         let sorted = latencies.sorted()
         // Reported, not asserted: shared machines make timings noisy.
-        print("pickup latency over \(sorted.count) deliveries: median \(String(format: "%.1f", sorted[sorted.count / 2])) ms, max \(String(format: "%.1f", sorted.last ?? 0)) ms")
+        print(
+            "pickup latency over \(sorted.count) deliveries: median \(String(format: "%.1f", sorted[sorted.count / 2])) ms, max \(String(format: "%.1f", sorted.last ?? 0)) ms"
+        )
     }
 
     /// Links, FIFOs and names that are not valid UTF-8, delivered to the real binary; then SIGHUP,
@@ -231,7 +246,7 @@ import Testing
         #expect(symlink(secret, queue + "/inbox/innocent.jpg") == 0)
         #expect(mkfifo(queue + "/inbox/pipe.jpg", 0o644) == 0)
         deliver("images/formats/tiny.png", as: ".raw-incoming")
-        let rawName = RawPath(queue + "/inbox/bad").appending(RawPath(bytes: [0xFF, 0x2E, 0x70, 0x6E, 0x67])) // "bad/\xFF.png"
+        let rawName = RawPath(queue + "/inbox/bad").appending(RawPath(bytes: [0xFF, 0x2E, 0x70, 0x6E, 0x67]))  // "bad/\xFF.png"
         try FileManager.default.createDirectory(atPath: queue + "/inbox/bad", withIntermediateDirectories: true)
         #expect(rawName.withCString { rename(queue + "/inbox/.raw-incoming", $0) } == 0)
 
@@ -255,10 +270,13 @@ import Testing
     /// A worker storing into an S3 endpoint that accepts connections and never answers: its job hangs.
     func startWithAStuckJob(_ extra: [String], blackhole: Blackhole) throws -> WorkerProcess {
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
-        let worker = try WorkerProcess(["watch", queue, "--dest", "s3://bucket/media", "--endpoint", "http://127.0.0.1:\(blackhole.port)",
-                                        "--region", "us-east-1", "--jobs", "1", "--status-interval", "0", "--log-level", "debug"] + extra,
-                                       log: directory.url("stuck.log"),
-                                       environment: ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "HOME": directory.path])
+        let worker = try WorkerProcess(
+            [
+                "watch", queue, "--dest", "s3://bucket/media", "--endpoint", "http://127.0.0.1:\(blackhole.port)",
+                "--region", "us-east-1", "--jobs", "1", "--status-interval", "0", "--log-level", "debug",
+            ] + extra,
+            log: directory.url("stuck.log"),
+            environment: ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "HOME": directory.path])
         #expect(worker.waitForLog("watching"))
         deliver("images/formats/tiny.png", as: "stuck.png")
         #expect(eventually { blackhole.connections > 0 }, "\(worker.log)")
@@ -274,8 +292,9 @@ import Testing
         let took = Date().timeIntervalSince(sent)
         #expect(status == 0, "\(worker.log)")
         #expect(took < 1 + 2, "exited \(took) s after SIGTERM with --shutdown-timeout 1")
-        #expect(TextLog.hasLine(worker.log, "warning", "shutdown timeout: returned the unfinished jobs", ["jobs": "1", "to": "inbox"]),
-                "\(worker.log)")
+        #expect(
+            TextLog.hasLine(worker.log, "warning", "shutdown timeout: returned the unfinished jobs", ["jobs": "1", "to": "inbox"]),
+            "\(worker.log)")
         #expect(files("inbox") == ["stuck.png"] && files("processing").isEmpty)
     }
 

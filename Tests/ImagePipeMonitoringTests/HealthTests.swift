@@ -12,8 +12,9 @@ import Testing
 
     @Test func readyOnlyOnceEveryCheckPassedAndNeverAfterAStopRequest() {
         let stopping = Mutex(false)
-        let health = Health(checks: ["queue", "storage"], stopRequested: { stopping.withLock { $0 } },
-                            factory: CataloguedMetricsFactory(registry: registry))
+        let health = Health(
+            checks: ["queue", "storage"], stopRequested: { stopping.withLock { $0 } },
+            factory: CataloguedMetricsFactory(registry: registry))
         let endpoints = MonitoringEndpoints(registry: registry, health: health)
         func ready() -> (status: Int, body: String) {
             let answer = endpoints.respond(to: "/readyz")

@@ -11,10 +11,12 @@ import CoreMetrics
     let registry = PrometheusCollectorRegistry()
 
     func doneResult() -> JobResult {
-        var result = JobResult(source: "a.jpg", status: .done, bytes: 1000, variants: [
-            VariantRecord(name: "large", key: "a-large.jpg", url: "", format: .jpeg, width: 2048, height: 1365, bytes: 300),
-            VariantRecord(name: "thumb", key: "a-thumb.webp", url: "", format: .webp, width: 320, height: 213, bytes: 200),
-        ])
+        var result = JobResult(
+            source: "a.jpg", status: .done, bytes: 1000,
+            variants: [
+                VariantRecord(name: "large", key: "a-large.jpg", url: "", format: .jpeg, width: 2048, height: 1365, bytes: 300),
+                VariantRecord(name: "thumb", key: "a-thumb.webp", url: "", format: .webp, width: 320, height: 213, bytes: 200),
+            ])
         result.timings.readMs = 20
         result.timings.decodeMs = 300
         result.timings.encodeMs = 900
@@ -64,7 +66,8 @@ import CoreMetrics
         ProcessMetrics(factory: factory).update()
         _ = Health(checks: ["storage"], factory: factory)
         // The object stores count requests through swift-metrics' API with these labels.
-        factory.makeCounter(label: "imagepipe_storage_requests_total", dimensions: [("service", "s3"), ("method", "PUT"), ("status", "503")]).increment(by: 1)
+        factory.makeCounter(label: "imagepipe_storage_requests_total", dimensions: [("service", "s3"), ("method", "PUT"), ("status", "503")])
+            .increment(by: 1)
         factory.makeCounter(label: "imagepipe_storage_retries_total", dimensions: [("service", "s3")]).increment(by: 1)
 
         let scrape = PrometheusText(registry.emitToString())

@@ -14,9 +14,11 @@ struct BenchQueueTests {
         for (index, image) in ["images/formats/landscape.jpg", "images/exif-orientation/Landscape_6.jpg", "images/formats/tall.jpg"].enumerated() {
             _ = fixture.directory.write("corpus/\(index).jpg", try Data(contentsOf: URL(fileURLWithPath: Self.fixtures + "/" + image)))
         }
-        let arguments = ["bench", fixture.directory.url("corpus"), "--runs", "2", "--json", "--work-dir", fixture.directory.url("work"),
-                         "--variant", "photo=400x400,jpeg,q80", "--variant", "thumb=64x64,webp,q70",
-                         "--also-queue", fixture.server.url(database: fixture.database)]
+        let arguments = [
+            "bench", fixture.directory.url("corpus"), "--runs", "2", "--json", "--work-dir", fixture.directory.url("work"),
+            "--variant", "photo=400x400,jpeg,q80", "--variant", "thumb=64x64,webp,q70",
+            "--also-queue", fixture.server.url(database: fixture.database),
+        ]
         let output = try await offPool { try CommandLineRunner.run(arguments, environment: fixture.server.environment) }
         #expect(output.status == 0, "\(output.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])

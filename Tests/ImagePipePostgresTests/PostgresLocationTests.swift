@@ -8,8 +8,9 @@ import Testing
 /// Queue URLs, where passwords come from, and the names queued sources go by.
 @Suite struct PostgresLocationTests {
     @Test func theURLGivesEverythingButThePasswordToLogs() throws {
-        let location = try PostgresLocation(parsing: "postgres://worker:s3cr%40t@db.example:6543/media?queue=thumbs&sslmode=require",
-                                            environment: [:], home: "/nonexistent")
+        let location = try PostgresLocation(
+            parsing: "postgres://worker:s3cr%40t@db.example:6543/media?queue=thumbs&sslmode=require",
+            environment: [:], home: "/nonexistent")
         #expect(location.user == "worker" && location.host == "db.example" && location.port == 6543)
         #expect(location.database == "media" && location.queue == "thumbs" && location.sslMode == .require)
         #expect(location.password == "s3cr@t")
@@ -19,8 +20,10 @@ import Testing
     }
 
     @Test func badURLsAreConfigurationErrorsThatNeverEchoThePassword() {
-        for url in ["postgres://u:hunter2@h/db?queue=no spaces", "postgres://u:hunter2@h/db?sslmode=sometimes",
-                    "postgres://u:hunter2@h/db?password=x"] {
+        for url in [
+            "postgres://u:hunter2@h/db?queue=no spaces", "postgres://u:hunter2@h/db?sslmode=sometimes",
+            "postgres://u:hunter2@h/db?password=x",
+        ] {
             #expect {
                 try PostgresLocation(parsing: url, environment: [:], home: "/nonexistent")
             } throws: { error in
@@ -38,8 +41,9 @@ import Testing
         #expect(location.password == "pass:word")
         #expect(try PostgresLocation(parsing: "postgres://someone@elsewhere/x", environment: [:], home: home.path).password == "fallback")
         chmod(file, 0o644)
-        #expect(try PostgresLocation(parsing: "postgres://worker@db/media", environment: [:], home: home.path).password == nil,
-                "a password file others can read is ignored")
+        #expect(
+            try PostgresLocation(parsing: "postgres://worker@db/media", environment: [:], home: home.path).password == nil,
+            "a password file others can read is ignored")
     }
 
     @Test func queuedSourcesGoByTheirKeyOrTheirPath() {

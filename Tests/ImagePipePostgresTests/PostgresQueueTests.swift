@@ -20,8 +20,12 @@ struct PostgresQueueTests {
         await running.stop()
         #expect(await fixture.eventually { listener.notified.count >= 40 })
         #expect(listener.notified.sorted() == ids.sorted(), "one imagepipe_done notification per job, with its ID")
-        let record = try JSONDecoder().decode(JobResult.self, from: Data(try fixture.sql(
-            "SELECT result FROM imagepipe.jobs WHERE id = \(ids[3])").utf8))
+        let record = try JSONDecoder().decode(
+            JobResult.self,
+            from: Data(
+                try fixture.sql(
+                    "SELECT result FROM imagepipe.jobs WHERE id = \(ids[3])"
+                ).utf8))
         #expect(record.status == .done && record.source == "photo-3.jpg" && record.variants.map(\.key) == ["photo-3-t.jpg"])
         #expect(try fixture.sql("SELECT count(*) FROM imagepipe.jobs WHERE attempt <> 1 OR lease_owner IS NOT NULL") == "0")
     }
@@ -74,8 +78,10 @@ struct PostgresQueueTests {
         try await fixture.enqueue(3)
         // Every object fails twice, then stores.
         let storage = InMemoryStorage(failing: { _, attempt in attempt <= 2 ? ImagePipeError(.storageUnavailable, "503 Slow Down") : nil })
-        let running = RunningLoop(fixture.loop(try fixture.queue(), storage: storage,
-                                               retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(300))))
+        let running = RunningLoop(
+            fixture.loop(
+                try fixture.queue(), storage: storage,
+                retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(300))))
         #expect(try await fixture.eventually { try fixture.states() == ["done": 3] })
         await running.stop()
         let rows = try fixture.sql("SELECT attempt, jsonb_array_length(errors), result->>'attempts' FROM imagepipe.jobs ORDER BY id")
@@ -94,7 +100,8 @@ struct PostgresQueueTests {
         let running = RunningLoop(fixture.loop(try fixture.queue(), compressor: compressor, storage: storage))
         #expect(try await fixture.eventually { try fixture.states() == ["discarded": 2] })
         await running.stop()
-        let rows = try fixture.sql("""
+        let rows = try fixture.sql(
+            """
             SELECT source LIKE '%corrupt%', attempt, (SELECT string_agg(e->>'error_code', ',') FROM jsonb_array_elements(errors) e)
             FROM imagepipe.jobs ORDER BY 1
             """)
@@ -109,8 +116,9 @@ struct PostgresQueueTests {
         #expect(await fixture.eventually { compressor.calls.count == 2 })
         await running.stop()
         #expect(compressor.runningCalls == 2, "the stop did not wait for the jobs' work")
-        #expect(try fixture.sql("SELECT state, attempt, lease_owner IS NULL FROM imagepipe.jobs") == "waiting|0|t\nwaiting|0|t",
-                "back to waiting, the interrupted attempt not counted")
+        #expect(
+            try fixture.sql("SELECT state, attempt, lease_owner IS NULL FROM imagepipe.jobs") == "waiting|0|t\nwaiting|0|t",
+            "back to waiting, the interrupted attempt not counted")
     }
 
     @Test func uniqueEnqueueAddsNoJobForASourceWaitingOrRunning() async throws {
@@ -121,8 +129,9 @@ struct PostgresQueueTests {
         #expect(try await fixture.enqueue(2, unique: false).count == 2, "without --unique, duplicates are added")
         #expect(try fixture.sql("SELECT imagepipe.enqueue('s3://bucket/other.jpg', 'images', true) IS NOT NULL") == "t")
         #expect(try fixture.sql("SELECT imagepipe.enqueue('s3://bucket/other.jpg', 'images', true) IS NULL") == "t")
-        #expect(try fixture.sql("SELECT imagepipe.enqueue('s3://bucket/other.jpg', 'thumbnails', true) IS NOT NULL") == "t",
-                "another queue is another queue")
+        #expect(
+            try fixture.sql("SELECT imagepipe.enqueue('s3://bucket/other.jpg', 'thumbnails', true) IS NOT NULL") == "t",
+            "another queue is another queue")
     }
 
     @Test func workersStartingTogetherUpgradeTheSchemaOnce() async throws {

@@ -15,9 +15,12 @@ struct PostgresWatchCommandTests {
 
     /// Starts a worker on the fixture's queue.
     func worker(_ fixture: PostgresFixture, _ name: String, _ extra: [String] = [], url: String? = nil) throws -> WorkerProcess {
-        try WorkerProcess(["watch", url ?? fixture.server.url(database: fixture.database), "--dest", fixture.directory.url("out"),
-                           "--jobs", "1", "--uploads", "2", "--status-interval", "0", "--lease", "2", "--shutdown-timeout", "5"] + extra,
-                          log: fixture.directory.url(name + ".log"), environment: fixture.server.environment)
+        try WorkerProcess(
+            [
+                "watch", url ?? fixture.server.url(database: fixture.database), "--dest", fixture.directory.url("out"),
+                "--jobs", "1", "--uploads", "2", "--status-interval", "0", "--lease", "2", "--shutdown-timeout", "5",
+            ] + extra,
+            log: fixture.directory.url(name + ".log"), environment: fixture.server.environment)
     }
 
     /// Copies `fixture` under `count` names and queues them with `imagepipe enqueue -`; returns the paths.
@@ -70,8 +73,9 @@ struct PostgresWatchCommandTests {
             #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0, "\(worker.log.suffix(2000))")
         }
         let states = try fixture.states()
-        #expect(states["done", default: 0] + states["discarded", default: 0] == 2000 && states["waiting"] == nil && states["running"] == nil,
-                "\(states)")
+        #expect(
+            states["done", default: 0] + states["discarded", default: 0] == 2000 && states["waiting"] == nil && states["running"] == nil,
+            "\(states)")
         #expect(kills >= 2, "the test killed a worker mid-run")
         let done = Set(try fixture.sql("SELECT id FROM imagepipe.jobs WHERE state = 'done'").split(separator: "\n").compactMap { Int($0) })
         #expect(await fixture.eventually { Set(listener.notified).isSuperset(of: done) })
@@ -116,8 +120,10 @@ struct PostgresWatchCommandTests {
         let listener = try await DoneListener(fixture.location)
         let slow = ["--variant", "a=1800x1800,avif,q60", "--log-level", "debug"]
         let remote = try WorkerProcess(
-            ["watch", server.url(database: fixture.database, host: host.hostAddress), "--dest", fixture.directory.url("out"), "--jobs", "1",
-             "--status-interval", "0", "--lease", "2", "--shutdown-timeout", "5"] + slow,
+            [
+                "watch", server.url(database: fixture.database, host: host.hostAddress), "--dest", fixture.directory.url("out"), "--jobs", "1",
+                "--status-interval", "0", "--lease", "2", "--shutdown-timeout", "5",
+            ] + slow,
             log: fixture.directory.url("remote.log"), launcher: host.launcher, environment: server.environment)
         #expect(try await offPool { remote.waitForLog("claimed") }, "\(remote.log)")
         let namespaces = try ["self", "\(remote.process.processIdentifier)"].map {
@@ -155,8 +161,9 @@ struct PostgresWatchCommandTests {
             worker.send(SIGTERM)
             #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
         }
-        #expect(workers.contains { $0.log.contains("lost PostgreSQL") || $0.log.contains("reachable again") },
-                "the restart was seen: \(workers.map { $0.log.suffix(1000) })")
+        #expect(
+            workers.contains { $0.log.contains("lost PostgreSQL") || $0.log.contains("reachable again") },
+            "the restart was seen: \(workers.map { $0.log.suffix(1000) })")
     }
 
     @Test func aCorruptImageIsDiscardedAfterOneAttemptAndQueueCommandsLookAfterIt() async throws {
@@ -174,9 +181,13 @@ struct PostgresWatchCommandTests {
         #expect(try await fixture.eventually { try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "discarded|1" })
         worker.send(SIGTERM)
         #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
-        let kept = try await offPool { try CommandLineRunner.run(["queue", "prune", url, "--older-than", "1"], environment: fixture.server.environment) }
+        let kept = try await offPool {
+            try CommandLineRunner.run(["queue", "prune", url, "--older-than", "1"], environment: fixture.server.environment)
+        }
         #expect(kept.status == 0 && kept.stderr.contains("deleted 0"), "\(kept)")
-        let pruned = try await offPool { try CommandLineRunner.run(["queue", "prune", url, "--older-than", "0"], environment: fixture.server.environment) }
+        let pruned = try await offPool {
+            try CommandLineRunner.run(["queue", "prune", url, "--older-than", "0"], environment: fixture.server.environment)
+        }
         #expect(pruned.status == 0 && pruned.stderr.contains("deleted 1"), "\(pruned)")
     }
 

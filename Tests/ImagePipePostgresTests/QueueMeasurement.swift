@@ -8,8 +8,11 @@ import Testing
 
 /// Measurements of the PostgreSQL queue, not timed tests: run with
 /// `IMAGEPIPE_MEASURE_QUEUE=1 swift test --filter QueueMeasurement` (see the README for the figures).
-@Suite(.serialized, .enabled(if: PostgresServer.available && ProcessInfo.processInfo.environment["IMAGEPIPE_MEASURE_QUEUE"] != nil,
-                            "a measurement: set IMAGEPIPE_MEASURE_QUEUE=1"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: PostgresServer.available && ProcessInfo.processInfo.environment["IMAGEPIPE_MEASURE_QUEUE"] != nil,
+        "a measurement: set IMAGEPIPE_MEASURE_QUEUE=1"))
 struct QueueMeasurement {
     /// Claim → done with nothing else to do: a compressor that returns at once, storage in memory,
     /// four workers (each with its own connections), PostgreSQL with fsync on the same cores.
@@ -33,9 +36,11 @@ struct QueueMeasurement {
         for loop in loops { await loop.stop() }
         #expect(try fixture.states() == ["done": count])
         let span = try fixture.sql("SELECT extract(epoch FROM max(finished_at) - min(started_at)) FROM imagepipe.jobs")
-        print("queue overhead: \(count) jobs in \(String(format: "%.2f", elapsed)) s = \(String(format: "%.0f", Double(count) / elapsed)) jobs/s "
-              + "(first claim to last done in the database: \(span) s); CPU per job: workers "
-            + String(format: "%.3f", workerCPU * 1000 / Double(count)) + " ms, PostgreSQL " + String(format: "%.3f", databaseCPU * 1000 / Double(count)) + " ms")
+        print(
+            "queue overhead: \(count) jobs in \(String(format: "%.2f", elapsed)) s = \(String(format: "%.0f", Double(count) / elapsed)) jobs/s "
+                + "(first claim to last done in the database: \(span) s); CPU per job: workers "
+                + String(format: "%.3f", workerCPU * 1000 / Double(count)) + " ms, PostgreSQL "
+                + String(format: "%.3f", databaseCPU * 1000 / Double(count)) + " ms")
     }
 
     /// From `imagepipe.enqueue` to the claim, for a worker waiting idle: NOTIFY wakes it.
@@ -64,7 +69,8 @@ enum CPUTime {
 
     static func ofServer(_ server: PostgresServer) -> Double {
         guard let pidFile = try? String(contentsOfFile: server.root + "/data/postmaster.pid", encoding: .utf8),
-              let postmaster = pidFile.split(separator: "\n").first.map(String.init) else { return 0 }
+            let postmaster = pidFile.split(separator: "\n").first.map(String.init)
+        else { return 0 }
         var total = seconds(pid: postmaster) ?? 0
         for pid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int(pid) != nil {
             if fields(pid: pid).map({ $0[1] == postmaster }) ?? false { total += seconds(pid: pid) ?? 0 }
@@ -75,7 +81,8 @@ enum CPUTime {
     /// The fields of /proc/PID/stat after the command name: state, ppid, … (utime and stime are 11 and 12).
     private static func fields(pid: String) -> [String]? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         return stat[stat.index(after: close)...].split(separator: " ").map(String.init)
     }
 

@@ -21,13 +21,15 @@ struct SupabaseTriggerTests {
     @Test func newUploadsInTheBucketBecomeJobsOnce() async throws {
         let fixture = try PostgresFixture()
         try await QueueDatabase.run(fixture.location, logger: .quiet) { _ throws(ImagePipeError) in }
-        _ = try fixture.sql("""
+        _ = try fixture.sql(
+            """
             CREATE SCHEMA storage;
             CREATE TABLE storage.objects (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), bucket_id text, name text,
                                           created_at timestamptz DEFAULT now());
             """)
         _ = try fixture.sql(try Self.readmeTrigger())
-        _ = try fixture.sql("""
+        _ = try fixture.sql(
+            """
             INSERT INTO storage.objects (bucket_id, name) VALUES
                 ('uploads', 'u/42/Beach.JPG'), ('uploads', 'u/42/notes.txt'), ('variants', 'u/42/beach-large.jpg'),
                 ('uploads', 'u/7/scan.tiff'), ('uploads', 'u/42/Beach.JPG');

@@ -34,7 +34,8 @@ import ImagePipeTestSupport
         #expect(fixture.files("done") == ["before%FF.jpg", "before%FF.jpg.json", "trip/%FE/after%C3.png", "trip/%FE/after%C3.png.json"])
         #expect(storage.objects["before%FF-large.jpg"] != nil && storage.objects["trip/%FE/after%C3-thumb.webp"] != nil)
         #expect(fixture.files("inbox").isEmpty)
-        let record = try JSONDecoder().decode(JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.done + "/before%FF.jpg.json")))
+        let record = try JSONDecoder().decode(
+            JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.done + "/before%FF.jpg.json")))
         #expect(record.source == "before%FF.jpg" && record.bytes == "found by the scan".utf8.count)
     }
 
@@ -52,7 +53,8 @@ import ImagePipeTestSupport
         #expect(fixture.waitFor { records.allSatisfy { fixture.files("failed").contains($0) } }, "\(fixture.files("failed"))")
         worker.shutdown()
         for name in ["early-link.jpg", "innocent.jpg", "pipe.jpg"] {
-            let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/" + name + ".error.json")))
+            let record = try JSONDecoder().decode(
+                FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/" + name + ".error.json")))
             #expect(record.errorCode == .notARegularFile && record.attempts == 1)
             #expect(record.error.hasPrefix(name + " is a "), "\(record.error)")
         }
@@ -147,8 +149,11 @@ import ImagePipeTestSupport
         #expect(jobs == ["a.jpg", "2024/trip/b.jpg", "2024/trip/c.jpg"] && unknown == ["nothing.jpg"])
 
         let outcomes = try failed.retry(["a.jpg", "2024/trip/b.jpg"])
-        #expect(outcomes == [.returned(from: "failed/a.jpg", to: "inbox/a.1.jpg"),
-                             .returned(from: "failed/2024/trip/b.jpg", to: "inbox/2024/trip/b.jpg")])
+        #expect(
+            outcomes == [
+                .returned(from: "failed/a.jpg", to: "inbox/a.1.jpg"),
+                .returned(from: "failed/2024/trip/b.jpg", to: "inbox/2024/trip/b.jpg"),
+            ])
         #expect(fixture.files("inbox") == ["2024/trip/b.jpg", "a.1.jpg", "a.jpg"])
         #expect(try String(contentsOfFile: fixture.queue.inbox + "/a.jpg", encoding: .utf8) == "a newer delivery")
         #expect(try String(contentsOfFile: fixture.queue.inbox + "/a.1.jpg", encoding: .utf8) == "original a.jpg")

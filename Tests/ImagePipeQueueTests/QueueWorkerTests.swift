@@ -18,11 +18,13 @@ import Testing
         #expect(fixture.waitFor { fixture.files("done").count == 6 })
         worker.shutdown()
 
-        #expect(fixture.files("done") == [
-            "2024/trip/b.png", "2024/trip/b.png.json", "a.jpg", "a.jpg.json", "before-start.jpg", "before-start.jpg.json",
-        ])
+        #expect(
+            fixture.files("done") == [
+                "2024/trip/b.png", "2024/trip/b.png.json", "a.jpg", "a.jpg.json", "before-start.jpg", "before-start.jpg.json",
+            ])
         #expect(fixture.files("inbox").isEmpty && fixture.files("processing").isEmpty && fixture.files("failed").isEmpty)
-        let record = try JSONDecoder().decode(JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.done + "/2024/trip/b.png.json")))
+        let record = try JSONDecoder().decode(
+            JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.done + "/2024/trip/b.png.json")))
         #expect(record.status == .done && record.source == "2024/trip/b.png")
         #expect(record.variants.map(\.key) == ["2024/trip/b-large.jpg", "2024/trip/b-medium.webp", "2024/trip/b-thumb.webp"])
         #expect(storage.objects["2024/trip/b-thumb.webp"] != nil)
@@ -38,14 +40,16 @@ import Testing
         }
         fixture.deliver("real.jpg")
         #expect(fixture.waitFor { fixture.files("done").count == 2 })
-        Thread.sleep(forTimeInterval: 0.5) // two rescans
+        Thread.sleep(forTimeInterval: 0.5)  // two rescans
         worker.shutdown()
         #expect(fixture.files("inbox") == ["big.jpg.crdownload", "upload.jpg.part", "x.tmp"].sorted())
     }
 
     /// An outage, and a store that refuses (credentials put right while the job waits): both retried.
-    @Test(arguments: [ImagePipeError(.storageUnavailable, "503 Slow Down"),
-                      ImagePipeError(.storageRejected, "InvalidAccessKeyId (403): The key does not exist")])
+    @Test(arguments: [
+        ImagePipeError(.storageUnavailable, "503 Slow Down"),
+        ImagePipeError(.storageRejected, "InvalidAccessKeyId (403): The key does not exist"),
+    ])
     func storageFailuresAreRetriedUntilTheyPass(_ failure: ImagePipeError) throws {
         let fixture = try QueueFixture()
         // Every object fails twice, then stores.
@@ -69,8 +73,9 @@ import Testing
         #expect(fixture.waitFor { fixture.files("failed").contains("doomed.jpg.error.json") })
         worker.shutdown()
         let text = try String(contentsOfFile: fixture.queue.failed + "/doomed.jpg.error.json", encoding: .utf8)
-        #expect(text.hasPrefix("{\"attempts\":3,\"error\":") && text.filter { $0 == "\n" }.count == 1,
-                "one compact line, keys sorted, like done/ records: \(text)")
+        #expect(
+            text.hasPrefix("{\"attempts\":3,\"error\":") && text.filter { $0 == "\n" }.count == 1,
+            "one compact line, keys sorted, like done/ records: \(text)")
         let record = try JSONDecoder().decode(FailureRecord.self, from: Data(text.utf8))
         #expect(record.history.allSatisfy { $0.at.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil }, "\(record.history.map(\.at))")
         #expect(record.attempts == 3)
@@ -82,14 +87,15 @@ import Testing
     @Test func duringAnOutageAWorkerHoldsNoMoreThanItsPipelineTakes() throws {
         let fixture = try QueueFixture()
         let outage = InMemoryStorage.alwaysFailing(ImagePipeError(.storageUnavailable, "connection refused"))
-        let slowRetries = QueueWorker.Configuration(retry: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(60), maxDelay: .seconds(60)),
-                                                    shutdownTimeout: .seconds(5), rescanInterval: .milliseconds(100), statusInterval: .zero)
+        let slowRetries = QueueWorker.Configuration(
+            retry: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(60), maxDelay: .seconds(60)),
+            shutdownTimeout: .seconds(5), rescanInterval: .milliseconds(100), statusInterval: .zero)
         let worker = try fixture.worker(storage: outage, pipeline: .init(jobs: 1, uploads: 1), configuration: slowRetries)
         for index in 0..<20 { fixture.deliver("photo-\(index).jpg") }
         worker.start()
         let limit = JobPipeline.Configuration(jobs: 1, uploads: 1).maxInFlight
         #expect(fixture.waitFor { worker.statistics.retrying == limit })
-        Thread.sleep(forTimeInterval: 0.5) // several claim rounds and rescans
+        Thread.sleep(forTimeInterval: 0.5)  // several claim rounds and rescans
         let held = fixture.files("processing").filter { $0.hasSuffix(".jpg") }
         #expect(held.count == limit, "\(held)")
         #expect(fixture.files("inbox").count == 20 - limit, "the rest stays for other workers")
@@ -106,7 +112,8 @@ import Testing
         #expect(fixture.waitFor { fixture.files("failed").contains("bad.jpg.error.json") })
         worker.shutdown()
         #expect(compressor.calls == ["bad.jpg"])
-        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/bad.jpg.error.json")))
+        let record = try JSONDecoder().decode(
+            FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/bad.jpg.error.json")))
         #expect(record.errorCode == .corruptImage && record.attempts == 1)
     }
 
@@ -159,7 +166,8 @@ import Testing
         worker.shutdown()
 
         #expect(storage.objects.filter { $0.key.hasPrefix("photo-") }.mapValues(\.body) == before, "the first image's outputs are untouched")
-        let record = try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/photo.jpg.error.json")))
+        let record = try JSONDecoder().decode(
+            FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/photo.jpg.error.json")))
         #expect(record.errorCode == .keyCollision)
         #expect(record.error.contains("'photo.jpg' changed since output key 'photo-large.jpg' was made from it"), "\(record.error)")
         #expect(try String(contentsOfFile: fixture.queue.failed + "/photo.jpg", encoding: .utf8) == "dune", "the refused original is kept")
@@ -174,8 +182,9 @@ import Testing
         let fixture = try QueueFixture()
         for index in 0..<150 { fixture.deliver("burst/\(index).jpg") }
         let compressor = ScriptedCompressor(work: .milliseconds(2))
-        let worker = try fixture.worker(compressor: compressor, storage: InMemoryStorage(retainingBodies: false),
-                                        pipeline: .init(jobs: 2, uploads: 2, maxInFlight: 3))
+        let worker = try fixture.worker(
+            compressor: compressor, storage: InMemoryStorage(retainingBodies: false),
+            pipeline: .init(jobs: 2, uploads: 2, maxInFlight: 3))
         let maxClaimed = Atomic<Int>(0)
         worker.start()
         let finished = fixture.waitFor {
@@ -206,7 +215,8 @@ import Testing
         let live = try ClaimArea(queue: fixture.queue)
         try Data("b".utf8).write(to: URL(fileURLWithPath: live.path + "/mine.jpg"))
 
-        let recovered = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let recovered = ClaimArea.recoverAbandoned(
+            in: fixture.queue, except: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         #expect(recovered == ["sub/orphan.jpg"])
         #expect(fixture.files("inbox") == ["sub/orphan.jpg"])
         #expect(!FileManager.default.fileExists(atPath: dead))
@@ -234,7 +244,8 @@ import Testing
         // Killed while being returned to the inbox, between link and unlink.
         link(dead + "/returning.jpg", fixture.queue.inbox + "/returning.jpg")
 
-        let recovered = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let recovered = ClaimArea.recoverAbandoned(
+            in: fixture.queue, except: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         #expect(recovered.sorted() == ["linked.jpg", "returning.jpg"])
         #expect(fixture.files("inbox") == ["linked.jpg", "returning.jpg"], "nothing under a second name")
         #expect(!FileManager.default.fileExists(atPath: dead))

@@ -24,14 +24,18 @@ struct QueueFixture {
         rename(hidden, target)
     }
 
-    func worker(compressor: any ImageCompressor = ScriptedCompressor(), storage: any StorageRepository = InMemoryStorage(),
-                pipeline: JobPipeline.Configuration = .init(jobs: 2, uploads: 2),
-                configuration: QueueWorker.Configuration = .fast, log: CapturedLog? = nil) throws -> QueueWorker {
+    func worker(
+        compressor: any ImageCompressor = ScriptedCompressor(), storage: any StorageRepository = InMemoryStorage(),
+        pipeline: JobPipeline.Configuration = .init(jobs: 2, uploads: 2),
+        configuration: QueueWorker.Configuration = .fast, log: CapturedLog? = nil
+    ) throws -> QueueWorker {
         let handler = FileHandler(compressor: compressor, storage: storage)
-        let logger = log.map { log in Logger(label: "test", factory: { _ in log }) }
+        let logger =
+            log.map { log in Logger(label: "test", factory: { _ in log }) }
             ?? Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        return try QueueWorker(queue: queue, pipeline: JobPipeline(handler: handler, configuration: pipeline),
-                               configuration: configuration, logger: logger)
+        return try QueueWorker(
+            queue: queue, pipeline: JobPipeline(handler: handler, configuration: pipeline),
+            configuration: configuration, logger: logger)
     }
 
     func files(_ sub: String) -> [String] { directory.files(under: "queue/" + sub) }

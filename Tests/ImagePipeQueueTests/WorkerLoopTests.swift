@@ -14,7 +14,8 @@ import Testing
         let queue = MemoryQueue(jobs: ["a.jpg"])
         let storage = InMemoryStorage(failing: { _, attempt in attempt == 1 ? ImagePipeError(.storageUnavailable, "503") : nil })
         let clock = ManualClock()
-        let loop = makeLoop(queue, storage: storage, clock: clock, retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)))
+        let loop = makeLoop(
+            queue, storage: storage, clock: clock, retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)))
         let running = Task { try await loop.run() }
         #expect(await until { queue.retries.count == 1 })
         let delay = try #require(queue.retries.first)
@@ -30,8 +31,9 @@ import Testing
         let queue = MemoryQueue(jobs: ["a.jpg"], holdsRetries: true)
         let storage = InMemoryStorage(failing: { _, attempt in attempt == 1 ? ImagePipeError(.storageUnavailable, "503") : nil })
         let clock = ManualClock()
-        let loop = makeLoop(queue, storage: storage, clock: clock,
-                            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)))
+        let loop = makeLoop(
+            queue, storage: storage, clock: clock,
+            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)))
         let running = Task { try await loop.run() }
         #expect(await until { loop.statistics.retrying == 1 })
         let delay = try #require(queue.retries.first)
@@ -48,8 +50,9 @@ import Testing
         let storage = InMemoryStorage(failing: { _, _ in full.withLock { $0 } ? ImagePipeError(.storageFull, "No space left") : nil })
         let queue = MemoryQueue(jobs: ["first.jpg"], holdsRetries: true)
         let clock = ManualClock()
-        var configuration = WorkerLoop.Configuration(retry: RetryPolicy(maxAttempts: 20, baseDelay: .seconds(100), maxDelay: .seconds(100)),
-                                                     statusInterval: .zero, fullStoragePause: .seconds(30))
+        var configuration = WorkerLoop.Configuration(
+            retry: RetryPolicy(maxAttempts: 20, baseDelay: .seconds(100), maxDelay: .seconds(100)),
+            statusInterval: .zero, fullStoragePause: .seconds(30))
         configuration.shutdownTimeout = .seconds(1)
         let loop = makeLoop(queue, storage: storage, clock: clock, configuration: configuration)
         let running = Task { try await loop.run() }
@@ -92,10 +95,11 @@ import Testing
         try await Task.sleep(for: .milliseconds(100))
         #expect(queue.released.isEmpty, "waits for the job within the timeout")
         // The shutdown's deadline is set when it starts: move the clock on until it has passed.
-        #expect(await until {
-            clock.advance(by: .seconds(31))
-            return queue.released == ["slow.jpg"]
-        })
+        #expect(
+            await until {
+                clock.advance(by: .seconds(31))
+                return queue.released == ["slow.jpg"]
+            })
         try await running.value
         #expect(queue.closed)
     }
@@ -108,9 +112,11 @@ import Testing
             object.key.hasPrefix("a") && attempt == 1 ? ImagePipeError(.storageUnavailable, "503") : nil
         })
         let clock = ManualClock()
-        let loop = makeLoop(queue, storage: storage, clock: clock, configuration: .init(
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)),
-            shutdownTimeout: .seconds(5), statusInterval: .zero, exitWhenEmpty: true))
+        let loop = makeLoop(
+            queue, storage: storage, clock: clock,
+            configuration: .init(
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)),
+                shutdownTimeout: .seconds(5), statusInterval: .zero, exitWhenEmpty: true))
         let returned = Mutex(false)
         let running = Task {
             try await loop.run()
@@ -124,15 +130,18 @@ import Testing
         #expect(queue.completed.sorted() == ["a.jpg", "b.jpg"] && queue.released.isEmpty)
     }
 
-    private func makeLoop(_ queue: MemoryQueue, compressor: any ImageCompressor = ScriptedCompressor(),
-                          storage: any StorageRepository = InMemoryStorage(), clock: ManualClock,
-                          retry: RetryPolicy = .init(), configuration: WorkerLoop.Configuration? = nil,
-                          observer: (any WorkerObserver)? = nil) -> WorkerLoop {
+    private func makeLoop(
+        _ queue: MemoryQueue, compressor: any ImageCompressor = ScriptedCompressor(),
+        storage: any StorageRepository = InMemoryStorage(), clock: ManualClock,
+        retry: RetryPolicy = .init(), configuration: WorkerLoop.Configuration? = nil,
+        observer: (any WorkerObserver)? = nil
+    ) -> WorkerLoop {
         let handler = FileHandler(compressor: compressor, storage: storage)
         let pipeline = JobPipeline(handler: handler, configuration: .init(jobs: 1, uploads: 1))
-        return WorkerLoop(queue: queue, pipeline: pipeline,
-                          configuration: configuration ?? .init(retry: retry, shutdownTimeout: .seconds(5), statusInterval: .zero),
-                          clock: clock, observer: observer, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        return WorkerLoop(
+            queue: queue, pipeline: pipeline,
+            configuration: configuration ?? .init(retry: retry, shutdownTimeout: .seconds(5), statusInterval: .zero),
+            clock: clock, observer: observer, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     @Test func theObserverHearsEachRecordedOutcomeOnceAndEachRetry() async throws {
@@ -142,8 +151,9 @@ import Testing
         })
         let compressor = ScriptedCompressor(failing: { $0 == "c.jpg" ? ImagePipeError(.corruptImage, "corrupt or truncated image data") : nil })
         let observer = RecordingObserver()
-        let loop = makeLoop(queue, compressor: compressor, storage: storage, clock: ManualClock(),
-                            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)), observer: observer)
+        let loop = makeLoop(
+            queue, compressor: compressor, storage: storage, clock: ManualClock(),
+            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)), observer: observer)
         let running = Task { try await loop.run() }
         #expect(await until { observer.finished.count == 3 }, "\(observer.finished)")
         let finished = Dictionary(observer.finished.map { ($0.source, $0) }, uniquingKeysWith: { first, _ in first })

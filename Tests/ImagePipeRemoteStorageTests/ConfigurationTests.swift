@@ -16,8 +16,10 @@ import Testing
         directory.write(".aws/credentials", "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = filesecret\n")
         let configuration = try S3Configuration.resolve(
             destination: "s3://photos/web/v2/", endpoint: nil, region: nil, publicBaseURL: nil,
-            environment: isolated.merging(["AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret",
-                                           "AWS_SESSION_TOKEN": "envtoken", "AWS_REGION": "eu-central-1"]) { $1 })
+            environment: isolated.merging([
+                "AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret",
+                "AWS_SESSION_TOKEN": "envtoken", "AWS_REGION": "eu-central-1",
+            ]) { $1 })
         #expect(configuration.credentials == AWSCredentials(accessKeyID: "ENVKEY", secretAccessKey: "envsecret", sessionToken: "envtoken"))
         #expect(configuration.destination == (try RemoteDestination(bucket: "photos", prefix: "web/v2/")))
         #expect(configuration.region == "eu-central-1")
@@ -27,7 +29,9 @@ import Testing
     }
 
     @Test func aNamedProfileFromTheSharedFiles() throws {
-        directory.write("creds", """
+        directory.write(
+            "creds",
+            """
             [default]
             aws_access_key_id = DEFAULTKEY
             aws_secret_access_key = defaultsecret
@@ -37,7 +41,9 @@ import Testing
             aws_access_key_id = MEDIAKEY
             aws_secret_access_key = mediasecret
             """)
-        directory.write("config", """
+        directory.write(
+            "config",
+            """
             [profile media]
             region = ap-southeast-2
             endpoint_url = https://minio.internal:9000/
@@ -47,8 +53,10 @@ import Testing
             """)
         let configuration = try S3Configuration.resolve(
             destination: "s3://bucket.with.dots", endpoint: nil, region: nil, publicBaseURL: nil,
-            environment: isolated.merging(["AWS_PROFILE": "media", "AWS_SHARED_CREDENTIALS_FILE": directory.url("creds"),
-                                           "AWS_CONFIG_FILE": directory.url("config")]) { $1 })
+            environment: isolated.merging([
+                "AWS_PROFILE": "media", "AWS_SHARED_CREDENTIALS_FILE": directory.url("creds"),
+                "AWS_CONFIG_FILE": directory.url("config"),
+            ]) { $1 })
         #expect(configuration.credentials.accessKeyID == "MEDIAKEY")
         #expect(configuration.region == "ap-southeast-2")
         #expect(configuration.endpoint == ServiceEndpoint(scheme: "https", host: "minio.internal", port: 9000))
@@ -63,8 +71,10 @@ import Testing
         let configuration = try S3Configuration.resolve(
             destination: "s3://b1b", endpoint: "http://[::1]:9000/storage/v1/s3", region: "auto",
             publicBaseURL: "https://cdn.example.com",
-            environment: isolated.merging(["AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S",
-                                           "AWS_ENDPOINT_URL_S3": "http://ignored:1", "AWS_REGION": "us-west-2"]) { $1 })
+            environment: isolated.merging([
+                "AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S",
+                "AWS_ENDPOINT_URL_S3": "http://ignored:1", "AWS_REGION": "us-west-2",
+            ]) { $1 })
         #expect(configuration.region == "auto")
         #expect(configuration.endpoint.authority == "[::1]:9000")
         #expect(configuration.endpoint.basePath == "/storage/v1/s3")
@@ -96,8 +106,9 @@ import Testing
     ])
     func badDestinationsAreConfigurationErrors(_ destination: String, _ message: String) throws {
         let error = try #require(throws: ImagePipeError.self) {
-            try S3Configuration.resolve(destination: destination, endpoint: nil, region: nil, publicBaseURL: nil,
-                                        environment: isolated.merging(["AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S"]) { $1 })
+            try S3Configuration.resolve(
+                destination: destination, endpoint: nil, region: nil, publicBaseURL: nil,
+                environment: isolated.merging(["AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S"]) { $1 })
         }
         #expect(error.code == .configuration)
         #expect(error.reason.contains(message), "\(error.reason)")
@@ -106,8 +117,9 @@ import Testing
     @Test func missingOrBrokenSettingsAreConfigurationErrors() throws {
         func failure(_ environment: [String: String], endpoint: String? = nil, publicBaseURL: String? = nil) -> ImagePipeError? {
             do {
-                _ = try S3Configuration.resolve(destination: "s3://b1b", endpoint: endpoint, region: nil,
-                                                publicBaseURL: publicBaseURL, environment: isolated.merging(environment) { $1 })
+                _ = try S3Configuration.resolve(
+                    destination: "s3://b1b", endpoint: endpoint, region: nil,
+                    publicBaseURL: publicBaseURL, environment: isolated.merging(environment) { $1 })
                 return nil
             } catch {
                 return error
@@ -129,12 +141,15 @@ import Testing
             destination: "supabase://avatars/users", publicBaseURL: nil,
             environment: ["SUPABASE_URL": "https://abc.supabase.co/", "SUPABASE_KEY": "k1", "SUPABASE_SERVICE_ROLE_KEY": "k2"])
         #expect(configuration.key == "k2", "the service role key wins")
-        #expect(configuration.objectURL(forKey: "users/Été.png") == "https://abc.supabase.co/storage/v1/object/public/avatars/users/%C3%89t%C3%A9.png")
+        #expect(
+            configuration.objectURL(forKey: "users/Été.png") == "https://abc.supabase.co/storage/v1/object/public/avatars/users/%C3%89t%C3%A9.png")
         #expect(!"\(configuration)".contains("k2"))
 
-        for (environment, message) in [([String: String](), "SUPABASE_URL is not set"),
-                                       (["SUPABASE_URL": "https://abc.supabase.co"], "no Supabase key"),
-                                       (["SUPABASE_URL": "abc", "SUPABASE_KEY": "k"], "SUPABASE_URL must be")] {
+        for (environment, message) in [
+            ([String: String](), "SUPABASE_URL is not set"),
+            (["SUPABASE_URL": "https://abc.supabase.co"], "no Supabase key"),
+            (["SUPABASE_URL": "abc", "SUPABASE_KEY": "k"], "SUPABASE_URL must be"),
+        ] {
             let error = try #require(throws: ImagePipeError.self) {
                 try SupabaseConfiguration.resolve(destination: "supabase://avatars", publicBaseURL: nil, environment: environment)
             }

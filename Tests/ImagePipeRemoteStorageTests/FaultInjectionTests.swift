@@ -13,11 +13,14 @@ import Testing
         bucket = try moto.makeBucket()
     }
 
-    func storage(_ proxy: FaultProxy, retry: RetryPolicy = .fast, stallTimeout: Duration = .seconds(30),
-                 multipart: Bool = false) throws -> S3Storage {
-        S3Storage(configuration: try moto.configuration(
-            bucket: bucket, endpoint: proxy.endpoint, retry: retry, stallTimeout: stallTimeout,
-            multipartThreshold: multipart ? 5 << 20 : 8 << 20, partSize: 5 << 20))
+    func storage(
+        _ proxy: FaultProxy, retry: RetryPolicy = .fast, stallTimeout: Duration = .seconds(30),
+        multipart: Bool = false
+    ) throws -> S3Storage {
+        S3Storage(
+            configuration: try moto.configuration(
+                bucket: bucket, endpoint: proxy.endpoint, retry: retry, stallTimeout: stallTimeout,
+                multipartThreshold: multipart ? 5 << 20 : 8 << 20, partSize: 5 << 20))
     }
 
     @Test func serverErrorsAndBrokenConnectionsAreRetriedUntilStored() throws {

@@ -22,12 +22,16 @@ struct MonitoringIntoS3Tests {
         let queue = directory.url("queue")
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
         let worker = try WorkerProcess(
-            ["watch", queue, "--dest", "s3://\(bucket)/media", "--endpoint", proxy.endpoint, "--region", "us-east-1",
-             "--jobs", "1", "--uploads", "1", "--retry-delay", "0.05", "--max-attempts", "4", "--status-interval", "0",
-             "--metrics-address", "127.0.0.1:0", "--check-interval", "3600"],
+            [
+                "watch", queue, "--dest", "s3://\(bucket)/media", "--endpoint", proxy.endpoint, "--region", "us-east-1",
+                "--jobs", "1", "--uploads", "1", "--retry-delay", "0.05", "--max-attempts", "4", "--status-interval", "0",
+                "--metrics-address", "127.0.0.1:0", "--check-interval", "3600",
+            ],
             log: directory.url("worker.log"),
-            environment: ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
-                          "AWS_MAX_ATTEMPTS": "2", "HOME": directory.path])
+            environment: [
+                "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+                "AWS_MAX_ATTEMPTS": "2", "HOME": directory.path,
+            ])
         let address = try #require(worker.monitoringAddress(), "\(worker.log)")
         #expect(eventually { LoopbackHTTP.get("http://\(address)/readyz").status == 200 }, "\(worker.log)")
 
@@ -49,8 +53,9 @@ struct MonitoringIntoS3Tests {
         #expect(scrape.value("imagepipe_storage_retries_total", ["service": "s3"]) == 1)
         let answered503 = proxy.entries().filter { $0.fault == "503" }.count
         #expect(scrape.value("imagepipe_storage_requests_total", ["service": "s3", "method": "PUT", "status": "503"]) == Double(answered503))
-        #expect(scrape.sum("imagepipe_storage_requests_total") == Double(proxy.entries().count),
-                "every request through the proxy is counted once")
+        #expect(
+            scrape.sum("imagepipe_storage_requests_total") == Double(proxy.entries().count),
+            "every request through the proxy is counted once")
 
         // Every family the catalogue knows is exposed; the dashboard names exactly these.
         let exposed = Set(scrape.types.keys.filter { $0.hasPrefix("imagepipe_") })

@@ -26,16 +26,21 @@ import ImagePipeRemoteStorage
         let bucket = try moto.makeBucket()
         try makeSources()
         let output = try CommandRunner.run(
-            ["batch", directory.url("src"), "--dest", "s3://\(bucket)/site", "--endpoint", moto.endpoint, "--region", "us-east-1",
-             "--manifest", directory.url("manifest.jsonl"), "--cache-control", "public, max-age=600", "--with-original"],
-            environment: ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
-                          "HOME": directory.path])
+            [
+                "batch", directory.url("src"), "--dest", "s3://\(bucket)/site", "--endpoint", moto.endpoint, "--region", "us-east-1",
+                "--manifest", directory.url("manifest.jsonl"), "--cache-control", "public, max-age=600", "--with-original",
+            ],
+            environment: [
+                "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+                "HOME": directory.path,
+            ])
 
         #expect(output.status == 0, "\(output.stderr)")
-        #expect(try moto.keys(bucket) == [
-            "site/small-large.jpg", "site/small-medium.webp", "site/small-original.jpg", "site/small-thumb.webp",
-            "site/trip/tiny-large.jpg", "site/trip/tiny-medium.webp", "site/trip/tiny-original.png", "site/trip/tiny-thumb.webp",
-        ])
+        #expect(
+            try moto.keys(bucket) == [
+                "site/small-large.jpg", "site/small-medium.webp", "site/small-original.jpg", "site/small-thumb.webp",
+                "site/trip/tiny-large.jpg", "site/trip/tiny-medium.webp", "site/trip/tiny-original.png", "site/trip/tiny-thumb.webp",
+            ])
         let records = try manifest()
         let tiny = try #require(records["trip/tiny.png"])
         #expect(tiny["status"] as? String == "done")
@@ -62,8 +67,10 @@ import ImagePipeRemoteStorage
         let secret = "not-the-secret-\(UUID().uuidString)"
         let output = try CommandRunner.run(
             ["batch", directory.url("src"), "--dest", "s3://\(bucket)", "--manifest", directory.url("manifest.jsonl")],
-            environment: ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": secret,
-                          "AWS_ENDPOINT_URL_S3": moto.endpoint, "AWS_REGION": "us-east-1", "HOME": directory.path])
+            environment: [
+                "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": secret,
+                "AWS_ENDPOINT_URL_S3": moto.endpoint, "AWS_REGION": "us-east-1", "HOME": directory.path,
+            ])
 
         #expect(output.status == 2, "\(output.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.url("manifest.jsonl")), "a run that never started leaves no manifest")
@@ -75,8 +82,9 @@ import ImagePipeRemoteStorage
 
     @Test func missingCredentialsAndMisplacedFlagsExitWithStatus2() throws {
         try makeSources()
-        let noCredentials = try CommandRunner.run(["batch", directory.url("src"), "--dest", "s3://bucket/x"],
-                                                  environment: ["HOME": directory.path])
+        let noCredentials = try CommandRunner.run(
+            ["batch", directory.url("src"), "--dest", "s3://bucket/x"],
+            environment: ["HOME": directory.path])
         #expect(noCredentials.status == 2)
         #expect(noCredentials.stderr.contains("no AWS credentials"), "\(noCredentials.stderr)")
 
@@ -86,8 +94,9 @@ import ImagePipeRemoteStorage
         #expect(localWithEndpoint.status == 2)
         #expect(localWithEndpoint.stderr.contains("--endpoint applies only to s3://"))
 
-        let noSupabaseURL = try CommandRunner.run(["batch", directory.url("src"), "--dest", "supabase://bucket"],
-                                                  environment: ["HOME": directory.path])
+        let noSupabaseURL = try CommandRunner.run(
+            ["batch", directory.url("src"), "--dest", "supabase://bucket"],
+            environment: ["HOME": directory.path])
         #expect(noSupabaseURL.status == 2)
         #expect(noSupabaseURL.stderr.contains("SUPABASE_URL is not set"))
     }
@@ -105,14 +114,17 @@ import ImagePipeRemoteStorage
         let stub = try SupabaseStub(key: key)
         try makeSources()
         let output = try CommandRunner.run(
-            ["batch", directory.url("src"), "--dest", "supabase://media/web", "--public-base-url", "https://cdn.example.com/",
-             "--manifest", directory.url("manifest.jsonl")],
+            [
+                "batch", directory.url("src"), "--dest", "supabase://media/web", "--public-base-url", "https://cdn.example.com/",
+                "--manifest", directory.url("manifest.jsonl"),
+            ],
             environment: ["SUPABASE_URL": stub.url, "SUPABASE_SERVICE_ROLE_KEY": key])
         #expect(output.status == 0, "\(output.stderr)")
-        #expect(try stub.state().objects.keys.sorted() == [
-            "media/web/small-large.jpg", "media/web/small-medium.webp", "media/web/small-thumb.webp",
-            "media/web/trip/tiny-large.jpg", "media/web/trip/tiny-medium.webp", "media/web/trip/tiny-thumb.webp",
-        ])
+        #expect(
+            try stub.state().objects.keys.sorted() == [
+                "media/web/small-large.jpg", "media/web/small-medium.webp", "media/web/small-thumb.webp",
+                "media/web/trip/tiny-large.jpg", "media/web/trip/tiny-medium.webp", "media/web/trip/tiny-thumb.webp",
+            ])
         let variants = try #require(try manifest()["trip/tiny.png"]?["variants"] as? [[String: Any]])
         #expect(variants.first?["url"] as? String == "https://cdn.example.com/web/trip/tiny-large.jpg")
         #expect(!output.stderr.contains(key))
@@ -123,18 +135,23 @@ import ImagePipeRemoteStorage
         let bucket = try moto.makeBucket()
         let proxy = try FaultProxy(upstream: moto, plan: [])
         try makeSources()
-        let environment = ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
-                           "HOME": directory.path]
-        let arguments = ["batch", directory.url("src"), "--dest", "s3://\(bucket)/site", "--endpoint", proxy.endpoint,
-                         "--region", "us-east-1", "--manifest", directory.url("manifest.jsonl")]
+        let environment = [
+            "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+            "HOME": directory.path,
+        ]
+        let arguments = [
+            "batch", directory.url("src"), "--dest", "s3://\(bucket)/site", "--endpoint", proxy.endpoint,
+            "--region", "us-east-1", "--manifest", directory.url("manifest.jsonl"),
+        ]
         #expect(try CommandRunner.run(arguments, environment: environment).status == 0)
         let firstRequests = proxy.entries().count
 
         let again = try CommandRunner.run(arguments, environment: environment)
         #expect(again.status == 0, "\(again.stderr)")
         let rerun = proxy.entries().dropFirst(firstRequests)
-        #expect(rerun.map(\.method).sorted() == ["HEAD"] + Array(repeating: "HEAD", count: 6),
-                "one probe and one lookup per output, no upload: \(rerun.map(\.method))")
+        #expect(
+            rerun.map(\.method).sorted() == ["HEAD"] + Array(repeating: "HEAD", count: 6),
+            "one probe and one lookup per output, no upload: \(rerun.map(\.method))")
         let records = try manifest()
         #expect(records.values.allSatisfy { $0["status"] as? String == "skipped" && $0["skip_code"] as? String == "up_to_date" })
         #expect((records["trip/tiny.png"]?["variants"] as? [[String: Any]])?.count == 3)
@@ -153,8 +170,10 @@ import ImagePipeRemoteStorage
         try makeSources()
         let output = try CommandRunner.run(
             ["batch", directory.url("src"), "--dest", "s3://nobucket/web", "--endpoint", moto.endpoint],
-            environment: ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
-                          "HOME": directory.path])
+            environment: [
+                "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+                "HOME": directory.path,
+            ])
         #expect(output.status == 2)
         #expect(output.stderr.contains("bucket s3://nobucket does not exist at \(moto.endpoint)"), "\(output.stderr)")
     }

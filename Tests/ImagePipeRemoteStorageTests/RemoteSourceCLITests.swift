@@ -9,8 +9,10 @@ import Testing
     let directory = TemporaryDirectory(prefix: "imagepipe-sources")
 
     func environment(_ moto: MotoServer) -> [String: String] {
-        ["AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
-         "AWS_REGION": "us-east-1", "HOME": directory.path]
+        [
+            "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+            "AWS_REGION": "us-east-1", "HOME": directory.path,
+        ]
     }
 
     func manifest() throws -> [String: [String: Any]] {
@@ -40,8 +42,10 @@ import Testing
         let proxy = try FaultProxy(upstream: moto, plan: [])
 
         let output = try CommandRunner.run(
-            ["batch", "s3://\(bucket)", directory.url("local"), "--dest", directory.url("out"), "--endpoint", proxy.endpoint,
-             "--variant", "t=16x16,jpeg,q50", "--manifest", directory.url("manifest.jsonl"), "--jobs", "2", "--uploads", "8"],
+            [
+                "batch", "s3://\(bucket)", directory.url("local"), "--dest", directory.url("out"), "--endpoint", proxy.endpoint,
+                "--variant", "t=16x16,jpeg,q50", "--manifest", directory.url("manifest.jsonl"), "--jobs", "2", "--uploads", "8",
+            ],
             environment: environment(moto))
 
         #expect(output.status == 0, "\(output.stderr.suffix(2000))")
@@ -72,8 +76,10 @@ import Testing
         let proxy = try FaultProxy(upstream: moto, plan: [])
 
         let output = try CommandRunner.run(
-            ["batch", "s3://\(bucket)", "--from", list, "--dest", directory.url("out"), "--endpoint", proxy.endpoint,
-             "--max-source-bytes", "1000000", "--manifest", directory.url("manifest.jsonl")],
+            [
+                "batch", "s3://\(bucket)", "--from", list, "--dest", directory.url("out"), "--endpoint", proxy.endpoint,
+                "--max-source-bytes", "1000000", "--manifest", directory.url("manifest.jsonl"),
+            ],
             environment: environment(moto))
 
         #expect(output.status == 1, "\(output.stderr)")
@@ -88,8 +94,9 @@ import Testing
         #expect(!gets.contains { $0.hasSuffix("/huge.jpg") }, "no GET for the over-size object: \(gets)")
         #expect(gets.contains { $0.hasSuffix("/ok.jpg") } && gets.contains { $0.hasSuffix("/gone.jpg") })
         #expect(output.stderr.contains(#"error="s3://\#(bucket)/photos/gone.jpg does not exist"#), "\(output.stderr)")
-        #expect(TextLog.hasLine(output.stderr, "error", "failed", ["source": "s3://\(bucket)/photos/gone.jpg", "error_code": "source_not_found"]),
-                "\(output.stderr)")
+        #expect(
+            TextLog.hasLine(output.stderr, "error", "failed", ["source": "s3://\(bucket)/photos/gone.jpg", "error_code": "source_not_found"]),
+            "\(output.stderr)")
     }
 
     @Test func aSourceBucketThatCannotBeReadStopsTheBatchWithStatus2BeforeTheDestinationIsMade() throws {
@@ -98,8 +105,9 @@ import Testing
         func run(_ source: String, secret: String? = nil, on server: MotoServer? = nil) throws -> CommandRunner.Output {
             var environment = environment(server ?? moto)
             if let secret { environment["AWS_SECRET_ACCESS_KEY"] = secret }
-            return try CommandRunner.run(["batch", source, "--dest", directory.url("out"), "--endpoint", (server ?? moto).endpoint],
-                                         environment: environment)
+            return try CommandRunner.run(
+                ["batch", source, "--dest", directory.url("out"), "--endpoint", (server ?? moto).endpoint],
+                environment: environment)
         }
         let missing = try run("s3://no-such-bucket")
         #expect(missing.status == 2)
@@ -126,8 +134,10 @@ import Testing
         try stub.seed(jpeg, key: "elsewhere/one.jpg")
 
         let output = try CommandRunner.run(
-            ["batch", "supabase://media/uploads/", "supabase://media/elsewhere/one.jpg", "--dest", directory.url("out"),
-             "--variant", "t=16x16,webp,q50", "--manifest", directory.url("manifest.jsonl")],
+            [
+                "batch", "supabase://media/uploads/", "supabase://media/elsewhere/one.jpg", "--dest", directory.url("out"),
+                "--variant", "t=16x16,webp,q50", "--manifest", directory.url("manifest.jsonl"),
+            ],
             environment: ["SUPABASE_URL": stub.url, "SUPABASE_SERVICE_ROLE_KEY": key])
 
         #expect(output.status == 0, "\(output.stderr)")

@@ -50,8 +50,9 @@ import Testing
         closed.retry = .fast
         let unreachable = probeError(closed)
         #expect(unreachable?.code == .configuration)
-        #expect(unreachable?.reason.hasPrefix("cannot reach bucket s3://\(bucket) at http://127.0.0.1:9: connection failed") == true,
-                "\(unreachable?.reason ?? "")")
+        #expect(
+            unreachable?.reason.hasPrefix("cannot reach bucket s3://\(bucket) at http://127.0.0.1:9: connection failed") == true,
+            "\(unreachable?.reason ?? "")")
     }
 
     @Test(arguments: [1_000, 9 << 20]) func aNewKeyIsWrittenOnlyIfStillFreeSingleAndMultipart(size: Int) throws {
@@ -59,8 +60,9 @@ import Testing
         let bucket = try moto.makeBucket()
         let storage = S3Storage(configuration: try moto.configuration(bucket: bucket))
         func object(_ sha: Character, _ seed: UInt64) -> StorageObject {
-            StorageObject(key: "k.jpg", body: .pattern(size, seed: seed), contentType: "image/jpeg",
-                          origin: Origin(sha256: String(repeating: sha, count: 64), source: "\(sha).jpg", variant: "large"), policy: .create)
+            StorageObject(
+                key: "k.jpg", body: .pattern(size, seed: seed), contentType: "image/jpeg",
+                origin: Origin(sha256: String(repeating: sha, count: 64), source: "\(sha).jpg", variant: "large"), policy: .create)
         }
         _ = try storage.put(object("a", 1))
         // The same original written meanwhile by another worker: kept, reported in place.

@@ -90,7 +90,9 @@ import Testing
         let proxy = try FaultProxy(upstream: moto, plan: [])
         let error = try #require(readError(try repository(endpoint: proxy.endpoint), "huge.tiff", maxBytes: 1 << 20))
         #expect(error.code == .imageTooLarge)
-        #expect(error.reason == "s3://\(bucket)/huge.tiff is \(size) bytes, more than the \(1 << 20) bytes --max-source-bytes allows; it was not downloaded")
+        #expect(
+            error.reason
+                == "s3://\(bucket)/huge.tiff is \(size) bytes, more than the \(1 << 20) bytes --max-source-bytes allows; it was not downloaded")
         let entries = proxy.entries()
         #expect(entries.map(\.method) == ["GET"], "refused at once, not retried")
         // The proxy only gets rid of what fits in the sockets' buffers (a few MiB on loopback) before the client hangs up.
@@ -148,8 +150,8 @@ import Testing
         let wrong = try repository(secret: "wrong")
         let refused = try #require(thrownError { () throws(ImagePipeError) in try wrong.list(location("")) })
         #expect(refused.code == .configuration)
-        #expect(refused.reason.contains("access to bucket s3://\(bucket) is denied (403)") && refused.reason.contains("s3:GetObject"),
-                "\(refused.reason)")
+        #expect(
+            refused.reason.contains("access to bucket s3://\(bucket) is denied (403)") && refused.reason.contains("s3:GetObject"),
+            "\(refused.reason)")
     }
 }
-

@@ -12,11 +12,16 @@ import Testing
         let storage = S3Storage(configuration: try moto.configuration(bucket: bucket, prefix: "variants/2024"))
         let body = Fixtures.data("images/formats/tiny.png")
 
-        let stored = try storage.put(StorageObject(key: "trip/beach thumb.png", body: body, contentType: "image/png",
-                                                   cacheControl: "public, max-age=60"))
+        let stored = try storage.put(
+            StorageObject(
+                key: "trip/beach thumb.png", body: body, contentType: "image/png",
+                cacheControl: "public, max-age=60"))
 
-        #expect(stored == StoredObject(key: "trip/beach thumb.png",
-                                       url: "\(moto.endpoint)/\(bucket)/variants/2024/trip/beach%20thumb.png", bytes: body.count))
+        #expect(
+            stored
+                == StoredObject(
+                    key: "trip/beach thumb.png",
+                    url: "\(moto.endpoint)/\(bucket)/variants/2024/trip/beach%20thumb.png", bytes: body.count))
         let info = try #require(try moto.object(bucket, "variants/2024/trip/beach thumb.png"))
         #expect(info.size == body.count && info.sha256 == body.sha256)
         #expect(info.contentType == "image/png")
@@ -77,11 +82,12 @@ import Testing
             urls.append(try storage.put(StorageObject(key: key, body: body, contentType: "image/jpeg")).url)
             #expect(try moto.object(bucket, "Été/" + key)?.sha256 == body.sha256)
         }
-        #expect(urls == [
-            "\(moto.endpoint)/\(bucket)/%C3%89t%C3%A9/%C3%89t%C3%A9%202024/a%2Bb%20%281%29-large.jpg",
-            "\(moto.endpoint)/\(bucket)/%C3%89t%C3%A9/na%C3%AFve/%E6%97%A5%E6%9C%AC%E8%AA%9E%20~file%21.webp",
-            "\(moto.endpoint)/\(bucket)/%C3%89t%C3%A9/sp%20ace/x%3Dy%26z%3B%40%24%2C%27.png",
-        ])
+        #expect(
+            urls == [
+                "\(moto.endpoint)/\(bucket)/%C3%89t%C3%A9/%C3%89t%C3%A9%202024/a%2Bb%20%281%29-large.jpg",
+                "\(moto.endpoint)/\(bucket)/%C3%89t%C3%A9/na%C3%AFve/%E6%97%A5%E6%9C%AC%E8%AA%9E%20~file%21.webp",
+                "\(moto.endpoint)/\(bucket)/%C3%89t%C3%A9/sp%20ace/x%3Dy%26z%3B%40%24%2C%27.png",
+            ])
     }
 
     @Test func spacesInKeysPassMotosSignatureCheck() throws {

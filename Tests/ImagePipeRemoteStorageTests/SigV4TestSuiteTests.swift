@@ -9,7 +9,8 @@ import ImagePipe
 @Suite struct SigV4TestSuiteTests {
     static let suite = Fixtures.root + "/aws-sigv4-test-suite"
     static let credentials = AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
-    static let token = "AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA=="
+    static let token =
+        "AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA=="
     /// 2015-08-30T12:36:00Z, the date of every vector.
     static let date = Date(timeIntervalSince1970: 1_440_938_160)
 
@@ -32,11 +33,13 @@ import ImagePipe
         func read(_ ext: String) throws -> String { try String(contentsOfFile: "\(Self.suite)/\(vector).\(ext)", encoding: .utf8) }
         var request = try Self.parse(read("req"))
         let name = vector.split(separator: "/").last.map(String.init) ?? vector
-        let credentials = name.hasPrefix("post-sts-")
+        let credentials =
+            name.hasPrefix("post-sts-")
             ? AWSCredentials(accessKeyID: Self.credentials.accessKeyID, secretAccessKey: Self.credentials.secretAccessKey, sessionToken: Self.token)
             : Self.credentials
-        let signer = SigV4Signer(credentials: credentials, region: "us-east-1", service: "service", pathRule: .normalized,
-                                 tokenPlacement: name == "post-sts-header-after" ? .afterSigning : .signed)
+        let signer = SigV4Signer(
+            credentials: credentials, region: "us-east-1", service: "service", pathRule: .normalized,
+            tokenPlacement: name == "post-sts-header-after" ? .afterSigning : .signed)
         var unsigned = request
         let signature = signer.sign(&request, at: Self.date)
         let creq = try read("creq"), sts = try read("sts")
@@ -81,8 +84,9 @@ import ImagePipe
                 headers.append((String(name), String(line.dropFirst(name.count + 1))))
             }
         }
-        return SigV4Signer.Request(method: method, path: path, query: query, headers: headers,
-                                   payloadHash: Digests.sha256(Array(body.utf8)).hexString)
+        return SigV4Signer.Request(
+            method: method, path: path, query: query, headers: headers,
+            payloadHash: Digests.sha256(Array(body.utf8)).hexString)
     }
 
     // MARK: S3's rules
@@ -98,11 +102,14 @@ import ImagePipe
     }
 
     @Test func s3SignsThePayloadHashHeaderAndTheSessionToken() {
-        let signer = SigV4Signer(credentials: AWSCredentials(accessKeyID: "AKID", secretAccessKey: "secret", sessionToken: "token"),
-                                 region: "eu-west-1", service: "s3")
-        var request = SigV4Signer.Request(method: "PUT", path: "/b/k", headers: [
-            ("Host", "127.0.0.1:9000"), ("Content-Type", "image/webp"), ("x-amz-content-sha256", "abc"),
-        ], payloadHash: "abc")
+        let signer = SigV4Signer(
+            credentials: AWSCredentials(accessKeyID: "AKID", secretAccessKey: "secret", sessionToken: "token"),
+            region: "eu-west-1", service: "s3")
+        var request = SigV4Signer.Request(
+            method: "PUT", path: "/b/k",
+            headers: [
+                ("Host", "127.0.0.1:9000"), ("Content-Type", "image/webp"), ("x-amz-content-sha256", "abc"),
+            ], payloadHash: "abc")
         let signature = signer.sign(&request, at: Self.date)
         #expect(signature.signedHeaders == "content-type;host;x-amz-content-sha256;x-amz-date;x-amz-security-token")
         #expect(signature.canonicalRequest.hasSuffix("\nabc"))
@@ -112,13 +119,17 @@ import ImagePipe
 
     /// The GET example from Amazon S3's SigV4 documentation (header-based authentication).
     @Test func s3DocumentationExample() {
-        let signer = SigV4Signer(credentials: AWSCredentials(accessKeyID: "AKIAIOSFODNN7EXAMPLE",
-                                                             secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
-                                 region: "us-east-1", service: "s3")
+        let signer = SigV4Signer(
+            credentials: AWSCredentials(
+                accessKeyID: "AKIAIOSFODNN7EXAMPLE",
+                secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+            region: "us-east-1", service: "s3")
         let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        var request = SigV4Signer.Request(method: "GET", path: "/test.txt", headers: [
-            ("Host", "examplebucket.s3.amazonaws.com"), ("Range", "bytes=0-9"), ("x-amz-content-sha256", empty),
-        ], payloadHash: empty)
+        var request = SigV4Signer.Request(
+            method: "GET", path: "/test.txt",
+            headers: [
+                ("Host", "examplebucket.s3.amazonaws.com"), ("Range", "bytes=0-9"), ("x-amz-content-sha256", empty),
+            ], payloadHash: empty)
         let signature = signer.sign(&request, at: Date(timeIntervalSince1970: 1_369_353_600))
         #expect(signature.signature == "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")
     }

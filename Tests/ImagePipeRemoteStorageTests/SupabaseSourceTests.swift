@@ -37,8 +37,12 @@ import Testing
         // photos/ holds 3 files and the folder trip: two full pages, then an empty one says it ended;
         // trip/ holds 4 files and the folder deep (3 pages); then deep/ and er/.
         let pages = listings.map { "\($0["prefix"] as? String ?? "?")@\($0["offset"] as? Int ?? -1)" }
-        #expect(pages.sorted() == ["photos/trip/deep/er@0", "photos/trip/deep@0", "photos/trip@0", "photos/trip@2", "photos/trip@4",
-                                   "photos@0", "photos@2", "photos@4"].sorted(), "\(pages)")
+        #expect(
+            pages.sorted()
+                == [
+                    "photos/trip/deep/er@0", "photos/trip/deep@0", "photos/trip@0", "photos/trip@2", "photos/trip@4",
+                    "photos@0", "photos@2", "photos@4",
+                ].sorted(), "\(pages)")
         #expect(listings.allSatisfy { $0["limit"] as? Int == 2 })
     }
 

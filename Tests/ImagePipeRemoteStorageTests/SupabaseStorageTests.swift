@@ -14,11 +14,16 @@ import Testing
         let storage = SupabaseStorage(configuration: try stub.configuration(bucket: "media", prefix: "site/v1"))
         let body = Fixtures.data("images/formats/tiny.png")
 
-        let stored = try storage.put(StorageObject(key: "trip/a b.png", body: body, contentType: "image/png",
-                                                   cacheControl: "public, max-age=31536000, immutable"))
+        let stored = try storage.put(
+            StorageObject(
+                key: "trip/a b.png", body: body, contentType: "image/png",
+                cacheControl: "public, max-age=31536000, immutable"))
 
-        #expect(stored == StoredObject(key: "trip/a b.png",
-                                       url: "\(stub.url)/storage/v1/object/public/media/site/v1/trip/a%20b.png", bytes: body.count))
+        #expect(
+            stored
+                == StoredObject(
+                    key: "trip/a b.png",
+                    url: "\(stub.url)/storage/v1/object/public/media/site/v1/trip/a%20b.png", bytes: body.count))
         let state = try stub.state()
         let object = try #require(state.objects["media/site/v1/trip/a b.png"])
         #expect(object["sha256"] as? String == body.sha256)
@@ -105,8 +110,9 @@ import Testing
         let stub = try SupabaseStub(key: key)
         let storage = SupabaseStorage(configuration: try stub.configuration(key: key))
         func object(_ sha: Character) -> StorageObject {
-            StorageObject(key: "k.jpg", body: Data("\(sha)".utf8), contentType: "image/jpeg",
-                          origin: Origin(sha256: String(repeating: sha, count: 64), source: "\(sha).jpg", variant: "large"), policy: .create)
+            StorageObject(
+                key: "k.jpg", body: Data("\(sha)".utf8), contentType: "image/jpeg",
+                origin: Origin(sha256: String(repeating: sha, count: 64), source: "\(sha).jpg", variant: "large"), policy: .create)
         }
         _ = try storage.put(object("a"))
         #expect(try storage.put(object("a")).wasInPlace)

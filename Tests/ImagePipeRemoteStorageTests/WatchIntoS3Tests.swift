@@ -20,8 +20,10 @@ import ImagePipeRemoteStorage
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLineRunner.binary)
-        process.arguments = ["watch", queue, "--dest", "s3://\(bucket)/media", "--endpoint", proxy.endpoint, "--region", "us-east-1",
-                             "--jobs", "1", "--uploads", "1", "--retry-delay", "0.05", "--max-attempts", "4", "--status-interval", "0"]
+        process.arguments = [
+            "watch", queue, "--dest", "s3://\(bucket)/media", "--endpoint", proxy.endpoint, "--region", "us-east-1",
+            "--jobs", "1", "--uploads", "1", "--retry-delay", "0.05", "--max-attempts", "4", "--status-interval", "0",
+        ]
         // One request attempt per put, so the outage reaches the queue's own retries.
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") }.merging([
             "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
@@ -45,8 +47,10 @@ import ImagePipeRemoteStorage
         let result = try JSONDecoder().decode(JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: record)))
         #expect(result.status == .done)
         #expect(result.attempts == 2, "the first attempt met the outage")
-        #expect(TextLog.hasLine(output, "warning", "attempt failed, retrying",
-                                ["source": "photo.png", "attempt": "1", "max_attempts": "4", "error_code": "storage_unavailable"]), "\(output)")
+        #expect(
+            TextLog.hasLine(
+                output, "warning", "attempt failed, retrying",
+                ["source": "photo.png", "attempt": "1", "max_attempts": "4", "error_code": "storage_unavailable"]), "\(output)")
         #expect(try moto.keys(bucket) == ["media/photo-large.jpg", "media/photo-medium.webp", "media/photo-thumb.webp"])
         #expect(proxy.entries().dropFirst(4).prefix(3).allSatisfy { $0.fault == "503" })
         #expect(!FileManager.default.fileExists(atPath: queue + "/failed/photo.png"))

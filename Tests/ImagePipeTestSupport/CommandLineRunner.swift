@@ -27,14 +27,18 @@ public enum CommandLineRunner {
     ///   - environment: when given, replaces every `AWS_*`, `SUPABASE_*` and `IMAGEPIPE_*` variable of
     ///     the test's environment, so stray credentials or settings never leak into a run.
     ///   - input: what the process reads on standard input (default: nothing, end of file at once).
-    public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
-                           input: Data? = nil) throws -> Output {
+    public static func run(
+        _ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
+        input: Data? = nil
+    ) throws -> Output {
         try run(executable: binary, arguments, in: directory, environment: environment, input: input)
     }
 
     /// Runs another executable (an oracle such as `python3`) the same way.
-    public static func run(executable: String, _ arguments: [String], in directory: String? = nil,
-                           environment: [String: String]? = nil, input: Data? = nil) throws -> Output {
+    public static func run(
+        executable: String, _ arguments: [String], in directory: String? = nil,
+        environment: [String: String]? = nil, input: Data? = nil
+    ) throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -66,8 +70,9 @@ public enum CommandLineRunner {
         DispatchQueue.global().async(group: group) { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
         process.waitUntilExit()
         group.wait()
-        return Output(status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
-                      stderr: String(decoding: errData.get(), as: UTF8.self))
+        return Output(
+            status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
+            stderr: String(decoding: errData.get(), as: UTF8.self))
     }
 }
 

@@ -13,8 +13,10 @@ public enum CommandRunner {
 
     /// Runs `imagepipe` with the test's environment minus every AWS, Supabase and imagepipe setting, plus
     /// `environment`, optionally in `directory` and with `input` on standard input.
-    public static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
-                           input: Data? = nil) throws -> Output {
+    public static func run(
+        _ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
+        input: Data? = nil
+    ) throws -> Output {
         try CommandLineRunner.run(arguments, in: directory, environment: environment, input: input)
     }
 

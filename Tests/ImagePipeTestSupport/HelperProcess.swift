@@ -31,7 +31,8 @@ public final class HelperProcess: @unchecked Sendable {
         try? errors?.close()
         reader = LineReader(output.fileHandleForReading)
         guard let line = reader.readLine(),
-              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else {
             let printed = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             process.terminate()
             try? FileManager.default.removeItem(atPath: log)
@@ -52,7 +53,8 @@ public final class HelperProcess: @unchecked Sendable {
         let data = try JSONSerialization.data(withJSONObject: command) + Data("\n".utf8)
         input.fileHandleForWriting.write(data)
         guard let line = reader.readLine(),
-              let answer = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            let answer = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else {
             throw HelperError("no answer to \(command)")
         }
         if let error = answer["error"] as? String { throw HelperError(error) }

@@ -16,19 +16,24 @@ public final class PrometheusServer: @unchecked Sendable {
         directory = TemporaryDirectory(prefix: "imagepipe-prometheus")
         address = "127.0.0.1:\(LoopbackHTTP.freePort())"
         let list = targets.map { "'\($0)'" }.joined(separator: ", ")
-        directory.write("prometheus.yml", Data("""
-            global:
-              scrape_interval: 1s
-              scrape_timeout: 1s
-            scrape_configs:
-              - job_name: imagepipe
-                static_configs:
-                  - targets: [\(list)]
+        directory.write(
+            "prometheus.yml",
+            Data(
+                """
+                global:
+                  scrape_interval: 1s
+                  scrape_timeout: 1s
+                scrape_configs:
+                  - job_name: imagepipe
+                    static_configs:
+                      - targets: [\(list)]
 
-            """.utf8))
+                """.utf8))
         process.executableURL = URL(fileURLWithPath: "/usr/bin/prometheus")
-        process.arguments = ["--config.file", directory.url("prometheus.yml"), "--storage.tsdb.path", directory.url("data"),
-                             "--web.listen-address", address, "--log.level", "warn"]
+        process.arguments = [
+            "--config.file", directory.url("prometheus.yml"), "--storage.tsdb.path", directory.url("data"),
+            "--web.listen-address", address, "--log.level", "warn",
+        ]
         let log = directory.url("prometheus.log")
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardOutput = FileHandle.nullDevice
@@ -54,11 +59,13 @@ public final class PrometheusServer: @unchecked Sendable {
         let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? expression
         let answer = LoopbackHTTP.get("http://\(address)/api/v1/query?query=\(encoded)")
         guard answer.status == 200,
-              let object = try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
-              let data = object["data"] as? [String: Any], let result = data["result"] as? [[String: Any]] else { return [] }
+            let object = try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
+            let data = object["data"] as? [String: Any], let result = data["result"] as? [[String: Any]]
+        else { return [] }
         return result.compactMap { series in
             guard let labels = series["metric"] as? [String: String], let pair = series["value"] as? [Any],
-                  pair.count == 2, let text = pair[1] as? String, let value = Double(text) else { return nil }
+                pair.count == 2, let text = pair[1] as? String, let value = Double(text)
+            else { return nil }
             return (labels, value)
         }
     }
@@ -67,7 +74,8 @@ public final class PrometheusServer: @unchecked Sendable {
     public func targetHealth() -> [String: String] {
         let answer = LoopbackHTTP.get("http://\(address)/api/v1/targets")
         guard let object = try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
-              let data = object["data"] as? [String: Any], let active = data["activeTargets"] as? [[String: Any]] else { return [:] }
+            let data = object["data"] as? [String: Any], let active = data["activeTargets"] as? [[String: Any]]
+        else { return [:] }
         var health: [String: String] = [:]
         for target in active {
             if let url = target["scrapeUrl"] as? String { health[url] = target["health"] as? String ?? "" }

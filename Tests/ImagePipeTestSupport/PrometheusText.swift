@@ -40,7 +40,8 @@ public struct PrometheusText: Sendable {
                 samples.append(Sample(name: String(series), labels: [:], value: value))
                 continue
             }
-            samples.append(Sample(name: String(series[..<brace]), labels: Self.labels(series[series.index(after: brace)...].dropLast()), value: value))
+            samples.append(
+                Sample(name: String(series[..<brace]), labels: Self.labels(series[series.index(after: brace)...].dropLast()), value: value))
         }
         self.samples = samples
         self.types = types

@@ -22,8 +22,9 @@ public final class TemporaryDirectory: Sendable {
     @discardableResult
     public func write(_ relative: String, _ contents: Data) -> String {
         let target = url(relative)
-        try! FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
-                                                 withIntermediateDirectories: true)
+        try! FileManager.default.createDirectory(
+            atPath: (target as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true)
         try! contents.write(to: URL(fileURLWithPath: target))
         return target
     }

@@ -8,7 +8,8 @@ public enum TextLog {
     public static func hasLine(_ log: String, _ level: String, _ message: String, _ fields: [String: String] = [:]) -> Bool {
         log.split(separator: "\n").contains { line in
             guard let range = line.range(of: " \(level) \(message)"),
-                  line[range.upperBound...].isEmpty || line[range.upperBound...].hasPrefix(" ") else { return false }
+                line[range.upperBound...].isEmpty || line[range.upperBound...].hasPrefix(" ")
+            else { return false }
             let rest = " " + line[range.upperBound...] + " "
             return fields.allSatisfy { key, value in rest.contains(" \(key)=\(rendered(value)) ") }
         }
@@ -20,7 +21,8 @@ public enum TextLog {
         guard value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline || $0 == "\t" }) else {
             return value
         }
-        return "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return "\""
+            + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
             .replacingOccurrences(of: "\n", with: "\\n") + "\""
     }
 }

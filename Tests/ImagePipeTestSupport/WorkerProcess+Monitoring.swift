@@ -11,7 +11,8 @@ extension WorkerProcess {
     /// `HOST:PORT` from a log's "serving /metrics" line.
     public static func monitoringAddress(in log: String) -> String? {
         guard let line = log.split(separator: "\n").first(where: { $0.contains("serving /metrics") }),
-              let range = line.range(of: #"address(=|":")\[?[0-9a-f.:]+\]?:[0-9]+"#, options: .regularExpression) else { return nil }
+            let range = line.range(of: #"address(=|":")\[?[0-9a-f.:]+\]?:[0-9]+"#, options: .regularExpression)
+        else { return nil }
         let match = line[range]
         let value = match.drop { $0 != "=" && $0 != ":" }.drop { $0 == "=" || $0 == ":" || $0 == "\"" }
         return String(value)

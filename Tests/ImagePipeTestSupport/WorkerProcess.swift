@@ -15,8 +15,10 @@ public final class WorkerProcess: @unchecked Sendable {
     /// or through `launcher` (e.g. `ip netns exec NAME`) when given.
     /// `environment` replaces the test's `AWS_*` variables when given; with `writableInput`, ``input``
     /// writes to its standard input.
-    public init(_ arguments: [String], log: String, asNobody: Bool = false, launcher: [String] = [],
-                environment: [String: String]? = nil, writableInput: Bool = false) throws {
+    public init(
+        _ arguments: [String], log: String, asNobody: Bool = false, launcher: [String] = [],
+        environment: [String: String]? = nil, writableInput: Bool = false
+    ) throws {
         logPath = log
         let pipe = writableInput ? Pipe() : nil
         input = pipe?.fileHandleForWriting

@@ -43,8 +43,10 @@ import Testing
         directory.write("b/y.jpg", "x")
         directory.write("a/x.png", "x")
         directory.write("c/readme.md", "x")
-        let scanner = SourceScanner(inputs: [.init(directory.url("b")), .init(directory.url("a/x.png")),
-                                             .init(directory.url("c/readme.md")), .init(directory.url("gone.jpg"), listed: true)])
+        let scanner = SourceScanner(inputs: [
+            .init(directory.url("b")), .init(directory.url("a/x.png")),
+            .init(directory.url("c/readme.md")), .init(directory.url("gone.jpg"), listed: true),
+        ])
         let scan = try scanner.scan()
         #expect(scan.jobs.map(\.relativePath) == ["y.jpg", "z.jpg", "x.png", "gone.jpg"])
         #expect(scan.jobs[2].path == directory.url("a/x.png"))
@@ -143,11 +145,13 @@ import Testing
         directory.write("src/c-medium.jpg", String(repeating: "x", count: 800))
         directory.write("src/d-medium.jpg", String(repeating: "x", count: 800))
         let compressor = ScriptedCompressor()
-        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
-                                   configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
+        let pipeline = JobPipeline(
+            handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
+            configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
         let summary = try BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline).run { _, _ in }
         #expect(summary.done == 4)
-        #expect(compressor.calls == ["b-large.jpg", "c-medium.jpg", "d-medium.jpg", "a-small.jpg"],
-                "largest first; equal sizes keep path order")
+        #expect(
+            compressor.calls == ["b-large.jpg", "c-medium.jpg", "d-medium.jpg", "a-small.jpg"],
+            "largest first; equal sizes keep path order")
     }
 }

@@ -18,7 +18,8 @@ import Testing
     }
 
     @Test func valuesOfEveryKindWithTheirLines() throws {
-        let table = try parse("""
+        let table = try parse(
+            """
             # a comment
             name = "basic \\"quoted\\" \\u00e9\\t\\\\"   # trailing comment
             path = 'C:\\literal\\path'
@@ -43,14 +44,18 @@ import Testing
         #expect(table["small"]?.content == .float(0.001))
         #expect(table["on"]?.content == .boolean(true))
         #expect(table["quoted key"]?.content == .boolean(false))
-        #expect(table["list"] == ConfigurationValue(.array([
-            ConfigurationValue(.string("a"), line: 11), ConfigurationValue(.string("b"), line: 12),
-        ]), line: 10))
+        #expect(
+            table["list"]
+                == ConfigurationValue(
+                    .array([
+                        ConfigurationValue(.string("a"), line: 11), ConfigurationValue(.string("b"), line: 12),
+                    ]), line: 10))
         #expect(table["empty"]?.content == .array([]))
     }
 
     @Test func tablesFromHeadersAndDottedKeys() throws {
-        let table = try parse("""
+        let table = try parse(
+            """
             top = 1
             [watch]
             jobs = 2
@@ -60,7 +65,8 @@ import Testing
             d = 3
             """)
         guard case .table(let watch) = table["watch"]?.content, case .table(let presets) = table["presets"]?.content,
-              case .table(let a) = presets["a"]?.content, case .table(let c) = presets["c"]?.content else {
+            case .table(let a) = presets["a"]?.content, case .table(let c) = presets["c"]?.content
+        else {
             Issue.record("tables missing: \(table)")
             return
         }

@@ -110,9 +110,11 @@ import Testing
         let storage = InMemoryStorage(failing: { object, _ in
             object.key == "a-original.jpg" ? ImagePipeError(.storageUnavailable, "timeout") : nil
         })
-        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage,
-                                 configuration: .init(storeOriginal: true))
-            .process(Job(path: directory.write("a.jpg", "x"), relativePath: "a.jpg"))
+        let result = FileHandler(
+            compressor: ScriptedCompressor(), storage: storage,
+            configuration: .init(storeOriginal: true)
+        )
+        .process(Job(path: directory.write("a.jpg", "x"), relativePath: "a.jpg"))
         #expect(result.status == .failed)
         #expect(result.original == nil && result.variants.isEmpty)
         #expect(storage.objects.isEmpty, "the variants it did store were removed again")

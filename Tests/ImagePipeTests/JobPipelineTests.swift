@@ -15,8 +15,9 @@ import Testing
     @Test func everyJobFinishesExactlyOnceWithinTheConcurrencyLimits() {
         let compressor = ScriptedCompressor(work: .milliseconds(2))
         let storage = InMemoryStorage(delay: .milliseconds(1))
-        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: storage),
-                                   configuration: .init(jobs: 2, uploads: 3))
+        let pipeline = JobPipeline(
+            handler: FileHandler(compressor: compressor, storage: storage),
+            configuration: .init(jobs: 2, uploads: 3))
         let finished = Mutex<[String: Int]>([:])
         for job in jobs(60) {
             pipeline.submit(job) { result in
@@ -54,8 +55,9 @@ import Testing
 
     @Test func reservingRefusesWhenFull() {
         let compressor = ScriptedCompressor(work: .milliseconds(50))
-        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
-                                   configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
+        let pipeline = JobPipeline(
+            handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
+            configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
         let all = jobs(2)
         #expect(pipeline.reserve(timeout: .now()))
         pipeline.submitReserved(all[0]) { _ in }

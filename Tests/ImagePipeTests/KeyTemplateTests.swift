@@ -24,10 +24,12 @@ import Testing
         let sha = String(repeating: "ab", count: 32)
         let custom = try KeyTemplate("{hash}/{variant}.{ext}")
         #expect(custom.usesHash)
-        #expect(try custom.key(for: .init(relativePath: "x.png", sha256: sha), variant: "v", ext: "png")
-            == "abababababababab/v.png")
-        #expect(try KeyTemplate("{sha256}-{variant}.{srcext}").key(for: .init(relativePath: "a/x.PNG", sha256: sha), variant: "v", ext: "jpg")
-            == sha + "-v.png")
+        #expect(
+            try custom.key(for: .init(relativePath: "x.png", sha256: sha), variant: "v", ext: "png")
+                == "abababababababab/v.png")
+        #expect(
+            try KeyTemplate("{sha256}-{variant}.{srcext}").key(for: .init(relativePath: "a/x.PNG", sha256: sha), variant: "v", ext: "jpg")
+                == sha + "-v.png")
     }
 
     @Test func dotFilesAndDotlessNames() throws {
@@ -35,7 +37,10 @@ import Testing
         #expect(KeyTemplate.Values(relativePath: "a.b.c.jpg", sha256: nil).stem == "a.b.c")
     }
 
-    @Test(arguments: ["/{stem}-{variant}.{ext}", "../{stem}-{variant}.{ext}", "{dir}/../x/{stem}-{variant}.{ext}", "./{stem}-{variant}.{ext}", "{stem}.{ext}", "{nope}/{variant}", "{stem-{variant}", "{stem}}{variant}", ""])
+    @Test(arguments: [
+        "/{stem}-{variant}.{ext}", "../{stem}-{variant}.{ext}", "{dir}/../x/{stem}-{variant}.{ext}", "./{stem}-{variant}.{ext}", "{stem}.{ext}",
+        "{nope}/{variant}", "{stem-{variant}", "{stem}}{variant}", "",
+    ])
     func rejectsBadTemplates(_ text: String) {
         #expect(throws: ImagePipeError.self) { try KeyTemplate(text) }
     }

@@ -59,19 +59,25 @@ import Testing
         #expect(directory.files() == ["same.webp"])
     }
 
-    func object(_ key: String, _ body: String, from source: String, sha: Character, policy: WritePolicy = .replaceSameOriginal,
-                variant: String = "large=2048x2048,jpeg,q82") -> StorageObject {
-        StorageObject(key: key, body: Data(body.utf8), contentType: "image/jpeg",
-                      origin: Origin(sha256: String(repeating: sha, count: 64), source: source, width: 4, height: 3, variant: variant),
-                      policy: policy)
+    func object(
+        _ key: String, _ body: String, from source: String, sha: Character, policy: WritePolicy = .replaceSameOriginal,
+        variant: String = "large=2048x2048,jpeg,q82"
+    ) -> StorageObject {
+        StorageObject(
+            key: key, body: Data(body.utf8), contentType: "image/jpeg",
+            origin: Origin(sha256: String(repeating: sha, count: 64), source: source, width: 4, height: 3, variant: variant),
+            policy: policy)
     }
 
     @Test func recordsTheOriginInAnExtendedAttributeAndReportsIt() throws {
         let storage = LocalDirectoryStorage(root: directory.url("out"))
         _ = try storage.put(object("a/photo-large.jpg", "pixels", from: "a/photo.jpg", sha: "1"))
         let origin = try #require(LocalDirectoryStorage.origin(atPath: directory.url("out/a/photo-large.jpg")))
-        #expect(origin == Origin(sha256: String(repeating: "1", count: 64), source: "a/photo.jpg", width: 4, height: 3,
-                                 variant: "large=2048x2048,jpeg,q82"))
+        #expect(
+            origin
+                == Origin(
+                    sha256: String(repeating: "1", count: 64), source: "a/photo.jpg", width: 4, height: 3,
+                    variant: "large=2048x2048,jpeg,q82"))
         let existing = try #require(try storage.existing("a/photo-large.jpg"))
         #expect(existing.origin == origin && existing.bytes == 6)
         #expect(try storage.existing("a/missing.jpg") == nil)
@@ -86,8 +92,9 @@ import Testing
             Issue.record("another original's pixels must not replace the file")
         } catch {
             #expect(error.code == .keyCollision)
-            #expect(error.reason.contains("'photo.jpg' changed since output key 'photo-large.jpg' was made from it (then sha256 1111111111111111"),
-                    "\(error.reason)")
+            #expect(
+                error.reason.contains("'photo.jpg' changed since output key 'photo-large.jpg' was made from it (then sha256 1111111111111111"),
+                "\(error.reason)")
         }
         #expect(try String(contentsOfFile: directory.url("photo-large.jpg"), encoding: .utf8) == "blinds")
         // A file imagepipe did not write (no origin) is not replaced either.
@@ -126,8 +133,10 @@ import Testing
         let second = try storage.put(object("k.jpg", "second writer", from: "copy of a.jpg", sha: "1", policy: .create))
         #expect(second.wasInPlace, "a concurrent job of the same original found its output written")
         #expect(try String(contentsOfFile: directory.url("k.jpg"), encoding: .utf8) == "first writer")
-        let changedSettings = try storage.put(object("k.jpg", "new quality", from: "a.jpg", sha: "1", policy: .create,
-                                                     variant: "large=2048x2048,jpeg,q60"))
+        let changedSettings = try storage.put(
+            object(
+                "k.jpg", "new quality", from: "a.jpg", sha: "1", policy: .create,
+                variant: "large=2048x2048,jpeg,q60"))
         #expect(!changedSettings.wasInPlace)
         #expect(try String(contentsOfFile: directory.url("k.jpg"), encoding: .utf8) == "new quality")
         #expect(directory.files() == ["k.jpg"])

@@ -15,8 +15,10 @@ import Testing
         SourceScanner(inputs: inputs, excluding: excluded, sources: ["s3": sources])
     }
 
-    func run(_ inputs: [SourceScanner.Input], storage: InMemoryStorage = InMemoryStorage(),
-             configuration: FileHandler.Configuration = .init()) throws -> (BatchSummary, [String: JobResult]) {
+    func run(
+        _ inputs: [SourceScanner.Input], storage: InMemoryStorage = InMemoryStorage(),
+        configuration: FileHandler.Configuration = .init()
+    ) throws -> (BatchSummary, [String: JobResult]) {
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: storage, sources: [sources], configuration: configuration)
         let results = Mutex<[String: JobResult]>([:])
         let summary = try BatchRunner(scanner: scanner(inputs), pipeline: JobPipeline(handler: handler)).run { result, _ in
@@ -56,7 +58,9 @@ import Testing
             _ = try scanner([.init("s3://media/photos/nothing.jpg")]).scan()
         } catch {
             #expect(error.code == .configuration)
-            #expect(error.reason == "source s3://media/photos/nothing.jpg does not exist: no such object, and no objects under s3://media/photos/nothing.jpg/")
+            #expect(
+                error.reason
+                    == "source s3://media/photos/nothing.jpg does not exist: no such object, and no objects under s3://media/photos/nothing.jpg/")
         }
         // An empty folder given with its slash finds nothing, like an empty directory.
         #expect(try scanner([.init("s3://media/empty/")]).scan().jobs.isEmpty)
@@ -95,9 +99,11 @@ import Testing
     }
 
     @Test func aListedObjectThatIsGoneOrRefusedFailsAsThatSourceAndTheRestGoOn() throws {
-        let refusing = InMemorySources(scheme: "s3", failing: { location, _ in
-            location.key == "in/secret.jpg" ? ImagePipeError(.sourceForbidden, "reading \(location) is refused") : nil
-        })
+        let refusing = InMemorySources(
+            scheme: "s3",
+            failing: { location, _ in
+                location.key == "in/secret.jpg" ? ImagePipeError(.sourceForbidden, "reading \(location) is refused") : nil
+            })
         refusing.put(Data("x".utf8), key: "in/secret.jpg")
         refusing.put(Data("y".utf8), key: "in/fine.jpg")
         let inputs = ["s3://media/in/gone.jpg", "s3://media/in/secret.jpg", "s3://media/in/fine.jpg"].map { SourceScanner.Input($0, listed: true) }

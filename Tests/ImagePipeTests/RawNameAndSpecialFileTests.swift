@@ -47,9 +47,11 @@ import Testing
 
         let storage = InMemoryStorage()
         let results = Mutex<[JobResult]>([])
-        let summary = try BatchRunner(scanner: SourceScanner(root: directory.url("src")),
-                                      pipeline: JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage)))
-            .run { result, _ in results.withLock { $0.append(result) } }
+        let summary = try BatchRunner(
+            scanner: SourceScanner(root: directory.url("src")),
+            pipeline: JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage))
+        )
+        .run { result, _ in results.withLock { $0.append(result) } }
         #expect(summary.total == 3 && summary.done == 3, "\(results.withLock { $0 })")
         #expect(storage.objects["bad%FF-large.jpg"] != nil)
         #expect(storage.objects["dir%FE/inner-thumb.webp"] != nil)

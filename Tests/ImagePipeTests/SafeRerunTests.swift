@@ -14,8 +14,10 @@ import Testing
         Job(path: directory.write(relative, contents), relativePath: relative)
     }
 
-    func handler(_ storage: InMemoryStorage, _ compressor: ScriptedCompressor = ScriptedCompressor(),
-                 _ configuration: FileHandler.Configuration = .init()) -> FileHandler {
+    func handler(
+        _ storage: InMemoryStorage, _ compressor: ScriptedCompressor = ScriptedCompressor(),
+        _ configuration: FileHandler.Configuration = .init()
+    ) -> FileHandler {
         FileHandler(compressor: compressor, storage: storage, configuration: configuration)
     }
 
@@ -56,8 +58,9 @@ import Testing
         let renamed = handler(storage, compressor, .init(keyTemplate: try KeyTemplate("{stem}-{variant}.{ext}")))
             .process(job("other/photo.jpg", "dune"))
         #expect(renamed.status == .failed && renamed.errorCode == .keyCollision && renamed.transient == false)
-        #expect(renamed.error?.contains("output key 'photo-large.jpg' already holds an image made from 'photo.jpg' (sha256 ") == true,
-                "\(renamed.error ?? "")")
+        #expect(
+            renamed.error?.contains("output key 'photo-large.jpg' already holds an image made from 'photo.jpg' (sha256 ") == true,
+            "\(renamed.error ?? "")")
         #expect(renamed.error?.contains("'other/photo.jpg' would replace it") == true && renamed.error?.contains("--overwrite") == true)
         let changed = handler(storage, compressor).process(job("photo.jpg", "dune"))
         #expect(changed.errorCode == .keyCollision)
@@ -97,8 +100,9 @@ import Testing
         try storage.delete("b-thumb.webp")
         let partial = handler(storage).process(job("b.jpg", "bytes"))
         #expect(partial.status == .failed)
-        #expect(Set(storage.objects.keys) == ["b-large.jpg", "b-medium.webp"],
-                "the rewritten large and the earlier medium stay; the new thumb is removed")
+        #expect(
+            Set(storage.objects.keys) == ["b-large.jpg", "b-medium.webp"],
+            "the rewritten large and the earlier medium stay; the new thumb is removed")
         #expect(storage.deletedKeys.last == "b-thumb.webp")
     }
 
@@ -114,8 +118,9 @@ import Testing
     @Test func jobsInFlightWithDifferentOriginalsNeverShareAKey() throws {
         // a.jpg and a.png make the same keys; both are inspected before either stores anything.
         let storage = InMemoryStorage(delay: .milliseconds(50))
-        let pipeline = JobPipeline(handler: handler(storage, ScriptedCompressor(work: .milliseconds(100))),
-                                   configuration: .init(jobs: 2, uploads: 4))
+        let pipeline = JobPipeline(
+            handler: handler(storage, ScriptedCompressor(work: .milliseconds(100))),
+            configuration: .init(jobs: 2, uploads: 4))
         let results = Mutex<[JobResult]>([])
         for round in 0..<5 {
             for name in ["\(round)/a.jpg", "\(round)/a.png"] {
@@ -147,12 +152,14 @@ import Testing
     @Test func aFailingJobNeverRemovesWhatAJobOfTheSameOriginalReportedDone() throws {
         // Two deliveries of the same bytes with a {hash} template share their keys; the second one's
         // medium put fails after the first job is done. Its clean-up must leave the shared outputs.
-        let storage = InMemoryStorage(failing: { object, attempt in
-            object.key.hasSuffix("medium.webp") && attempt == 2 ? ImagePipeError(.storageRejected, "refused") : nil
-        }, delay: .milliseconds(20))
+        let storage = InMemoryStorage(
+            failing: { object, attempt in
+                object.key.hasSuffix("medium.webp") && attempt == 2 ? ImagePipeError(.storageRejected, "refused") : nil
+            }, delay: .milliseconds(20))
         let configuration = FileHandler.Configuration(keyTemplate: try KeyTemplate("{hash}/{variant}.{ext}"))
-        let pipeline = JobPipeline(handler: handler(storage, ScriptedCompressor(work: .milliseconds(50)), configuration),
-                                   configuration: .init(jobs: 2, uploads: 4))
+        let pipeline = JobPipeline(
+            handler: handler(storage, ScriptedCompressor(work: .milliseconds(50)), configuration),
+            configuration: .init(jobs: 2, uploads: 4))
         let results = Mutex<[JobResult]>([])
         for name in ["first.jpg", "second.jpg"] {
             pipeline.submit(job(name, "the same bytes")) { result in results.withLock { $0.append(result) } }

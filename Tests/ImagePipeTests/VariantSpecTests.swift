@@ -33,19 +33,26 @@ import Testing
     }
 
     @Test func pngNeedsNoQuality() throws {
-        #expect(try VariantSpec(parsing: "thumb=320x320,png") == VariantSpec(name: "thumb", width: 320, height: 320, format: .png, quality: VariantSpec.pngQuality))
+        #expect(
+            try VariantSpec(parsing: "thumb=320x320,png")
+                == VariantSpec(name: "thumb", width: 320, height: 320, format: .png, quality: VariantSpec.pngQuality))
         #expect(try VariantSpec(parsing: "thumb=320x320,png,cover").fit == .cover)
         #expect(try VariantSpec(parsing: "thumb=320x320,PNG,q9").quality == 9)
     }
 
     @Test func roundTripsThroughItsSpecString() throws {
-        let others = try ["a=1600x,jpeg,q80", "b=x1200,avif,q40", "c=320x320,png", "d=320x320,png,q7,cover", "e=x5,png,inside",
-                          "f=100000x1,webp,q100,cover"].map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
+        let others = try [
+            "a=1600x,jpeg,q80", "b=x1200,avif,q40", "c=320x320,png", "d=320x320,png,q7,cover", "e=x5,png,inside",
+            "f=100000x1,webp,q100,cover",
+        ].map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
         for spec in Preset.web + others {
             #expect(try VariantSpec(parsing: spec.specString) == spec, "\(spec.specString)")
         }
-        #expect(others.map(\.specString) == ["a=1600x,jpeg,q80", "b=x1200,avif,q40", "c=320x320,png", "d=320x320,png,q7,cover",
-                                             "e=x5,png", "f=100000x1,webp,q100,cover"])
+        #expect(
+            others.map(\.specString) == [
+                "a=1600x,jpeg,q80", "b=x1200,avif,q40", "c=320x320,png", "d=320x320,png,q7,cover",
+                "e=x5,png", "f=100000x1,webp,q100,cover",
+            ])
     }
 
     @Test(arguments: [
@@ -60,9 +67,10 @@ import Testing
     }
 
     @Test func webPresetIsExactlyTheDocumentedOne() {
-        #expect(Preset.web.map(\.specString) == [
-            "large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78", "thumb=320x320,webp,q70,cover",
-        ])
+        #expect(
+            Preset.web.map(\.specString) == [
+                "large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78", "thumb=320x320,webp,q70,cover",
+            ])
     }
 
     @Test func duplicateNamesAreRejected() throws {
@@ -102,8 +110,10 @@ import Testing
     }
 
     @Test func everyFormOfSpecRoundTripsThroughItsSpecString() throws {
-        let texts = ["a=1600x,jpeg,auto", "b=x1200,avif,auto:80,444,effort=5", "c=320x320,webp,q60,smart_subsample,cover",
-                     "d=64x64,webp,q90,lossless", "e=10x10,jpeg,q1,baseline,444", "f=5x5,webp,lossless,effort=0,cover"]
+        let texts = [
+            "a=1600x,jpeg,auto", "b=x1200,avif,auto:80,444,effort=5", "c=320x320,webp,q60,smart_subsample,cover",
+            "d=64x64,webp,q90,lossless", "e=10x10,jpeg,q1,baseline,444", "f=5x5,webp,lossless,effort=0,cover",
+        ]
         for spec in try texts.map({ (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }) + Preset.webAuto {
             #expect(try VariantSpec(parsing: spec.specString) == spec, "\(spec.specString)")
         }
@@ -126,9 +136,10 @@ import Testing
     }
 
     @Test func webAutoIsTheWebPresetWithEveryQualityChosen() {
-        #expect(Preset.webAuto.map(\.specString) == [
-            "large=2048x2048,jpeg,auto:67.5", "medium=1024x1024,webp,auto:59.5", "thumb=320x320,webp,auto:54.5,cover",
-        ])
+        #expect(
+            Preset.webAuto.map(\.specString) == [
+                "large=2048x2048,jpeg,auto:67.5", "medium=1024x1024,webp,auto:59.5", "thumb=320x320,webp,auto:54.5,cover",
+            ])
         #expect(zip(Preset.web, Preset.webAuto).allSatisfy { $0.name == $1.name && $0.box == $1.box && $0.format == $1.format && $0.fit == $1.fit })
         #expect(Preset.named("web-auto") == Preset.webAuto && Preset.named("web") == Preset.web && Preset.named("x") == nil)
     }

@@ -46,7 +46,9 @@ import Testing
     @Test func scoresAgreeWithTheReferenceImplementationWithinTwoPoints() throws {
         let directory = TemporaryDirectory()
         var pairs: [(String, String, Double)] = []
-        for (index, source) in ["images/formats/landscape.jpg", "images/exif-orientation/Landscape_6.jpg", "images/formats/small-400x300.jpg"].enumerated() {
+        for (index, source) in ["images/formats/landscape.jpg", "images/exif-orientation/Landscape_6.jpg", "images/formats/small-400x300.jpg"]
+            .enumerated()
+        {
             let reference = try Fixtures.compress(source, [Fixtures.variant("r=640x640,png")]).variants[0].data
             let referencePath = directory.write("\(index).png", reference)
             for spec in ["jpeg,q30", "jpeg,q85", "webp,q50", "avif,q40"] {
@@ -95,8 +97,12 @@ import Testing
     }
 
     @Test func losslessWebPKeepsEveryPixel() throws {
-        let result = try Fixtures.compress("images/formats/small-200x150.jpg", [Fixtures.variant("l=200x200,webp,lossless"),
-                                                                                Fixtures.variant("p=200x200,png")])
+        let result = try Fixtures.compress(
+            "images/formats/small-200x150.jpg",
+            [
+                Fixtures.variant("l=200x200,webp,lossless"),
+                Fixtures.variant("p=200x200,png"),
+            ])
         let lossless = try VipsProbe.decode(result.output("l").data)
         #expect(lossless.meanAbsoluteDifference(to: try VipsProbe.decode(result.output("p").data)) == 0)
         #expect(result.output("l").quality == nil)
@@ -104,8 +110,10 @@ import Testing
 
     @Test func effortAndSmartSubsamplingChangeTheEncodingOnly() throws {
         let source = "images/formats/landscape.jpg"
-        let variants = ["a=400x400,webp,q75,effort=0", "b=400x400,webp,q75,effort=6", "c=400x400,webp,q75,smart_subsample",
-                        "d=300x300,avif,q50,effort=0", "e=300x300,avif,q50,effort=5", "f=300x300,avif,q50,444"].map(Fixtures.variant)
+        let variants = [
+            "a=400x400,webp,q75,effort=0", "b=400x400,webp,q75,effort=6", "c=400x400,webp,q75,smart_subsample",
+            "d=300x300,avif,q50,effort=0", "e=300x300,avif,q50,effort=5", "f=300x300,avif,q50,444",
+        ].map(Fixtures.variant)
         let result = try Fixtures.compress(source, variants)
         #expect(Set(result.variants.map(\.data)).count == variants.count, "every option gives different bytes")
         for output in result.variants {

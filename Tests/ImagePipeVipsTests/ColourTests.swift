@@ -14,8 +14,10 @@ import Testing
         return (try VipsProbe.info(data), try VipsProbe.decode(data))
     }
 
-    @Test(arguments: ["images/formats/cmyk.jpg", "images/formats/display-p3.jpg", "images/formats/landscape-tiff.tiff",
-                      "images/formats/landscape-webp.webp", "images/formats/landscape-heic.heic", "images/formats/landscape-avif.avif"])
+    @Test(arguments: [
+        "images/formats/cmyk.jpg", "images/formats/display-p3.jpg", "images/formats/landscape-tiff.tiff",
+        "images/formats/landscape-webp.webp", "images/formats/landscape-heic.heic", "images/formats/landscape-avif.avif",
+    ])
     func convertsToSRGBMatchingTheOriginal(_ relative: String) throws {
         let (info, image) = try output(relative)
         #expect(info.interpretation == "srgb" && info.bands == 3 && info.bitsPerSample == 8, "\(info)")

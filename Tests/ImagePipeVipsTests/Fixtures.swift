@@ -12,8 +12,10 @@ extension Fixtures {
     }()
 
     /// Compresses a fixture (or any bytes) with the given variants.
-    static func compress(_ relative: String, _ variants: [VariantSpec] = Preset.web,
-                         limits: CompressionLimits = .default) throws(ImagePipeError) -> CompressedImage {
+    static func compress(
+        _ relative: String, _ variants: [VariantSpec] = Preset.web,
+        limits: CompressionLimits = .default
+    ) throws(ImagePipeError) -> CompressedImage {
         try compressor.compress(SourceImage(name: relative, content: .bytes(data(relative))), variants: variants, limits: limits)
     }
 

@@ -8,8 +8,11 @@ import Testing
 @Suite struct GeometryAndAlphaTests {
     @Test func webPresetSizes() throws {
         let result = try Fixtures.compress("images/exif-orientation/Landscape_1.jpg")
-        #expect(result.variants.map(\.size) == [PixelSize(width: 1800, height: 1200), PixelSize(width: 1024, height: 683),
-                                                 PixelSize(width: 320, height: 320)])
+        #expect(
+            result.variants.map(\.size) == [
+                PixelSize(width: 1800, height: 1200), PixelSize(width: 1024, height: 683),
+                PixelSize(width: 320, height: 320),
+            ])
         for output in result.variants {
             let info = try VipsProbe.info(output.data)
             #expect(PixelSize(width: info.width, height: info.height) == output.size)

@@ -49,8 +49,10 @@ import Testing
 
     @Test func concurrentFailuresKeepTheirOwnReasons() async throws {
         // libpng's reasons arrive as warnings; each image must get those raised while reading it.
-        let cases = [("hostile/garbage.png", "PNG unsigned integer", "IHDR"),
-                     ("pngsuite/xc1n0g08.png", "Invalid color type in IHDR", "PNG unsigned integer")]
+        let cases = [
+            ("hostile/garbage.png", "PNG unsigned integer", "IHDR"),
+            ("pngsuite/xc1n0g08.png", "Invalid color type in IHDR", "PNG unsigned integer"),
+        ]
         let reasons = await withTaskGroup(of: (Int, String).self) { group in
             for round in 0..<40 {
                 group.addTask { (round % 2, failure(cases[round % 2].0)?.reason ?? "") }

@@ -34,7 +34,8 @@ import Testing
     @Test func metadataIsStrippedFromEveryOutput() throws {
         let source = try VipsProbe.info(Fixtures.data(Self.names[6]))
         #expect(source.metadata.contains("exif-data"))
-        let result = try Fixtures.compress(Self.names[6], Preset.web + [Fixtures.variant("a=300x300,avif,q50"), Fixtures.variant("p=300x300,png,q1")])
+        let result = try Fixtures.compress(
+            Self.names[6], Preset.web + [Fixtures.variant("a=300x300,avif,q50"), Fixtures.variant("p=300x300,png,q1")])
         for output in result.variants {
             let info = try VipsProbe.info(output.data)
             #expect(info.metadata.isEmpty, "\(output.spec.name) keeps \(info.metadata)")

@@ -7,8 +7,10 @@ import Testing
 
 /// ThumbHash and dominant colour, against the reference `thumbhash` package.
 @Suite struct PlaceholderTests {
-    static let sources = ["images/formats/landscape.jpg", "images/formats/tall.jpg", "images/formats/alpha.png",
-                          "images/formats/panorama.jpg", "images/formats/tiny.png"]
+    static let sources = [
+        "images/formats/landscape.jpg", "images/formats/tall.jpg", "images/formats/alpha.png",
+        "images/formats/panorama.jpg", "images/formats/tiny.png",
+    ]
 
     /// Opaque images only: the package's encoder fails on alpha (`round` of a tuple in 0.1.2); the
     /// decoder test below covers the alpha fixture.

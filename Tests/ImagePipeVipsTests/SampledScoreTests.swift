@@ -22,8 +22,9 @@ import Testing
             #expect(sampled.sampled, "\(source) has 1024 rows or more, so its fine scales are sampled")
             // Above the full score by at most the error `auto` adds to its aim; below it by a point at most
             // (that side only costs bytes).
-            #expect(sampled.score - full <= VipsProbe.sampledScoreError && full - sampled.score <= 1,
-                    "\(source) \(spec): sampled \(sampled.score), full \(full)")
+            #expect(
+                sampled.score - full <= VipsProbe.sampledScoreError && full - sampled.score <= 1,
+                "\(source) \(spec): sampled \(sampled.score), full \(full)")
             // Sampling must leave something out, or the test would pass with sampling broken off.
             #expect(sampled.score != full)
         }
@@ -69,8 +70,10 @@ import Testing
         configuration.scoreEveryVariant = true
         let compressor = try VipsCompressor(configuration: configuration)
         let source = "images/exif-orientation/Landscape_1.jpg"
-        let output = try compressor.compress(SourceImage(name: source, content: .bytes(Fixtures.data(source))),
-                                             variants: [Fixtures.variant("m=1800x1800,jpeg,auto:70")], limits: .default).variants[0]
+        let output = try compressor.compress(
+            SourceImage(name: source, content: .bytes(Fixtures.data(source))),
+            variants: [Fixtures.variant("m=1800x1800,jpeg,auto:70")], limits: .default
+        ).variants[0]
         let full = try VipsProbe.ssimulacra2(reference: try reference(source, box: 1800), distorted: output.data)
         #expect(abs(try #require(output.score) - full) < 0.01)
     }

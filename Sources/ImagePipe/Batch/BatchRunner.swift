@@ -61,9 +61,11 @@ public struct BatchRunner: Sendable {
     ///   before any image is decoded.
     /// - Parameter shouldStop: asked before each job is submitted; once it says yes (Ctrl-C), no
     ///   more jobs start, the ones in flight finish, and the summary says it was interrupted.
-    public func run(onStart: @Sendable (SourceScanner.Result) -> Void = { _ in },
-                    shouldStop: () -> Bool = { false },
-                    onResult: @escaping @Sendable (JobResult, Progress) -> Void) throws(ImagePipeError) -> BatchSummary {
+    public func run(
+        onStart: @Sendable (SourceScanner.Result) -> Void = { _ in },
+        shouldStop: () -> Bool = { false },
+        onResult: @escaping @Sendable (JobResult, Progress) -> Void
+    ) throws(ImagePipeError) -> BatchSummary {
         let started = ContinuousClock.now
         let scan = try start()
         onStart(scan)
@@ -79,9 +81,11 @@ public struct BatchRunner: Sendable {
     }
 
     /// Runs every job of a ``start()``ed batch; see ``run(onStart:shouldStop:onResult:)``.
-    public func run(_ scan: SourceScanner.Result, startedAt started: ContinuousClock.Instant = .now,
-                    shouldStop: () -> Bool = { false },
-                    onResult: @escaping @Sendable (JobResult, Progress) -> Void) -> BatchSummary {
+    public func run(
+        _ scan: SourceScanner.Result, startedAt started: ContinuousClock.Instant = .now,
+        shouldStop: () -> Bool = { false },
+        onResult: @escaping @Sendable (JobResult, Progress) -> Void
+    ) -> BatchSummary {
         let total = scan.jobs.count
         let collected = Mutex((summary: BatchSummary(), finished: 0))
         collected.withLock {

@@ -49,8 +49,9 @@ extension SourceScanner {
             let relative = String(object.location.key.dropFirst(folder.key.count))
             // Keys ending in `/` are the empty markers consoles create for folders.
             guard !relative.isEmpty, !relative.hasSuffix("/"),
-                  !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
-                  !outputs.contains(where: { url.hasPrefix($0) }) else { continue }
+                !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
+                !outputs.contains(where: { url.hasPrefix($0) })
+            else { continue }
             add(object, relativePath: relative, into: &found)
         }
         result.jobs += found.jobs.sorted { $0.relativePath < $1.relativePath }

@@ -136,8 +136,10 @@ public struct SourceScanner: Sendable {
                 if mode == S_IFLNK {
                     let target = rawPath.fileType(followingLinks: true)
                     guard let target else {
-                        result.skipped.append(.skipped(relative, .danglingLink,
-                                                       reason: "dangling symbolic link: \(String(cString: strerror(errno)))"))
+                        result.skipped.append(
+                            .skipped(
+                                relative, .danglingLink,
+                                reason: "dangling symbolic link: \(String(cString: strerror(errno)))"))
                         continue
                     }
                     guard target != S_IFDIR else {
@@ -152,8 +154,10 @@ public struct SourceScanner: Sendable {
                     if let skip = Self.skipUnlessImage(relative) {
                         result.skipped.append(skip)
                     } else {
-                        result.jobs.append(Job(path: path, relativePath: relative, rawPath: rawPath.isValidUTF8 ? nil : rawPath,
-                                               followsLinks: true))
+                        result.jobs.append(
+                            Job(
+                                path: path, relativePath: relative, rawPath: rawPath.isValidUTF8 ? nil : rawPath,
+                                followsLinks: true))
                     }
                 } else {
                     result.skipped.append(.skipped(relative, .notARegularFile, reason: Self.notRegular))
@@ -170,8 +174,11 @@ public struct SourceScanner: Sendable {
         let name = relative.split(separator: "/").last.map(String.init) ?? relative
         let ext = name.lastIndex(of: ".").map { String(name[name.index(after: $0)...]).lowercased() } ?? ""
         if Self.imageExtensions.contains(ext) { return nil }
-        return .skipped(source ?? relative, .notAnImage, reason: ext.isEmpty ? "not an image: no file extension"
-                                                                   : "not an image: extension .\(ext)")
+        return .skipped(
+            source ?? relative, .notAnImage,
+            reason: ext.isEmpty
+                ? "not an image: no file extension"
+                : "not an image: extension .\(ext)")
     }
 
     /// The name a file given directly goes by in keys and manifests: its path as given when that is

@@ -22,8 +22,10 @@ public struct EncoderOptions: Sendable, Hashable, Codable {
     public var lossless: Bool
 
     /// The defaults: nothing written in the spec.
-    public init(progressive: Bool? = nil, fullChroma: Bool = false, effort: Int? = nil, smartSubsample: Bool = false,
-                lossless: Bool = false) {
+    public init(
+        progressive: Bool? = nil, fullChroma: Bool = false, effort: Int? = nil, smartSubsample: Bool = false,
+        lossless: Bool = false
+    ) {
         self.progressive = progressive
         self.fullChroma = fullChroma
         self.effort = effort

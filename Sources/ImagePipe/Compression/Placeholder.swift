@@ -101,11 +101,14 @@ public struct Placeholder: Sendable, Codable, Equatable {
         let rg = encodeChannel(q, 3, 3)
         let alphaChannel = hasAlpha ? encodeChannel(a, 5, 5) : nil
         let isLandscape = w > h
-        let header24 = round(63 * lum.dc) | round(31.5 + 31.5 * yb.dc) << 6 | round(31.5 + 31.5 * rg.dc) << 12
+        let header24 =
+            round(63 * lum.dc) | round(31.5 + 31.5 * yb.dc) << 6 | round(31.5 + 31.5 * rg.dc) << 12
             | round(31 * lum.scale) << 18 | (hasAlpha ? 1 : 0) << 23
         let header16 = (isLandscape ? ly : lx) | round(63 * yb.scale) << 3 | round(63 * rg.scale) << 9 | (isLandscape ? 1 : 0) << 15
-        var hash: [UInt8] = [UInt8(header24 & 255), UInt8((header24 >> 8) & 255), UInt8(header24 >> 16),
-                             UInt8(header16 & 255), UInt8(header16 >> 8)]
+        var hash: [UInt8] = [
+            UInt8(header24 & 255), UInt8((header24 >> 8) & 255), UInt8(header24 >> 16),
+            UInt8(header16 & 255), UInt8(header16 >> 8),
+        ]
         if let alphaChannel { hash.append(UInt8(round(15 * alphaChannel.dc) | round(15 * alphaChannel.scale) << 4)) }
         let acStart = hash.count
         var acIndex = 0

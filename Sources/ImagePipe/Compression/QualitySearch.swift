@@ -42,8 +42,10 @@ public struct QualitySearch: Sendable {
     public var typicalSlope: Double
 
     /// Creates a search; the defaults give 2–4 encodes per image on the bench corpus.
-    public init(target: Double, start: Int, range: ClosedRange<Int> = 10...95, tolerance: Double = 1.0, resolution: Int = 2,
-                typicalSlope: Double = 0.6) {
+    public init(
+        target: Double, start: Int, range: ClosedRange<Int> = 10...95, tolerance: Double = 1.0, resolution: Int = 2,
+        typicalSlope: Double = 0.6
+    ) {
         self.target = target
         self.range = range
         self.start = min(max(start, range.lowerBound), range.upperBound)
@@ -53,8 +55,11 @@ public struct QualitySearch: Sendable {
     }
 
     /// Runs the search, calling `probe` once per quality tried.
-    public func run<Payload, Failure: Error>(_ probe: (Int) throws(Failure) -> (score: Double, payload: Payload))
-        throws(Failure) -> Outcome<Payload> {
+    public func run<Payload, Failure: Error>(
+        _ probe: (Int) throws(Failure) -> (score: Double, payload: Payload)
+    )
+        throws(Failure) -> Outcome<Payload>
+    {
         var passing: Probe<Payload>?
         var failing: Probe<Payload>?
         var made: [Probe<Payload>] = []
@@ -79,8 +84,10 @@ public struct QualitySearch: Sendable {
     }
 
     /// The next quality strictly inside the bracket (low, high).
-    private func next<Payload>(low: Int, high: Int, passing: Probe<Payload>?, failing: Probe<Payload>?,
-                               made: [Probe<Payload>]) -> Int {
+    private func next<Payload>(
+        low: Int, high: Int, passing: Probe<Payload>?, failing: Probe<Payload>?,
+        made: [Probe<Payload>]
+    ) -> Int {
         let last = made[made.count - 1]
         // Extrapolations aim at the middle of the window that ends the search, [target, target +
         // tolerance], so that a probe placed by an estimated slope lands inside it as often as it can.

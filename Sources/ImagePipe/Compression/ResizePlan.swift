@@ -33,12 +33,14 @@ public struct ResizePlan: Sendable, Equatable {
     public init(source: PixelSize, variants: [VariantSpec]) {
         self.source = source
         self.outputs = variants.map { ResizePlan.outputSize(source: source, variant: $0) }
-        let scale = zip(variants, outputs)
+        let scale =
+            zip(variants, outputs)
             .map { ResizePlan.scale(source: source, output: $1, fit: $0.fit) }
             .max() ?? 1
         // Rounded up, so that neither side ends up a pixel short of what a variant needs.
-        self.decodeSize = PixelSize(width: min(source.width, Int((Double(source.width) * scale - 1e-6).rounded(.up))),
-                                    height: min(source.height, Int((Double(source.height) * scale - 1e-6).rounded(.up))))
+        self.decodeSize = PixelSize(
+            width: min(source.width, Int((Double(source.width) * scale - 1e-6).rounded(.up))),
+            height: min(source.height, Int((Double(source.height) * scale - 1e-6).rounded(.up))))
     }
 
     /// The output size of one variant: never larger than the source.
@@ -55,8 +57,9 @@ public struct ResizePlan: Sendable, Equatable {
         case .cover:
             if source.width >= variant.width && source.height >= variant.height { return variant.box }
             let shrink = min(sw / bw, sh / bh)
-            return PixelSize(width: max(1, min(source.width, Int((bw * shrink).rounded()))),
-                             height: max(1, min(source.height, Int((bh * shrink).rounded()))))
+            return PixelSize(
+                width: max(1, min(source.width, Int((bw * shrink).rounded()))),
+                height: max(1, min(source.height, Int((bh * shrink).rounded()))))
         }
     }
 
@@ -68,7 +71,8 @@ public struct ResizePlan: Sendable, Equatable {
     }
 
     static func scaled(_ size: PixelSize, by scale: Double) -> PixelSize {
-        PixelSize(width: max(1, Int((Double(size.width) * scale).rounded())),
-                  height: max(1, Int((Double(size.height) * scale).rounded())))
+        PixelSize(
+            width: max(1, Int((Double(size.width) * scale).rounded())),
+            height: max(1, Int((Double(size.height) * scale).rounded())))
     }
 }

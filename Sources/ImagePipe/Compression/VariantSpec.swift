@@ -31,8 +31,10 @@ public struct VariantSpec: Sendable, Hashable, Codable {
 
     /// Creates a variant; see ``init(parsing:)`` for the command-line form. With `autoTarget`, the
     /// quality is chosen per image and `quality` is replaced by the format's starting point.
-    public init(name: String, width: Int, height: Int, fit: Fit = .inside, format: OutputFormat, quality: Int,
-                autoTarget: Double? = nil, options: EncoderOptions = EncoderOptions()) {
+    public init(
+        name: String, width: Int, height: Int, fit: Fit = .inside, format: OutputFormat, quality: Int,
+        autoTarget: Double? = nil, options: EncoderOptions = EncoderOptions()
+    ) {
         self.name = name
         self.width = width
         self.height = height
@@ -61,12 +63,13 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     /// corpus reaches `target`, from the fixed and `web-auto` runs (JPEG at 2048 px reached 67.5 at
     /// q61, WebP at 1024 px 59.5 at q51), moved by ``typicalSlope(for:)`` for other targets.
     public static func autoStart(for format: OutputFormat, target: Double) -> Int {
-        let (quality, score): (Double, Double) = switch format {
-        case .jpeg: (61, 67.5)
-        case .webp: (51, 59.5)
-        case .avif: (50, 70)
-        case .png: (Double(pngQuality), 100)
-        }
+        let (quality, score): (Double, Double) =
+            switch format {
+            case .jpeg: (61, 67.5)
+            case .webp: (51, 59.5)
+            case .avif: (50, 70)
+            case .png: (Double(pngQuality), 100)
+            }
         return min(95, max(10, Int((quality + (target - score) / typicalSlope(for: format)).rounded())))
     }
 
@@ -95,7 +98,7 @@ extension VariantSpec {
         guard let equals = text.firstIndex(of: "=") else { throw bad("missing '='") }
         let name = String(text[..<equals])
         guard !name.isEmpty, name.utf8.count <= 64,
-              name.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric || $0 == "-" || $0 == "_" })
+            name.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric || $0 == "-" || $0 == "_" })
         else { throw bad("the name must be 1–64 letters, digits, '-' or '_'") }
 
         var fields = text[text.index(after: equals)...].split(separator: ",", omittingEmptySubsequences: false)
@@ -104,9 +107,9 @@ extension VariantSpec {
 
         let dims = fields.removeFirst().split(separator: "x", omittingEmptySubsequences: false)
         guard dims.count == 2, !(dims[0].isEmpty && dims[1].isEmpty),
-              let width = dims[0].isEmpty ? Self.unbounded : Int(dims[0]),
-              let height = dims[1].isEmpty ? Self.unbounded : Int(dims[1]),
-              dims[0].isEmpty || (1...100_000).contains(width), dims[1].isEmpty || (1...100_000).contains(height)
+            let width = dims[0].isEmpty ? Self.unbounded : Int(dims[0]),
+            let height = dims[1].isEmpty ? Self.unbounded : Int(dims[1]),
+            dims[0].isEmpty || (1...100_000).contains(width), dims[1].isEmpty || (1...100_000).contains(height)
         else { throw bad("the size must be WxH, Wx or xH with sides between 1 and 100000") }
 
         let formatName = fields.removeFirst()
@@ -155,12 +158,15 @@ extension VariantSpec {
             guard lossless else { throw bad("the quality must be q1 to q100, auto or auto:TARGET") }
             quality = Self.pngQuality
         }
-        if autoTarget != nil && lossless { throw bad("auto needs a lossy encoding; \(format == .png ? "png" : "lossless webp") has no quality to choose") }
+        if autoTarget != nil && lossless {
+            throw bad("auto needs a lossy encoding; \(format == .png ? "png" : "lossless webp") has no quality to choose")
+        }
         if fit == .cover && (width == Self.unbounded || height == Self.unbounded) {
             throw bad("cover fills and crops to a box, so it needs both a width and a height")
         }
-        self.init(name: name, width: width, height: height, fit: fit ?? .inside, format: format, quality: quality ?? 0,
-                  autoTarget: autoTarget, options: options)
+        self.init(
+            name: name, width: width, height: height, fit: fit ?? .inside, format: format, quality: quality ?? 0,
+            autoTarget: autoTarget, options: options)
     }
 
     /// The command-line form of this variant; parsing it gives this variant back. Stored with every
@@ -222,8 +228,10 @@ public enum Preset {
 
     /// The variants a command runs with: those given as specs, or else the named preset, built in
     /// or among `defined` (a configuration file's, by name, in order); checked.
-    public static func variants(_ specs: [String], preset: String,
-                                defined: [(name: String, specs: [String])] = []) throws(ImagePipeError) -> [VariantSpec] {
+    public static func variants(
+        _ specs: [String], preset: String,
+        defined: [(name: String, specs: [String])] = []
+    ) throws(ImagePipeError) -> [VariantSpec] {
         var named = named(preset)
         if named == nil, let definedSpecs = defined.first(where: { $0.name == preset })?.specs {
             named = try definedSpecs.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }

@@ -282,12 +282,13 @@ final class TableBuilder {
     }
 
     var table: ConfigurationTable {
-        ConfigurationTable(entries: items.map { key, item in
-            switch item {
-            case .value(let value): ConfigurationTable.Entry(key: key, value: value)
-            case .table(let table): ConfigurationTable.Entry(key: key, value: ConfigurationValue(.table(table.table), line: table.line))
-            }
-        })
+        ConfigurationTable(
+            entries: items.map { key, item in
+                switch item {
+                case .value(let value): ConfigurationTable.Entry(key: key, value: value)
+                case .table(let table): ConfigurationTable.Entry(key: key, value: ConfigurationValue(.table(table.table), line: table.line))
+                }
+            })
     }
 
     /// Sets `path` (a dotted key) to `value`, creating the tables on the way.

@@ -19,8 +19,9 @@ extension FileHandler {
 
         let compressed: CompressedImage
         do {
-            compressed = try compressor.compress(SourceImage(name: inspected.job.relativePath, content: source.content),
-                                                 variants: configuration.variants, limits: configuration.limits)
+            compressed = try compressor.compress(
+                SourceImage(name: inspected.job.relativePath, content: source.content),
+                variants: configuration.variants, limits: configuration.limits)
         } catch {
             prepared.failure = error
             return prepared
@@ -40,8 +41,9 @@ extension FileHandler {
             let policy: WritePolicy = plan.existing == nil ? .create : sameOriginal ? .replaceSameOriginal : .replaceAny
             return PreparedJob.Output(
                 spec: plan.spec, size: size,
-                object: StorageObject(key: plan.key, body: body, contentType: contentType, cacheControl: configuration.cacheControl,
-                                      origin: marked, policy: policy),
+                object: StorageObject(
+                    key: plan.key, body: body, contentType: contentType, cacheControl: configuration.cacheControl,
+                    origin: marked, policy: policy),
                 wasInPlace: sameOriginal)
         }
         prepared.outputs = zip(compressed.variants, inspected.outputs).map { encoded, plan in
@@ -53,8 +55,10 @@ extension FileHandler {
         }
         if configuration.storeOriginal, let plan = inspected.outputs.last, plan.spec == nil {
             do {
-                prepared.outputs.append(output(plan, compressed.sourceSize, try Self.originalBody(source),
-                                               compressed.sourceFormat.mediaType))
+                prepared.outputs.append(
+                    output(
+                        plan, compressed.sourceSize, try Self.originalBody(source),
+                        compressed.sourceFormat.mediaType))
             } catch {
                 prepared.failure = error
             }

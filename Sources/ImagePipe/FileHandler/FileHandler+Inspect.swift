@@ -121,9 +121,12 @@ extension FileHandler {
             }
             // A dry run (nothing reserved) replaces nothing.
             if reserving {
-                logger.notice(changed ? "replacing an output of a changed original" : "replacing an output made from another original",
-                              metadata: ["key": "\(key)", "source": "\(job.sourceName)",
-                                         "previous_source": "\(existing.origin?.source ?? "unknown")"])
+                logger.notice(
+                    changed ? "replacing an output of a changed original" : "replacing an output made from another original",
+                    metadata: [
+                        "key": "\(key)", "source": "\(job.sourceName)",
+                        "previous_source": "\(existing.origin?.source ?? "unknown")",
+                    ])
             }
         }
         inspected.timings.checkMs = (clock.now - checkStart).milliseconds
@@ -175,9 +178,11 @@ extension FileHandler {
                 result.original = StoredObject(key: output.key, url: existing.url, bytes: existing.bytes)
                 continue
             }
-            result.variants.append(VariantRecord(name: spec.name, key: output.key, url: existing.url, format: spec.format,
-                                                 width: existing.origin?.width ?? 0, height: existing.origin?.height ?? 0,
-                                                 bytes: existing.bytes))
+            result.variants.append(
+                VariantRecord(
+                    name: spec.name, key: output.key, url: existing.url, format: spec.format,
+                    width: existing.origin?.width ?? 0, height: existing.origin?.height ?? 0,
+                    bytes: existing.bytes))
         }
         return result
     }
@@ -186,8 +191,9 @@ extension FileHandler {
     private func result(of inspected: InspectedJob, _ status: JobResult.Status, _ error: ImagePipeError?) -> JobResult {
         var timings = inspected.timings
         timings.totalMs = (ContinuousClock.now - inspected.acceptedAt).milliseconds
-        var result = JobResult(source: inspected.job.sourceName, status: status, error: error, sha256: inspected.source?.sha256,
-                               bytes: inspected.source?.byteCount, timings: timings, attempts: inspected.job.attempt)
+        var result = JobResult(
+            source: inspected.job.sourceName, status: status, error: error, sha256: inspected.source?.sha256,
+            bytes: inspected.source?.byteCount, timings: timings, attempts: inspected.job.attempt)
         result.sourceETag = inspected.source?.etag
         return result
     }

@@ -20,7 +20,8 @@ extension FileHandler {
         }
         let fetched = try repository.read(location, maxBytes: configuration.maxSourceBytes)
         guard !fetched.data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
-        return SourceFile(content: .bytes(fetched.data), sha256: SHA256Digest.hash(fetched.data).hex,
-                          byteCount: fetched.data.count, etag: fetched.etag)
+        return SourceFile(
+            content: .bytes(fetched.data), sha256: SHA256Digest.hash(fetched.data).hex,
+            byteCount: fetched.data.count, etag: fetched.etag)
     }
 }

@@ -18,8 +18,10 @@ extension FileHandler {
     ///
     /// Each output's bytes are let go of as soon as it is stored, so nothing holds them once the
     /// job is done.
-    public func store(_ prepared: consuming PreparedJob, schedule: (@escaping @Sendable () -> Void) -> Void,
-                      completion: @escaping @Sendable (JobResult) -> Void) {
+    public func store(
+        _ prepared: consuming PreparedJob, schedule: (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (JobResult) -> Void
+    ) {
         guard prepared.failure == nil, !prepared.outputs.isEmpty else {
             completion(complete(prepared, stored: [], storeTime: .zero))
             return
@@ -46,9 +48,10 @@ extension FileHandler {
         timings.storeMs = storeTime.milliseconds
         func result(_ status: JobResult.Status, _ error: ImagePipeError?, _ variants: [VariantRecord] = []) -> JobResult {
             timings.totalMs = (ContinuousClock.now - prepared.acceptedAt).milliseconds
-            var record = JobResult(source: prepared.job.sourceName, status: status, error: error, sha256: prepared.sha256,
-                                   format: prepared.format, width: prepared.size?.width, height: prepared.size?.height,
-                                   bytes: prepared.bytes, variants: variants, timings: timings, attempts: prepared.job.attempt)
+            var record = JobResult(
+                source: prepared.job.sourceName, status: status, error: error, sha256: prepared.sha256,
+                format: prepared.format, width: prepared.size?.width, height: prepared.size?.height,
+                bytes: prepared.bytes, variants: variants, timings: timings, attempts: prepared.job.attempt)
             record.sourceETag = prepared.sourceETag
             return record
         }
@@ -68,9 +71,11 @@ extension FileHandler {
                 original = object
                 continue
             }
-            records.append(VariantRecord(name: spec.name, key: object.key, url: object.url, format: spec.format,
-                                         width: output.size.width, height: output.size.height, bytes: object.bytes,
-                                         quality: output.quality, score: output.score, encodes: output.encodes))
+            records.append(
+                VariantRecord(
+                    name: spec.name, key: object.key, url: object.url, format: spec.format,
+                    width: output.size.width, height: output.size.height, bytes: object.bytes,
+                    quality: output.quality, score: output.score, encodes: output.encodes))
         }
         var done = result(.done, nil, records)
         done.original = original
@@ -82,14 +87,17 @@ extension FileHandler {
     private func removeOutputs(of prepared: PreparedJob, stored: [Result<StoredObject, ImagePipeError>]) {
         for (output, outcome) in zip(prepared.outputs, stored) {
             guard case .success(let object) = outcome, !output.wasInPlace, !object.wasInPlace,
-                  !reservations.isShared(output.object.key) else { continue }
+                !reservations.isShared(output.object.key)
+            else { continue }
             do {
                 try storage.delete(output.object.key)
                 logger.info("removed an output of a failed job", metadata: ["key": "\(output.object.key)", "source": "\(prepared.job.sourceName)"])
             } catch {
-                logger.error("cannot remove an output of a failed job", metadata: [
-                    "key": "\(output.object.key)", "source": "\(prepared.job.sourceName)", "error": "\(error.reason)",
-                ])
+                logger.error(
+                    "cannot remove an output of a failed job",
+                    metadata: [
+                        "key": "\(output.object.key)", "source": "\(prepared.job.sourceName)", "error": "\(error.reason)",
+                    ])
             }
         }
     }
@@ -128,8 +136,11 @@ private final class PutCollector: Sendable {
     }
 
     /// Records one outcome; after the last, returns the job, every outcome and when storing began.
-    func record(_ index: Int, _ outcome: Result<StoredObject, ImagePipeError>)
-        -> (PreparedJob, [Result<StoredObject, ImagePipeError>], ContinuousClock.Instant)? {
+    func record(
+        _ index: Int, _ outcome: Result<StoredObject, ImagePipeError>
+    )
+        -> (PreparedJob, [Result<StoredObject, ImagePipeError>], ContinuousClock.Instant)?
+    {
         state.withLock { state in
             state.outcomes[index] = outcome
             state.remaining -= 1

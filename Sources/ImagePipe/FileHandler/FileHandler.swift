@@ -42,10 +42,12 @@ public struct FileHandler: Sendable {
         public var force: Bool
 
         /// Creates a configuration; the defaults are the `web` preset and the default key template.
-        public init(variants: [VariantSpec] = Preset.web, keyTemplate: KeyTemplate = .default,
-                    limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = 256 << 20,
-                    maxSourceBytes: Int = 256 << 20, storeOriginal: Bool = false, overwrite: Bool = false, update: Bool = false,
-                    force: Bool = false) {
+        public init(
+            variants: [VariantSpec] = Preset.web, keyTemplate: KeyTemplate = .default,
+            limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = 256 << 20,
+            maxSourceBytes: Int = 256 << 20, storeOriginal: Bool = false, overwrite: Bool = false, update: Bool = false,
+            force: Bool = false
+        ) {
             self.variants = variants
             self.keyTemplate = keyTemplate
             self.limits = limits
@@ -73,8 +75,10 @@ public struct FileHandler: Sendable {
     let reservations = KeyReservations()
 
     /// Creates a handler; `sources` read the jobs whose sources are URLs (one repository per scheme).
-    public init(compressor: any ImageCompressor, storage: any StorageRepository, sources: [any SourceRepository] = [],
-                configuration: Configuration = .init(), logger: Logger = Logger(label: "imagepipe")) {
+    public init(
+        compressor: any ImageCompressor, storage: any StorageRepository, sources: [any SourceRepository] = [],
+        configuration: Configuration = .init(), logger: Logger = Logger(label: "imagepipe")
+    ) {
         self.compressor = compressor
         self.storage = storage
         self.sources = Dictionary(sources.map { ($0.scheme, $0) }, uniquingKeysWith: { first, _ in first })

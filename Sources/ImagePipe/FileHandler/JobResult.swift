@@ -66,9 +66,11 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var attempts: Int
 
     /// Creates a result.
-    public init(source: String, status: Status, error: ImagePipeError? = nil, sha256: String? = nil, format: SourceFormat? = nil,
-                width: Int? = nil, height: Int? = nil, bytes: Int? = nil, variants: [VariantRecord] = [],
-                timings: Timings = Timings(), attempts: Int = 1) {
+    public init(
+        source: String, status: Status, error: ImagePipeError? = nil, sha256: String? = nil, format: SourceFormat? = nil,
+        width: Int? = nil, height: Int? = nil, bytes: Int? = nil, variants: [VariantRecord] = [],
+        timings: Timings = Timings(), attempts: Int = 1
+    ) {
         self.source = source
         self.status = status
         self.error = error?.reason
@@ -118,8 +120,10 @@ public struct VariantRecord: Sendable, Codable, Equatable {
     public var encodes: Int?
 
     /// Creates a record.
-    public init(name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int,
-                quality: Int? = nil, score: Double? = nil, encodes: Int? = nil) {
+    public init(
+        name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int,
+        quality: Int? = nil, score: Double? = nil, encodes: Int? = nil
+    ) {
         self.name = name
         self.key = key
         self.url = url

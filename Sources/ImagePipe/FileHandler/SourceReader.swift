@@ -61,7 +61,10 @@ public enum SourceReader {
 
         // Decoded from the file by name, which a String can only hold when it is valid UTF-8.
         guard let decodable = String(validating: path.bytes, as: UTF8.self) else {
-            throw ImagePipeError(.unreadableSource, "\(path.lastComponent) is too large (\(size) bytes) to read whole, and the decoder cannot open a file whose name is not valid UTF-8: rename it")
+            throw ImagePipeError(
+                .unreadableSource,
+                "\(path.lastComponent) is too large (\(size) bytes) to read whole, and the decoder cannot open a file whose name is not valid UTF-8: rename it"
+            )
         }
         var hasher = SHA256Hasher()
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
@@ -95,15 +98,16 @@ public enum SourceReader {
     }
 
     private static func notARegularFile(_ path: RawPath, _ type: mode_t, followingLinks: Bool) -> ImagePipeError {
-        let what = switch type {
-        case S_IFLNK: followingLinks ? "a symbolic link" : "a symbolic link, which is not followed here"
-        case S_IFIFO: "a FIFO"
-        case S_IFSOCK: "a socket"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFDIR: "a directory"
-        default: "of another type"
-        }
+        let what =
+            switch type {
+            case S_IFLNK: followingLinks ? "a symbolic link" : "a symbolic link, which is not followed here"
+            case S_IFIFO: "a FIFO"
+            case S_IFSOCK: "a socket"
+            case S_IFCHR: "a character device"
+            case S_IFBLK: "a block device"
+            case S_IFDIR: "a directory"
+            default: "of another type"
+            }
         return ImagePipeError(.notARegularFile, "\(path.lastComponent) is \(what), not a regular file")
     }
 

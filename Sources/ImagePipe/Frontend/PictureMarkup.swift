@@ -41,7 +41,8 @@ public struct PictureMarkup: Sendable, Codable, Equatable {
     /// The markup of a done result; nil for failed and skipped ones, or one without variants.
     public init?(_ result: JobResult) {
         guard result.status == .done, let width = result.width, let height = result.height, width > 0, height > 0,
-              !result.variants.isEmpty else { return nil }
+            !result.variants.isEmpty
+        else { return nil }
         source = result.source
         self.width = width
         self.height = height
@@ -73,7 +74,8 @@ public struct PictureMarkup: Sendable, Codable, Equatable {
         for source in sources.dropLast() {
             lines.append("  <source type=\"\(source.type)\" srcset=\"\(Self.escape(source.srcset))\" sizes=\"\(Self.escape(sizes))\">")
         }
-        var img = "  <img src=\"\(Self.escape(fallback.candidates.last!.url))\" srcset=\"\(Self.escape(fallback.srcset))\" "
+        var img =
+            "  <img src=\"\(Self.escape(fallback.candidates.last!.url))\" srcset=\"\(Self.escape(fallback.srcset))\" "
             + "sizes=\"\(Self.escape(sizes))\" width=\"\(width)\" height=\"\(height)\" alt=\"\(Self.escape(alt))\" loading=\"lazy\" decoding=\"async\""
         if let placeholder {
             img += " style=\"background-color:\(placeholder.color)\" data-thumbhash=\"\(placeholder.thumbHash)\""

@@ -93,10 +93,12 @@ public struct ReportPage {
     private func table(_ heading: String, _ groups: [Group]) -> String {
         guard !groups.isEmpty else { return "" }
         let hasQuality = groups.contains { !$0.qualities.isEmpty || !$0.scores.isEmpty }
-        var rows = "<h2>\(heading)</h2><table><tr><th></th><th>outputs</th><th>bytes</th><th>per image</th><th>of the originals</th>"
+        var rows =
+            "<h2>\(heading)</h2><table><tr><th></th><th>outputs</th><th>bytes</th><th>per image</th><th>of the originals</th>"
             + (hasQuality ? "<th>quality (min–max)</th><th>score (worst / median)</th>" : "") + "</tr>"
         for group in groups {
-            rows += "<tr><td>\(group.name.markupEscaped)</td><td>\(group.count)</td><td>\(BatchSummary.formatBytes(group.bytes))</td>"
+            rows +=
+                "<tr><td>\(group.name.markupEscaped)</td><td>\(group.count)</td><td>\(BatchSummary.formatBytes(group.bytes))</td>"
                 + "<td>\(BatchSummary.formatBytes(group.count > 0 ? group.bytes / group.count : 0))</td>"
                 + "<td>\(String(format: "%.1f%% (saved %.1f%%)", 100 - group.saved * 100, group.saved * 100))</td>"
             if hasQuality {
@@ -116,12 +118,14 @@ public struct ReportPage {
         let bars = [("originals", originals)] + groups.map { ($0.name, $0.bytes) }
         let largest = max(1, bars.map(\.1).max()!)
         let rowHeight = 26, labelWidth = 120, barWidth = 520
-        var svg = "<h2>Output sizes</h2><svg role=\"img\" aria-label=\"bytes per variant\" width=\"\(labelWidth + barWidth + 110)\" "
+        var svg =
+            "<h2>Output sizes</h2><svg role=\"img\" aria-label=\"bytes per variant\" width=\"\(labelWidth + barWidth + 110)\" "
             + "height=\(rowHeight * bars.count + 10)>"
         for (index, bar) in bars.enumerated() {
             let y = index * rowHeight + 5
             let width = max(1, barWidth * bar.1 / largest)
-            svg += "<text x=\"0\" y=\"\(y + 16)\">\(bar.0.markupEscaped)</text>"
+            svg +=
+                "<text x=\"0\" y=\"\(y + 16)\">\(bar.0.markupEscaped)</text>"
                 + "<rect x=\"\(labelWidth)\" y=\"\(y)\" width=\"\(width)\" height=\"20\" class=\"\(index == 0 ? "orig" : "bar")\"/>"
                 + "<text x=\"\(labelWidth + width + 6)\" y=\"\(y + 16)\">\(BatchSummary.formatBytes(bar.1))</text>"
         }
@@ -136,11 +140,13 @@ public struct ReportPage {
             let smallest = result.variants.min { $0.width * $0.height < $1.width * $1.height }
             let colour = result.placeholder?.color ?? "#ddd"
             let image = smallest.flatMap(thumbnail).map { "<img src=\"\($0)\" alt=\"\">" } ?? ""
-            cards += "<figure><div class=\"thumb\" style=\"background:\(colour.markupEscaped)\">\(image)</div><figcaption>"
+            cards +=
+                "<figure><div class=\"thumb\" style=\"background:\(colour.markupEscaped)\">\(image)</div><figcaption>"
                 + "<b>\(result.source.markupEscaped)</b><br>\(result.width ?? 0)x\(result.height ?? 0) \((result.format?.rawValue ?? "").markupEscaped), "
                 + "\(BatchSummary.formatBytes(result.bytes ?? 0))<ul>"
             for variant in result.variants {
-                var line = "\(variant.name.markupEscaped): \(variant.width)x\(variant.height) \(variant.format.rawValue), "
+                var line =
+                    "\(variant.name.markupEscaped): \(variant.width)x\(variant.height) \(variant.format.rawValue), "
                     + BatchSummary.formatBytes(variant.bytes)
                 if let quality = variant.quality { line += ", q\(quality)" }
                 if let score = variant.score { line += String(format: ", score %.1f", score) }
@@ -155,7 +161,8 @@ public struct ReportPage {
         guard !failed.isEmpty else { return "" }
         var rows = "<h2>Failures</h2><table class=\"failures\"><tr><th>source</th><th>code</th><th>reason</th></tr>"
         for result in failed {
-            rows += "<tr><td>\(result.source.markupEscaped)</td><td>\(result.errorCode?.description ?? "")</td>"
+            rows +=
+                "<tr><td>\(result.source.markupEscaped)</td><td>\(result.errorCode?.description ?? "")</td>"
                 + "<td>\((result.error ?? "").markupEscaped)</td></tr>"
         }
         return rows + "</table>\n"

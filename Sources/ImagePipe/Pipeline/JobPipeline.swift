@@ -120,7 +120,8 @@ public final class JobPipeline: Sendable {
     /// The result of a job refused because the pipeline was halted, if it was.
     private func haltError(_ job: Job) -> JobResult? {
         guard let error = halted.withLock({ $0 }) else { return nil }
-        return JobResult(source: job.sourceName, status: .failed,
-                         error: ImagePipeError(error.code, "not processed: \(error.reason)"), attempts: job.attempt)
+        return JobResult(
+            source: job.sourceName, status: .failed,
+            error: ImagePipeError(error.code, "not processed: \(error.reason)"), attempts: job.attempt)
     }
 }

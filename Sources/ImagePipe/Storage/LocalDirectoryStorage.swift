@@ -57,8 +57,9 @@ public struct LocalDirectoryStorage: StorageRepository {
             throw .configuration("destination \(root) is not writable: \(String(cString: strerror(errno)))")
         }
         if fsetxattr(fd, Self.originAttribute, "{}", 2, 0) != 0 {
-            throw .configuration("destination \(root) does not keep extended attributes (\(String(cString: strerror(errno)))); "
-                                 + "imagepipe records each file's original in user.imagepipe.origin, so the file system must support user xattrs")
+            throw .configuration(
+                "destination \(root) does not keep extended attributes (\(String(cString: strerror(errno)))); "
+                    + "imagepipe records each file's original in user.imagepipe.origin, so the file system must support user xattrs")
         }
     }
 
@@ -141,8 +142,9 @@ public struct LocalDirectoryStorage: StorageRepository {
             throw Self.failure(errno, "cannot check \(path)")
         }
         let isFile = info.st_mode & S_IFMT == S_IFREG
-        return ExistingObject(origin: isFile ? Self.origin(atPath: path) : nil, bytes: isFile ? Int(info.st_size) : 0,
-                              url: LocalPath.fileURL(path))
+        return ExistingObject(
+            origin: isFile ? Self.origin(atPath: path) : nil, bytes: isFile ? Int(info.st_size) : 0,
+            url: LocalPath.fileURL(path))
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {

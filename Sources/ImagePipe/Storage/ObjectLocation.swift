@@ -39,11 +39,16 @@ public struct ObjectLocation: Sendable, Hashable, CustomStringConvertible {
         let rest = text[separator.upperBound...]
         let bucket = rest.prefix { $0 != "/" }
         guard !bucket.isEmpty else { throw .configuration("source '\(text)' names no bucket: use SCHEME://BUCKET/KEY") }
-        guard bucket.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-._".unicodeScalars.contains($0)) }) else {
+        guard
+            bucket.unicodeScalars.allSatisfy({
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-._".unicodeScalars.contains($0))
+            })
+        else {
             throw .configuration("source '\(text)' has an invalid bucket name '\(bucket)'")
         }
-        self.init(scheme: text[..<separator.lowerBound].lowercased(), bucket: String(bucket),
-                  key: String(rest.dropFirst(bucket.count).drop { $0 == "/" }))
+        self.init(
+            scheme: text[..<separator.lowerBound].lowercased(), bucket: String(bucket),
+            key: String(rest.dropFirst(bucket.count).drop { $0 == "/" }))
     }
 
     /// The location as a folder: the key with a trailing `/` (unless it is the whole bucket).

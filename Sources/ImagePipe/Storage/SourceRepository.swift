@@ -79,7 +79,8 @@ extension ImagePipeError {
     /// - Parameter bytes: its size as declared (listing, HEAD or the GET's Content-Length); nil
     ///   when it declared none and only turned out too long while being read.
     public static func sourceTooLarge(_ source: String, bytes: Int?, limit: Int) -> ImagePipeError {
-        let size = bytes.map { "is \($0) bytes, more than the \(limit) bytes --max-source-bytes allows; it was not downloaded" }
+        let size =
+            bytes.map { "is \($0) bytes, more than the \(limit) bytes --max-source-bytes allows; it was not downloaded" }
             ?? "turned out longer than the \(limit) bytes --max-source-bytes allows while it was read; the read was abandoned"
         return ImagePipeError(.imageTooLarge, "\(source) \(size)")
     }

@@ -142,7 +142,10 @@ public struct KeyLimits: Sendable, Hashable {
             throw ImagePipeError(.invalidKey, "output key '\(key)' is \(key.utf8.count) bytes long; the destination takes at most \(maxKeyBytes)")
         }
         if let maxSegmentBytes, let long = key.split(separator: "/").first(where: { $0.utf8.count > maxSegmentBytes }) {
-            throw ImagePipeError(.invalidKey, "output key '\(key)' has a name of \(long.utf8.count) bytes ('\(long.prefix(40))…'); the destination's file system takes at most \(maxSegmentBytes)")
+            throw ImagePipeError(
+                .invalidKey,
+                "output key '\(key)' has a name of \(long.utf8.count) bytes ('\(long.prefix(40))…'); the destination's file system takes at most \(maxSegmentBytes)"
+            )
         }
     }
 }
@@ -163,8 +166,10 @@ public struct StorageObject: Sendable {
     public var policy: WritePolicy
 
     /// Creates an object.
-    public init(key: String, body: Data, contentType: String, cacheControl: String? = nil, origin: Origin? = nil,
-                policy: WritePolicy = .replaceSameOriginal) {
+    public init(
+        key: String, body: Data, contentType: String, cacheControl: String? = nil, origin: Origin? = nil,
+        policy: WritePolicy = .replaceSameOriginal
+    ) {
         self.key = key
         self.body = body
         self.contentType = contentType
@@ -215,16 +220,22 @@ extension ImagePipeError {
     /// The collision of `source`'s output with what `existing` holds under its key, naming both originals.
     public static func keyCollision(key: String, source: String, existing: Origin?) -> ImagePipeError {
         guard let existing else {
-            return ImagePipeError(.keyCollision, "output key '\(key)' already holds a file with no recorded original (written by "
-                + "another tool, or by an imagepipe older than 0.2); '\(source)' would replace it. Pass --overwrite to replace it")
+            return ImagePipeError(
+                .keyCollision,
+                "output key '\(key)' already holds a file with no recorded original (written by "
+                    + "another tool, or by an imagepipe older than 0.2); '\(source)' would replace it. Pass --overwrite to replace it")
         }
         if existing.source == source {
-            return ImagePipeError(.keyCollision, "'\(source)' changed since output key '\(key)' was made from it (then sha256 "
-                + "\(existing.sha256.prefix(16))…). Pass --update to replace outputs of changed originals, or --overwrite to replace any")
+            return ImagePipeError(
+                .keyCollision,
+                "'\(source)' changed since output key '\(key)' was made from it (then sha256 "
+                    + "\(existing.sha256.prefix(16))…). Pass --update to replace outputs of changed originals, or --overwrite to replace any")
         }
-        return ImagePipeError(.keyCollision, "output key '\(key)' already holds an image made from '\(existing.source)' (sha256 "
-            + "\(existing.sha256.prefix(16))…); '\(source)' would replace it. "
-            + "Add {hash} to --key to give each original its own keys, or pass --overwrite to replace it")
+        return ImagePipeError(
+            .keyCollision,
+            "output key '\(key)' already holds an image made from '\(existing.source)' (sha256 "
+                + "\(existing.sha256.prefix(16))…); '\(source)' would replace it. "
+                + "Add {hash} to --key to give each original its own keys, or pass --overwrite to replace it")
     }
 }
 
@@ -247,9 +258,10 @@ extension Origin {
         guard let sha256 = lowered["imagepipe-sha256"], sha256.count == 64 else { return nil }
         let source = lowered["imagepipe-source"].flatMap { $0.removingPercentEncoding } ?? ""
         let size = lowered["imagepipe-size"]?.split(separator: "x").compactMap { Int($0) }
-        self.init(sha256: sha256, source: source,
-                  width: size?.count == 2 ? size?[0] : nil, height: size?.count == 2 ? size?[1] : nil,
-                  variant: lowered["imagepipe-variant"].flatMap { $0.removingPercentEncoding })
+        self.init(
+            sha256: sha256, source: source,
+            width: size?.count == 2 ? size?[0] : nil, height: size?.count == 2 ? size?[1] : nil,
+            variant: lowered["imagepipe-variant"].flatMap { $0.removingPercentEncoding })
     }
 
     private static func percentEncoded(_ text: String) -> String {

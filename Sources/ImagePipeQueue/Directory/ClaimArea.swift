@@ -193,15 +193,17 @@ public final class ClaimArea: Sendable {
                     try FileMoves.moveKeepingBoth(areaPath + "/" + relative, to: queue.inbox + "/" + relative)
                     recovered.append(relative)
                 } catch {
-                    logger.error("cannot return a job from an abandoned claim area",
-                                 metadata: ["source": "\(relative)", "area": "\(area)", "error": "\(error.reason)"])
+                    logger.error(
+                        "cannot return a job from an abandoned claim area",
+                        metadata: ["source": "\(relative)", "area": "\(area)", "error": "\(error.reason)"])
                 }
             }
             if QueueDirectory.files(under: areaPath).isEmpty {
                 unlink(areaPath + "/.lock")
                 try? FileManager.default.removeItem(atPath: areaPath)
-                logger.notice("returned the jobs of an abandoned claim area to the inbox",
-                              metadata: ["area": "\(area)", "jobs": .stringConvertible(recovered.count)])
+                logger.notice(
+                    "returned the jobs of an abandoned claim area to the inbox",
+                    metadata: ["area": "\(area)", "jobs": .stringConvertible(recovered.count)])
             }
         }
         return recovered

@@ -22,8 +22,10 @@ public final class DirectoryQueue: JobQueue {
         public var emptyDirectoryIdle: Duration
 
         /// Creates settings: rescans every 5 s, a 10 s quiet period, empty delivery folders removed after a minute.
-        public init(rescanInterval: Duration = .seconds(5), quietPeriod: Duration = .seconds(10),
-                    emptyDirectoryIdle: Duration = .seconds(60)) {
+        public init(
+            rescanInterval: Duration = .seconds(5), quietPeriod: Duration = .seconds(10),
+            emptyDirectoryIdle: Duration = .seconds(60)
+        ) {
             self.rescanInterval = rescanInterval
             self.quietPeriod = quietPeriod
             self.emptyDirectoryIdle = emptyDirectoryIdle
@@ -52,8 +54,10 @@ public final class DirectoryQueue: JobQueue {
     private let state = Mutex(State())
 
     /// Creates this worker's claim area in `directory`; nothing is watched until ``open(wake:)``.
-    public init(directory: QueueDirectory, configuration: Configuration = .init(),
-                logger: Logger = Logger(label: "imagepipe.queue")) throws(ImagePipeError) {
+    public init(
+        directory: QueueDirectory, configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "imagepipe.queue")
+    ) throws(ImagePipeError) {
         self.directory = directory
         self.configuration = configuration
         self.logger = logger
@@ -182,8 +186,10 @@ public final class DirectoryQueue: JobQueue {
         let wake = state.withLock { state -> (@Sendable () -> Void)? in
             guard !state.closed else { return nil }
             var added = false
-            for entry in entries where !QueueDirectory.isIgnored(LocalPath.name(of: entry.name))
-                && !state.pendingSet.contains(entry.name) && !state.claimed.contains(entry.name) {
+            for entry in entries
+            where !QueueDirectory.isIgnored(LocalPath.name(of: entry.name))
+                && !state.pendingSet.contains(entry.name) && !state.claimed.contains(entry.name)
+            {
                 state.pending.append(entry)
                 state.pendingSet.insert(entry.name)
                 added = true
@@ -210,9 +216,12 @@ public final class DirectoryQueue: JobQueue {
         case .unknown:
             // Another user's file, and this worker may not see that user's processes: only a file left
             // unchanged for the quiet period is taken. A rescan brings it back when that has passed.
-            if state.withLock({ state in defer { state.warnedBlindWriterCheck = true }; return !state.warnedBlindWriterCheck }) {
-                logger.warning("cannot see whether a delivery is still being written: it belongs to another user. Such files are taken once unchanged for the quiet period; deliver by rename, or run the worker as the producers' user or with CAP_LEASE, to take them at once",
-                               metadata: ["source": "\(name)", "quiet_period_ms": .stringConvertible(Int(configuration.quietPeriod.milliseconds.rounded()))])
+            if state.withLock({ state in
+                defer { state.warnedBlindWriterCheck = true }; return !state.warnedBlindWriterCheck
+            }) {
+                logger.warning(
+                    "cannot see whether a delivery is still being written: it belongs to another user. Such files are taken once unchanged for the quiet period; deliver by rename, or run the worker as the producers' user or with CAP_LEASE, to take them at once",
+                    metadata: ["source": "\(name)", "quiet_period_ms": .stringConvertible(Int(configuration.quietPeriod.milliseconds.rounded()))])
             }
             if let age = QueueDirectory.timeSinceLastChange(path), age < configuration.quietPeriod { return nil }
         }
@@ -220,8 +229,9 @@ public final class DirectoryQueue: JobQueue {
         case .claimed(let claimedPath):
             logger.debug("claimed", metadata: ["source": "\(name)"])
             if entry.raw != RawPath(name) {
-                logger.notice("claimed under this name: the delivered name is not valid UTF-8, its other bytes are written as %XX",
-                              metadata: ["source": "\(name)"])
+                logger.notice(
+                    "claimed under this name: the delivered name is not valid UTF-8, its other bytes are written as %XX",
+                    metadata: ["source": "\(name)"])
             }
             state.withLock { _ = $0.claimed.insert(name) }
             // Links are not followed: a delivered link could publish any file the worker can read.
@@ -245,7 +255,8 @@ public final class DirectoryQueue: JobQueue {
         do {
             _ = try move()
         } catch {
-            logger.error("cannot finish a job; it stays claimed until this worker restarts", metadata: ["source": "\(name)", "error": "\(error.reason)"])
+            logger.error(
+                "cannot finish a job; it stays claimed until this worker restarts", metadata: ["source": "\(name)", "error": "\(error.reason)"])
         }
         forget(name)
     }

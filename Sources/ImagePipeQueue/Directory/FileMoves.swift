@@ -81,7 +81,8 @@ enum FileMoves {
     /// crash mid-write leaves nothing behind in `done/`), else beside `path`.
     static func writeAtomically(_ data: Data, to path: String, stagingIn staging: String? = nil) throws(ImagePipeError) {
         try makeParent(of: path)
-        let temporary = (staging ?? LocalPath.parent(of: path))
+        let temporary =
+            (staging ?? LocalPath.parent(of: path))
             + "/.\(LocalPath.name(of: path)).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("cannot create \(temporary)") }

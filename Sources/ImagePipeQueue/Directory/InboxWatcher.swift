@@ -124,7 +124,8 @@ final class InboxWatcher: Sendable {
             return
         }
         guard let directory = state.withLock({ $0.directories[event.wd] }), !name.bytes.isEmpty,
-              name.bytes.first != UInt8(ascii: ".") else { return }
+            name.bytes.first != UInt8(ascii: ".")
+        else { return }
         let relative = directory.appending(name)
         if mask & UInt32(IN_ISDIR) != 0 {
             if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {

@@ -109,8 +109,9 @@ public struct QueueDirectory: Sendable {
                 if visit(relative.appending(entry.name)) { remaining -= 1 }
             }
             guard !relative.bytes.isEmpty, remaining == 0,
-                  let age = Self.timeSinceLastChange(path), age >= idle,
-                  path.withCString({ rmdir($0) }) == 0 else { return false }
+                let age = Self.timeSinceLastChange(path), age >= idle,
+                path.withCString({ rmdir($0) }) == 0
+            else { return false }
             removed.append(relative.escaped)
             return true
         }
@@ -122,8 +123,9 @@ public struct QueueDirectory: Sendable {
     static func timeSinceLastChange(_ path: RawPath) -> Duration? {
         var info = stat()
         guard path.withCString({ stat($0, &info) }) == 0 else { return nil }
-        let changed = max(Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9,
-                          Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9)
+        let changed = max(
+            Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9,
+            Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9)
         return .seconds(Date().timeIntervalSince1970 - changed)
     }
 }

@@ -35,10 +35,12 @@ public final class QueueWorker: Sendable {
         /// Creates settings: 5 attempts, 30 s shutdown timeout, rescans every 5 s, status every 30 s,
         /// a 10 s quiet period, empty delivery folders removed after a minute, a 5 s first pause when
         /// the storage is full.
-        public init(retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
-                    rescanInterval: Duration = .seconds(5), statusInterval: Duration = .seconds(30),
-                    quietPeriod: Duration = .seconds(10), emptyDirectoryIdle: Duration = .seconds(60),
-                    fullStoragePause: Duration = .seconds(5)) {
+        public init(
+            retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
+            rescanInterval: Duration = .seconds(5), statusInterval: Duration = .seconds(30),
+            quietPeriod: Duration = .seconds(10), emptyDirectoryIdle: Duration = .seconds(60),
+            fullStoragePause: Duration = .seconds(5)
+        ) {
             self.retry = retry
             self.shutdownTimeout = shutdownTimeout
             self.rescanInterval = rescanInterval
@@ -88,8 +90,10 @@ public final class QueueWorker: Sendable {
     private let executor = DispatchExecutor(label: "imagepipe.worker-loop")
 
     /// Creates a worker with its own claim area in `queue`.
-    public init(queue: QueueDirectory, pipeline: JobPipeline, configuration: Configuration = .init(),
-                logger: Logger = Logger(label: "imagepipe.queue")) throws(ImagePipeError) {
+    public init(
+        queue: QueueDirectory, pipeline: JobPipeline, configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "imagepipe.queue")
+    ) throws(ImagePipeError) {
         self.queue = queue
         self.pipeline = pipeline
         self.configuration = configuration
@@ -104,13 +108,18 @@ public final class QueueWorker: Sendable {
     /// A snapshot of the counters.
     public var statistics: Statistics {
         let counts = loop.statistics
-        return Statistics(waiting: directory.pendingCount, inFlight: counts.inFlight, retrying: counts.retrying,
-                          done: counts.done, failed: counts.failed)
+        return Statistics(
+            waiting: directory.pendingCount, inFlight: counts.inFlight, retrying: counts.retrying,
+            done: counts.done, failed: counts.failed)
     }
 
     /// Recovers abandoned claims, scans the inbox, starts watching and claiming; returns once watching.
     public func start() {
-        guard started.withLock({ started in defer { started = true }; return !started }) else { return }
+        guard
+            started.withLock({ started in
+                defer { started = true }; return !started
+            })
+        else { return }
         running.enter()
         let opened = DispatchSemaphore(value: 0)
         Task(executorPreference: executor) { [loop] in

@@ -23,7 +23,7 @@ public enum WriterCheck {
         case unknown
     }
 
-    private static let setLease: Int32 = 1024 // F_SETLEASE
+    private static let setLease: Int32 = 1024  // F_SETLEASE
     private static let readLease: Int32 = Int32(F_RDLCK)
     private static let unlock: Int32 = Int32(F_UNLCK)
 
@@ -64,10 +64,11 @@ public enum WriterCheck {
             for descriptor in descriptors {
                 var info = stat()
                 guard stat("/proc/\(pid)/fd/\(descriptor)", &info) == 0,
-                      info.st_ino == inode, info.st_dev == device else { continue }
+                    info.st_ino == inode, info.st_dev == device
+                else { continue }
                 guard let fdinfo = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(descriptor)", encoding: .utf8),
-                      let line = fdinfo.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
-                      let flags = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8)
+                    let line = fdinfo.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
+                    let flags = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8)
                 else { return .open }
                 if flags & Int(O_ACCMODE) != Int(O_RDONLY) { return .open }
             }

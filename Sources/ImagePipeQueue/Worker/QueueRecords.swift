@@ -48,7 +48,8 @@ public struct FailureRecord: Sendable, Codable, Equatable {
 extension AttemptRecord {
     /// The record of a failed result.
     public init(_ result: JobResult) {
-        self.init(attempt: result.attempts, error: result.error ?? "unknown error", errorCode: result.errorCode,
-                  transient: result.transient ?? false, at: JSONLine.timestamp())
+        self.init(
+            attempt: result.attempts, error: result.error ?? "unknown error", errorCode: result.errorCode,
+            transient: result.transient ?? false, at: JSONLine.timestamp())
     }
 }

@@ -29,7 +29,11 @@ final class Wakeup: Sendable {
 
     /// Returns after a signal, at `deadline` on `clock`, or when the task is cancelled, whichever comes first.
     func wait(until deadline: ContinuousClock.Instant, on clock: any WorkerClock) async {
-        if state.withLock({ state in defer { state.signalled = false }; return state.signalled }) { return }
+        if state.withLock({ state in
+            defer { state.signalled = false }; return state.signalled
+        }) {
+            return
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.next() }
             group.addTask { try? await clock.sleep(until: deadline) }

@@ -76,8 +76,9 @@ extension WorkerLoop {
                 dropLost(claimed)
             }
         case .discard:
-            let record = FailureRecord(source: claimed.source, error: result.error ?? "unknown error", errorCode: result.errorCode,
-                                       attempts: claimed.job.attempt, history: claimed.history + [AttemptRecord(result)], result: result)
+            let record = FailureRecord(
+                source: claimed.source, error: result.error ?? "unknown error", errorCode: result.errorCode,
+                attempts: claimed.job.attempt, history: claimed.history + [AttemptRecord(result)], result: result)
             guard await settled(queue.discard(claimed, record: record), claimed) else { return }
             logger.error("failed", metadata: Self.metadata(result, claimed))
             state.withLock { $0.status.countFailed() }
@@ -106,9 +107,11 @@ extension WorkerLoop {
     }
 
     func logLeaseLost(_ claimed: ClaimedJob) {
-        logger.warning("lease lost: another worker holds the job now; this worker's result is dropped", metadata: [
-            "job": "\(claimed.id)", "source": "\(claimed.source)", "attempt": .stringConvertible(claimed.job.attempt),
-        ])
+        logger.warning(
+            "lease lost: another worker holds the job now; this worker's result is dropped",
+            metadata: [
+                "job": "\(claimed.id)", "source": "\(claimed.source)", "attempt": .stringConvertible(claimed.job.attempt),
+            ])
     }
 
     /// A settled job's log fields: the result's (see ``JobResult/logMetadata``), the queue's job ID
@@ -126,8 +129,9 @@ extension WorkerLoop {
         case .none:
             break
         case .paused(let pause):
-            logger.warning("storage is full: no new claims for a while, longer while it stays full; jobs held retry as usual",
-                           metadata: ["pause_ms": .stringConvertible(Int(pause.milliseconds.rounded())), "error": "\(result.error ?? "")"])
+            logger.warning(
+                "storage is full: no new claims for a while, longer while it stays full; jobs held retry as usual",
+                metadata: ["pause_ms": .stringConvertible(Int(pause.milliseconds.rounded())), "error": "\(result.error ?? "")"])
         case .resumed:
             logger.notice("storage takes objects again: claiming resumed")
         }

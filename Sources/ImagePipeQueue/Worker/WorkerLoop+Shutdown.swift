@@ -36,8 +36,9 @@ extension WorkerLoop {
     /// deadline, leaving such jobs to the queue's own recovery (their leases lapse).
     func drain() async {
         let deadline = clock.now + configuration.shutdownTimeout
-        logger.notice("shutting down: no new claims, waiting for jobs in flight",
-                      metadata: ["shutdown_timeout_ms": .stringConvertible(Int(configuration.shutdownTimeout.milliseconds.rounded()))])
+        logger.notice(
+            "shutting down: no new claims, waiting for jobs in flight",
+            metadata: ["shutdown_timeout_ms": .stringConvertible(Int(configuration.shutdownTimeout.milliseconds.rounded()))])
         let waiting = state.withLock { state -> [ClaimedJob] in
             let ids = state.held.compactMap { id, held -> String? in
                 if case .waitingRetry = held.phase { id } else { nil }
@@ -48,8 +49,10 @@ extension WorkerLoop {
 
         while true {
             let (running, settling, now) = state.withLock { state in
-                (state.held.values.contains { $0.phase == .inFlight }, state.held.values.contains { $0.phase == .settling },
-                 state.stoppingNow || Task.isCancelled)
+                (
+                    state.held.values.contains { $0.phase == .inFlight }, state.held.values.contains { $0.phase == .settling },
+                    state.stoppingNow || Task.isCancelled
+                )
             }
             if !running && !settling { break }
             if !running && clock.now >= deadline + Self.settlingGrace { break }

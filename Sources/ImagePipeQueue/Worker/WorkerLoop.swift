@@ -32,9 +32,11 @@ public final class WorkerLoop: Service, Sendable {
 
         /// Creates settings: 5 attempts, 30 s shutdown timeout, status every 30 s, a 5 s first pause
         /// when the storage is full, running until stopped.
-        public init(retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
-                    statusInterval: Duration = .seconds(30), fullStoragePause: Duration = .seconds(5),
-                    exitWhenEmpty: Bool = false) {
+        public init(
+            retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
+            statusInterval: Duration = .seconds(30), fullStoragePause: Duration = .seconds(5),
+            exitWhenEmpty: Bool = false
+        ) {
             self.retry = retry
             self.shutdownTimeout = shutdownTimeout
             self.statusInterval = statusInterval
@@ -110,9 +112,11 @@ public final class WorkerLoop: Service, Sendable {
 
     /// Creates a loop; `clock` is the real one unless a test drives time; `observer` hears of every
     /// recorded outcome and retry.
-    public init(queue: any JobQueue, pipeline: JobPipeline, configuration: Configuration = .init(),
-                clock: any WorkerClock = SystemClock(), observer: (any WorkerObserver)? = nil,
-                logger: Logger = Logger(label: "imagepipe.queue")) {
+    public init(
+        queue: any JobQueue, pipeline: JobPipeline, configuration: Configuration = .init(),
+        clock: any WorkerClock = SystemClock(), observer: (any WorkerObserver)? = nil,
+        logger: Logger = Logger(label: "imagepipe.queue")
+    ) {
         self.queue = queue
         self.pipeline = pipeline
         self.configuration = configuration
@@ -120,10 +124,12 @@ public final class WorkerLoop: Service, Sendable {
         self.observer = observer
         self.logger = logger
         self.finishing = FinishPolicy(retry: configuration.retry)
-        self.state = Mutex(State(
-            claims: ClaimPolicy(holdLimit: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
-                                longestPause: configuration.retry.maxDelay),
-            status: StatusReport(startedAt: clock.now), lastLook: clock.now))
+        self.state = Mutex(
+            State(
+                claims: ClaimPolicy(
+                    holdLimit: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
+                    longestPause: configuration.retry.maxDelay),
+                status: StatusReport(startedAt: clock.now), lastLook: clock.now))
         (results, resultsInput) = AsyncStream.makeStream(of: Finished.self)
     }
 
@@ -153,11 +159,15 @@ public final class WorkerLoop: Service, Sendable {
                     group.addTask { await self.settleResults() }
                     if configuration.statusInterval > .zero {
                         group.addTask {
-                            await self.repeatUntilShutdown(every: self.configuration.statusInterval, stop: self.statusTimer) { await self.logStatus() }
+                            await self.repeatUntilShutdown(every: self.configuration.statusInterval, stop: self.statusTimer) {
+                                await self.logStatus()
+                            }
                         }
                     }
                     group.addTask {
-                        await self.repeatUntilShutdown(every: self.queue.maintenanceInterval, stop: self.maintenanceTimer) { await self.queue.maintain() }
+                        await self.repeatUntilShutdown(every: self.queue.maintenanceInterval, stop: self.maintenanceTimer) {
+                            await self.queue.maintain()
+                        }
                     }
                     if let interval = queue.heartbeatInterval {
                         group.addTask(executorPreference: DedicatedThread.heartbeats) { await self.renewLeases(every: interval) }

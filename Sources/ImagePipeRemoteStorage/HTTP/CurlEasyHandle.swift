@@ -26,12 +26,14 @@ final class CurlEasyHandle: @unchecked Sendable {
     }
 
     /// Runs one request to completion on this thread.
-    func perform(_ request: HTTPRequest, _ configuration: CurlHTTPClient.Configuration) throws(TransportError) -> (HTTPResponse, newConnections: Int) {
+    func perform(_ request: HTTPRequest, _ configuration: CurlHTTPClient.Configuration) throws(TransportError) -> (HTTPResponse, newConnections: Int)
+    {
         // Reset clears the previous request's options but keeps the connection cache, which is the point of pooling.
         curl_easy_reset(raw)
         errorBuffer[0] = 0
-        let state = TransferState(bodyLimit: request.maxResponseBytes ?? configuration.maxResponseBytes,
-                                  checksDeclaredLength: request.method != "HEAD")
+        let state = TransferState(
+            bodyLimit: request.maxResponseBytes ?? configuration.maxResponseBytes,
+            checksDeclaredLength: request.method != "HEAD")
 
         var list: UnsafeMutablePointer<curl_slist>?
         for header in request.headers {
@@ -52,10 +54,12 @@ final class CurlEasyHandle: @unchecked Sendable {
             try Self.require(ipc_setopt_pointer(raw, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)), "CURLOPT_ERRORBUFFER")
             // Timeouts through signals would break in a multithreaded process.
             try Self.require(ipc_setopt_long(raw, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
-            try Self.require(ipc_setopt_long(raw, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds)), "CURLOPT_CONNECTTIMEOUT_MS")
+            try Self.require(
+                ipc_setopt_long(raw, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds)), "CURLOPT_CONNECTTIMEOUT_MS")
             // A transfer moving less than the limit for the whole window is stalled: give up on it.
             try Self.require(ipc_setopt_long(raw, CURLOPT_LOW_SPEED_LIMIT, configuration.stallBytesPerSecond), "CURLOPT_LOW_SPEED_LIMIT")
-            try Self.require(ipc_setopt_long(raw, CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.timeInterval))), "CURLOPT_LOW_SPEED_TIME")
+            try Self.require(
+                ipc_setopt_long(raw, CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.timeInterval))), "CURLOPT_LOW_SPEED_TIME")
             try Self.require(ipc_setopt_long(raw, CURLOPT_SSL_VERIFYPEER, 1), "CURLOPT_SSL_VERIFYPEER")
             try Self.require(ipc_setopt_long(raw, CURLOPT_SSL_VERIFYHOST, 2), "CURLOPT_SSL_VERIFYHOST")
             try Self.require(ipc_setopt_string(raw, CURLOPT_PROTOCOLS_STR, "http,https"), "CURLOPT_PROTOCOLS_STR")
@@ -68,24 +72,24 @@ final class CurlEasyHandle: @unchecked Sendable {
 
             return try request.body.withUnsafeBytes { buffer in
                 Result { () throws(TransportError) -> CURLcode in
-                switch request.method {
-                case "HEAD":
-                    try Self.require(ipc_setopt_long(raw, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
-                case "GET" where buffer.isEmpty:
-                    try Self.require(ipc_setopt_long(raw, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
-                case "DELETE" where buffer.isEmpty:
-                    try Self.require(ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST")
-                default:
-                    // The body goes from the caller's buffer; libcurl rewinds it by itself when it must
-                    // resend on a fresh connection, which a streaming read callback would have to handle.
-                    let pointer = buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? Self.emptyBody
-                    try Self.require(ipc_setopt_off(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(buffer.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
-                    try Self.require(ipc_setopt_pointer(raw, CURLOPT_POSTFIELDS, pointer), "CURLOPT_POSTFIELDS")
-                    if request.method != "POST" {
+                    switch request.method {
+                    case "HEAD":
+                        try Self.require(ipc_setopt_long(raw, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
+                    case "GET" where buffer.isEmpty:
+                        try Self.require(ipc_setopt_long(raw, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
+                    case "DELETE" where buffer.isEmpty:
                         try Self.require(ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST")
+                    default:
+                        // The body goes from the caller's buffer; libcurl rewinds it by itself when it must
+                        // resend on a fresh connection, which a streaming read callback would have to handle.
+                        let pointer = buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? Self.emptyBody
+                        try Self.require(ipc_setopt_off(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(buffer.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
+                        try Self.require(ipc_setopt_pointer(raw, CURLOPT_POSTFIELDS, pointer), "CURLOPT_POSTFIELDS")
+                        if request.method != "POST" {
+                            try Self.require(ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST")
+                        }
                     }
-                }
-                return curl_easy_perform(raw)
+                    return curl_easy_perform(raw)
                 }
             }.get()
         }

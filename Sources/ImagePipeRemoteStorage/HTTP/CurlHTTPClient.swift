@@ -27,9 +27,11 @@ public final class CurlHTTPClient: Sendable {
         public var maxResponseBytes: Int
 
         /// Creates a configuration; the defaults suit uploads over the internet.
-        public init(connectTimeout: Duration = .seconds(10), stallTimeout: Duration = .seconds(30),
-                    stallBytesPerSecond: Int = 1, maxIdleHandles: Int = 32,
-                    userAgent: String = "imagepipe/0.2", maxResponseBytes: Int = 4 << 20) {
+        public init(
+            connectTimeout: Duration = .seconds(10), stallTimeout: Duration = .seconds(30),
+            stallBytesPerSecond: Int = 1, maxIdleHandles: Int = 32,
+            userAgent: String = "imagepipe/0.2", maxResponseBytes: Int = 4 << 20
+        ) {
             self.connectTimeout = connectTimeout
             self.stallTimeout = stallTimeout
             self.stallBytesPerSecond = stallBytesPerSecond

@@ -16,8 +16,10 @@ public struct HTTPRequest: Sendable {
     public var maxResponseBytes: Int?
 
     /// Creates a request.
-    public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: Data = Data(),
-                maxResponseBytes: Int? = nil) {
+    public init(
+        method: String, url: String, headers: [(name: String, value: String)] = [], body: Data = Data(),
+        maxResponseBytes: Int? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers

@@ -21,8 +21,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
 
     /// An answer longer than the request accepts, abandoned before (or while) its body was read.
     static func tooLarge(declaredLength: Int?, limit: Int) -> TransportError {
-        TransportError(code: Int(CURLE_FILESIZE_EXCEEDED.rawValue),
-                       message: "the answer is longer than the \(limit) bytes accepted", declaredLength: declaredLength)
+        TransportError(
+            code: Int(CURLE_FILESIZE_EXCEEDED.rawValue),
+            message: "the answer is longer than the \(limit) bytes accepted", declaredLength: declaredLength)
     }
 
     /// Whether the answer was abandoned for being longer than the request accepts; not worth retrying.
@@ -38,9 +39,10 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 
-    private static let retryableCodes: Set<Int> = Set([
-        CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_WEIRD_SERVER_REPLY, CURLE_HTTP2,
-        CURLE_PARTIAL_FILE, CURLE_OPERATION_TIMEDOUT, CURLE_SSL_CONNECT_ERROR, CURLE_GOT_NOTHING,
-        CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2_STREAM, CURLE_AGAIN, CURLE_HTTP3, CURLE_QUIC_CONNECT_ERROR,
-    ].map { Int($0.rawValue) })
+    private static let retryableCodes: Set<Int> = Set(
+        [
+            CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_WEIRD_SERVER_REPLY, CURLE_HTTP2,
+            CURLE_PARTIAL_FILE, CURLE_OPERATION_TIMEDOUT, CURLE_SSL_CONNECT_ERROR, CURLE_GOT_NOTHING,
+            CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2_STREAM, CURLE_AGAIN, CURLE_HTTP3, CURLE_QUIC_CONNECT_ERROR,
+        ].map { Int($0.rawValue) })
 }

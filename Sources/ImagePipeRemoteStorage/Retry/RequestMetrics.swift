@@ -8,9 +8,11 @@ import CoreMetrics
 enum RequestMetrics {
     /// `imagepipe_storage_requests_total`: one request answered with `status`, or not answered (nil).
     static func request(service: String, method: String, status: Int?) {
-        Counter(label: "imagepipe_storage_requests_total",
-                dimensions: [("service", service), ("method", method), ("status", status.map(String.init) ?? "error")])
-            .increment()
+        Counter(
+            label: "imagepipe_storage_requests_total",
+            dimensions: [("service", service), ("method", method), ("status", status.map(String.init) ?? "error")]
+        )
+        .increment()
     }
 
     /// `imagepipe_storage_retries_total`: one more attempt at a request that failed in a retryable way.

@@ -14,8 +14,10 @@ struct Retrier: Sendable {
     /// Runs `attempt` (given the attempt number from 1) until it succeeds or must give up.
     ///
     /// - Throws: the last failure and how many attempts were made.
-    func run<T>(_ what: @autoclosure () -> String,
-                _ attempt: (Int) throws(RequestFailure) -> T) throws(RetryExhausted) -> T {
+    func run<T>(
+        _ what: @autoclosure () -> String,
+        _ attempt: (Int) throws(RequestFailure) -> T
+    ) throws(RetryExhausted) -> T {
         var number = 1
         var spent = 0
         while true {
@@ -25,15 +27,18 @@ struct Retrier: Sendable {
                 return value
             } catch {
                 guard error.isRetryable, policy.shouldRetry(afterAttempt: number),
-                      let cost = quota.acquire(timeout: error.isTimeout) else {
+                    let cost = quota.acquire(timeout: error.isTimeout)
+                else {
                     throw RetryExhausted(failure: error, attempts: number)
                 }
                 spent += cost
                 let delay = policy.delay(afterAttempt: number)
-                logger.warning("retrying a storage request", metadata: [
-                    "request": "\(what())", "error": "\(error)", "attempt": .stringConvertible(number + 1),
-                    "max_attempts": .stringConvertible(policy.maxAttempts), "retry_in_ms": .stringConvertible(Int(delay.milliseconds.rounded())),
-                ])
+                logger.warning(
+                    "retrying a storage request",
+                    metadata: [
+                        "request": "\(what())", "error": "\(error)", "attempt": .stringConvertible(number + 1),
+                        "max_attempts": .stringConvertible(policy.maxAttempts), "retry_in_ms": .stringConvertible(Int(delay.milliseconds.rounded())),
+                    ])
                 RequestMetrics.retry(service: service)
                 Thread.sleep(forTimeInterval: delay.timeInterval)
                 number += 1

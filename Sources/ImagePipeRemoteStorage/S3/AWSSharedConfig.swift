@@ -36,7 +36,8 @@ public struct AWSSharedConfig: Sendable {
         let credentialsFile = try INIFile.load(credentialsPath)
         let configFile = try INIFile.load(configPath)
         let fromCredentials = credentialsFile?.sections[profile]
-        let fromConfig = configFile?.sections[profile == "default" ? "default" : "profile \(profile)"]
+        let fromConfig =
+            configFile?.sections[profile == "default" ? "default" : "profile \(profile)"]
             ?? configFile?.sections["profile \(profile)"]
         if let explicitProfile, fromCredentials == nil, fromConfig == nil {
             throw .configuration("AWS profile '\(explicitProfile)' not found in \(credentialsPath) or \(configPath)")
@@ -48,8 +49,9 @@ public struct AWSSharedConfig: Sendable {
             guard let envKey, let envSecret else {
                 throw .configuration("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together")
             }
-            result.credentials = AWSCredentials(accessKeyID: envKey, secretAccessKey: envSecret,
-                                                sessionToken: env("AWS_SESSION_TOKEN"))
+            result.credentials = AWSCredentials(
+                accessKeyID: envKey, secretAccessKey: envSecret,
+                sessionToken: env("AWS_SESSION_TOKEN"))
             result.credentialSource = "environment"
         } else {
             for (section, path) in [(fromCredentials, credentialsPath), (fromConfig, configPath)] {
@@ -57,8 +59,9 @@ public struct AWSSharedConfig: Sendable {
                 guard let secret = section["aws_secret_access_key"] else {
                     throw .configuration("profile '\(profile)' in \(path) has aws_access_key_id but no aws_secret_access_key")
                 }
-                result.credentials = AWSCredentials(accessKeyID: key, secretAccessKey: secret,
-                                                    sessionToken: section["aws_session_token"])
+                result.credentials = AWSCredentials(
+                    accessKeyID: key, secretAccessKey: secret,
+                    sessionToken: section["aws_session_token"])
                 result.credentialSource = "profile '\(profile)' in \(path)"
                 break
             }
@@ -106,7 +109,8 @@ struct INIFile {
                 continue
             }
             guard let current, let first = rawLine.first, !first.isWhitespace,
-                  let equals = line.firstIndex(of: "=") else { continue }
+                let equals = line.firstIndex(of: "=")
+            else { continue }
             let key = line[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
             let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             if !value.isEmpty { sections[current]?[key] = value }

@@ -27,9 +27,11 @@ final class S3Client: Sendable {
 
     /// Signs and sends one request for `key` in `bucket` (nil: the bucket itself); any non-2xx
     /// answer becomes a ``RequestFailure``.
-    func send(_ method: String, bucket: String, key: String?, query: [(name: String, value: String)] = [],
-              headers: [(name: String, value: String)] = [], body: Data = Data(),
-              payloadHash: String = S3Client.emptyPayloadHash, maxResponseBytes: Int? = nil) throws(RequestFailure) -> HTTPResponse {
+    func send(
+        _ method: String, bucket: String, key: String?, query: [(name: String, value: String)] = [],
+        headers: [(name: String, value: String)] = [], body: Data = Data(),
+        payloadHash: String = S3Client.emptyPayloadHash, maxResponseBytes: Int? = nil
+    ) throws(RequestFailure) -> HTTPResponse {
         let (endpoint, path) = configuration.target(bucket: bucket, key: key)
         var signable = SigV4Signer.Request(
             method: method, path: path, query: query,
@@ -42,17 +44,21 @@ final class S3Client: Sendable {
         let started = ContinuousClock.now
         let response: HTTPResponse
         do {
-            response = try http.perform(HTTPRequest(method: method, url: url, headers: signable.headers, body: body,
-                                                    maxResponseBytes: maxResponseBytes))
+            response = try http.perform(
+                HTTPRequest(
+                    method: method, url: url, headers: signable.headers, body: body,
+                    maxResponseBytes: maxResponseBytes))
         } catch {
             RequestMetrics.request(service: "s3", method: method, status: nil)
             throw .transport(error)
         }
         RequestMetrics.request(service: "s3", method: method, status: response.status)
-        logger.trace("request answered", metadata: [
-            "method": "\(method)", "url": "\(url)", "status": .stringConvertible(response.status),
-            "duration_ms": .stringConvertible(Int((ContinuousClock.now - started).milliseconds.rounded())),
-        ])
+        logger.trace(
+            "request answered",
+            metadata: [
+                "method": "\(method)", "url": "\(url)", "status": .stringConvertible(response.status),
+                "duration_ms": .stringConvertible(Int((ContinuousClock.now - started).milliseconds.rounded())),
+            ])
         guard response.isSuccess else { throw S3ErrorResponse.failure(response) }
         return response
     }

@@ -39,10 +39,12 @@ public struct S3Configuration: Sendable {
 
     /// Creates a configuration. A nil `endpoint` means AWS S3 in `region`, virtual-hosted; any other
     /// endpoint is addressed path-style.
-    public init(destination: RemoteDestination, region: String, endpoint: ServiceEndpoint? = nil,
-                credentials: AWSCredentials, publicBaseURL: String? = nil,
-                multipartThreshold: Int = 8 << 20, partSize: Int = 8 << 20, verifyETags: Bool = true,
-                retry: RetryPolicy = .standard, http: CurlHTTPClient.Configuration = .init()) {
+    public init(
+        destination: RemoteDestination, region: String, endpoint: ServiceEndpoint? = nil,
+        credentials: AWSCredentials, publicBaseURL: String? = nil,
+        multipartThreshold: Int = 8 << 20, partSize: Int = 8 << 20, verifyETags: Bool = true,
+        retry: RetryPolicy = .standard, http: CurlHTTPClient.Configuration = .init()
+    ) {
         self.destination = destination
         self.region = region
         isAWS = endpoint == nil
@@ -67,14 +69,17 @@ public struct S3Configuration: Sendable {
     /// The configuration for `--dest s3://BUCKET/PREFIX`, from the flags and the AWS environment.
     ///
     /// - Throws: ``ImagePipeError`` `configuration` for a bad destination or URL, or missing credentials.
-    public static func resolve(destination: String, endpoint: String?, region: String?, publicBaseURL: String?,
-                               environment: [String: String]) throws(ImagePipeError) -> S3Configuration {
+    public static func resolve(
+        destination: String, endpoint: String?, region: String?, publicBaseURL: String?,
+        environment: [String: String]
+    ) throws(ImagePipeError) -> S3Configuration {
         let target = try RemoteDestination(parsing: destination, scheme: "s3")
         try S3BucketName.validate(target.bucket)
         let shared = try AWSSharedConfig.resolve(environment: environment)
         guard let credentials = shared.credentials else {
-            throw .configuration("no AWS credentials for \(destination): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-                                 + "or a profile in ~/.aws/credentials (AWS_PROFILE)")
+            throw .configuration(
+                "no AWS credentials for \(destination): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                    + "or a profile in ~/.aws/credentials (AWS_PROFILE)")
         }
         let endpointText = endpoint ?? shared.endpoint
         let parsedEndpoint = try endpointText.map { (text) throws(ImagePipeError) in
@@ -87,8 +92,9 @@ public struct S3Configuration: Sendable {
         if let publicBaseURL { try RemoteDestination.validatePublicBaseURL(publicBaseURL) }
         var retry = RetryPolicy.standard
         if let attempts = shared.maxAttempts { retry.maxAttempts = max(1, attempts) }
-        return S3Configuration(destination: target, region: region, endpoint: parsedEndpoint, credentials: credentials,
-                               publicBaseURL: publicBaseURL, retry: retry)
+        return S3Configuration(
+            destination: target, region: region, endpoint: parsedEndpoint, credentials: credentials,
+            publicBaseURL: publicBaseURL, retry: retry)
     }
 
     /// How requests address `bucket`: as set for the destination's; for another bucket (a source's)

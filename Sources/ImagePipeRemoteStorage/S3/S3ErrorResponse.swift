@@ -13,8 +13,9 @@ enum S3ErrorResponse {
     static func failure(status: Int, body: String) -> RequestFailure {
         let code = XMLText.first("Code", in: body)
         let message = XMLText.first("Message", in: body).map { String($0.prefix(500)) }
-        return .server(status: status, code: code, message: message,
-                       retryable: RequestFailure.isRetryable(status: status, code: code))
+        return .server(
+            status: status, code: code, message: message,
+            retryable: RequestFailure.isRetryable(status: status, code: code))
     }
 
     /// An error S3 reports inside a 200 answer (CompleteMultipartUpload does this), or nil.

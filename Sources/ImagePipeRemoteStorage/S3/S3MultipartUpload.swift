@@ -36,9 +36,10 @@ extension S3Storage {
                 let payloadHash = Digests.sha256(part).hexString
                 let query: [(name: String, value: String)] = [("partNumber", String(number)), ("uploadId", created)]
                 let etag = try run("UploadPart \(number) of", key) { (_) throws(RequestFailure) in
-                    let response = try send("PUT", key: key, query: query,
-                                            headers: [("Content-MD5", Data(md5).base64EncodedString())],
-                                            body: part, payloadHash: payloadHash)
+                    let response = try send(
+                        "PUT", key: key, query: query,
+                        headers: [("Content-MD5", Data(md5).base64EncodedString())],
+                        body: part, payloadHash: payloadHash)
                     // Part ETags are not MD5s on every S3-compatible store, so parts rely on the
                     // store's Content-MD5 and SHA-256 checks alone.
                     guard let etag = response.header("ETag") else {
@@ -59,9 +60,12 @@ extension S3Storage {
         }
     }
 
-    private func complete(key: String, uploadID: String, parts: [(number: Int, etag: String)], digests: [UInt8],
-                          ifAbsent: Bool) throws(ImagePipeError) -> Bool {
-        let xml = "<CompleteMultipartUpload>"
+    private func complete(
+        key: String, uploadID: String, parts: [(number: Int, etag: String)], digests: [UInt8],
+        ifAbsent: Bool
+    ) throws(ImagePipeError) -> Bool {
+        let xml =
+            "<CompleteMultipartUpload>"
             + parts.map { "<Part><PartNumber>\($0.number)</PartNumber><ETag>\(XMLText.escape($0.etag))</ETag></Part>" }.joined()
             + "</CompleteMultipartUpload>"
         let body = Data(xml.utf8)
@@ -74,8 +78,9 @@ extension S3Storage {
         var answerLost = false
         return try run("CompleteMultipartUpload", key) { (_) throws(RequestFailure) -> Bool in
             do throws(RequestFailure) {
-                let response = try send("POST", key: key, query: [("uploadId", uploadID)], headers: headers,
-                                        body: body, payloadHash: Digests.sha256(body).hexString)
+                let response = try send(
+                    "POST", key: key, query: [("uploadId", uploadID)], headers: headers,
+                    body: body, payloadHash: Digests.sha256(body).hexString)
                 // Completion can fail after S3 has already answered 200, with the error in the body.
                 if let failure = S3ErrorResponse.embeddedError(response) { throw failure }
                 return true
@@ -106,8 +111,9 @@ extension S3Storage {
                 _ = try send("DELETE", key: key, query: [("uploadId", uploadID)])
             }
         } catch {
-            logger.error("a multipart upload is left behind; a lifecycle rule with AbortIncompleteMultipartUpload removes such parts",
-                         metadata: ["key": "s3://\(configuration.destination.bucket)/\(key)", "upload_id": "\(uploadID)", "error": "\(error.reason)"])
+            logger.error(
+                "a multipart upload is left behind; a lifecycle rule with AbortIncompleteMultipartUpload removes such parts",
+                metadata: ["key": "s3://\(configuration.destination.bucket)/\(key)", "upload_id": "\(uploadID)", "error": "\(error.reason)"])
         }
     }
 }

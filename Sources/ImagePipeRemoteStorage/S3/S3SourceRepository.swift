@@ -41,8 +41,10 @@ public final class S3SourceRepository: SourceRepository {
             }
             for entry in XMLText.elements("Contents", in: page) {
                 guard let key = XMLText.first("Key", in: entry).flatMap(Self.urlDecoded) else { continue }
-                objects.append(ListedObject(location: folder.sibling(key: key), bytes: XMLText.first("Size", in: entry).flatMap { Int($0) },
-                                            etag: FetchedObject.unquoted(XMLText.first("ETag", in: entry))))
+                objects.append(
+                    ListedObject(
+                        location: folder.sibling(key: key), bytes: XMLText.first("Size", in: entry).flatMap { Int($0) },
+                        etag: FetchedObject.unquoted(XMLText.first("ETag", in: entry))))
             }
             guard XMLText.first("IsTruncated", in: page) == "true" else { break }
             token = XMLText.first("NextContinuationToken", in: page)
@@ -62,8 +64,9 @@ public final class S3SourceRepository: SourceRepository {
             throw error.failure.sourceError(location.description, attempts: error.attempts, isNotFound: false, maxBytes: .max)
         }
         return found.map { response in
-            ListedObject(location: location, bytes: response.header("Content-Length").flatMap { Int($0) },
-                         etag: FetchedObject.unquoted(response.header("ETag")))
+            ListedObject(
+                location: location, bytes: response.header("Content-Length").flatMap { Int($0) },
+                etag: FetchedObject.unquoted(response.header("ETag")))
         }
     }
 

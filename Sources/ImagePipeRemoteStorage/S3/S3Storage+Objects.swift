@@ -26,8 +26,9 @@ extension S3Storage {
         for (name, value) in response.headers where name.lowercased().hasPrefix(Self.metadataPrefix) {
             fields[String(name.dropFirst(Self.metadataPrefix.count))] = value
         }
-        return ExistingObject(origin: Origin(metadataFields: fields), bytes: response.header("Content-Length").flatMap { Int($0) } ?? 0,
-                              url: configuration.objectURL(forKey: fullKey))
+        return ExistingObject(
+            origin: Origin(metadataFields: fields), bytes: response.header("Content-Length").flatMap { Int($0) } ?? 0,
+            url: configuration.objectURL(forKey: fullKey))
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {
@@ -47,8 +48,9 @@ extension S3Storage {
                 try s3.send("HEAD", bucket: bucket, key: nil)
             }
         } catch {
-            throw s3.bucketError(bucket, error.failure,
-                                 permissions: "list the bucket (s3:ListBucket), read, write and delete objects under its prefix")
+            throw s3.bucketError(
+                bucket, error.failure,
+                permissions: "list the bucket (s3:ListBucket), read, write and delete objects under its prefix")
         }
     }
 }

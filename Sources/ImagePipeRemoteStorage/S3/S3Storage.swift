@@ -31,7 +31,8 @@ public final class S3Storage: StorageRepository, Sendable {
         try KeyTemplate.validate(key: object.key)
         try keyLimits.check(object.key)
         let key = configuration.destination.fullKey(object.key)
-        let written = object.body.count > configuration.multipartThreshold
+        let written =
+            object.body.count > configuration.multipartThreshold
             ? try putMultipart(object, key: key) : try putSingle(object, key: key)
         // The key was free when looked up and is taken now.
         if !written { return try settleTakenKey(object, url: configuration.objectURL(forKey: key)) }
@@ -73,8 +74,10 @@ public final class S3Storage: StorageRepository, Sendable {
     }
 
     /// Runs one retried request step, turning its final failure into an ImagePipeError naming the object.
-    func run<T>(_ what: String, _ key: String, _ attempt: (Int) throws(RequestFailure) -> T,
-                onIntegrityFailure: () -> Void = {}) throws(ImagePipeError) -> T {
+    func run<T>(
+        _ what: String, _ key: String, _ attempt: (Int) throws(RequestFailure) -> T,
+        onIntegrityFailure: () -> Void = {}
+    ) throws(ImagePipeError) -> T {
         do {
             return try s3.retrier.run("\(what) \(key)", attempt)
         } catch {
@@ -85,11 +88,14 @@ public final class S3Storage: StorageRepository, Sendable {
 
     /// Signs and sends one request for `key` in the destination's bucket; any non-2xx answer becomes
     /// a ``RequestFailure``.
-    func send(_ method: String, key: String, query: [(name: String, value: String)] = [],
-              headers: [(name: String, value: String)] = [], body: Data = Data(),
-              payloadHash: String = S3Client.emptyPayloadHash) throws(RequestFailure) -> HTTPResponse {
-        try s3.send(method, bucket: configuration.destination.bucket, key: key, query: query, headers: headers, body: body,
-                    payloadHash: payloadHash)
+    func send(
+        _ method: String, key: String, query: [(name: String, value: String)] = [],
+        headers: [(name: String, value: String)] = [], body: Data = Data(),
+        payloadHash: String = S3Client.emptyPayloadHash
+    ) throws(RequestFailure) -> HTTPResponse {
+        try s3.send(
+            method, bucket: configuration.destination.bucket, key: key, query: query, headers: headers, body: body,
+            payloadHash: payloadHash)
     }
 
     /// Compares the ETag with the MD5 sent, when the ETag can be an MD5 at all.
@@ -98,9 +104,10 @@ public final class S3Storage: StorageRepository, Sendable {
     /// answer that reports encryption is left to the store's own Content-MD5 check.
     func verifyETag(_ response: HTTPResponse, md5: [UInt8]) throws(RequestFailure) {
         guard configuration.verifyETags,
-              response.header("x-amz-server-side-encryption") == nil,
-              response.header("x-amz-server-side-encryption-customer-algorithm") == nil,
-              let etag = response.header("ETag") else { return }
+            response.header("x-amz-server-side-encryption") == nil,
+            response.header("x-amz-server-side-encryption-customer-algorithm") == nil,
+            let etag = response.header("ETag")
+        else { return }
         let value = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\"W/")).lowercased()
         guard value.count == 32, value.allSatisfy(\.isHexDigit) else { return }
         let expected = md5.hexString
@@ -115,8 +122,9 @@ public final class S3Storage: StorageRepository, Sendable {
             _ = try send("DELETE", key: key)
             logger.warning("removed an object whose upload arrived damaged", metadata: ["key": "s3://\(configuration.destination.bucket)/\(key)"])
         } catch {
-            logger.error("an object may hold damaged bytes and could not be removed",
-                         metadata: ["key": "s3://\(configuration.destination.bucket)/\(key)", "error": "\(error)"])
+            logger.error(
+                "an object may hold damaged bytes and could not be removed",
+                metadata: ["key": "s3://\(configuration.destination.bucket)/\(key)", "error": "\(error)"])
         }
     }
 }

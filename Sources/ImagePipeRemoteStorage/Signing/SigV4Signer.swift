@@ -42,8 +42,10 @@ public struct SigV4Signer: Sendable {
         public var payloadHash: String
 
         /// Creates a request to sign.
-        public init(method: String, path: String, query: [(name: String, value: String)] = [],
-                    headers: [(name: String, value: String)], payloadHash: String) {
+        public init(
+            method: String, path: String, query: [(name: String, value: String)] = [],
+            headers: [(name: String, value: String)], payloadHash: String
+        ) {
             self.method = method
             self.path = path
             self.query = query
@@ -81,8 +83,10 @@ public struct SigV4Signer: Sendable {
     private static let unsignedHeaders: Set<String> = ["authorization", "user-agent", "expect", "connection", "x-amzn-trace-id"]
 
     /// Creates a signer.
-    public init(credentials: AWSCredentials, region: String, service: String,
-                pathRule: PathRule = .s3, tokenPlacement: TokenPlacement = .signed) {
+    public init(
+        credentials: AWSCredentials, region: String, service: String,
+        pathRule: PathRule = .s3, tokenPlacement: TokenPlacement = .signed
+    ) {
         self.credentials = credentials
         self.region = region
         self.service = service
@@ -120,15 +124,17 @@ public struct SigV4Signer: Sendable {
             key = Digests.hmacSHA256(key: key, part)
         }
         let signature = Digests.hmacSHA256(key: key, stringToSign).hexString
-        let authorization = "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), "
+        let authorization =
+            "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), "
             + "SignedHeaders=\(signedHeaders), Signature=\(signature)"
 
         if let token = credentials.sessionToken, tokenPlacement == .afterSigning {
             Self.replaceHeader(&request.headers, "X-Amz-Security-Token", token)
         }
         request.headers.append(("Authorization", authorization))
-        return Signature(canonicalRequest: canonicalRequest, stringToSign: stringToSign,
-                         signedHeaders: signedHeaders, signature: signature, authorization: authorization)
+        return Signature(
+            canonicalRequest: canonicalRequest, stringToSign: stringToSign,
+            signedHeaders: signedHeaders, signature: signature, authorization: authorization)
     }
 
     /// The canonical path: encoded once, after normalising for services other than S3.
@@ -188,7 +194,8 @@ public struct SigV4Signer: Sendable {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(format: "%04d%02d%02dT%02d%02d%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        return String(
+            format: "%04d%02d%02dT%02d%02d%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
     }
 }

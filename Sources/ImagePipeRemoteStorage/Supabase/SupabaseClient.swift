@@ -42,10 +42,12 @@ final class SupabaseClient: Sendable {
             throw .transport(error)
         }
         RequestMetrics.request(service: "supabase", method: request.method, status: response.status)
-        logger.trace("request answered", metadata: [
-            "method": "\(request.method)", "url": "\(request.url)", "status": .stringConvertible(response.status),
-            "duration_ms": .stringConvertible(Int((ContinuousClock.now - started).milliseconds.rounded())),
-        ])
+        logger.trace(
+            "request answered",
+            metadata: [
+                "method": "\(request.method)", "url": "\(request.url)", "status": .stringConvertible(response.status),
+                "duration_ms": .stringConvertible(Int((ContinuousClock.now - started).milliseconds.rounded())),
+            ])
         guard response.isSuccess else { throw SupabaseErrorResponse.failure(response) }
         return response
     }
@@ -53,8 +55,9 @@ final class SupabaseClient: Sendable {
     /// `GET /storage/v1/object/info/authenticated/BUCKET/KEY`, retried: the object's size, ETag and
     /// user metadata as JSON, or nil when there is no such object.
     func objectInfo(bucket: String, key: String) throws(RetryExhausted) -> [String: Any]? {
-        let request = HTTPRequest(method: "GET", url: url("/storage/v1/object/info/authenticated/\(bucket)/\(key)"),
-                                  headers: authorizationHeaders)
+        let request = HTTPRequest(
+            method: "GET", url: url("/storage/v1/object/info/authenticated/\(bucket)/\(key)"),
+            headers: authorizationHeaders)
         let response = try retrier.run("info supabase://\(bucket)/\(key)") { (_) throws(RequestFailure) -> HTTPResponse? in
             do throws(RequestFailure) {
                 return try send(request)

@@ -26,9 +26,11 @@ public struct SupabaseConfiguration: Sendable, CustomStringConvertible, CustomRe
     public var http: CurlHTTPClient.Configuration
 
     /// Creates a configuration.
-    public init(projectURL: ServiceEndpoint, key: String, destination: RemoteDestination, publicBaseURL: String? = nil,
-                resumableThreshold: Int = 6 << 20, chunkSize: Int = 6 << 20, listPageSize: Int = 1000,
-                retry: RetryPolicy = .standard, http: CurlHTTPClient.Configuration = .init()) {
+    public init(
+        projectURL: ServiceEndpoint, key: String, destination: RemoteDestination, publicBaseURL: String? = nil,
+        resumableThreshold: Int = 6 << 20, chunkSize: Int = 6 << 20, listPageSize: Int = 1000,
+        retry: RetryPolicy = .standard, http: CurlHTTPClient.Configuration = .init()
+    ) {
         self.projectURL = projectURL
         self.key = key
         self.destination = destination
@@ -42,15 +44,19 @@ public struct SupabaseConfiguration: Sendable, CustomStringConvertible, CustomRe
 
     /// The configuration for `--dest supabase://BUCKET/PREFIX`, from `SUPABASE_URL` and
     /// `SUPABASE_SERVICE_ROLE_KEY` (or `SUPABASE_KEY`).
-    public static func resolve(destination: String, publicBaseURL: String?,
-                               environment: [String: String]) throws(ImagePipeError) -> SupabaseConfiguration {
+    public static func resolve(
+        destination: String, publicBaseURL: String?,
+        environment: [String: String]
+    ) throws(ImagePipeError) -> SupabaseConfiguration {
         let target = try RemoteDestination(parsing: destination, scheme: "supabase")
         guard let urlText = environment["SUPABASE_URL"], !urlText.isEmpty else {
             throw .configuration("SUPABASE_URL is not set (e.g. https://PROJECT.supabase.co)")
         }
         let projectURL = try ServiceEndpoint(parsing: urlText, what: "SUPABASE_URL")
-        guard let key = [environment["SUPABASE_SERVICE_ROLE_KEY"], environment["SUPABASE_KEY"]]
-            .compactMap({ $0 }).first(where: { !$0.isEmpty }) else {
+        guard
+            let key = [environment["SUPABASE_SERVICE_ROLE_KEY"], environment["SUPABASE_KEY"]]
+                .compactMap({ $0 }).first(where: { !$0.isEmpty })
+        else {
             throw .configuration("no Supabase key: set SUPABASE_SERVICE_ROLE_KEY (or SUPABASE_KEY)")
         }
         if let publicBaseURL { try RemoteDestination.validatePublicBaseURL(publicBaseURL) }

@@ -11,8 +11,10 @@ public final class SupabaseSourceRepository: SourceRepository {
     let supabase: SupabaseClient
 
     /// Creates the repository. Nothing is sent before the first call.
-    public init(configuration: SupabaseConfiguration, logger: Logger = Logger(label: "imagepipe.supabase"),
-                quota: RetryQuota = RetryQuota()) {
+    public init(
+        configuration: SupabaseConfiguration, logger: Logger = Logger(label: "imagepipe.supabase"),
+        quota: RetryQuota = RetryQuota()
+    ) {
         self.configuration = configuration
         supabase = SupabaseClient(configuration: configuration, logger: logger, quota: quota)
     }
@@ -40,8 +42,10 @@ public final class SupabaseSourceRepository: SourceRepository {
                         continue
                     }
                     let metadata = entry["metadata"] as? [String: Any] ?? [:]
-                    objects.append(ListedObject(location: folder.sibling(key: key), bytes: metadata["size"] as? Int,
-                                                etag: FetchedObject.unquoted(metadata["eTag"] as? String)))
+                    objects.append(
+                        ListedObject(
+                            location: folder.sibling(key: key), bytes: metadata["size"] as? Int,
+                            etag: FetchedObject.unquoted(metadata["eTag"] as? String)))
                 }
                 guard entries.count == configuration.listPageSize else { break }
                 offset += entries.count
@@ -52,11 +56,14 @@ public final class SupabaseSourceRepository: SourceRepository {
 
     /// One page of one folder's entries.
     private func page(_ bucket: String, prefix: String, offset: Int) throws(ImagePipeError) -> [[String: Any]] {
-        let body: [String: Any] = ["prefix": prefix, "limit": configuration.listPageSize, "offset": offset,
-                                   "sortBy": ["column": "name", "order": "asc"]]
-        let request = HTTPRequest(method: "POST", url: supabase.url("/storage/v1/object/list/\(bucket)"),
-                                  headers: supabase.authorizationHeaders + [("Content-Type", "application/json")],
-                                  body: (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data())
+        let body: [String: Any] = [
+            "prefix": prefix, "limit": configuration.listPageSize, "offset": offset,
+            "sortBy": ["column": "name", "order": "asc"],
+        ]
+        let request = HTTPRequest(
+            method: "POST", url: supabase.url("/storage/v1/object/list/\(bucket)"),
+            headers: supabase.authorizationHeaders + [("Content-Type", "application/json")],
+            body: (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data())
         let location = "supabase://\(bucket)/\(prefix.isEmpty ? "" : prefix + "/")"
         let response: HTTPResponse
         do {
@@ -86,14 +93,16 @@ public final class SupabaseSourceRepository: SourceRepository {
     /// `GET /storage/v1/object/authenticated/BUCKET/KEY`, retried; an answer declaring more than
     /// `maxBytes` is abandoned before its body is read.
     public func read(_ location: ObjectLocation, maxBytes: Int) throws(ImagePipeError) -> FetchedObject {
-        let request = HTTPRequest(method: "GET", url: supabase.url("/storage/v1/object/authenticated/\(location.bucket)/\(location.key)"),
-                                  headers: supabase.authorizationHeaders, maxResponseBytes: maxBytes)
+        let request = HTTPRequest(
+            method: "GET", url: supabase.url("/storage/v1/object/authenticated/\(location.bucket)/\(location.key)"),
+            headers: supabase.authorizationHeaders, maxResponseBytes: maxBytes)
         do {
             let response = try supabase.retrier.run("GET \(location)") { (_) throws(RequestFailure) in try supabase.send(request) }
             return FetchedObject(data: response.body, etag: FetchedObject.unquoted(response.header("ETag")))
         } catch {
-            throw error.failure.sourceError(location.description, attempts: error.attempts,
-                                            isNotFound: SupabaseClient.isNotFound(error.failure), maxBytes: maxBytes)
+            throw error.failure.sourceError(
+                location.description, attempts: error.attempts,
+                isNotFound: SupabaseClient.isNotFound(error.failure), maxBytes: maxBytes)
         }
     }
 }

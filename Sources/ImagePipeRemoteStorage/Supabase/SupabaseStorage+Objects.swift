@@ -11,7 +11,8 @@ extension SupabaseStorage {
     /// The origin as the JSON object Supabase keeps as user metadata.
     static func userMetadata(_ object: StorageObject) -> String? {
         guard let fields = object.origin?.metadataFields,
-              let json = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return nil }
+            let json = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        else { return nil }
         return String(decoding: json, as: UTF8.self)
     }
 
@@ -26,15 +27,17 @@ extension SupabaseStorage {
         }
         guard let info = found else { return nil }
         let fields = (info["metadata"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
-        return ExistingObject(origin: Origin(metadataFields: fields), bytes: (info["size"] as? Int) ?? 0,
-                              url: configuration.objectURL(forKey: fullKey))
+        return ExistingObject(
+            origin: Origin(metadataFields: fields), bytes: (info["size"] as? Int) ?? 0,
+            url: configuration.objectURL(forKey: fullKey))
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {
         try KeyTemplate.validate(key: key)
         let fullKey = configuration.destination.fullKey(key)
-        let request = HTTPRequest(method: "DELETE", url: supabase.url("/storage/v1/object/\(configuration.destination.bucket)/\(fullKey)"),
-                                  headers: supabase.authorizationHeaders)
+        let request = HTTPRequest(
+            method: "DELETE", url: supabase.url("/storage/v1/object/\(configuration.destination.bucket)/\(fullKey)"),
+            headers: supabase.authorizationHeaders)
         try run("delete", fullKey) { (_) throws(RequestFailure) in
             do throws(RequestFailure) {
                 _ = try supabase.send(request)

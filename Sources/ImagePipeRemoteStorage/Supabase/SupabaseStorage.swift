@@ -16,8 +16,10 @@ public final class SupabaseStorage: StorageRepository, Sendable {
     var logger: Logger { supabase.logger }
 
     /// Creates the storage. Nothing is sent until the first put.
-    public init(configuration: SupabaseConfiguration, logger: Logger = Logger(label: "imagepipe.supabase"),
-                quota: RetryQuota = RetryQuota()) {
+    public init(
+        configuration: SupabaseConfiguration, logger: Logger = Logger(label: "imagepipe.supabase"),
+        quota: RetryQuota = RetryQuota()
+    ) {
         self.configuration = configuration
         supabase = SupabaseClient(configuration: configuration, logger: logger, quota: quota)
     }
@@ -44,8 +46,11 @@ public final class SupabaseStorage: StorageRepository, Sendable {
     /// One upload; false when the object was to be new (`x-upsert: false`) and the key is taken.
     private func putStandard(_ object: StorageObject, key: String) throws(ImagePipeError) -> Bool {
         let upsert = object.policy == .create ? "false" : "true"
-        var headers = supabase.authorizationHeaders + [("Content-Type", object.contentType), ("x-upsert", upsert),
-                                              ("Content-MD5", Data(Digests.md5(object.body)).base64EncodedString())]
+        var headers =
+            supabase.authorizationHeaders + [
+                ("Content-Type", object.contentType), ("x-upsert", upsert),
+                ("Content-MD5", Data(Digests.md5(object.body)).base64EncodedString()),
+            ]
         if let cacheControl = object.cacheControl, !cacheControl.isEmpty {
             headers.append(("Cache-Control", cacheControl))
         }
@@ -53,8 +58,9 @@ public final class SupabaseStorage: StorageRepository, Sendable {
         if let userMetadata = Self.userMetadata(object) {
             headers.append(("x-metadata", Data(userMetadata.utf8).base64EncodedString()))
         }
-        let request = HTTPRequest(method: "POST", url: supabase.url("/storage/v1/object/\(configuration.destination.bucket)/\(key)"),
-                                  headers: headers, body: object.body)
+        let request = HTTPRequest(
+            method: "POST", url: supabase.url("/storage/v1/object/\(configuration.destination.bucket)/\(key)"),
+            headers: headers, body: object.body)
         return try run("upload", key) { (_) throws(RequestFailure) -> Bool in
             do throws(RequestFailure) {
                 _ = try supabase.send(request)

@@ -40,16 +40,18 @@ struct TUSUpload {
                 guard from < body.count else { return from }
                 let end = min(from + configuration.chunkSize, body.count)
                 let chunk = body[(body.startIndex + from)..<(body.startIndex + end)]
-                let response = try storage.supabase.send(HTTPRequest(
-                    method: "PATCH", url: location,
-                    headers: storage.supabase.authorizationHeaders + [
-                        ("Tus-Resumable", "1.0.0"), ("Upload-Offset", String(from)),
-                        ("Content-Type", "application/offset+octet-stream"),
-                    ],
-                    body: chunk))
+                let response = try storage.supabase.send(
+                    HTTPRequest(
+                        method: "PATCH", url: location,
+                        headers: storage.supabase.authorizationHeaders + [
+                            ("Tus-Resumable", "1.0.0"), ("Upload-Offset", String(from)),
+                            ("Content-Type", "application/offset+octet-stream"),
+                        ],
+                        body: chunk))
                 guard let reported = response.header("Upload-Offset").flatMap(Int.init), reported > from, reported <= body.count else {
-                    throw .server(status: response.status, code: "BadUploadOffset",
-                                  message: "the server did not confirm the chunk", retryable: true)
+                    throw .server(
+                        status: response.status, code: "BadUploadOffset",
+                        message: "the server did not confirm the chunk", retryable: true)
                 }
                 return reported
             }
@@ -58,8 +60,10 @@ struct TUSUpload {
 
     /// Where the server's copy of the upload ends.
     private func currentOffset(_ location: String) throws(RequestFailure) -> Int {
-        let response = try storage.supabase.send(HTTPRequest(method: "HEAD", url: location,
-                                                    headers: storage.supabase.authorizationHeaders + [("Tus-Resumable", "1.0.0")]))
+        let response = try storage.supabase.send(
+            HTTPRequest(
+                method: "HEAD", url: location,
+                headers: storage.supabase.authorizationHeaders + [("Tus-Resumable", "1.0.0")]))
         guard let offset = response.header("Upload-Offset").flatMap(Int.init), offset >= 0 else {
             throw .server(status: response.status, code: "BadUploadOffset", message: "the server did not report an offset", retryable: true)
         }

@@ -27,8 +27,9 @@ public enum Digests {
         var length: UInt32 = 0
         let result = key.withUnsafeBytes { keyBuffer in
             message.withUnsafeBytes { messageBuffer in
-                HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count),
-                     messageBuffer.baseAddress?.assumingMemoryBound(to: UInt8.self), messageBuffer.count, &out, &length)
+                HMAC(
+                    EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count),
+                    messageBuffer.baseAddress?.assumingMemoryBound(to: UInt8.self), messageBuffer.count, &out, &length)
             }
         }
         precondition(result != nil, "libcrypto could not compute HMAC-SHA256")

@@ -12,7 +12,7 @@ public struct RemoteDestination: Sendable, Equatable {
     /// Creates a destination; `prefix` gets its trailing slash here.
     public init(bucket: String, prefix: String = "") throws(ImagePipeError) {
         guard !bucket.isEmpty, bucket.count <= 255,
-              bucket.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._".unicodeScalars.contains($0)) })
+            bucket.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._".unicodeScalars.contains($0)) })
         else {
             throw .configuration("invalid bucket name '\(bucket)': use letters, digits, '-', '.' and '_'")
         }

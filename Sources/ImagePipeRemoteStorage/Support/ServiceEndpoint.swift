@@ -24,7 +24,8 @@ public struct ServiceEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// Parses `text`; `what` names the setting in the error (e.g. `--endpoint`).
     public init(parsing text: String, what: String) throws(ImagePipeError) {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else {
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else {
             throw .configuration("\(what) must be an http:// or https:// URL with a host, not '\(text)'")
         }
         // Credentials in a URL would end up in logs and manifests.
@@ -36,8 +37,9 @@ public struct ServiceEndpoint: Sendable, Equatable, CustomStringConvertible {
         }
         var path = components.path
         while path.hasSuffix("/") { path.removeLast() }
-        self.init(scheme: scheme, host: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host,
-                  port: components.port, basePath: path)
+        self.init(
+            scheme: scheme, host: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host,
+            port: components.port, basePath: path)
     }
 
     /// `host[:port]`, as the Host header (the port only when it is not the scheme's default).

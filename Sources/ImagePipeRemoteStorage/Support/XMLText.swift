@@ -44,7 +44,8 @@ public enum XMLText {
         while index < text.endIndex {
             let character = text[index]
             if character == "&", let semicolon = text[index...].firstIndex(of: ";"),
-               text.distance(from: index, to: semicolon) <= 10 {
+                text.distance(from: index, to: semicolon) <= 10
+            {
                 let entity = text[text.index(after: index)..<semicolon]
                 if let decoded = decode(entity) {
                     out.append(decoded)
@@ -68,7 +69,8 @@ public enum XMLText {
         default:
             guard entity.hasPrefix("#") else { return nil }
             let digits = entity.dropFirst()
-            let value = digits.hasPrefix("x") || digits.hasPrefix("X")
+            let value =
+                digits.hasPrefix("x") || digits.hasPrefix("X")
                 ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
             return value.flatMap(Unicode.Scalar.init).map(Character.init)
         }

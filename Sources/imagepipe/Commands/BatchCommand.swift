@@ -21,13 +21,18 @@ struct BatchCommand: ParsableCommand {
             usage or configuration errors. Originals are only read, never modified, moved or deleted.
             """)
 
-    @Argument(help: ArgumentHelp("Folders of originals (searched recursively; hidden files are skipped), image files, "
-                                     + "and s3:// or supabase:// folders (prefixes) and objects.",
-                                 valueName: "source"))
+    @Argument(
+        help: ArgumentHelp(
+            "Folders of originals (searched recursively; hidden files are skipped), image files, "
+                + "and s3:// or supabase:// folders (prefixes) and objects.",
+            valueName: "source"))
     var sources: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Also take the folders and files listed in this file, one path per line ('-' for standard input).",
-                                            valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also take the folders and files listed in this file, one path per line ('-' for standard input).",
+            valueName: "file"))
     var from: String?
 
     @Option(name: .long, help: ArgumentHelp("Write one JSON line per source to this file ('-' for standard output).", valueName: "file"))
@@ -43,9 +48,11 @@ struct BatchCommand: ParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "List each source and the keys it would write (or why not), touching nothing.")
     var dryRun = false
 
-    @Option(name: .customLong("max-source-bytes"), help: ArgumentHelp(
-        "Refuse sources in object storage larger than this many bytes, before downloading them (default 256 MiB).",
-        valueName: "bytes"))
+    @Option(
+        name: .customLong("max-source-bytes"),
+        help: ArgumentHelp(
+            "Refuse sources in object storage larger than this many bytes, before downloading them (default 256 MiB).",
+            valueName: "bytes"))
     var maxSourceBytes: Int = 256 << 20
 
     func validate() throws {
@@ -65,8 +72,9 @@ struct BatchCommand: ParsableCommand {
             return JobMetrics()
         }
         let monitoring = try service.address.map { (address) throws(ImagePipeError) in
-            try CompositionRoot.monitoring(at: address, batch: progressState, interruption: interruption,
-                                           interval: .seconds(service.checkInterval), logger: logger)
+            try CompositionRoot.monitoring(
+                at: address, batch: progressState, interruption: interruption,
+                interval: .seconds(service.checkInterval), logger: logger)
         }
         let checks = monitoring.map { monitoring in Task { try await monitoring.checks.run() } }
         defer {
@@ -74,11 +82,13 @@ struct BatchCommand: ParsableCommand {
             monitoring?.stop()
         }
         // Sources are read and checked before the destination is created, so a typo creates nothing.
-        let inputs = try sources.map { SourceScanner.Input($0) }
+        let inputs =
+            try sources.map { SourceScanner.Input($0) }
             + (from.map { (path) throws(ImagePipeError) in try Self.readList(path) } ?? [])
         try SourceScanner(inputs: inputs).check()
-        let handler = try CompositionRoot.fileHandler(options, force: force, sources: inputs.map(\.path),
-                                                      maxSourceBytes: maxSourceBytes, logger: logger)
+        let handler = try CompositionRoot.fileHandler(
+            options, force: force, sources: inputs.map(\.path),
+            maxSourceBytes: maxSourceBytes, logger: logger)
         let pipeline = CompositionRoot.pipeline(handler, options)
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }
@@ -109,7 +119,8 @@ struct BatchCommand: ParsableCommand {
             logger.info("skipped", metadata: skipped.logMetadata)
         }
         if scan.jobs.isEmpty { logger.warning("no images found") }
-        logger.debug("found the sources", metadata: ["images": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count)])
+        logger.debug(
+            "found the sources", metadata: ["images": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count)])
         progressState.started(total: scan.jobs.count, pipeline: pipeline)
 
         let progress = ProgressLine()
@@ -129,13 +140,15 @@ struct BatchCommand: ParsableCommand {
         writer?.close()
         if service.logFormat == .json {
             // Every line on standard error stays a JSON object: the summary is one more, with its figures as fields.
-            logger.notice("summary", metadata: [
-                "total": .stringConvertible(summary.total), "done": .stringConvertible(summary.done),
-                "failed": .stringConvertible(summary.failed), "skipped": .stringConvertible(summary.skipped),
-                "input_bytes": .stringConvertible(summary.bytesIn), "output_bytes": .stringConvertible(summary.bytesOut),
-                "wall_ms": .stringConvertible(Int(summary.wallTime.milliseconds.rounded())),
-                "interrupted": .stringConvertible(summary.interrupted),
-            ])
+            logger.notice(
+                "summary",
+                metadata: [
+                    "total": .stringConvertible(summary.total), "done": .stringConvertible(summary.done),
+                    "failed": .stringConvertible(summary.failed), "skipped": .stringConvertible(summary.skipped),
+                    "input_bytes": .stringConvertible(summary.bytesIn), "output_bytes": .stringConvertible(summary.bytesOut),
+                    "wall_ms": .stringConvertible(Int(summary.wallTime.milliseconds.rounded())),
+                    "interrupted": .stringConvertible(summary.interrupted),
+                ])
         } else {
             for line in summary.lines { Console.shared.line("imagepipe: " + line) }
         }

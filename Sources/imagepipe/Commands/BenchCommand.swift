@@ -36,8 +36,10 @@ struct BenchCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The variants when no --variant is given: \(Preset.names.joined(separator: ", ")).", valueName: "name"))
     var preset: String = "web"
 
-    @Option(name: .customLong("also-preset"), help: ArgumentHelp(
-        "Also time imagepipe with this preset's variants (e.g. web-auto against web), alternated with the others.", valueName: "name"))
+    @Option(
+        name: .customLong("also-preset"),
+        help: ArgumentHelp(
+            "Also time imagepipe with this preset's variants (e.g. web-auto against web), alternated with the others.", valueName: "name"))
     var alsoPresets: [String] = []
 
     @Option(help: "Repeat the corpus this many times (hard links), for long-batch memory checks.")
@@ -46,14 +48,18 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("also-dest"), help: "Also time imagepipe storing into this destination (e.g. s3://bucket/bench).")
     var alsoDest: [String] = []
 
-    @Option(name: .customLong("also-queue"), help: ArgumentHelp(
-        "Also time two `watch --exit-when-empty` workers on this PostgreSQL queue (postgres://USER@HOST:PORT/DB), the corpus "
-            + "queued before each run (untimed) into a queue of its own.", valueName: "url"))
+    @Option(
+        name: .customLong("also-queue"),
+        help: ArgumentHelp(
+            "Also time two `watch --exit-when-empty` workers on this PostgreSQL queue (postgres://USER@HOST:PORT/DB), the corpus "
+                + "queued before each run (untimed) into a queue of its own.", valueName: "url"))
     var alsoQueue: String?
 
-    @Option(name: .customLong("remote-corpus"), help: ArgumentHelp(
-        "The corpus's copy in object storage (e.g. s3://bench/corpus, uploaded beforehand): with --also-dest, also time "
-            + "reading the sources from there, by batch and (with --also-queue) by the queue workers.", valueName: "url"))
+    @Option(
+        name: .customLong("remote-corpus"),
+        help: ArgumentHelp(
+            "The corpus's copy in object storage (e.g. s3://bench/corpus, uploaded beforehand): with --also-dest, also time "
+                + "reading the sources from there, by batch and (with --also-queue) by the queue workers.", valueName: "url"))
     var remoteCorpus: String?
 
     @Flag(help: "Also time a second imagepipe run over the outputs the first left (a re-run with everything in place).")
@@ -73,12 +79,13 @@ struct BenchCommand: ParsableCommand {
         if self.repeat > 1 {
             images = try images.repeated(self.repeat, into: workDirectory + "/repeated")
         }
-        let runner = BenchRunner(corpus: images, job: BenchJob(variants: specs, workers: jobs), runs: runs,
-                                 workDirectory: LocalPath.absolute(workDirectory), executable: Self.executablePath(),
-                                 extraDestinations: alsoDest, rerun: rerun,
-                                 extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
-                                     ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
-                                 }, queue: alsoQueue, remoteCorpus: remoteCorpus)
+        let runner = BenchRunner(
+            corpus: images, job: BenchJob(variants: specs, workers: jobs), runs: runs,
+            workDirectory: LocalPath.absolute(workDirectory), executable: Self.executablePath(),
+            extraDestinations: alsoDest, rerun: rerun,
+            extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
+                ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
+            }, queue: alsoQueue, remoteCorpus: remoteCorpus)
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)
@@ -89,9 +96,11 @@ struct BenchCommand: ParsableCommand {
         if let corpus { return corpus }
         let directory = ".bench/corpus"
         if let files = try? FileManager.default.contentsOfDirectory(atPath: directory), !files.isEmpty { return directory }
-        let candidates = ["fixtures/make-corpus.sh",
-                          URL(fileURLWithPath: Self.executablePath()).deletingLastPathComponent()
-                            .appendingPathComponent("../../fixtures/make-corpus.sh").standardizedFileURL.path]
+        let candidates = [
+            "fixtures/make-corpus.sh",
+            URL(fileURLWithPath: Self.executablePath()).deletingLastPathComponent()
+                .appendingPathComponent("../../fixtures/make-corpus.sh").standardizedFileURL.path,
+        ]
         guard let script = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw .configuration("no corpus given and fixtures/make-corpus.sh not found; pass CORPUS_DIR")
         }

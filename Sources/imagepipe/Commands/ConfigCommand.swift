@@ -17,8 +17,10 @@ struct ConfigCommand: ParsableCommand {
             line and key, or the variable).
             """)
 
-    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp(
-        "batch or watch (default: watch), then its options and arguments.", valueName: "command"))
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: ArgumentHelp(
+            "batch or watch (default: watch), then its options and arguments.", valueName: "command"))
     var arguments: [String] = []
 
     func run() throws {

@@ -34,7 +34,8 @@ struct EnqueueCommand: AsyncParsableCommand {
     func run() async throws {
         let location = try PostgresLocation(parsing: queue)
         let sources = self.sources, unique = self.unique
-        let (added, skipped) = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) { database throws(ImagePipeError) in
+        let (added, skipped) = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
+            database throws(ImagePipeError) in
             var added = 0, skipped = 0
             var batch: [String] = []
             func flush() async throws(ImagePipeError) {

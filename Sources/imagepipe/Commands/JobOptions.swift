@@ -8,45 +8,62 @@ import Logging
 struct JobOptions: ParsableArguments {
     @OptionGroup var storage: StorageOptions
 
-    @Option(name: .customLong("variant"), help: ArgumentHelp(
-        "A variant NAME=WxH,FORMAT,QUALITY[,OPTION...] (repeatable; replaces the preset). FORMAT: jpeg, webp, avif, png. "
-            + "QUALITY: qN, auto (SSIMULACRA 2 target \(VariantSpec.formatTarget(VariantSpec.defaultAutoTarget))) or auto:TARGET; "
-            + "left out for png and lossless webp. OPTION: cover, progressive or baseline (jpeg), 444 (jpeg, avif), effort=N "
-            + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp). Wx or xH leaves a side open (not with cover). "
-            + "Examples: photo=1600x,jpeg,q80  photo=1600x,jpeg,auto  hero=2400x1200,avif,q50,444,effort=4,cover",
-        valueName: "spec"))
+    @Option(
+        name: .customLong("variant"),
+        help: ArgumentHelp(
+            "A variant NAME=WxH,FORMAT,QUALITY[,OPTION...] (repeatable; replaces the preset). FORMAT: jpeg, webp, avif, png. "
+                + "QUALITY: qN, auto (SSIMULACRA 2 target \(VariantSpec.formatTarget(VariantSpec.defaultAutoTarget))) or auto:TARGET; "
+                + "left out for png and lossless webp. OPTION: cover, progressive or baseline (jpeg), 444 (jpeg, avif), effort=N "
+                + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp). Wx or xH leaves a side open (not with cover). "
+                + "Examples: photo=1600x,jpeg,q80  photo=1600x,jpeg,auto  hero=2400x1200,avif,q50,444,effort=4,cover",
+            valueName: "spec"))
     var variants: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp(
-        "The variants when no --variant is given: " + Preset.names.map { name in
-            "\(name) (\(Preset.named(name)!.map(\.specString).joined(separator: " ")))"
-        }.joined(separator: "; ") + "; or one defined under [presets] in the --config file.", valueName: "name"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The variants when no --variant is given: "
+                + Preset.names.map { name in
+                    "\(name) (\(Preset.named(name)!.map(\.specString).joined(separator: " ")))"
+                }.joined(separator: "; ") + "; or one defined under [presets] in the --config file.", valueName: "name"))
     var preset: String = "web"
 
     /// The `--config` file's presets, one `NAME:SPEC` per variant, passed on by `ConfiguredCommandLine`.
     @Option(name: .customLong("preset-variant"), help: .private)
     var presetVariants: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp(
-        "A TOML file setting any option of batch and watch (key = the option's long name), with [batch], [watch] "
-            + "and [presets] tables. Every option can also be set by IMAGEPIPE_<NAME> (e.g. IMAGEPIPE_MAX_ATTEMPTS); "
-            + "flags win over the environment, which wins over the file. Default: IMAGEPIPE_CONFIG.",
-        valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A TOML file setting any option of batch and watch (key = the option's long name), with [batch], [watch] "
+                + "and [presets] tables. Every option can also be set by IMAGEPIPE_<NAME> (e.g. IMAGEPIPE_MAX_ATTEMPTS); "
+                + "flags win over the environment, which wins over the file. Default: IMAGEPIPE_CONFIG.",
+            valueName: "file"))
     var config: String?
 
-    @Flag(name: .long, help: "Also score fixed-quality variants (SSIMULACRA 2, recorded in the manifest); auto variants always are, and get their full score instead of the sampled estimate.")
+    @Flag(
+        name: .long,
+        help:
+            "Also score fixed-quality variants (SSIMULACRA 2, recorded in the manifest); auto variants always are, and get their full score instead of the sampled estimate."
+    )
     var score = false
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Key template. Placeholders: {dir} {stem} {variant} {ext} {hash} {sha256} {srcext}.", valueName: "template"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Key template. Placeholders: {dir} {stem} {variant} {ext} {hash} {sha256} {srcext}.", valueName: "template"))
     var key: String = KeyTemplate.default.text
 
-    @Flag(name: .long, help: ArgumentHelp(
-        "Replace outputs made from other originals (each replacement is logged). Without it, such a key fails the image with key_collision."))
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Replace outputs made from other originals (each replacement is logged). Without it, such a key fails the image with key_collision."))
     var overwrite = false
 
-    @Flag(name: .long, help: ArgumentHelp(
-        "Replace outputs made from an earlier version of the same original (same name, other bytes), as sync tools do; each is logged."))
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Replace outputs made from an earlier version of the same original (same name, other bytes), as sync tools do; each is logged."))
     var update = false
 
     @Option(name: .long, help: "Images compressed at once (one per core unless set).")
@@ -58,9 +75,11 @@ struct JobOptions: ParsableArguments {
     @Option(name: .customLong("max-pixels"), help: "Refuse sources declaring more pixels than this (checked before decoding).")
     var maxPixels: Int = CompressionLimits.default.maxPixels
 
-    @Option(name: .customLong("working-memory"), help: ArgumentHelp(
-        "MiB the images compressed at once may hold together (default: 128 per --jobs, more with auto qualities); 0: no limit.",
-        valueName: "MiB"))
+    @Option(
+        name: .customLong("working-memory"),
+        help: ArgumentHelp(
+            "MiB the images compressed at once may hold together (default: 128 per --jobs, more with auto qualities); 0: no limit.",
+            valueName: "MiB"))
     var workingMemory: Int?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")

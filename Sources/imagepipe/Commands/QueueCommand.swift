@@ -19,7 +19,8 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             let location = try PostgresLocation(parsing: queue)
-            let status = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) { database throws(ImagePipeError) in
+            let status = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
+                database throws(ImagePipeError) in
                 try await database.status()
             }
             print("queue \(location.queue)")
@@ -44,7 +45,8 @@ struct QueueCommand: AsyncParsableCommand {
         func run() async throws {
             let location = try PostgresLocation(parsing: queue)
             let ids = self.ids.isEmpty ? nil : self.ids
-            let count = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) { database throws(ImagePipeError) in
+            let count = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
+                database throws(ImagePipeError) in
                 try await database.retryDiscarded(ids: ids)
             }
             FileHandle.standardError.write(Data("imagepipe: put \(count) discarded job(s) back to wait\n".utf8))
@@ -69,7 +71,8 @@ struct QueueCommand: AsyncParsableCommand {
         func run() async throws {
             let location = try PostgresLocation(parsing: queue)
             let age = Duration.seconds(days * 86_400)
-            let count = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) { database throws(ImagePipeError) in
+            let count = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
+                database throws(ImagePipeError) in
                 await database.prune(queue: location.queue, olderThan: age)
             }
             FileHandle.standardError.write(Data("imagepipe: deleted \(count) finished job(s)\n".utf8))

@@ -34,7 +34,8 @@ struct ReportCommand: ParsableCommand {
     /// A local variant as a `data:` URL; nil for remote ones and large files.
     static func inline(_ variant: VariantRecord) -> String? {
         guard let url = URL(string: variant.url), url.isFileURL,
-              let data = try? Data(contentsOf: url), data.count <= 256 << 10 else { return nil }
+            let data = try? Data(contentsOf: url), data.count <= 256 << 10
+        else { return nil }
         return "data:\(variant.format.contentType);base64,\(data.base64EncodedString())"
     }
 }

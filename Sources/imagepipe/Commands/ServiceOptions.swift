@@ -5,17 +5,21 @@ import ImagePipe
 
 /// How a long run is watched from outside.
 struct ServiceOptions: ParsableArguments {
-    @Option(name: .customLong("metrics-address"), help: ArgumentHelp(
-        "Serve /metrics (Prometheus), /healthz and /readyz on HOST:PORT, e.g. 127.0.0.1:9464 ([::1]:9464, :9464 for every "
-            + "interface; port 0 takes a free port, logged).",
-        valueName: "host:port"))
+    @Option(
+        name: .customLong("metrics-address"),
+        help: ArgumentHelp(
+            "Serve /metrics (Prometheus), /healthz and /readyz on HOST:PORT, e.g. 127.0.0.1:9464 ([::1]:9464, :9464 for every "
+                + "interface; port 0 takes a free port, logged).",
+            valueName: "host:port"))
     var metricsAddress: String?
 
     @Option(name: .customLong("check-interval"), help: "Seconds between the readiness checks of the queue and the storage behind /readyz.")
     var checkInterval: Double = 10
 
-    @Option(name: .customLong("log-format"), help: ArgumentHelp(
-        "text, or json: one object per line with time, level, message, label and the fields.", valueName: "format"))
+    @Option(
+        name: .customLong("log-format"),
+        help: ArgumentHelp(
+            "text, or json: one object per line with time, level, message, label and the fields.", valueName: "format"))
     var logFormat: LogFormat = .text
 
     func validate() throws {

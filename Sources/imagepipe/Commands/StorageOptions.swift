@@ -4,29 +4,39 @@ import ImagePipe
 
 /// The destination and its settings.
 struct StorageOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "Where variants are stored: a directory path, file://, s3://BUCKET/PREFIX or supabase://BUCKET/PREFIX.",
-        valueName: "dest"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Where variants are stored: a directory path, file://, s3://BUCKET/PREFIX or supabase://BUCKET/PREFIX.",
+            valueName: "dest"))
     var dest: String
 
-    @Option(name: .long, help: ArgumentHelp(
-        "S3-compatible endpoint URL (MinIO, R2, Ceph, ...); addressed path-style. Default: AWS, or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL.",
-        valueName: "url"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "S3-compatible endpoint URL (MinIO, R2, Ceph, ...); addressed path-style. Default: AWS, or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL.",
+            valueName: "url"))
     var endpoint: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "S3 signing region. Default: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else us-east-1.",
-        valueName: "region"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "S3 signing region. Default: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else us-east-1.",
+            valueName: "region"))
     var region: String?
 
-    @Option(name: .customLong("public-base-url"), help: ArgumentHelp(
-        "Base of the URLs recorded for stored objects (e.g. a CDN); the object's key in the bucket is appended.",
-        valueName: "url"))
+    @Option(
+        name: .customLong("public-base-url"),
+        help: ArgumentHelp(
+            "Base of the URLs recorded for stored objects (e.g. a CDN); the object's key in the bucket is appended.",
+            valueName: "url"))
     var publicBaseURL: String?
 
     @Option(name: .customLong("cache-control"), help: "Cache-Control stored with every object on HTTP object stores.")
     var cacheControl: String = "public, max-age=31536000, immutable"
 
-    @Flag(name: .customLong("with-original"), help: "Also store the untouched original, keyed by --key with {variant} = original and {ext} = its own extension.")
+    @Flag(
+        name: .customLong("with-original"),
+        help: "Also store the untouched original, keyed by --key with {variant} = original and {ext} = its own extension.")
     var withOriginal = false
 }

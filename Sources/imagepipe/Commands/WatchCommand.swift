@@ -35,7 +35,9 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-attempts"), help: "Attempts per job before a transient failure is final.")
     var maxAttempts: Int = 5
 
-    @Option(name: .customLong("retry-delay"), help: "Backoff ceiling in seconds after the first failure; doubles each time, up to 60 s, with full jitter.")
+    @Option(
+        name: .customLong("retry-delay"), help: "Backoff ceiling in seconds after the first failure; doubles each time, up to 60 s, with full jitter."
+    )
     var retryDelay: Double = 1
 
     @Option(name: .customLong("shutdown-timeout"), help: "Seconds jobs in flight may take to finish after SIGTERM, SIGINT or SIGHUP.")
@@ -47,15 +49,22 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("status-interval"), help: "Seconds between status lines (0: none).")
     var statusInterval: Double = 30
 
-    @Option(name: .customLong("quiet-period"), help: "Seconds another user's file written into the inbox must stay unchanged before it is taken, when its writers cannot be seen (no CAP_LEASE).")
+    @Option(
+        name: .customLong("quiet-period"),
+        help:
+            "Seconds another user's file written into the inbox must stay unchanged before it is taken, when its writers cannot be seen (no CAP_LEASE)."
+    )
     var quietPeriod: Double = 10
 
-    @Flag(name: .customLong("exit-when-empty"), help: ArgumentHelp(
-        "Exit (0) once nothing is waiting in the queue and this worker holds no job: work off a backlog, then stop. "
-            + "Jobs other workers are running stay theirs."))
+    @Flag(
+        name: .customLong("exit-when-empty"),
+        help: ArgumentHelp(
+            "Exit (0) once nothing is waiting in the queue and this worker holds no job: work off a backlog, then stop. "
+                + "Jobs other workers are running stay theirs."))
     var exitWhenEmpty = false
 
-    @Option(name: .customLong("lease"), help: "PostgreSQL: seconds a claimed job stays this worker's without a heartbeat (renewed every third of it).")
+    @Option(
+        name: .customLong("lease"), help: "PostgreSQL: seconds a claimed job stays this worker's without a heartbeat (renewed every third of it).")
     var lease: Double = 30
 
     @Option(name: .customLong("retention"), help: "PostgreSQL: days done and discarded jobs are kept before workers delete them.")
@@ -92,18 +101,21 @@ struct WatchCommand: AsyncParsableCommand {
         let jobs = try jobQueue(logger: logger)
         let worker = WorkerLoop(
             queue: jobs, pipeline: pipeline,
-            configuration: .init(retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval),
-                           exitWhenEmpty: exitWhenEmpty),
+            configuration: .init(
+                retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval),
+                exitWhenEmpty: exitWhenEmpty),
             observer: jobMetrics, logger: logger)
         let monitoring = try service.address.map { (address) throws(ImagePipeError) in
-            try CompositionRoot.monitoring(at: address, worker: worker, storage: handler.storage,
-                                           interval: .seconds(service.checkInterval), logger: logger)
+            try CompositionRoot.monitoring(
+                at: address, worker: worker, storage: handler.storage,
+                interval: .seconds(service.checkInterval), logger: logger)
         }
         logger.info("storing", metadata: ["destination": "\(handler.storage.location)"])
         // Services stop in reverse order: the worker drains first while the monitoring endpoints
         // still answer (/readyz with 503), then they close. A worker that ends by itself (the queue
         // is empty with --exit-when-empty) stops the rest gracefully.
-        let services = (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
+        let services =
+            (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
             + [.init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
         let group = ServiceGroup(configuration: .init(services: services, logger: logger))
         let signals = ShutdownSignals(

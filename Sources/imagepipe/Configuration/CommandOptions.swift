@@ -80,11 +80,13 @@ struct CommandOptions: Sendable {
                 default: "-" + name.name
                 }
             }
-            let long = argument.preferredName.flatMap { $0.kind == "long" ? $0.name : nil }
+            let long =
+                argument.preferredName.flatMap { $0.kind == "long" ? $0.name : nil }
                 ?? argument.names?.first { $0.kind == "long" }?.name
             guard let key = argument.kind == .positional ? argument.valueName : long, !reservedKeys.contains(key) else { return nil }
-            return Option(key: key, kind: argument.kind, isRepeating: argument.isRepeating, spellings: spellings,
-                          defaultValue: argument.defaultValue, abstract: argument.abstract)
+            return Option(
+                key: key, kind: argument.kind, isRepeating: argument.isRepeating, spellings: spellings,
+                defaultValue: argument.defaultValue, abstract: argument.abstract)
         }
         return CommandOptions(command: command, options: options)
     }

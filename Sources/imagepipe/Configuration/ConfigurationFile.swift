@@ -79,8 +79,10 @@ struct ConfigurationFile: Sendable {
     }
 
     /// The settings of one table, each checked against the options of `options`' commands.
-    private static func settings(_ table: ConfigurationTable, path: String, table name: String?,
-                                 options: [CommandOptions]) throws(ImagePipeError) -> [String: Setting] {
+    private static func settings(
+        _ table: ConfigurationTable, path: String, table name: String?,
+        options: [CommandOptions]
+    ) throws(ImagePipeError) -> [String: Setting] {
         var result: [String: Setting] = [:]
         for entry in table.entries {
             let qualified = name.map { "\($0).\(entry.key)" } ?? entry.key
@@ -104,8 +106,10 @@ struct ConfigurationFile: Sendable {
     }
 
     /// The command-line values a file value stands for.
-    private static func tokens(_ value: ConfigurationValue, option: CommandOptions.Option, path: String,
-                               key: String) throws(ImagePipeError) -> [String] {
+    private static func tokens(
+        _ value: ConfigurationValue, option: CommandOptions.Option, path: String,
+        key: String
+    ) throws(ImagePipeError) -> [String] {
         if option.kind == .flag {
             guard case .boolean(let on) = value.content else {
                 throw error(path, value.line, key, "expects true or false, not \(value.typeName)")

@@ -8,8 +8,10 @@ struct ConfigurationReport {
     let environment: [String: String]
 
     var text: String {
-        var lines = ["# imagepipe \(line.command), as configured: the command line, then IMAGEPIPE_* variables, then "
-            + (line.configurationPath ?? "a --config file (none given)") + ", then defaults."]
+        var lines = [
+            "# imagepipe \(line.command), as configured: the command line, then IMAGEPIPE_* variables, then "
+                + (line.configurationPath ?? "a --config file (none given)") + ", then defaults."
+        ]
         lines.append("[\(line.command)]")
         for setting in line.settings {
             let source = "  # " + setting.origin.description

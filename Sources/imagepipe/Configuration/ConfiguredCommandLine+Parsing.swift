@@ -69,7 +69,8 @@ extension ConfiguredCommandLine {
     /// this is a warning, where an unknown key in the file is an error.)
     func warnAboutUnknownVariables() {
         for name in unknownVariables {
-            FileHandle.standardError.write(Data("imagepipe: warning: \(name) names no option of \(Self.commands.joined(separator: " or ")); ignored\n".utf8))
+            FileHandle.standardError.write(
+                Data("imagepipe: warning: \(name) names no option of \(Self.commands.joined(separator: " or ")); ignored\n".utf8))
         }
     }
 }

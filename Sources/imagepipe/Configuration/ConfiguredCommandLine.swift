@@ -55,15 +55,17 @@ struct ConfiguredCommandLine {
     static let linkedKeys: [Set<String>] = [
         // `--variant` replaces the preset: whichever source sets either decides both, so a preset
         // given on the command line is not overridden by variants from the file.
-        ["variant", "preset"],
+        ["variant", "preset"]
     ]
 
     /// The commands whose options the configuration covers.
     static let commands = ["batch", "watch"]
 
     /// Resolves `arguments` (what follows the subcommand's name) for `command`.
-    init(command: String, arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
-         catalogs: [CommandOptions]? = nil) throws(ImagePipeError) {
+    init(
+        command: String, arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+        catalogs: [CommandOptions]? = nil
+    ) throws(ImagePipeError) {
         let catalogs = catalogs ?? Self.commands.map(CommandOptions.of)
         guard let catalog = catalogs.first(where: { $0.command == command }) else {
             preconditionFailure("\(command) takes no configuration")
@@ -85,12 +87,16 @@ struct ConfiguredCommandLine {
             var found: [Setting] = []
             if let values = scan.given[option.key] { found.append(Setting(option: option, values: values, origin: .commandLine)) }
             if let text = environment[option.environmentName], !text.isEmpty {
-                found.append(Setting(option: option, values: try Self.environmentValues(text, option: option),
-                                     origin: .environment(option.environmentName)))
+                found.append(
+                    Setting(
+                        option: option, values: try Self.environmentValues(text, option: option),
+                        origin: .environment(option.environmentName)))
             }
             if let file, let setting = file.setting(option.key, for: catalog.command) {
-                found.append(Setting(option: option, values: setting.values,
-                                     origin: .file(path: file.path, line: setting.line, key: setting.writtenKey)))
+                found.append(
+                    Setting(
+                        option: option, values: setting.values,
+                        origin: .file(path: file.path, line: setting.line, key: setting.writtenKey)))
             }
             return found
         }

@@ -33,7 +33,8 @@ struct TypedArguments {
                 positionals.append(argument)
                 continue
             }
-            let (spelling, inline) = argument.hasPrefix("--")
+            let (spelling, inline) =
+                argument.hasPrefix("--")
                 ? argument.firstIndex(of: "=").map { (String(argument[..<$0]), String(argument[argument.index(after: $0)...])) } ?? (argument, nil)
                 : (argument, nil)
             if spelling == "--config" {

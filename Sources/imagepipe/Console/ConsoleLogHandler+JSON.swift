@@ -8,7 +8,8 @@ extension ConsoleLogHandler {
     /// One JSON object on one line. Numbers and booleans in metadata (`.stringConvertible`) stay
     /// numbers and booleans; nested dictionaries and arrays stay objects and arrays.
     func jsonLine(time: String, level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
-        var json = "{\"time\":" + time.doubleQuoted + ",\"level\":" + level.rawValue.doubleQuoted
+        var json =
+            "{\"time\":" + time.doubleQuoted + ",\"level\":" + level.rawValue.doubleQuoted
             + ",\"message\":" + message.doubleQuoted + ",\"label\":" + label.doubleQuoted
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             let name = Self.reservedFields.contains(key) ? "meta_" + key : key

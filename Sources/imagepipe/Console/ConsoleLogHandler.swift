@@ -32,10 +32,11 @@ struct ConsoleLogHandler: LogHandler {
         let time = Self.timestamp()
         let message = redaction.apply("\(event.message)")
         merged = merged.mapValues(redaction.apply)
-        let line = switch format {
-        case .text: textLine(time: time, level: event.level, message: message, metadata: merged)
-        case .json: jsonLine(time: time, level: event.level, message: message, metadata: merged)
-        }
+        let line =
+            switch format {
+            case .text: textLine(time: time, level: event.level, message: message, metadata: merged)
+            case .json: jsonLine(time: time, level: event.level, message: message, metadata: merged)
+            }
         Console.shared.line(line)
     }
 
@@ -46,7 +47,8 @@ struct ConsoleLogHandler: LogHandler {
         var parts = tm()
         var seconds = now.tv_sec
         gmtime_r(&seconds, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                      parts.tm_hour, parts.tm_min, parts.tm_sec, now.tv_nsec / 1_000_000)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+            parts.tm_hour, parts.tm_min, parts.tm_sec, now.tv_nsec / 1_000_000)
     }
 }

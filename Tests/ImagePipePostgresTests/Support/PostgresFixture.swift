@@ -46,17 +46,22 @@ struct PostgresFixture {
 
     /// A queue on the fixture's database.
     func queue(lease: Duration = .seconds(30), maxAttempts: Int = 3, log: (any LogHandler)? = nil) throws -> PostgresQueue {
-        try PostgresQueue(location: location, configuration: .init(lease: lease, maxAttempts: maxAttempts, pollInterval: .milliseconds(200)),
-                          logger: log.map { handler in Logger(label: "test", factory: { _ in handler }) } ?? .quiet)
+        try PostgresQueue(
+            location: location, configuration: .init(lease: lease, maxAttempts: maxAttempts, pollInterval: .milliseconds(200)),
+            logger: log.map { handler in Logger(label: "test", factory: { _ in handler }) } ?? .quiet)
     }
 
     /// A loop over `queue` with a scripted compressor and in-memory storage unless given.
-    func loop(_ queue: PostgresQueue, compressor: any ImageCompressor = ScriptedCompressor(),
-              storage: any StorageRepository = InMemoryStorage(), retry: RetryPolicy = .init(maxAttempts: 3, baseDelay: .milliseconds(50)),
-              shutdownTimeout: Duration = .seconds(5), jobs: Int = 2) -> WorkerLoop {
-        let handler = FileHandler(compressor: compressor, storage: storage, configuration: .init(variants: [try! VariantSpec(parsing: "t=32x32,jpeg,q70")]))
-        return WorkerLoop(queue: queue, pipeline: JobPipeline(handler: handler, configuration: .init(jobs: jobs, uploads: 2)),
-                          configuration: .init(retry: retry, shutdownTimeout: shutdownTimeout, statusInterval: .zero), logger: .quiet)
+    func loop(
+        _ queue: PostgresQueue, compressor: any ImageCompressor = ScriptedCompressor(),
+        storage: any StorageRepository = InMemoryStorage(), retry: RetryPolicy = .init(maxAttempts: 3, baseDelay: .milliseconds(50)),
+        shutdownTimeout: Duration = .seconds(5), jobs: Int = 2
+    ) -> WorkerLoop {
+        let handler = FileHandler(
+            compressor: compressor, storage: storage, configuration: .init(variants: [try! VariantSpec(parsing: "t=32x32,jpeg,q70")]))
+        return WorkerLoop(
+            queue: queue, pipeline: JobPipeline(handler: handler, configuration: .init(jobs: jobs, uploads: 2)),
+            configuration: .init(retry: retry, shutdownTimeout: shutdownTimeout, statusInterval: .zero), logger: .quiet)
     }
 
     /// Polls until `condition` holds, without blocking a thread of the cooperative pool.

@@ -20,8 +20,9 @@ final class PostgresServer: @unchecked Sendable {
     /// Starts a server; `listen` is an address besides loopback to serve, its /24 let in with the password.
     init(fsync: Bool = false, listen: String? = nil) throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/python"
-        helper = try HelperProcess("postgres_server.py", in: directory,
-                                   ["--fsync", fsync ? "on" : "off"] + (listen.map { ["--listen", $0] } ?? []))
+        helper = try HelperProcess(
+            "postgres_server.py", in: directory,
+            ["--fsync", fsync ? "on" : "off"] + (listen.map { ["--listen", $0] } ?? []))
         port = helper.port
         password = helper.ready["password"] ?? ""
         root = helper.ready["directory"] ?? ""

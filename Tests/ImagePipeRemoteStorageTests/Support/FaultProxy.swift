@@ -21,8 +21,12 @@ final class FaultProxy: Sendable {
     /// Starts a proxy to `upstream` that applies `plan` to requests 1, 2, ... (then passes everything).
     init(upstream: MotoServer, plan: [String]) throws {
         logPath = FileManager.default.temporaryDirectory.path + "/imagepipe-proxy-\(UUID().uuidString.prefix(8)).jsonl"
-        process = try HelperProcess("fault_proxy.py", ["--upstream", "127.0.0.1:\(upstream.port)",
-                                                       "--plan", plan.joined(separator: ","), "--log", logPath])
+        process = try HelperProcess(
+            "fault_proxy.py",
+            [
+                "--upstream", "127.0.0.1:\(upstream.port)",
+                "--plan", plan.joined(separator: ","), "--log", logPath,
+            ])
     }
 
     deinit {
@@ -39,14 +43,20 @@ final class FaultProxy: Sendable {
         var relayed: [Int: Int] = [:]
         for line in text.split(separator: "\n") {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let n = object["n"] as? Int else { continue }
+                let n = object["n"] as? Int
+            else { continue }
             if let bytes = object["relayed"] as? Int {
                 relayed[n] = bytes
                 continue
             }
-            entries.append((n, Entry(method: object["method"] as? String ?? "", path: object["path"] as? String ?? "",
-                                     fault: object["fault"] as? String ?? "", contentMD5: object["content_md5"] as? String,
-                                     size: object["size"] as? Int ?? 0)))
+            entries.append(
+                (
+                    n,
+                    Entry(
+                        method: object["method"] as? String ?? "", path: object["path"] as? String ?? "",
+                        fault: object["fault"] as? String ?? "", contentMD5: object["content_md5"] as? String,
+                        size: object["size"] as? Int ?? 0)
+                ))
         }
         return entries.sorted { $0.n < $1.n }.map { item in
             var entry = item.entry

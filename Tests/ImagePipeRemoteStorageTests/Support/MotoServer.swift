@@ -40,10 +40,11 @@ final class MotoServer: Sendable {
     func object(_ bucket: String, _ key: String, withBody: Bool = false) throws -> StoredInfo? {
         let answer = try check(["op": "head", "bucket": bucket, "key": key, "body": withBody ? "yes" : ""])
         if answer["missing"] != nil { return nil }
-        return StoredInfo(size: answer["size"] as? Int ?? -1, sha256: answer["sha256"] as? String ?? "",
-                          contentType: answer["content_type"] as? String, cacheControl: answer["cache_control"] as? String,
-                          etag: answer["etag"] as? String ?? "", metadata: answer["metadata"] as? [String: String] ?? [:],
-                          body: (answer["body"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data())
+        return StoredInfo(
+            size: answer["size"] as? Int ?? -1, sha256: answer["sha256"] as? String ?? "",
+            contentType: answer["content_type"] as? String, cacheControl: answer["cache_control"] as? String,
+            etag: answer["etag"] as? String ?? "", metadata: answer["metadata"] as? [String: String] ?? [:],
+            body: (answer["body"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data())
     }
 
     /// Every key in a bucket.
@@ -60,8 +61,10 @@ final class MotoServer: Sendable {
     /// Stores `count` objects `prefix/dNN/NNNNN-NAME` with boto3, cycling through `files`, many at
     /// once; returns their keys.
     func fill(_ bucket: String, prefix: String, count: Int, files: [String]) throws -> [String] {
-        try check(["op": "fill", "bucket": bucket, "prefix": prefix, "count": String(count),
-                   "files": files.joined(separator: ",")])["keys"] as? [String] ?? []
+        try check([
+            "op": "fill", "bucket": bucket, "prefix": prefix, "count": String(count),
+            "files": files.joined(separator: ","),
+        ])["keys"] as? [String] ?? []
     }
 
     /// Keys of multipart uploads started and neither completed nor aborted.
@@ -74,9 +77,11 @@ final class MotoServer: Sendable {
     }
 
     /// A configuration for this server: path-style, fast retries for tests.
-    func configuration(bucket: String, prefix: String = "", secret: String? = nil, endpoint: String? = nil,
-                       retry: RetryPolicy = .fast, stallTimeout: Duration = .seconds(30),
-                       multipartThreshold: Int = 8 << 20, partSize: Int = 8 << 20) throws -> S3Configuration {
+    func configuration(
+        bucket: String, prefix: String = "", secret: String? = nil, endpoint: String? = nil,
+        retry: RetryPolicy = .fast, stallTimeout: Duration = .seconds(30),
+        multipartThreshold: Int = 8 << 20, partSize: Int = 8 << 20
+    ) throws -> S3Configuration {
         S3Configuration(
             destination: try RemoteDestination(bucket: bucket, prefix: prefix), region: "us-east-1",
             endpoint: try ServiceEndpoint(parsing: endpoint ?? self.endpoint, what: "endpoint"),

@@ -37,17 +37,22 @@ final class SupabaseStub: Sendable {
     @discardableResult
     func seed(_ data: Data, bucket: String = "media", key: String, contentType: String = "image/jpeg") throws -> String {
         let path = "/_stub/object/\(bucket)/" + PercentEncoding.encodePath(key)
-        let response = try CurlHTTPClient().perform(HTTPRequest(method: "PUT", url: url + path,
-                                                                headers: [("Content-Type", contentType)], body: data))
+        let response = try CurlHTTPClient().perform(
+            HTTPRequest(
+                method: "PUT", url: url + path,
+                headers: [("Content-Type", contentType)], body: data))
         guard response.isSuccess else { throw HelperError("seeding \(key): HTTP \(response.status)") }
         return Digests.md5(data).hexString
     }
 
     /// A configuration for this stub with fast retries.
-    func configuration(bucket: String = "media", prefix: String = "", key: String? = nil, publicBaseURL: String? = nil,
-                       resumableThreshold: Int = 6 << 20, listPageSize: Int = 1000) throws -> SupabaseConfiguration {
-        SupabaseConfiguration(projectURL: try ServiceEndpoint(parsing: url, what: "SUPABASE_URL"), key: key ?? self.key,
-                              destination: try RemoteDestination(bucket: bucket, prefix: prefix), publicBaseURL: publicBaseURL,
-                              resumableThreshold: resumableThreshold, listPageSize: listPageSize, retry: .fast)
+    func configuration(
+        bucket: String = "media", prefix: String = "", key: String? = nil, publicBaseURL: String? = nil,
+        resumableThreshold: Int = 6 << 20, listPageSize: Int = 1000
+    ) throws -> SupabaseConfiguration {
+        SupabaseConfiguration(
+            projectURL: try ServiceEndpoint(parsing: url, what: "SUPABASE_URL"), key: key ?? self.key,
+            destination: try RemoteDestination(bucket: bucket, prefix: prefix), publicBaseURL: publicBaseURL,
+            resumableThreshold: resumableThreshold, listPageSize: listPageSize, retry: .fast)
     }
 }
