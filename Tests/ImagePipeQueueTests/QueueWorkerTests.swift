@@ -40,7 +40,8 @@ import Testing
         }
         fixture.deliver("real.jpg")
         #expect(fixture.waitFor { fixture.files("done").count == 2 })
-        Thread.sleep(forTimeInterval: 0.5)  // two rescans
+        let rescans = worker.statistics.rescans
+        #expect(fixture.waitFor { worker.statistics.rescans >= rescans + 2 }, "two more rescans have seen the partial files")
         worker.shutdown()
         #expect(fixture.files("inbox") == ["big.jpg.crdownload", "upload.jpg.part", "x.tmp"].sorted())
     }
@@ -95,7 +96,8 @@ import Testing
         worker.start()
         let limit = JobPipeline.Configuration(jobs: 1, uploads: 1).maxInFlight
         #expect(fixture.waitFor { worker.statistics.retrying == limit })
-        Thread.sleep(forTimeInterval: 0.5)  // several claim rounds and rescans
+        let rescans = worker.statistics.rescans
+        #expect(fixture.waitFor { worker.statistics.rescans >= rescans + 3 }, "several rescans and claim rounds while the jobs are held")
         let held = fixture.files("processing").filter { $0.hasSuffix(".jpg") }
         #expect(held.count == limit, "\(held)")
         #expect(fixture.files("inbox").count == 20 - limit, "the rest stays for other workers")
@@ -253,7 +255,7 @@ import Testing
         // The rerun of the half-finished job completes it under its first name.
         let area = try ClaimArea(queue: fixture.queue)
         guard case .claimed = area.claim(.init("linked.jpg")) else { Issue.record("not claimed"); return }
-        let placed = try area.finish("linked.jpg", into: fixture.queue.done, record: Data("{}".utf8), suffix: ".json")
+        let placed = try area.moveOut("linked.jpg", into: fixture.queue.done, record: Data("{}".utf8), suffix: ".json")
         #expect(placed == fixture.queue.done + "/linked.jpg")
         #expect(fixture.files("done") == ["linked.jpg", "linked.jpg.json", "recorded.jpg", "recorded.jpg.json"])
     }

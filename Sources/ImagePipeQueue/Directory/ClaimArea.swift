@@ -95,7 +95,7 @@ public final class ClaimArea: Sendable {
     ///   - suffix: `.json` for done, `.error.json` for failed.
     /// - Returns: the original's new path.
     @discardableResult
-    public func finish(_ relative: String, into directory: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
+    public func moveOut(_ relative: String, into directory: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
         let source = pathOf(relative)
         let target = directory + "/" + relative
         try FileMoves.makeParent(of: target)

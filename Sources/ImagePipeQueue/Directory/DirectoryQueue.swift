@@ -117,8 +117,8 @@ public final class DirectoryQueue: JobQueue {
     public func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String> { [] }
 
     public func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement {
-        finish(job.id) { () throws(ImagePipeError) in
-            try area.finish(job.id, into: directory.done, record: Data((result.jsonLine() + "\n").utf8), suffix: ".json")
+        moveOutAndForget(job.id) { () throws(ImagePipeError) in
+            try area.moveOut(job.id, into: directory.done, record: Data((result.jsonLine() + "\n").utf8), suffix: ".json")
         }
         return .recorded
     }
@@ -128,8 +128,8 @@ public final class DirectoryQueue: JobQueue {
     }
 
     public func discard(_ job: ClaimedJob, record: FailureRecord) async -> Settlement {
-        finish(job.id) { () throws(ImagePipeError) in
-            try area.finish(job.id, into: directory.failed, record: record.encoded(), suffix: ".error.json")
+        moveOutAndForget(job.id) { () throws(ImagePipeError) in
+            try area.moveOut(job.id, into: directory.failed, record: record.encoded(), suffix: ".error.json")
         }
         return .recorded
     }
@@ -247,11 +247,11 @@ public final class DirectoryQueue: JobQueue {
         }
     }
 
-    // MARK: - Finishing
+    // MARK: - Moving finished jobs out
 
-    /// Runs a finishing move and forgets the job; a job whose original cannot be moved stays in the
+    /// Moves a settled job out of the claim area (done/ or failed/) and forgets it; a job whose original cannot be moved stays in the
     /// claim area and returns to the inbox when this worker restarts.
-    private func finish(_ name: String, _ move: () throws(ImagePipeError) -> String) {
+    private func moveOutAndForget(_ name: String, _ move: () throws(ImagePipeError) -> String) {
         do {
             _ = try move()
         } catch {

@@ -73,6 +73,8 @@ public final class QueueWorker: Sendable {
         public var done = 0
         /// Jobs finished into failed/.
         public var failed = 0
+        /// Rescans of the inbox finished: what a test waits for to know the inbox was looked at again.
+        public var rescans = 0
     }
 
     /// The queue.
@@ -110,7 +112,7 @@ public final class QueueWorker: Sendable {
         let counts = loop.statistics
         return Statistics(
             waiting: directory.pendingCount, inFlight: counts.inFlight, retrying: counts.retrying,
-            done: counts.done, failed: counts.failed)
+            done: counts.done, failed: counts.failed, rescans: counts.upkeeps)
     }
 
     /// Recovers abandoned claims, scans the inbox, starts watching and claiming; returns once watching.

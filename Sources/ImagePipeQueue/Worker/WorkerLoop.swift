@@ -55,6 +55,9 @@ public final class WorkerLoop: Service, Sendable {
         public var done = 0
         /// Jobs recorded as failed for good.
         public var failed = 0
+        /// Rounds of queue upkeep finished (a queue directory's rescan, PostgreSQL's take-back of
+        /// expired leases): what a test waits for to know the queue was looked at again.
+        public var upkeeps = 0
     }
 
     enum Phase: Equatable {
@@ -78,6 +81,7 @@ public final class WorkerLoop: Service, Sendable {
         var status: StatusReport
         /// When the claim loop last looked for work (or the loop was made), for liveness.
         var lastLook: ContinuousClock.Instant
+        var upkeeps = 0
         var stopping = false
         var stoppingNow = false
         var opened = false
@@ -136,7 +140,7 @@ public final class WorkerLoop: Service, Sendable {
     /// A snapshot of the counters.
     public var statistics: Statistics {
         state.withLock { state in
-            var statistics = Statistics(done: state.status.done, failed: state.status.failed)
+            var statistics = Statistics(done: state.status.done, failed: state.status.failed, upkeeps: state.upkeeps)
             for held in state.held.values {
                 if case .waitingRetry = held.phase { statistics.retrying += 1 } else { statistics.inFlight += 1 }
             }
@@ -167,6 +171,7 @@ public final class WorkerLoop: Service, Sendable {
                     group.addTask {
                         await self.repeatUntilShutdown(every: self.queue.maintenanceInterval, stop: self.maintenanceTimer) {
                             await self.queue.maintain()
+                            self.state.withLock { $0.upkeeps += 1 }
                         }
                     }
                     if let interval = queue.heartbeatInterval {
