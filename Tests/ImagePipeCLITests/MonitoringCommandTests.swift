@@ -15,9 +15,7 @@ struct MonitoringCommandTests {
     var queue: String { directory.url("queue") }
 
     func deliver(_ fixture: String, as name: String) {
-        let hidden = queue + "/inbox/.incoming-\(UUID().uuidString)"
-        try! Fixtures.data(fixture).write(to: URL(fileURLWithPath: hidden))
-        rename(hidden, queue + "/inbox/" + name)
+        InboxDelivery.deliver(Fixtures.data(fixture), to: queue + "/inbox", as: name)
     }
 
     func files(_ sub: String) -> [String] { directory.files(under: "queue/" + sub).filter { !$0.hasSuffix(".lock") } }

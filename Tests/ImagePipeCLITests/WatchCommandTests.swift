@@ -31,11 +31,7 @@ import Testing
 
     /// Delivers a fixture the safe way: copied under a hidden name, then renamed into the inbox.
     func deliver(_ fixture: String, as name: String) {
-        let target = queue + "/inbox/" + name
-        try! FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let hidden = queue + "/inbox/.incoming-\(UUID().uuidString)"
-        try! Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/" + fixture)).write(to: URL(fileURLWithPath: hidden))
-        rename(hidden, target)
+        InboxDelivery.deliver(Fixtures.data(fixture), to: queue + "/inbox", as: name)
     }
 
     func files(_ sub: String) -> [String] { directory.files(under: "queue/" + sub).filter { !$0.hasSuffix("/.lock") && $0 != ".lock" } }

@@ -17,11 +17,7 @@ struct QueueFixture {
 
     /// Delivers the safe way: written under a hidden name, then renamed into place.
     func deliver(_ relative: String, _ contents: String = "image bytes") {
-        let target = queue.inbox + "/" + relative
-        try! FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let hidden = queue.inbox + "/.incoming-\(UUID().uuidString)"
-        try! Data(contents.utf8).write(to: URL(fileURLWithPath: hidden))
-        rename(hidden, target)
+        InboxDelivery.deliver(Data(contents.utf8), to: queue.inbox, as: relative)
     }
 
     func worker(

@@ -36,8 +36,7 @@ struct MonitoringIntoS3Tests {
         #expect(eventually { LoopbackHTTP.get("http://\(address)/readyz").status == 200 }, "\(worker.log)")
 
         func deliver(_ fixture: String, as name: String) throws {
-            try Fixtures.data(fixture).write(to: URL(fileURLWithPath: queue + "/inbox/.\(name)"))
-            rename(queue + "/inbox/.\(name)", queue + "/inbox/\(name)")
+            InboxDelivery.deliver(Fixtures.data(fixture), to: queue + "/inbox", as: name)
         }
         try deliver("images/formats/tiny.png", as: "photo.png")
         #expect(eventually { FileManager.default.fileExists(atPath: queue + "/done/photo.png.json") }, "\(worker.log)")
