@@ -24,8 +24,8 @@ struct DebianPackageTests {
 
     /// Runs a shell command inside the root, in namespaces of its own with a /proc of its own, so
     /// nothing stays mounted after it (the root is deleted with the test).
-    func inRoot(_ script: String) throws -> CommandLineRunner.Output {
-        try CommandLineRunner.run(
+    func inRoot(_ script: String) throws -> CommandRunner.Output {
+        try CommandRunner.run(
             executable: "/usr/bin/unshare",
             [
                 // --mount-proc mounts on the /proc of the new root, inside the new mount namespace.
@@ -37,7 +37,7 @@ struct DebianPackageTests {
 
     @Test func installsOnABareDebian12AndRunsABatch() throws {
         let package = try #require(Self.package)
-        let bootstrap = try CommandLineRunner.run(
+        let bootstrap = try CommandRunner.run(
             executable: "/usr/sbin/debootstrap",
             ["--variant=minbase", "bookworm", root.path] + (Self.mirror.map { [$0] } ?? []))
         try #require(bootstrap.status == 0, "debootstrap: \(bootstrap.stdout.suffix(2000)) \(bootstrap.stderr.suffix(2000))")

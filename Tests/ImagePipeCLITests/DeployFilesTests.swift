@@ -54,7 +54,7 @@ import Testing
         #expect(text.contains("ExecStart=\(CommandRunner.binary) watch --config /etc/imagepipe/"))
         let path = directory.write(unit, text)
         let instance = unit.replacingOccurrences(of: "@.", with: "@example.")
-        let output = try CommandLineRunner.run(executable: Self.systemdAnalyze, ["verify", directory.url(instance)])
+        let output = try CommandRunner.run(executable: Self.systemdAnalyze, ["verify", directory.url(instance)])
         #expect(output.status == 0, "\(output.stderr)")
         // verify reports unknown or malformed settings as warnings, with the file's name, and exits 0.
         let warnings = output.stderr.split(separator: "\n").filter { $0.contains(path) || $0.contains(instance) }

@@ -12,7 +12,7 @@ import Testing
             CommandRunner.copyFixture("images/" + fixture, to: directory, as: "corpus/\(index)-" + (fixture as NSString).lastPathComponent)
         }
         let script = (Fixtures.root as NSString).deletingLastPathComponent + "/Benchmarks/soak/soak.py"
-        let output = try CommandLineRunner.run(
+        let output = try CommandRunner.run(
             executable: "/usr/bin/env",
             [
                 "python3", script, "--binary", CommandRunner.binary, "--minutes", "0.25", "--every", "1", "--interval", "1",

@@ -19,7 +19,7 @@ struct BenchQueueTests {
             "--variant", "photo=400x400,jpeg,q80", "--variant", "thumb=64x64,webp,q70",
             "--also-queue", fixture.server.url(database: fixture.database),
         ]
-        let output = try await offPool { try CommandLineRunner.run(arguments, environment: fixture.server.environment) }
+        let output = try await offPool { try CommandRunner.run(arguments, environment: fixture.server.environment) }
         #expect(output.status == 0, "\(output.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
         let tools = try #require(report["tools"] as? [[String: Any]])

@@ -31,7 +31,7 @@ struct PostgresWatchCommandTests {
         let paths = (0..<count).map { fixture.directory.write(String(format: "src/img-%05d.%@", $0, ext), bytes) }
         let (url, environment) = (fixture.server.url(database: fixture.database), fixture.server.environment)
         let output = try await offPool {
-            try CommandLineRunner.run(["enqueue", url, "-"], environment: environment, input: Data(paths.joined(separator: "\n").utf8))
+            try CommandRunner.run(["enqueue", url, "-"], environment: environment, input: Data(paths.joined(separator: "\n").utf8))
         }
         #expect(output.status == 0 && output.stdout.split(separator: "\n").count == count, "\(output.stderr)")
         return paths
@@ -42,7 +42,7 @@ struct PostgresWatchCommandTests {
         let keys = try fixture.sql("SELECT v->>'key' FROM imagepipe.jobs, jsonb_array_elements(result->'variants') v WHERE state = 'done'")
             .split(separator: "\n").map { fixture.directory.url("out/" + $0) }
         #expect(keys.count == count)
-        let header = try await offPool { try CommandLineRunner.run(executable: "/usr/bin/vipsheader", keys) }
+        let header = try await offPool { try CommandRunner.run(executable: "/usr/bin/vipsheader", keys) }
         #expect(header.status == 0 && header.stdout.split(separator: "\n").count == count, "\(header.stderr.prefix(500))")
     }
 
@@ -174,19 +174,19 @@ struct PostgresWatchCommandTests {
         #expect(try await fixture.eventually { try fixture.states() == ["discarded": 1] }, "\(worker.log)")
         #expect(try fixture.sql("SELECT attempt, jsonb_array_length(errors), errors->0->>'error_code' FROM imagepipe.jobs") == "1|1|corrupt_image")
 
-        let status = try await offPool { try CommandLineRunner.run(["queue", "status", url], environment: fixture.server.environment) }
+        let status = try await offPool { try CommandRunner.run(["queue", "status", url], environment: fixture.server.environment) }
         #expect(status.status == 0 && status.stdout.contains("discarded\t1") && status.stdout.contains("waiting\t0"), "\(status)")
-        let retry = try await offPool { try CommandLineRunner.run(["queue", "retry", url], environment: fixture.server.environment) }
+        let retry = try await offPool { try CommandRunner.run(["queue", "retry", url], environment: fixture.server.environment) }
         #expect(retry.status == 0 && retry.stderr.contains("put 1 discarded job(s) back"), "\(retry)")
         #expect(try await fixture.eventually { try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "discarded|1" })
         worker.send(SIGTERM)
         #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
         let kept = try await offPool {
-            try CommandLineRunner.run(["queue", "prune", url, "--older-than", "1"], environment: fixture.server.environment)
+            try CommandRunner.run(["queue", "prune", url, "--older-than", "1"], environment: fixture.server.environment)
         }
         #expect(kept.status == 0 && kept.stderr.contains("deleted 0"), "\(kept)")
         let pruned = try await offPool {
-            try CommandLineRunner.run(["queue", "prune", url, "--older-than", "0"], environment: fixture.server.environment)
+            try CommandRunner.run(["queue", "prune", url, "--older-than", "0"], environment: fixture.server.environment)
         }
         #expect(pruned.status == 0 && pruned.stderr.contains("deleted 1"), "\(pruned)")
     }
@@ -196,7 +196,7 @@ struct PostgresWatchCommandTests {
         try await enqueueCopies(of: "images/formats/tiny.png", count: 300, into: fixture)
         let broken = fixture.directory.write("src/broken.jpg", try Data(contentsOf: URL(fileURLWithPath: Self.fixtures + "/hostile/truncated.jpg")))
         let url = fixture.server.url(database: fixture.database)
-        #expect(try await offPool { try CommandLineRunner.run(["enqueue", url, broken], environment: fixture.server.environment) }.status == 0)
+        #expect(try await offPool { try CommandRunner.run(["enqueue", url, broken], environment: fixture.server.environment) }.status == 0)
         let workers = try (0..<2).map { try worker(fixture, "worker-\($0)", Self.smallVariant + ["--exit-when-empty"]) }
         for worker in workers {
             #expect(try await offPool { worker.waitForExit(seconds: 120) } == 0, "\(worker.log.suffix(2000))")
@@ -218,10 +218,10 @@ struct PostgresWatchCommandTests {
         #expect(!worker.log.contains(password))
 
         let wrong = "postgres://postgres:not-\(password)@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
-        let refused = try await offPool { try CommandLineRunner.run(["queue", "status", wrong], environment: [:]) }
+        let refused = try await offPool { try CommandRunner.run(["queue", "status", wrong], environment: [:]) }
         #expect(refused.status == 2 && refused.stderr.contains("28P01"), "\(refused)")
         #expect(!refused.stderr.contains(password) && !refused.stdout.contains(password))
-        let help = try await offPool { try CommandLineRunner.run(["watch", "--help"]) }
+        let help = try await offPool { try CommandRunner.run(["watch", "--help"]) }
         #expect(help.stdout.contains("PGPASSWORD") && !help.stdout.contains(password))
     }
 }

@@ -19,7 +19,7 @@ import ImagePipeRemoteStorage
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
 
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLineRunner.binary)
+        process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
         process.arguments = [
             "watch", queue, "--dest", "s3://\(bucket)/media", "--endpoint", proxy.endpoint, "--region", "us-east-1",
             "--jobs", "1", "--uploads", "1", "--retry-delay", "0.05", "--max-attempts", "4", "--status-interval", "0",

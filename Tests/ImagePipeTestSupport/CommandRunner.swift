@@ -1,27 +1,92 @@
-// The tests' one way to run the built `imagepipe` and reach the committed fixtures.
+// The tests' one way to run the built `imagepipe` (and oracle executables) and capture its exit status and output.
 public import Foundation
+import Synchronization
 
-/// Runs the binary (see ``CommandLineRunner``) and copies fixtures into scratch folders.
+/// Runs the `imagepipe` binary built beside the test bundle (or the one named by `IMAGEPIPE_BIN`).
 public enum CommandRunner {
-    public typealias Output = CommandLineRunner.Output
+    /// What a run printed and how it ended.
+    public struct Output: Sendable {
+        /// The exit status.
+        public var status: Int32
+        /// Standard output.
+        public var stdout: String
+        /// Standard error.
+        public var stderr: String
+    }
 
-    /// The binary under test.
-    public static var binary: String { CommandLineRunner.binary }
+    /// The executable under test.
+    public static let binary: String = {
+        if let path = ProcessInfo.processInfo.environment["IMAGEPIPE_BIN"] { return path }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("imagepipe").path
+    }()
 
     /// The absolute path of `fixtures/`.
     public static var fixtures: String { Fixtures.root }
-
-    /// Runs `imagepipe` with the test's environment minus every AWS, Supabase and imagepipe setting, plus
-    /// `environment`, optionally in `directory` and with `input` on standard input.
-    public static func run(
-        _ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
-        input: Data? = nil
-    ) throws -> Output {
-        try CommandLineRunner.run(arguments, in: directory, environment: environment, input: input)
-    }
 
     /// Copies a fixture into a directory under a new relative name.
     public static func copyFixture(_ relative: String, to directory: TemporaryDirectory, as name: String) {
         directory.write(name, Fixtures.data(relative))
     }
+
+    /// Runs `imagepipe arguments` to completion.
+    ///
+    /// - Parameters:
+    ///   - directory: the working directory (default: the test's).
+    ///   - environment: when given, replaces every `AWS_*`, `SUPABASE_*` and `IMAGEPIPE_*` variable of
+    ///     the test's environment, so stray credentials or settings never leak into a run.
+    ///   - input: what the process reads on standard input (default: nothing, end of file at once).
+    public static func run(
+        _ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
+        input: Data? = nil
+    ) throws -> Output {
+        try run(executable: binary, arguments, in: directory, environment: environment, input: input)
+    }
+
+    /// Runs another executable (an oracle such as `python3`) the same way.
+    public static func run(
+        executable: String, _ arguments: [String], in directory: String? = nil,
+        environment: [String: String]? = nil, input: Data? = nil
+    ) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        if let environment {
+            var base = ProcessInfo.processInfo.environment.filter {
+                !$0.key.hasPrefix("AWS_") && !$0.key.hasPrefix("SUPABASE_") && !$0.key.hasPrefix("IMAGEPIPE_")
+            }
+            base.merge(environment) { $1 }
+            process.environment = base
+        }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let stdin = Pipe()
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
+        try process.run()
+        if let input {
+            // Written from another thread, so a process that writes much before reading cannot deadlock.
+            DispatchQueue.global().async {
+                stdin.fileHandleForWriting.write(input)
+                try? stdin.fileHandleForWriting.close()
+            }
+        }
+        // Both pipes are drained while the process runs, so a full pipe cannot block it.
+        let outData = Captured(), errData = Captured()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) { outData.set(out.fileHandleForReading.readDataToEndOfFile()) }
+        DispatchQueue.global().async(group: group) { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        process.waitUntilExit()
+        group.wait()
+        return Output(
+            status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
+            stderr: String(decoding: errData.get(), as: UTF8.self))
+    }
+}
+
+/// Bytes handed from a reader thread to the caller.
+private final class Captured: Sendable {
+    private let data = Mutex(Data())
+    func set(_ value: Data) { data.withLock { $0 = value } }
+    func get() -> Data { data.withLock { $0 } }
 }

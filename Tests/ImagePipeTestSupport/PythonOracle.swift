@@ -12,7 +12,7 @@ public enum PythonOracle {
     /// package when that is the reason.
     public static func run(_ script: String, _ arguments: [String] = [], input: Data? = nil) throws -> String {
         // The python3 first on PATH, where pip installed the packages.
-        let output = try CommandLineRunner.run(executable: "/usr/bin/env", ["python3", "-c", script] + arguments, input: input)
+        let output = try CommandRunner.run(executable: "/usr/bin/env", ["python3", "-c", script] + arguments, input: input)
         guard output.status == 0 else {
             throw Failure(description: "python3 failed (\(output.status)); run `make test-deps` for the reference packages: \(output.stderr)")
         }

@@ -25,12 +25,12 @@ public final class WorkerProcess: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         if let program = launcher.first {
             process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = Array(launcher.dropFirst()) + [CommandLineRunner.binary] + arguments
+            process.arguments = Array(launcher.dropFirst()) + [CommandRunner.binary] + arguments
         } else if asNobody {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLineRunner.binary] + arguments
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CommandRunner.binary] + arguments
         } else {
-            process.executableURL = URL(fileURLWithPath: CommandLineRunner.binary)
+            process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
             process.arguments = arguments
         }
         if let environment {

@@ -55,7 +55,7 @@ final class NetworkNamespace: Sendable {
 
     @discardableResult
     private static func ip(_ arguments: [String]) throws -> String {
-        let output = try CommandLineRunner.run(executable: ip, arguments)
+        let output = try CommandRunner.run(executable: ip, arguments)
         guard output.status == 0 else {
             throw NamespaceError(message: "ip \(arguments.joined(separator: " ")) failed: \(output.stderr)")
         }
