@@ -7,7 +7,7 @@ import Testing
 /// beside `batch` on the same corpus.
 @Suite(.serialized, .enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
 struct BenchQueueTests {
-    static let fixtures = fixturesDirectory(above: #filePath)
+    static let fixtures = Fixtures.root
 
     @Test func queueWorkersAreTimedBesideBatchAndDoTheSameJob() async throws {
         let fixture = try PostgresFixture()

@@ -10,7 +10,7 @@ import Testing
 /// `imagepipe watch postgres://...` end to end: the built binary, real PostgreSQL, real signals.
 @Suite(.serialized, .enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
 struct PostgresWatchCommandTests {
-    static let fixtures = fixturesDirectory(above: #filePath)
+    static let fixtures = Fixtures.root
     static let smallVariant = ["--variant", "t=32x32,jpeg,q70"]
 
     /// Starts a worker on the fixture's queue.

@@ -4,7 +4,7 @@ public import Foundation
 /// The committed test images and data.
 public enum Fixtures {
     /// The absolute path of `fixtures/`.
-    public static let root = fixturesDirectory(above: #filePath)
+    public static let root = directory(above: #filePath)
 
     /// The absolute path of the repository's checkout (where `deploy/` and the Makefile are).
     public static var repository: String { (root as NSString).deletingLastPathComponent }
@@ -20,5 +20,15 @@ public enum Fixtures {
     /// The names in a fixture folder, sorted.
     public static func files(in directory: String) -> [String] {
         (try! FileManager.default.contentsOfDirectory(atPath: path(directory))).sorted()
+    }
+
+    /// The repository's `fixtures/` folder, found by walking up from a source file (pass `#filePath`).
+    private static func directory(above sourceFile: String) -> String {
+        var url = URL(fileURLWithPath: sourceFile)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.path + "/fixtures/README.md") { return url.path + "/fixtures" }
+        }
+        fatalError("no fixtures/ folder above \(sourceFile)")
     }
 }

@@ -13,13 +13,3 @@ public func eventually(seconds: Double = 60, _ condition: () -> Bool) -> Bool {
     }
     return condition()
 }
-
-/// The repository's `fixtures/` folder, found by walking up from a source file (pass `#filePath`).
-public func fixturesDirectory(above sourceFile: String) -> String {
-    var url = URL(fileURLWithPath: sourceFile)
-    while url.path != "/" {
-        url.deleteLastPathComponent()
-        if FileManager.default.fileExists(atPath: url.path + "/fixtures/README.md") { return url.path + "/fixtures" }
-    }
-    fatalError("no fixtures/ folder above \(sourceFile)")
-}
