@@ -1,4 +1,4 @@
-// The results of a benchmark: per-tool times and memory, ratios to imagepipe, imagepipe's stage percentiles.
+// The results of a benchmark: per-tool times, CPU and memory, ratios to imagepipe, imagepipe's stage percentiles.
 import Foundation
 import ImagePipe
 
@@ -26,10 +26,16 @@ public struct BenchReport: Sendable, Codable {
         public var outputBytes: Int?
         /// For imagepipe rows: per variant, bytes and SSIMULACRA 2 scores from a run with `--score`.
         public var variants: [VariantQuality]?
+        /// Median over the runs of user plus system CPU time, in seconds.
+        public var medianCPUSeconds: Double?
+        /// Milliseconds of CPU per image at the median CPU time: what an image costs, whatever
+        /// the number of cores the tool kept busy.
+        public var cpuMillisecondsPerImage: Double?
 
         enum CodingKeys: String, CodingKey {
             case name, skipped, runs, medianSeconds = "median_seconds", ratio, peakResidentBytes = "peak_rss_bytes"
             case imagesPerSecond = "images_per_second", megabytesPerSecond = "mb_per_second", outputBytes = "output_bytes", variants
+            case medianCPUSeconds = "median_cpu_seconds", cpuMillisecondsPerImage = "cpu_ms_per_image"
         }
 
         /// The lowest score of any output.
@@ -93,7 +99,7 @@ public struct BenchReport: Sendable, Codable {
         let reference = tools.first?.outputBytes
         let nameWidth = max(22, (tools.map(\.name.count).max() ?? 0) + 2)
         lines.append(
-            pad("tool", nameWidth) + pad("median", 10, right: true) + pad("ratio", 10, right: true)
+            pad("tool", nameWidth) + pad("median", 10, right: true) + pad("CPU/image", 11, right: true) + pad("ratio", 10, right: true)
                 + pad("images/s", 10, right: true) + pad("MB/s", 9, right: true) + pad("peak RSS", 11, right: true)
                 + pad("output", 11, right: true) + pad("bytes", 9, right: true) + pad("worst", 8, right: true))
         for tool in tools {
@@ -105,6 +111,7 @@ public struct BenchReport: Sendable, Codable {
             lines.append(
                 pad(tool.name, nameWidth)
                     + pad(String(format: "%.2f s", median), 10, right: true)
+                    + pad(cpuPerImage(tool).map { String(format: "%.2f ms", $0) } ?? "-", 11, right: true)
                     + pad(tool.ratio.map { String(format: "%.2fx", $0) } ?? "-", 10, right: true)
                     + pad(String(format: "%.2f", tool.imagesPerSecond ?? Double(images) / median), 10, right: true)
                     + pad(String(format: "%.1f", tool.megabytesPerSecond ?? Double(corpusBytes) / 1e6 / median), 9, right: true)
@@ -115,7 +122,8 @@ public struct BenchReport: Sendable, Codable {
         }
         lines.append("")
         lines.append(
-            "ratio: the tool's median time over imagepipe's (above 1.00x, imagepipe is faster); output: bytes written, "
+            "CPU/image: user+system CPU time of the run's processes over the images, median over runs; "
+                + "ratio: the tool's median time over imagepipe's (above 1.00x, imagepipe is faster); output: bytes written, "
                 + "bytes: against imagepipe's; worst: the lowest SSIMULACRA 2 score of any output (imagepipe rows, from one more run with --score)")
         let scored = tools.filter { $0.variants != nil }
         if !scored.isEmpty {
@@ -154,6 +162,13 @@ public struct BenchReport: Sendable, Codable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self)
+    }
+
+    /// A tool's CPU milliseconds per image: as measured, or else from the median of its runs.
+    private func cpuPerImage(_ tool: Tool) -> Double? {
+        if let measured = tool.cpuMillisecondsPerImage { return measured }
+        guard images > 0, let median = tool.runs.map(\.cpuSeconds).quantile(0.5), median > 0 else { return nil }
+        return median * 1000 / Double(images)
     }
 
     /// `-31.2%`: the change from `reference`.

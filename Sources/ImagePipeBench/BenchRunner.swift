@@ -138,6 +138,7 @@ public struct BenchRunner: Sendable {
         let tools = peers.indices.map { index -> BenchReport.Tool in
             let runs = measurements[index]
             let median = runs.map(\.seconds).quantile(0.5)
+            let medianCPU = runs.map(\.cpuSeconds).quantile(0.5)
             return BenchReport.Tool(
                 name: peers[index].name, skipped: peers[index].unavailable, runs: runs, medianSeconds: median,
                 ratio: median.flatMap { value in reference.map { value / $0 } },
@@ -145,7 +146,9 @@ public struct BenchRunner: Sendable {
                 imagesPerSecond: median.map { Double(corpus.files.count) / $0 },
                 megabytesPerSecond: median.map { Double(corpus.bytes) / 1e6 / $0 },
                 outputBytes: outputBytes[index],
-                variants: runnable.contains(index) ? scoredRun(peers[index], index: index, progress: progress) : nil)
+                variants: runnable.contains(index) ? scoredRun(peers[index], index: index, progress: progress) : nil,
+                medianCPUSeconds: medianCPU,
+                cpuMillisecondsPerImage: medianCPU.map { $0 * 1000 / Double(max(1, corpus.files.count)) })
         }
         var report = BenchReport(
             images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),

@@ -1,4 +1,4 @@
-// Runs commands as child processes and measures their wall time and peak resident memory.
+// Runs commands as child processes and measures their wall time, CPU time and peak resident memory.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -12,13 +12,17 @@ public struct RunMeasurement: Sendable, Codable, Equatable {
     public var peakResidentBytes: Int
     /// Whether every process exited with status 0.
     public var succeeded: Bool
+    /// User plus system CPU time in seconds, summed over the run's processes. wait4 reports each
+    /// one's own time and that of the descendants it waited for (a script's worker pool), but not
+    /// that of a server it talks to (PostgreSQL for the queue rows).
+    public var cpuSeconds: Double = 0
 
     enum CodingKeys: String, CodingKey {
-        case seconds, peakResidentBytes = "peak_rss_bytes", succeeded
+        case seconds, peakResidentBytes = "peak_rss_bytes", succeeded, cpuSeconds = "cpu_seconds"
     }
 }
 
-/// Spawns processes with posix_spawn and reaps them with wait4, which reports their peak memory.
+/// Spawns processes with posix_spawn and reaps them with wait4, which reports their peak memory and CPU time.
 public enum ProcessRunner {
     /// Runs `commands` with at most `parallel` at a time and waits for all of them.
     ///
@@ -34,6 +38,7 @@ public enum ProcessRunner {
         let start = ContinuousClock.now
         var running: Set<pid_t> = []
         var peak = 0
+        var cpu = 0.0
         var succeeded = true
         var next = 0
         let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0)=\($1)" }
@@ -48,6 +53,7 @@ public enum ProcessRunner {
                 if pid > 0 {
                     running.remove(pid)
                     peak = max(peak, Int(usage.ru_maxrss) * 1024)
+                    cpu += cpuSeconds(usage.ru_utime) + cpuSeconds(usage.ru_stime)
                     // Exited normally with status 0: no terminating signal and a zero exit code.
                     if status != 0 { succeeded = false }
                     return
@@ -75,7 +81,12 @@ public enum ProcessRunner {
         }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return RunMeasurement(seconds: seconds, peakResidentBytes: peak, succeeded: succeeded)
+        return RunMeasurement(seconds: seconds, peakResidentBytes: peak, succeeded: succeeded, cpuSeconds: cpu)
+    }
+
+    /// A rusage time field in seconds.
+    private static func cpuSeconds(_ time: timeval) -> Double {
+        Double(time.tv_sec) + Double(time.tv_usec) / 1e6
     }
 
     /// Whether `name` is an executable on PATH (or an executable path).

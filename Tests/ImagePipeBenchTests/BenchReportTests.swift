@@ -29,4 +29,31 @@ import Testing
         let decoded = try? JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any]
         #expect((decoded?["tools"] as? [Any])?.count == 3)
     }
+
+    @Test func theTableAndJSONGiveCPUPerImage() throws {
+        let run = RunMeasurement(seconds: 2, peakResidentBytes: 100_000_000, succeeded: true, cpuSeconds: 3.5)
+        let report = BenchReport(
+            images: 1000, corpusBytes: 20_000_000, job: ["photo=1600x1600,jpeg,q80"], workers: 2, runsPerTool: 1,
+            tools: [
+                .init(
+                    name: "imagepipe", skipped: nil, runs: [run], medianSeconds: 2, ratio: 1, peakResidentBytes: 100_000_000,
+                    medianCPUSeconds: 3.5, cpuMillisecondsPerImage: 3.5),
+                // A row without the per-image figure still gets it from its runs.
+                .init(name: "pillow", skipped: nil, runs: [run], medianSeconds: 2, ratio: 1, peakResidentBytes: 100_000_000),
+            ],
+            stages: [:])
+        let lines = report.table.split(separator: "\n").map(String.init)
+        let header = try #require(lines.first { $0.hasPrefix("tool") })
+        #expect(header.contains("CPU/image"))
+        // The column sits beside the wall time, before the ratio.
+        let cpuColumn = try #require(header.range(of: "CPU/image")), ratioColumn = try #require(header.range(of: "ratio"))
+        #expect(cpuColumn.lowerBound < ratioColumn.lowerBound)
+        #expect(lines.contains { $0.hasPrefix("imagepipe") && $0.contains("2.00 s") && $0.contains("3.50 ms") })
+        #expect(lines.contains { $0.hasPrefix("pillow") && $0.contains("3.50 ms") })
+        let decoded = try #require(JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+        let tool = try #require((decoded["tools"] as? [[String: Any]])?.first)
+        #expect(tool["median_cpu_seconds"] as? Double == 3.5)
+        #expect(tool["cpu_ms_per_image"] as? Double == 3.5)
+        #expect(((tool["runs"] as? [[String: Any]])?.first?["cpu_seconds"] as? Double) == 3.5)
+    }
 }

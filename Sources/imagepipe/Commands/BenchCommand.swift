@@ -10,9 +10,10 @@ struct BenchCommand: ParsableCommand {
         abstract: "Benchmark imagepipe on a corpus, optionally against vipsthumbnail, pyvips, Pillow and ImageMagick.",
         discussion: """
             Every tool runs as its own process over the same corpus doing the same job, alternating, and \
-            the report gives median wall times, their ratio to imagepipe's, images/s, MB/s, peak resident \
-            memory, and imagepipe's per-image stage times at p50 and p95. Without CORPUS_DIR the corpus in \
-            .bench/corpus is used, built first by fixtures/make-corpus.sh when missing.
+            the report gives median wall times, CPU time per image (user+system of the tool's processes), \
+            the ratio of the times to imagepipe's, images/s, MB/s, peak resident memory, and imagepipe's \
+            per-image stage times at p50 and p95. Without CORPUS_DIR the corpus in .bench/corpus is used, \
+            built first by fixtures/make-corpus.sh when missing.
             """)
 
     @Argument(help: "A folder of images (default: .bench/corpus, built by fixtures/make-corpus.sh).")

@@ -1,0 +1,37 @@
+// Tests of ProcessRunner's measurements: wall time, CPU time and exit status of real child processes.
+import Foundation
+@testable import ImagePipeBench
+import Testing
+
+@Suite struct ProcessRunnerTests {
+    /// A shell loop that burns CPU for a while (tens of milliseconds) without touching the disk.
+    static let burn = ["sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"]
+
+    @Test func aRunReportsTheCPUTimeOfItsProcesses() {
+        let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+        let one = ProcessRunner.run([Self.burn])
+        #expect(one.succeeded)
+        #expect(one.cpuSeconds > 0)
+        // rusage counts in clock ticks at worst: a tick's slack on each side.
+        #expect(one.cpuSeconds <= one.seconds * cores + 0.02)
+
+        // Two processes at once: their CPU times add up, still within what the cores could give.
+        let two = ProcessRunner.run([Self.burn, Self.burn], parallel: 2)
+        #expect(two.succeeded)
+        #expect(two.cpuSeconds > one.cpuSeconds * 1.2)
+        #expect(two.cpuSeconds <= two.seconds * cores + 0.02)
+    }
+
+    @Test func aSleepingRunTakesWallTimeButLittleCPU() {
+        let run = ProcessRunner.run([["sleep", "0.3"]])
+        #expect(run.succeeded)
+        #expect(run.seconds >= 0.3)
+        #expect(run.cpuSeconds < 0.1)
+    }
+
+    @Test func theRunsCPUTimeIsInItsJSON() throws {
+        let run = RunMeasurement(seconds: 1, peakResidentBytes: 1, succeeded: true, cpuSeconds: 0.25)
+        let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(run)) as? [String: Any])
+        #expect(object["cpu_seconds"] as? Double == 0.25)
+    }
+}
