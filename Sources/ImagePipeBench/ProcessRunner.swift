@@ -49,16 +49,26 @@ public enum ProcessRunner {
             var status: Int32 = 0
             var usage = rusage()
             while true {
-                let pid = wait4(-1, &status, WNOHANG, &usage)
-                if pid > 0 {
-                    running.remove(pid)
-                    peak = max(peak, Int(usage.ru_maxrss) * 1024)
-                    cpu += cpuSeconds(usage.ru_utime) + cpuSeconds(usage.ru_stime)
-                    // Exited normally with status 0: no terminating signal and a zero exit code.
-                    if status != 0 { succeeded = false }
-                    return
+                // Only this run's own children, by pid: wait4(-1) would also reap processes that
+                // other code in the same process started (Foundation's Process in a test running
+                // beside this one), which would then wait for an exit status that never comes.
+                for child in running {
+                    let pid = wait4(child, &status, WNOHANG, &usage)
+                    if pid == child {
+                        running.remove(child)
+                        peak = max(peak, Int(usage.ru_maxrss) * 1024)
+                        cpu += cpuSeconds(usage.ru_utime) + cpuSeconds(usage.ru_stime)
+                        // Exited normally with status 0: no terminating signal and a zero exit code.
+                        if status != 0 { succeeded = false }
+                        return
+                    }
+                    if pid < 0 && errno != EINTR {
+                        running.remove(child)
+                        succeeded = false
+                        return
+                    }
                 }
-                if pid < 0 && errno != EINTR { running.removeAll(); return }
+                if running.isEmpty { return }
                 if ContinuousClock.now > deadline {
                     // Each command leads its own process group: the kill reaches its children too.
                     for pid in running { kill(-pid, SIGKILL) }

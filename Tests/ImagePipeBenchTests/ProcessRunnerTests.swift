@@ -34,4 +34,21 @@ import Testing
         let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(run)) as? [String: Any])
         #expect(object["cpu_seconds"] as? Double == 0.25)
     }
+
+    /// A run waits for its own children only: a child someone else started in the same program
+    /// (Foundation's Process in a test running beside it) must keep its exit status for them.
+    @Test func aRunLeavesOtherChildrenOfTheProcessAlone() throws {
+        // Spawned here and left unreaped, so only this test (or a runner reaping any child) collects it.
+        var other: pid_t = 0
+        let words = ["/bin/sh", "-c", "sleep 0.1; exit 3"]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        #expect(posix_spawn(&other, "/bin/sh", nil, nil, argv, environ) == 0)
+        // The other child exits while the run is still waiting for its own.
+        let run = ProcessRunner.run([["sleep", "0.5"]])
+        #expect(run.succeeded)
+        var status: Int32 = 0
+        #expect(waitpid(other, &status, 0) == other, "the run reaped a child that was not its own")
+        #expect((status >> 8) & 0xff == 3)
+    }
 }

@@ -76,7 +76,8 @@ struct PostgresWatchCommandTests {
         #expect(
             states["done", default: 0] + states["discarded", default: 0] == 2000 && states["waiting"] == nil && states["running"] == nil,
             "\(states)")
-        #expect(kills == 4, "the test killed a worker four times mid-run")
+        // At least two: a poll that starts a replacement on a loaded machine may see the rest done.
+        #expect(kills >= 2, "the test killed a worker mid-run")
         let done = Set(try fixture.sql("SELECT id FROM imagepipe.jobs WHERE state = 'done'").split(separator: "\n").compactMap { Int($0) })
         #expect(await fixture.eventually { Set(listener.notified).isSuperset(of: done) })
         let notified = listener.notified
