@@ -20,12 +20,14 @@ void ipv_configure(int concurrency) {
     vips_block_untrusted_set(TRUE);
 }
 
+/* The header's loader also decodes images that need no shrink-on-load, so it fails on truncation as
+ * the thumbnail loaders do. */
 VipsImage *ipv_header_buffer(const void *buf, size_t len) {
-    return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
 }
 
 VipsImage *ipv_header_file(const char *path) {
-    return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
 }
 
 
@@ -171,9 +173,41 @@ int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len) {
  * here, per thread, so one image's reason never names another image being read at the same time. */
 static _Thread_local char thread_warnings[1024];
 static _Thread_local size_t thread_warnings_length;
-/* libvips' error buffer is process-wide, and successful loads leave messages in it (reading a HEIC
- * leaves "source: bad seek to ..."). What it held when this thread's call began is not this call's. */
-static _Thread_local char *errors_before_call;
+
+/* libvips' error buffer is one per process and holds 10 KB: once full, every later message is
+ * dropped, so a long-running worker would lose every reason after its first hundred or so. It is
+ * therefore drained (copied and cleared in one step by vips_error_buffer_copy) into this log at
+ * every call's start and end. Each call remembers the log's total length when it began and takes
+ * the text written since: a drain by another thread moves text here but never loses it. */
+static GMutex error_log_lock;
+static char error_log[16384];
+static size_t error_log_length;
+/* Bytes ever appended to the log: offsets stay valid after old text is let go of. */
+static unsigned long long error_log_total;
+static _Thread_local unsigned long long call_began_at;
+
+/* With error_log_lock held. */
+static void drain_vips_errors(void) {
+    char *drained = vips_error_buffer_copy();
+    size_t length = drained ? strlen(drained) : 0;
+    if (length >= sizeof error_log) {
+        /* More than the whole log at once (cannot happen with libvips' 10 KB buffer): keep the end. */
+        memcpy(error_log, drained + length - (sizeof error_log - 1), sizeof error_log - 1);
+        error_log_length = sizeof error_log - 1;
+    } else if (length > 0) {
+        if (error_log_length + length >= sizeof error_log) {
+            /* Let go of the oldest text, as much as the new needs. */
+            size_t drop = error_log_length + length - (sizeof error_log - 1);
+            memmove(error_log, error_log + drop, error_log_length - drop);
+            error_log_length -= drop;
+        }
+        memcpy(error_log + error_log_length, drained, length);
+        error_log_length += length;
+    }
+    error_log[error_log_length] = '\0';
+    error_log_total += length;
+    g_free(drained);
+}
 
 static void keep_thread_warning(const char *message) {
     size_t length = strlen(message);
@@ -185,28 +219,26 @@ static void keep_thread_warning(const char *message) {
     thread_warnings[thread_warnings_length] = '\0';
 }
 
-static void forget_thread_messages(void) {
+void ipv_begin_call(void) {
     thread_warnings_length = 0;
     thread_warnings[0] = '\0';
-    g_free(errors_before_call);
-    errors_before_call = NULL;
-}
-
-void ipv_begin_call(void) {
-    forget_thread_messages();
-    const char *errors = vips_error_buffer();
-    if (errors && errors[0] != '\0')
-        errors_before_call = g_strdup(errors);
+    g_mutex_lock(&error_log_lock);
+    drain_vips_errors();
+    call_began_at = error_log_total;
+    g_mutex_unlock(&error_log_lock);
 }
 
 char *ipv_take_error(void) {
-    char *errors = vips_error_buffer_copy();
-    const char *fresh = errors ? errors : "";
-    if (errors_before_call && g_str_has_prefix(fresh, errors_before_call))
-        fresh += strlen(errors_before_call);
-    char *text = g_strconcat(thread_warnings, fresh, NULL);
-    g_free(errors);
-    forget_thread_messages();
+    g_mutex_lock(&error_log_lock);
+    drain_vips_errors();
+    unsigned long long since = error_log_total - call_began_at;
+    /* Text older than the log holds is gone; what is left of this call's is still worth giving. */
+    size_t kept = since < error_log_length ? (size_t)since : error_log_length;
+    char *text = g_strconcat(thread_warnings, error_log + error_log_length - kept, NULL);
+    call_began_at = error_log_total;
+    g_mutex_unlock(&error_log_lock);
+    thread_warnings_length = 0;
+    thread_warnings[0] = '\0';
     if (text[0] == '\0') {
         g_free(text);
         return NULL;

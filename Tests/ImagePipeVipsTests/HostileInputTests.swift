@@ -64,6 +64,31 @@ import Testing
         }
     }
 
+    @Test func concurrentFailuresEachKeepLibvipsErrorText() async throws {
+        // libjpeg's reason reaches libvips' error buffer, which is one per process: one thread's
+        // taking of its reason must never take another's.
+        let reasons = await withTaskGroup(of: String.self) { group in
+            for _ in 0..<40 {
+                group.addTask { failure("hostile/truncated.jpg")?.reason ?? "" }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        for reason in reasons {
+            #expect(reason.contains("Premature end of"), "\(reason)")
+        }
+    }
+
+    @Test func aLongRunOfFailuresStillNamesEachReason() throws {
+        // libvips' error buffer holds 10 KB and then drops every message: a worker that has met a
+        // few hundred bad images must still say why the next one failed.
+        for _ in 0..<300 {
+            _ = failure("hostile/truncated.jpg")
+            _ = failure("pngsuite/xhdn0g08.png")
+        }
+        let last = try #require(failure("hostile/truncated.jpg"))
+        #expect(last.reason.contains("Premature end of"), "\(last.reason)")
+    }
+
     @Test func aDecompressionBombIsRejectedFromItsHeader() throws {
         let header = try #require(failure("hostile/bomb.png"))
         // imageTooLarge is only raised before decoding, from the declared size.
