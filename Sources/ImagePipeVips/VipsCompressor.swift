@@ -104,7 +104,7 @@ public struct VipsCompressor: ImageCompressor {
             // doubled the work for small images).
             let variant = variants[0]
             let image = try decode(
-                source, to: plan.outputs[0], byWidth: Self.fitsByWidth(displayed, variant.box),
+                source, header: header, to: plan.outputs[0], byWidth: Self.fitsByWidth(displayed, variant.box),
                 crop: variant.fit == .cover)
             guard let memory = vips_image_copy_memory(image.pointer) else { throw decodeError() }
             let resized = VipsImageHandle(memory)
@@ -118,7 +118,7 @@ public struct VipsCompressor: ImageCompressor {
             let byWidth =
                 Double(plan.decodeSize.width) / Double(displayed.width)
                 >= Double(plan.decodeSize.height) / Double(displayed.height)
-            let decoded = try decode(source, to: plan.decodeSize, byWidth: byWidth, crop: false)
+            let decoded = try decode(source, header: header, to: plan.decodeSize, byWidth: byWidth, crop: false)
             guard let memory = vips_image_copy_memory(decoded.pointer) else { throw decodeError() }
             let intermediate = VipsImageHandle(memory)
             ipv_forget_profile(intermediate.pointer)
@@ -157,27 +157,37 @@ public struct VipsCompressor: ImageCompressor {
         let pixels = data.assumingMemoryBound(to: UInt8.self)
         let scale = max(1, Double(max(width, height)) / 100)
         let outWidth = max(1, Int((Double(width) / scale).rounded())), outHeight = max(1, Int((Double(height) / scale).rounded()))
+        // Each output pixel is the mean of its block of source pixels; the blocks' columns are
+        // worked out once for all rows.
+        let lefts = (0...outWidth).map { min(width, $0 * width / outWidth) }
         var rgba = [UInt8](repeating: 0, count: outWidth * outHeight * 4)
-        for y in 0..<outHeight {
-            let top = y * height / outHeight, bottom = max(top + 1, (y + 1) * height / outHeight)
-            for x in 0..<outWidth {
-                let left = x * width / outWidth, right = max(left + 1, (x + 1) * width / outWidth)
-                var sums = (0, 0, 0, 0)
+        rgba.withUnsafeMutableBufferPointer { out in
+            var sums = [Int](repeating: 0, count: outWidth * 4)
+            for y in 0..<outHeight {
+                let top = y * height / outHeight, bottom = max(top + 1, (y + 1) * height / outHeight)
+                for index in sums.indices { sums[index] = 0 }
                 for row in top..<bottom {
-                    var offset = (row * width + left) * bands
-                    for _ in left..<right {
-                        sums.0 += Int(pixels[offset])
-                        sums.1 += Int(pixels[offset + 1])
-                        sums.2 += Int(pixels[offset + 2])
-                        sums.3 += bands == 4 ? Int(pixels[offset + 3]) : 255
-                        offset += bands
+                    let line = pixels + row * width * bands
+                    for x in 0..<outWidth {
+                        let right = max(lefts[x] + 1, lefts[x + 1])
+                        var r = 0, g = 0, b = 0, a = 0
+                        for column in lefts[x]..<right {
+                            let pixel = line + column * bands
+                            r += Int(pixel[0])
+                            g += Int(pixel[1])
+                            b += Int(pixel[2])
+                            a += bands == 4 ? Int(pixel[3]) : 255
+                        }
+                        sums[x * 4] += r
+                        sums[x * 4 + 1] += g
+                        sums[x * 4 + 2] += b
+                        sums[x * 4 + 3] += a
                     }
                 }
-                let count = (bottom - top) * (right - left), at = (y * outWidth + x) * 4
-                rgba[at] = UInt8(sums.0 / count)
-                rgba[at + 1] = UInt8(sums.1 / count)
-                rgba[at + 2] = UInt8(sums.2 / count)
-                rgba[at + 3] = UInt8(sums.3 / count)
+                for x in 0..<outWidth {
+                    let count = (bottom - top) * (max(lefts[x] + 1, lefts[x + 1]) - lefts[x]), at = (y * outWidth + x) * 4
+                    for channel in 0..<4 { out[at + channel] = UInt8(sums[x * 4 + channel] / count) }
+                }
             }
         }
         return (outWidth, outHeight, rgba)
@@ -218,11 +228,19 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB.
-    private func decode(_ source: SourceImage, to size: PixelSize, byWidth: Bool, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
+    ///
+    /// When `size` is the image's own, nothing can shrink on load, and the loader `header` already
+    /// opened decodes it: opening the source a second time (a loader search, a header and an EXIF
+    /// parse) cost a small image a fifth of its time.
+    private func decode(
+        _ source: SourceImage, header: VipsImageHandle, to size: PixelSize, byWidth: Bool, crop: Bool
+    ) throws(ImagePipeError) -> VipsImageHandle {
         var out: UnsafeMutablePointer<VipsImage>?
         let box = Self.box(for: size, byWidth: byWidth, crop: crop)
         let status: Int32
         switch source.content {
+        case _ where size == Self.displayedSize(of: header):
+            status = ipv_thumbnail_image(header.pointer, box.width, box.height, crop ? 1 : 0, &out)
         case .bytes(let data):
             status = data.withUnsafeBytes {
                 ipv_thumbnail_buffer($0.baseAddress, $0.count, box.width, box.height, crop ? 1 : 0, &out)
@@ -255,9 +273,14 @@ public struct VipsCompressor: ImageCompressor {
     /// Drops metadata, flattens alpha for JPEG and encodes at the variant's quality, or with `auto`
     /// at the lowest quality whose score meets its target.
     private func encode(_ image: VipsImageHandle, as variant: VariantSpec) throws(ImagePipeError) -> EncodedVariant {
-        var stripped: UnsafeMutablePointer<VipsImage>?
-        guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }
-        var source = VipsImageHandle(stripped)
+        // Every saver is called with `strip`; only libvips 8.14's WebP saver still writes EXIF then,
+        // so only WebP pays for a copy without the fields.
+        var source = image
+        if variant.format == .webp {
+            var stripped: UnsafeMutablePointer<VipsImage>?
+            guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }
+            source = VipsImageHandle(stripped)
+        }
         if !variant.format.keepsAlpha && source.hasAlpha {
             var out: UnsafeMutablePointer<VipsImage>?
             guard ipv_flatten_white(source.pointer, &out) == 0, let out else { throw encodeError(variant) }

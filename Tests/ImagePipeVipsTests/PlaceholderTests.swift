@@ -47,6 +47,31 @@ import Testing
         #expect(placeholder.color.count == 7 && placeholder.color.hasPrefix("#"))
     }
 
+    @Test(arguments: ["images/formats/small-200x150.jpg", "images/formats/alpha.png", "images/formats/panorama.jpg"])
+    func thePlaceholderPixelsAreTheMeansOfTheirBlocks(_ source: String) throws {
+        let data = try Fixtures.data(source)
+        let image = try VipsProbe.decode(data)
+        let (width, height, rgba) = try VipsProbe.placeholderPixels(data)
+        let size = image.size
+        #expect(max(width, height) == min(100, max(size.width, size.height)))
+        // Output pixels at the corners, the middle and a few in between, each against the integer
+        // mean of its block read pixel by pixel.
+        for (x, y) in [(0, 0), (width - 1, 0), (0, height - 1), (width - 1, height - 1), (width / 2, height / 2), (width / 3, 2 * height / 3)] {
+            let top = y * size.height / height, bottom = max(top + 1, (y + 1) * size.height / height)
+            let left = x * size.width / width, right = max(left + 1, (x + 1) * size.width / width)
+            var sums = [0.0, 0, 0, 0]
+            for row in top..<bottom {
+                for column in left..<right {
+                    let pixel = image.pixel(x: column, y: row)
+                    for channel in 0..<4 { sums[channel] += channel < pixel.count ? pixel[channel] : 255 }
+                }
+            }
+            let count = Double((bottom - top) * (right - left)), at = (y * width + x) * 4
+            let expected = sums.map { UInt8(($0 / count).rounded(.down)) }
+            #expect(Array(rgba[at..<at + 4]) == expected, "\(source) at \(x),\(y)")
+        }
+    }
+
     @Test func theDominantColourIsTheCommonestNotTheMean() {
         // Three quarters grey, one quarter saturated red: the mean would be a reddish grey.
         var rgba: [UInt8] = []

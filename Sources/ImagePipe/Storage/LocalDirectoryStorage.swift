@@ -70,10 +70,11 @@ public struct LocalDirectoryStorage: StorageRepository {
         let directory = String(path[..<path.lastIndex(of: "/")!])
         // A short fixed-length name, so a key segment at the file system's limit still fits.
         let temporary = directory + "/.imagepipe-\(Self.randomSuffix()).tmp"
-        var fd: Int32 = -1
-        // A failed job of another original may remove the directory it left empty between the two
-        // steps: make it again then.
-        for _ in 0..<3 where fd < 0 {
+        // The directory is made only when the file cannot be created for want of it: asking first
+        // cost every put several stat calls. A failed job of another original may remove a directory
+        // it left empty between the two steps: make it again then.
+        var fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        for _ in 0..<3 where fd < 0 && errno == ENOENT {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
@@ -81,7 +82,6 @@ public struct LocalDirectoryStorage: StorageRepository {
                 throw Self.failure(Int32(code), "cannot create directory \(directory)", default: .storageRejected)
             }
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            if fd < 0 && errno != ENOENT { break }
         }
         guard fd >= 0 else { throw Self.failure(errno, "cannot create a file in \(directory)") }
         var closed = false
