@@ -45,6 +45,16 @@ public struct BenchJob: Sendable {
     var scriptSpecs: [String] {
         variants.map { "\($0.name):\($0.width):\($0.height):\($0.format.rawValue):\($0.quality):\($0.fit.rawValue)" }
     }
+
+    /// The scripts' form followed by `:progressive:effort` as imagepipe encodes them, for the C
+    /// reference, which makes imagepipe's own outputs. `progressive` is the longer side from which a
+    /// JPEG is progressive: 1 for always, 0 for never.
+    var referenceSpecs: [String] {
+        zip(variants, scriptSpecs).map { variant, spec in
+            let progressive = variant.options.progressive.map { $0 ? 1 : 0 } ?? EncoderOptions.progressiveFromSide
+            return "\(spec):\(progressive):\(variant.options.effort(for: variant.format))"
+        }
+    }
 }
 
 extension Peer {
@@ -111,6 +121,19 @@ extension Peer {
         let available = ProcessRunner.capture(["python3", "-c", "import pyvips; print(pyvips.__version__)"]) != nil
         return Peer(name: "pyvips", unavailable: available ? nil : "python3 module pyvips not installed (pip install pyvips)") { corpus, output in
             ([["python3", scriptDirectory + "/pyvips_job.py", corpus.directory, output, "\(job.workers)"] + job.scriptSpecs], 1)
+        }
+    }
+
+    /// The hand-written C program on libvips (``PeerScripts/libvipsC``), compiled here with the C
+    /// compiler and libvips headers imagepipe itself is built with: what the same outputs cost with
+    /// nothing around them.
+    static func libvipsC(scriptDirectory: String, job: BenchJob) -> Peer {
+        let source = scriptDirectory + "/libvips_reference.c", binary = scriptDirectory + "/libvips_reference"
+        let compile = "cc -O2 -D_GNU_SOURCE \"$0\" -o \"$1\" $(pkg-config --cflags --libs vips) -lpthread"
+        let compiled = ProcessRunner.capture(["sh", "-c", compile, source, binary]) != nil
+        return Peer(name: "libvips in C", unavailable: compiled ? nil : "cannot compile the C reference (needs cc, pkg-config, libvips-dev)") {
+            corpus, output in
+            ([[binary, corpus.directory, output, "\(job.workers)"] + job.referenceSpecs], 1)
         }
     }
 
@@ -200,7 +223,10 @@ extension Peer {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         for directory in path.split(separator: ":") {
             let candidate = "\(directory)/convert"
-            guard access(candidate, X_OK) == 0 else { continue }
+            // A script of that name in front of ImageMagick (a stand-in passing calls on) would be
+            // timed too, an interpreter start per image: only the binary itself counts.
+            guard access(candidate, X_OK) == 0, FileHandle(forReadingAtPath: candidate)?.readData(ofLength: 2) != Data("#!".utf8)
+            else { continue }
             if ProcessRunner.capture([candidate, "-version"])?.hasPrefix("Version: ImageMagick") == true { return candidate }
         }
         return nil

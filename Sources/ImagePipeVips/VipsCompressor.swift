@@ -306,7 +306,8 @@ public struct VipsCompressor: ImageCompressor {
         let status: Int32 =
             switch variant.format {
             case .jpeg:
-                ipv_save_jpeg(source.pointer, Int32(quality), options.isProgressive ? 1 : 0, options.fullChroma ? 1 : 0, &buffer, &length)
+                ipv_save_jpeg(
+                    source.pointer, Int32(quality), options.isProgressive(for: source.size) ? 1 : 0, options.fullChroma ? 1 : 0, &buffer, &length)
             case .webp:
                 ipv_save_webp(
                     source.pointer, Int32(quality), effort, options.smartSubsample ? 1 : 0, options.lossless ? 1 : 0,

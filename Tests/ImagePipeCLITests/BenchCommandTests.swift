@@ -44,7 +44,7 @@ import Testing
             "--variant", "photo=400x400,jpeg,q80", "--work-dir", directory.url("work"),
         ])
         #expect(output.status == 0, "\(output.stderr)")
-        for peer in ["imagepipe", "pyvips", "vipsthumbnail", "pillow", "imagemagick"] {
+        for peer in ["imagepipe", "libvips in C", "pyvips", "vipsthumbnail", "pillow", "imagemagick"] {
             let line = output.stdout.split(separator: "\n").first { $0.hasPrefix(peer + " ") }
             let row = try #require(line, "no row for \(peer) in\n\(output.stdout)")
             // Either measured (a ratio) or skipped with the reason.
@@ -52,6 +52,23 @@ import Testing
             #expect(!row.contains("some runs failed"), "\(row)")
         }
         #expect(output.stdout.contains("1.00x"))
+    }
+
+    @Test func theCReferenceIsBuiltHereAndMakesImagepipesOutputs() throws {
+        // The machine that builds imagepipe has what the reference needs (cc, libvips' headers), so
+        // it is measured, never skipped; making the same outputs, it writes nearly the same bytes.
+        makeCorpus()
+        let output = try CommandRunner.run([
+            "bench", directory.url("corpus"), "--compare", "--runs", "1", "--json", "--work-dir", directory.url("work"),
+        ])
+        #expect(output.status == 0, "\(output.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
+        let tools = try #require(report["tools"] as? [[String: Any]])
+        let reference = try #require(tools.first { $0["name"] as? String == "libvips in C" }, "\(tools)")
+        #expect(reference["skipped"] == nil, "\(reference)")
+        #expect((reference["runs"] as? [[String: Any]])?.allSatisfy { $0["succeeded"] as? Bool == true } == true, "\(reference)")
+        let ours = try #require(tools.first?["output_bytes"] as? Int), theirs = try #require(reference["output_bytes"] as? Int)
+        #expect(abs(Double(theirs) / Double(ours) - 1) < 0.03, "imagepipe wrote \(ours) bytes, the C reference \(theirs)")
     }
 
     @Test func aReRunRowTimesTheSecondRunOverTheOutputsTheFirstLeft() throws {

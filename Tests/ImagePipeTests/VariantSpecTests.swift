@@ -100,8 +100,13 @@ import Testing
         #expect(webp.specString == "w=800x,webp,auto:65,smart_subsample,effort=6")
         #expect(try VariantSpec(parsing: "a=x600,avif,q50,effort=0").options.effort(for: .avif) == 0)
         #expect(try VariantSpec(parsing: "a=x600,avif,q50").options.effort(for: .avif) == EncoderOptions.defaultEffort(for: .avif))
-        #expect(try VariantSpec(parsing: "b=100x100,jpeg,q70,baseline").options.isProgressive == false)
-        #expect(try VariantSpec(parsing: "b=100x100,jpeg,q70").options.isProgressive)
+        let large = PixelSize(width: 800, height: 600), small = PixelSize(width: 150, height: 100)
+        #expect(try VariantSpec(parsing: "b=100x100,jpeg,q70,baseline").options.isProgressive(for: large) == false)
+        #expect(try VariantSpec(parsing: "b=100x100,jpeg,q70,progressive").options.isProgressive(for: small))
+        // Left out: progressive from 256 px on the longer side, baseline below.
+        let unsaid = try VariantSpec(parsing: "b=100x100,jpeg,q70").options
+        #expect(unsaid.isProgressive(for: large) && unsaid.isProgressive(for: PixelSize(width: 100, height: 256)))
+        #expect(!unsaid.isProgressive(for: small) && !unsaid.isProgressive(for: PixelSize(width: 255, height: 200)))
     }
 
     @Test func losslessWebPNeedsNoQualityLikePNG() throws {

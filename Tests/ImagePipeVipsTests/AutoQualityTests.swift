@@ -87,6 +87,16 @@ import Testing
         #expect(try VipsProbe.header(baseline, "jpeg-multiscan") == "0")
     }
 
+    @Test func smallJPEGsAreBaselineByDefaultWhereProgressiveCostsBytes() throws {
+        let source = "images/formats/landscape.jpg"
+        let small = try Fixtures.compress(source, [Fixtures.variant("j=150x150,jpeg,q80")]).variants[0]
+        #expect(max(small.size.width, small.size.height) < EncoderOptions.progressiveFromSide)
+        #expect(try VipsProbe.header(small.data, "jpeg-multiscan") == "0")
+        let forced = try Fixtures.compress(source, [Fixtures.variant("j=150x150,jpeg,q80,progressive")]).variants[0].data
+        #expect(try VipsProbe.header(forced, "jpeg-multiscan") == "1")
+        #expect(forced.count > small.data.count, "progressive \(forced.count) bytes, baseline \(small.data.count)")
+    }
+
     @Test func fullChromaKeepsJPEGChromaAtFullResolution() throws {
         let source = "images/formats/landscape.jpg"
         let subsampled = try Fixtures.compress(source, [Fixtures.variant("j=600x600,jpeg,q80")]).variants[0].data
