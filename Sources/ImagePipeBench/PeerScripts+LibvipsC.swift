@@ -65,6 +65,22 @@ extension PeerScripts {
             }
         }
 
+        /* libvips 8.14's WebP saver writes EXIF and XMP even with strip set; imagepipe's WebP outputs
+         * carry none, so the fields go first here too. */
+        static VipsImage *without_metadata(VipsImage *in) {
+            VipsImage *out = NULL;
+            if (vips_copy(in, &out, NULL))
+                return NULL;
+            gchar **fields = vips_image_get_fields(out);
+            for (int i = 0; fields[i]; i++)
+                if (g_str_has_prefix(fields[i], "exif-") || g_str_has_prefix(fields[i], "xmp-") ||
+                    g_str_has_prefix(fields[i], "iptc-") || g_str_has_prefix(fields[i], "icc-") ||
+                    strcmp(fields[i], VIPS_META_ORIENTATION) == 0)
+                    vips_image_remove(out, fields[i]);
+            g_strfreev(fields);
+            return out;
+        }
+
         static int save(VipsImage *image, const Spec *spec, const char *path) {
             if (strcmp(spec->format, "jpeg") == 0) {
                 VipsImage *flat = NULL;
@@ -82,8 +98,14 @@ extension PeerScripts {
                     g_object_unref(flat);
                 return result;
             }
-            if (strcmp(spec->format, "webp") == 0)
-                return vips_webpsave(image, path, "Q", spec->quality, "effort", spec->effort, "strip", TRUE, NULL);
+            if (strcmp(spec->format, "webp") == 0) {
+                VipsImage *bare = without_metadata(image);
+                if (!bare)
+                    return -1;
+                int result = vips_webpsave(bare, path, "Q", spec->quality, "effort", spec->effort, "strip", TRUE, NULL);
+                g_object_unref(bare);
+                return result;
+            }
             if (strcmp(spec->format, "avif") == 0)
                 return vips_heifsave(image, path, "Q", spec->quality, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1,
                     "effort", spec->effort, "bitdepth", 8, "strip", TRUE, NULL);
