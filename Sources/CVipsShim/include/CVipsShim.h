@@ -93,6 +93,10 @@ ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling)
 /// Uses scratch buffers held in `ref`: one score at a time per reference.
 int ipv_score(ipv_score_reference *ref, VipsImage *distorted, double *score);
 
+/// Scores an encode given as its bytes (JPEG, WebP, AVIF, PNG) like ipv_score(); an 8-bit RGB encode
+/// of the reference's size is decoded straight into a buffer the reference keeps for the next one.
+int ipv_score_encoded(ipv_score_reference *ref, const void *buf, size_t len, double *score);
+
 /// Whether scores against `ref` are estimated from sampled rows (1) or use every pixel (0).
 int ipv_score_reference_is_sampled(const ipv_score_reference *ref);
 
