@@ -1,4 +1,4 @@
-// `auto` quality: per image and variant, the lowest quality whose SSIMULACRA 2 score meets the target.
+// `auto` quality: per image and variant, a quality whose SSIMULACRA 2 score meets the target, in few encodes.
 import CVipsShim
 import Foundation
 import ImagePipe
@@ -22,7 +22,8 @@ extension VipsCompressor {
     /// highest qualities (where JPEG turns chroma subsampling off) costs many bytes.
     static let autoStepSlopeFactor = 1.25
 
-    /// Encodes `source` at the lowest quality whose score against it reaches `target`, searching with
+    /// Encodes `source` at a quality whose score against it reaches `target`: one that passes by at most
+    /// ``autoTolerance``, or the lowest that passes to within ``autoResolution`` steps, searching with
     /// ``QualitySearch``; the chosen probe's bytes are the output, so nothing is encoded twice.
     ///
     /// Probes are scored on sampled rows at the finest scales (``PerceptualScore/isSampled``), about 0.4

@@ -253,7 +253,7 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// Drops metadata, flattens alpha for JPEG and encodes at the variant's quality, or with `auto`
-    /// at the lowest quality whose score meets its target.
+    /// at a quality whose score meets its target, found in few encodes.
     private func encode(_ image: VipsImageHandle, as variant: VariantSpec) throws(ImagePipeError) -> EncodedVariant {
         var stripped: UnsafeMutablePointer<VipsImage>?
         guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }

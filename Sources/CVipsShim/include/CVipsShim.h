@@ -59,9 +59,6 @@ void ipv_begin_call(void);
 /// caller frees it with g_free. NULL when both are empty.
 char *ipv_take_error(void);
 
-/// Decodes an encoded image (an encoder's output, read back to be scored) fully into memory.
-VipsImage *ipv_load_buffer(const void *buf, size_t len);
-
 
 /// Frees what libvips allocated.
 void ipv_free(void *p);
