@@ -250,15 +250,6 @@ void ipv_free(void *p) {
     g_free(p);
 }
 
-VipsImage *ipv_load_buffer(const void *buf, size_t len) {
-    VipsImage *lazy = vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
-    if (!lazy)
-        return NULL;
-    VipsImage *memory = vips_image_copy_memory(lazy);
-    g_object_unref(lazy);
-    return memory;
-}
-
 void ipv_unref(VipsImage *image) {
     if (image)
         g_object_unref(image);

@@ -50,14 +50,21 @@ package final class PerceptualScore {
     deinit { ipv_score_reference_free(reference) }
 
     /// The score of an encode of the reference: 100 for identical pixels, 90 visually lossless, 70 high
-    /// quality, 50 medium.
+    /// quality, 50 medium. The encode is decoded into a buffer the scorer keeps for the next one.
     package func score(of encoded: Data, variant: VariantSpec) throws(ImagePipeError) -> Double {
-        guard let pointer = encoded.withUnsafeBytes({ ipv_load_buffer($0.baseAddress, $0.count) }) else {
-            throw ImagePipeError(.encodeFailed, "cannot read back variant \(variant.name) to score it: \(Vips.takeError() ?? "decoder failed")")
-        }
-        let decoded = VipsImageHandle(pointer)
         var score = 0.0
-        guard ipv_score(reference, decoded.pointer, &score) == 0 else {
+        let status = encoded.withUnsafeBytes { ipv_score_encoded(reference, $0.baseAddress, $0.count, &score) }
+        guard status == 0 else {
+            throw ImagePipeError(.encodeFailed, "cannot score variant \(variant.name): \(Vips.takeError() ?? "decoder failed")")
+        }
+        return score
+    }
+
+    /// The score of an image already decoded, by the general path (any bands, flattened and converted
+    /// as needed) that ``score(of:variant:)`` skips for 8-bit RGB encodes of the reference's size.
+    package func score(ofDecoded image: VipsImageHandle, variant: VariantSpec) throws(ImagePipeError) -> Double {
+        var score = 0.0
+        guard ipv_score(reference, image.pointer, &score) == 0 else {
             throw ImagePipeError(.encodeFailed, "cannot score variant \(variant.name): \(Vips.takeError() ?? "unknown error")")
         }
         return score

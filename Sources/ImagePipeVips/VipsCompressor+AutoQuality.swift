@@ -1,19 +1,29 @@
-// `auto` quality: per image and variant, the lowest quality whose SSIMULACRA 2 score meets the target.
+// `auto` quality: per image and variant, a quality whose SSIMULACRA 2 score meets the target, in few encodes.
 import CVipsShim
 import Foundation
 import ImagePipe
 
 extension VipsCompressor {
-    /// A passing probe at most this many points above the aim ends the search. Wider than
-    /// ``QualitySearch``'s default: on the bench corpus it took the `web-auto` encodes per image from
-    /// 2.90, 3.10 and 3.38 to 2.24, 2.76 and 2.52 (large, medium, thumb) for 1.2 points of the bytes
-    /// saved (−30.4% to −29.2%): a probe of the large variant (encode, decode, sampled score) costs about
-    /// four times its encode.
-    static let autoTolerance = 2.0
+    /// A passing probe at most this many points above the aim ends the search. Wide, with the start
+    /// and step below, so that most variants take one or two probes: on the bench corpus a probe of the
+    /// large variant (encode, decode, sampled score) costs about four times its encode, and the bytes a
+    /// narrower window saves did not pay for the probes it took (README, "Quality chosen per image").
+    package static let autoTolerance = 12.0
     /// The search ends once the lowest passing and highest failing qualities are this close.
     static let autoResolution = 3
+    /// The first probe is where the corpus's median photo scores this many points above the aim, so
+    /// that most first probes pass (and end the search) rather than fail and need a second.
+    static let autoStartHeadroom = 4.0
+    /// A probe placed from one end by a slope aims this far above the aim: enough that a slope a
+    /// little off still passes, far less than the window.
+    static let autoStepMargin = 1.0
+    /// Steps from one probe assume a slope this much steeper than the format's typical one: a
+    /// shorter step that falls short costs one more probe, a longer one that overshoots into the
+    /// highest qualities (where JPEG turns chroma subsampling off) costs many bytes.
+    static let autoStepSlopeFactor = 1.25
 
-    /// Encodes `source` at the lowest quality whose score against it reaches `target`, searching with
+    /// Encodes `source` at a quality whose score against it reaches `target`: one that passes by at most
+    /// ``autoTolerance``, or the lowest that passes to within ``autoResolution`` steps, searching with
     /// ``QualitySearch``; the chosen probe's bytes are the output, so nothing is encoded twice.
     ///
     /// Probes are scored on sampled rows at the finest scales (``PerceptualScore/isSampled``), about 0.4
@@ -29,8 +39,9 @@ extension VipsCompressor {
         let scorer = try PerceptualScore(reference: source, variant: variant, sampled: true)
         let aim = scorer.isSampled ? target + PerceptualScore.sampledError : target
         let search = QualitySearch(
-            target: aim, start: variant.quality, tolerance: Self.autoTolerance, resolution: Self.autoResolution,
-            typicalSlope: VariantSpec.typicalSlope(for: variant.format))
+            target: aim, start: VariantSpec.autoStart(for: variant.format, target: aim + Self.autoStartHeadroom),
+            tolerance: Self.autoTolerance, resolution: Self.autoResolution,
+            typicalSlope: VariantSpec.typicalSlope(for: variant.format) * Self.autoStepSlopeFactor, margin: Self.autoStepMargin)
         let outcome = try search.run { (quality: Int) throws(ImagePipeError) -> (score: Double, payload: Data) in
             let data = try encode(source, as: variant, quality: quality)
             return (try scorer.score(of: data, variant: variant), data)

@@ -271,7 +271,7 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// Drops metadata, flattens alpha for JPEG and encodes at the variant's quality, or with `auto`
-    /// at the lowest quality whose score meets its target.
+    /// at a quality whose score meets its target, found in few encodes.
     private func encode(_ image: VipsImageHandle, as variant: VariantSpec) throws(ImagePipeError) -> EncodedVariant {
         // Every saver is called with `strip`; only libvips 8.14's WebP saver still writes EXIF then,
         // so only WebP pays for a copy without the fields.

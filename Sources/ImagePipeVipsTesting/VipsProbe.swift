@@ -67,6 +67,15 @@ public enum VipsProbe {
         return try PerceptualScore(reference: image.handle, variant: variant).score(of: distorted, variant: variant)
     }
 
+    /// ``ssimulacra2(reference:distorted:)`` with `distorted` decoded first and scored by the general
+    /// path, which the scorer skips for 8-bit RGB encodes (it decodes those into a buffer it keeps).
+    public static func ssimulacra2(reference: Data, decodingFirst distorted: Data, sampled: Bool = false) throws(ImagePipeError) -> Double {
+        let image = try decode(reference)
+        let variant = VariantSpec(name: "probe", width: image.size.width, height: image.size.height, format: .png, quality: 100)
+        let scorer = try PerceptualScore(reference: image.handle, variant: variant, sampled: sampled)
+        return try scorer.score(ofDecoded: try decode(distorted).handle, variant: variant)
+    }
+
     /// The score `auto` searches with: estimated from sampled rows at the finest scales when the image
     /// has enough rows (`sampled` true), else the full score.
     public static func sampledSSIMULACRA2(reference: Data, distorted: Data) throws(ImagePipeError) -> (score: Double, sampled: Bool) {

@@ -52,6 +52,38 @@ import Testing
         #expect(outcome.probes == 2 && outcome.chosen.score >= 61 && outcome.chosen.score <= 63, "probed \(probed), chose \(outcome.chosen.score)")
     }
 
+    /// `auto`'s settings: a wide window with a start above the median, so a first probe that passes
+    /// ends the search, and a step from one failing probe aims just above the target (``margin``) rather
+    /// than at the middle of that window, which would pass by half the window's width.
+    @Test func withAWideWindowOneStepAimsJustAboveTheTarget() {
+        var probed: [Int] = []
+        let search = QualitySearch(target: 60, start: 50, tolerance: 12, resolution: 3, typicalSlope: 0.6, margin: 1)
+        let outcome = search.run { (quality: Int) -> (score: Double, payload: Void) in
+            probed.append(quality)
+            return (0.6 * Double(quality) + 20, ())
+        }
+        // 50 scores 50; the step aims at 61 by the slope, q69 (61.4), where the window's middle (66) would be q77 (66.2).
+        #expect(probed == [50, 69] && outcome.chosen.score >= 60 && outcome.chosen.score <= 62, "probed \(probed)")
+        let middle = QualitySearch(target: 60, start: 50, tolerance: 12, resolution: 3, typicalSlope: 0.6).run {
+            (quality: Int) -> (score: Double, payload: Void) in (0.6 * Double(quality) + 20, ())
+        }
+        #expect(middle.chosen.quality > outcome.chosen.quality + 5, "without a margin the step overshoots: q\(middle.chosen.quality)")
+    }
+
+    @Test func withAWideWindowAFirstPassingProbeEndsTheSearchUnlessFarAbove() {
+        let search = QualitySearch(target: 60, start: 70, tolerance: 12, resolution: 3, typicalSlope: 0.6, margin: 1)
+        // Passing by 10 points: inside the window, one probe.
+        let near = search.run { (quality: Int) -> (score: Double, payload: Void) in (Double(quality), ()) }
+        #expect(near.probes == 1 && near.chosen.quality == 70)
+        // Passing by 20 points: one step down by the typical slope, aimed a point above the target.
+        var probed: [Int] = []
+        let far = search.run { (quality: Int) -> (score: Double, payload: Void) in
+            probed.append(quality)
+            return (Double(quality) * 0.6 + 38, ())
+        }
+        #expect(probed.count == 2 && probed[1] < 70 && far.chosen.score >= 60 && far.chosen.score <= 62, "probed \(probed)")
+    }
+
     @Test func anUnreachableTargetGivesTheHighestQualityAndAnEasyOneTheLowest() {
         let hard = QualitySearch(target: 99, start: 60).run { (quality: Int) -> (score: Double, payload: Void) in (Double(quality), ()) }
         #expect(hard.chosen.quality == 95 && hard.chosen.score < 99)

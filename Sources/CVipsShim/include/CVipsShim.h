@@ -59,9 +59,6 @@ void ipv_begin_call(void);
 /// caller frees it with g_free. NULL when both are empty.
 char *ipv_take_error(void);
 
-/// Decodes an encoded image (an encoder's output, read back to be scored) fully into memory.
-VipsImage *ipv_load_buffer(const void *buf, size_t len);
-
 
 /// Frees what libvips allocated.
 void ipv_free(void *p);
@@ -92,6 +89,10 @@ ipv_score_reference *ipv_score_reference_new(VipsImage *reference, int sampling)
 /// about 90 visually lossless, 70 high quality, 50 medium. Returns 0 on success.
 /// Uses scratch buffers held in `ref`: one score at a time per reference.
 int ipv_score(ipv_score_reference *ref, VipsImage *distorted, double *score);
+
+/// Scores an encode given as its bytes (JPEG, WebP, AVIF, PNG) like ipv_score(); an 8-bit RGB encode
+/// of the reference's size is decoded straight into a buffer the reference keeps for the next one.
+int ipv_score_encoded(ipv_score_reference *ref, const void *buf, size_t len, double *score);
 
 /// Whether scores against `ref` are estimated from sampled rows (1) or use every pixel (0).
 int ipv_score_reference_is_sampled(const ipv_score_reference *ref);

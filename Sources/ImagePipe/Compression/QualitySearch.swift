@@ -40,11 +40,15 @@ public struct QualitySearch: Sendable {
     public var resolution: Int
     /// Score points per quality step assumed before two probes have measured it.
     public var typicalSlope: Double
+    /// How far above the target a probe placed from one end (by a slope) aims.
+    public var margin: Double
 
-    /// Creates a search; the defaults give 2–4 encodes per image on the bench corpus.
+    /// Creates a search; the defaults give 2–4 encodes per image on the bench corpus. Without a
+    /// `margin`, extrapolations aim at the middle of the window that ends the search, half the tolerance
+    /// above the target.
     public init(
         target: Double, start: Int, range: ClosedRange<Int> = 10...95, tolerance: Double = 1.0, resolution: Int = 2,
-        typicalSlope: Double = 0.6
+        typicalSlope: Double = 0.6, margin: Double? = nil
     ) {
         self.target = target
         self.range = range
@@ -52,6 +56,7 @@ public struct QualitySearch: Sendable {
         self.tolerance = tolerance
         self.resolution = max(1, resolution)
         self.typicalSlope = typicalSlope
+        self.margin = margin ?? tolerance / 2
     }
 
     /// Runs the search, calling `probe` once per quality tried.
@@ -89,11 +94,13 @@ public struct QualitySearch: Sendable {
         made: [Probe<Payload>]
     ) -> Int {
         let last = made[made.count - 1]
-        // Extrapolations aim at the middle of the window that ends the search, [target, target +
-        // tolerance], so that a probe placed by an estimated slope lands inside it as often as it can.
-        // Interpolation aims at the target itself: scores are concave in quality, so the chord between
-        // the bracket's ends already lands above it (aiming higher cost probes in the tests' curves).
-        let goal = target + tolerance / 2
+        // Extrapolations aim ``margin`` above the target: by default the middle of the window that ends
+        // the search, [target, target + tolerance], so that a probe placed by an estimated slope lands
+        // inside it as often as it can; with a wide window, just above the target, so that the probe
+        // passes without spending the whole window. Interpolation aims at the target itself: scores are
+        // concave in quality, so the chord between the bracket's ends already lands above it (aiming
+        // higher cost probes in the tests' curves).
+        let goal = target + margin
         let guess: Double
         if let passing, let failing {
             // Interpolation, unless the last two probes fell on the same side: then it is converging

@@ -20,11 +20,11 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     public var fit: Fit
     /// The output encoding.
     public var format: OutputFormat
-    /// Encoder quality, 1–100 (ignored by PNG, which is lossless); with ``autoTarget``, where the
-    /// search for each image's quality starts.
+    /// Encoder quality, 1–100 (ignored by PNG, which is lossless); with ``autoTarget``, the quality at
+    /// which the median photo of the bench corpus reaches the target (``autoStart(for:target:)``).
     public var quality: Int
-    /// With `auto`: the SSIMULACRA 2 score each image's output must reach; the lowest quality that
-    /// reaches it is chosen per image. Nil for a fixed quality.
+    /// With `auto`: the SSIMULACRA 2 score each image's output must reach; a quality that reaches it
+    /// (near the lowest that does) is chosen per image. Nil for a fixed quality.
     public var autoTarget: Double?
     /// Encoder settings beyond the quality.
     public var options: EncoderOptions
