@@ -66,7 +66,8 @@ extension PeerScripts {
         }
 
         /* libvips 8.14's WebP saver writes EXIF and XMP even with strip set; imagepipe's WebP outputs
-         * carry none, so the fields go first here too. */
+         * carry none, so the fields go first here too (EXIF's own thumbnail included; what is left is a
+         * 186-byte EXIF block the saver makes from the resolution, which imagepipe cuts from its bytes). */
         static VipsImage *without_metadata(VipsImage *in) {
             VipsImage *out = NULL;
             if (vips_copy(in, &out, NULL))
@@ -75,6 +76,7 @@ extension PeerScripts {
             for (int i = 0; fields[i]; i++)
                 if (g_str_has_prefix(fields[i], "exif-") || g_str_has_prefix(fields[i], "xmp-") ||
                     g_str_has_prefix(fields[i], "iptc-") || g_str_has_prefix(fields[i], "icc-") ||
+                    g_str_has_prefix(fields[i], "jpeg-thumbnail") ||
                     strcmp(fields[i], VIPS_META_ORIENTATION) == 0)
                     vips_image_remove(out, fields[i]);
             g_strfreev(fields);
@@ -140,6 +142,8 @@ extension PeerScripts {
             g_object_unref(lazy);
             if (!big)
                 return -1;
+            /* Already sRGB: without the profile, thumbnail_image does not convert it again. */
+            vips_image_remove(big, VIPS_META_ICC_NAME);
             int result = 0;
             const char *dot = strrchr(relative, '.');
             int stem = dot && dot > strrchr(relative, '/') ? (int) (dot - relative) : (int) strlen(relative);

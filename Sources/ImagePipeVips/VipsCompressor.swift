@@ -161,32 +161,35 @@ public struct VipsCompressor: ImageCompressor {
         // worked out once for all rows.
         let lefts = (0...outWidth).map { min(width, $0 * width / outWidth) }
         var rgba = [UInt8](repeating: 0, count: outWidth * outHeight * 4)
+        let sums = UnsafeMutableBufferPointer<Int>.allocate(capacity: outWidth * 4)
+        defer { sums.deallocate() }
         rgba.withUnsafeMutableBufferPointer { out in
-            var sums = [Int](repeating: 0, count: outWidth * 4)
-            for y in 0..<outHeight {
-                let top = y * height / outHeight, bottom = max(top + 1, (y + 1) * height / outHeight)
-                for index in sums.indices { sums[index] = 0 }
-                for row in top..<bottom {
-                    let line = pixels + row * width * bands
-                    for x in 0..<outWidth {
-                        let right = max(lefts[x] + 1, lefts[x + 1])
-                        var r = 0, g = 0, b = 0, a = 0
-                        for column in lefts[x]..<right {
-                            let pixel = line + column * bands
-                            r += Int(pixel[0])
-                            g += Int(pixel[1])
-                            b += Int(pixel[2])
-                            a += bands == 4 ? Int(pixel[3]) : 255
+            lefts.withUnsafeBufferPointer { lefts in
+                for y in 0..<outHeight {
+                    let top = y * height / outHeight, bottom = max(top + 1, (y + 1) * height / outHeight)
+                    sums.initialize(repeating: 0)
+                    for row in top..<bottom {
+                        let line = pixels + row * width * bands
+                        for x in 0..<outWidth {
+                            let right = max(lefts[x] + 1, lefts[x + 1])
+                            var r = 0, g = 0, b = 0, a = 0
+                            for column in lefts[x]..<right {
+                                let pixel = line + column * bands
+                                r += Int(pixel[0])
+                                g += Int(pixel[1])
+                                b += Int(pixel[2])
+                                a += bands == 4 ? Int(pixel[3]) : 255
+                            }
+                            sums[x * 4] += r
+                            sums[x * 4 + 1] += g
+                            sums[x * 4 + 2] += b
+                            sums[x * 4 + 3] += a
                         }
-                        sums[x * 4] += r
-                        sums[x * 4 + 1] += g
-                        sums[x * 4 + 2] += b
-                        sums[x * 4 + 3] += a
                     }
-                }
-                for x in 0..<outWidth {
-                    let count = (bottom - top) * (max(lefts[x] + 1, lefts[x + 1]) - lefts[x]), at = (y * outWidth + x) * 4
-                    for channel in 0..<4 { out[at + channel] = UInt8(sums[x * 4 + channel] / count) }
+                    for x in 0..<outWidth {
+                        let count = (bottom - top) * (max(lefts[x] + 1, lefts[x + 1]) - lefts[x]), at = (y * outWidth + x) * 4
+                        for channel in 0..<4 { out[at + channel] = UInt8(sums[x * 4 + channel] / count) }
+                    }
                 }
             }
         }

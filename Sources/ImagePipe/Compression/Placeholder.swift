@@ -77,23 +77,28 @@ public struct Placeholder: Sendable, Codable, Equatable {
         // coefficient and its cosine per pixel were a tenth of a small image's whole cost.
         let cosX = (0..<7).map { cx in (0..<w).map { x in cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) } }
         let cosY = (0..<7).map { cy in (0..<h).map { y in cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5)) } }
+        // The sums run on raw buffers: array accesses inside these loops (bounds and uniqueness
+        // checks) made the placeholder a tenth of a small image's CPU.
+        let columns = UnsafeMutableBufferPointer<Double>.allocate(capacity: w)
+        defer { columns.deallocate() }
         func encodeChannel(_ channel: [Double], _ nx: Int, _ ny: Int) -> (dc: Double, ac: [Double], scale: Double) {
             var dc = 0.0, ac: [Double] = [], scale = 0.0
-            var columns = [Double](repeating: 0, count: w)
             for cy in 0..<ny {
-                let fy = cosY[cy]
-                for x in 0..<w { columns[x] = 0 }
+                columns.initialize(repeating: 0)
                 channel.withUnsafeBufferPointer { pixels in
-                    for y in 0..<h {
-                        let row = y * w, weight = fy[y]
-                        for x in 0..<w { columns[x] += pixels[row + x] * weight }
+                    cosY[cy].withUnsafeBufferPointer { fy in
+                        for y in 0..<h {
+                            let row = y * w, weight = fy[y]
+                            for x in 0..<w { columns[x] += pixels[row + x] * weight }
+                        }
                     }
                 }
                 var cx = 0
                 while cx * ny < nx * (ny - cy) {
                     var f = 0.0
-                    let fx = cosX[cx]
-                    for x in 0..<w { f += columns[x] * fx[x] }
+                    cosX[cx].withUnsafeBufferPointer { fx in
+                        for x in 0..<w { f += columns[x] * fx[x] }
+                    }
                     f /= Double(w * h)
                     if cx > 0 || cy > 0 {
                         ac.append(f)
