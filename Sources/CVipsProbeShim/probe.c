@@ -35,3 +35,8 @@ int ipv_has_field(VipsImage *image, const char *name) {
     return vips_image_get_typeof(image, name) != 0;
 }
 
+
+void ipv_leave_errors(int count) {
+    for (int i = 0; i < count; i++)
+        vips_error("probe", "an error nobody took back, number %d of %d", i + 1, count);
+}

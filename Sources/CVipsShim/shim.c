@@ -1,10 +1,13 @@
 // Non-variadic wrappers over libvips calls, one per operation the compressor uses.
 #include "CVipsShim.h"
+#include <limits.h>
 #include <string.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
+
+static void mark_errors(void);
 
 int ipv_init(const char *argv0) {
     return VIPS_INIT(argv0 ? argv0 : "imagepipe");
@@ -23,10 +26,12 @@ void ipv_configure(int concurrency) {
 /* The header's loader also decodes images that need no shrink-on-load, so it fails on truncation as
  * the thumbnail loaders do. */
 VipsImage *ipv_header_buffer(const void *buf, size_t len) {
+    mark_errors();
     return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
 }
 
 VipsImage *ipv_header_file(const char *path) {
+    mark_errors();
     return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
 }
 
@@ -61,6 +66,7 @@ static VipsInteresting crop_mode(int crop) {
 }
 
 int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, VipsImage **out) {
+    mark_errors();
     // libvips 8.14 does not forward fail_on to buffer loaders; the loader option string does.
     return vips_thumbnail_buffer((void *) buf, len, out, width,
         "option_string", "fail_on=truncated",
@@ -72,6 +78,7 @@ int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int
 }
 
 int ipv_thumbnail_file(const char *path, int width, int height, int crop, VipsImage **out) {
+    mark_errors();
     return vips_thumbnail(path, out, width,
         "height", height,
         "size", VIPS_SIZE_DOWN,
@@ -81,6 +88,7 @@ int ipv_thumbnail_file(const char *path, int width, int height, int crop, VipsIm
 }
 
 int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, VipsImage **out) {
+    mark_errors();
     return vips_thumbnail_image(in, out, width,
         "height", height,
         "size", VIPS_SIZE_DOWN,
@@ -89,6 +97,7 @@ int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, VipsImag
 }
 
 int ipv_to_srgb8(VipsImage *in, VipsImage **out) {
+    mark_errors();
     VipsImage *srgb = NULL;
     if (in->Type == VIPS_INTERPRETATION_sRGB) {
         g_object_ref(in);
@@ -108,6 +117,7 @@ int ipv_to_srgb8(VipsImage *in, VipsImage **out) {
 }
 
 int ipv_strip_metadata(VipsImage *in, VipsImage **out) {
+    mark_errors();
     if (vips_copy(in, out, NULL))
         return -1;
     // libvips 8.14's WebP saver writes EXIF even with strip set, so the fields go before any saver sees them.
@@ -123,6 +133,7 @@ int ipv_strip_metadata(VipsImage *in, VipsImage **out) {
 }
 
 int ipv_flatten_white(VipsImage *in, VipsImage **out) {
+    mark_errors();
     double white[] = { 255.0, 255.0, 255.0 };
     VipsArrayDouble *background = vips_array_double_new(white, 3);
     int result = vips_flatten(in, out, "background", background, NULL);
@@ -131,6 +142,7 @@ int ipv_flatten_white(VipsImage *in, VipsImage **out) {
 }
 
 int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, void **buf, size_t *len) {
+    mark_errors();
     return vips_jpegsave_buffer(in, buf, len,
         "Q", quality,
         "strip", TRUE,
@@ -141,6 +153,7 @@ int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, 
 }
 
 int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, int lossless, void **buf, size_t *len) {
+    mark_errors();
     return vips_webpsave_buffer(in, buf, len,
         "Q", quality,
         "effort", effort,
@@ -151,6 +164,7 @@ int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, i
 }
 
 int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void **buf, size_t *len) {
+    mark_errors();
     return vips_heifsave_buffer(in, buf, len,
         "Q", quality,
         "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1,
@@ -162,6 +176,7 @@ int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void 
 }
 
 int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len) {
+    mark_errors();
     return vips_pngsave_buffer(in, buf, len,
         "compression", compression,
         "strip", TRUE,
@@ -176,15 +191,19 @@ static _Thread_local size_t thread_warnings_length;
 
 /* libvips' error buffer is one per process and holds 10 KB: once full, every later message is
  * dropped, so a long-running worker would lose every reason after its first hundred or so. It is
- * therefore drained (copied and cleared in one step by vips_error_buffer_copy) into this log at
- * every call's start and end. Each call remembers the log's total length when it began and takes
- * the text written since: a drain by another thread moves text here but never loses it. */
+ * therefore drained (copied and cleared in one step by vips_error_buffer_copy) into this log
+ * whenever a libvips operation that may fail starts on any thread, and when a reason is taken. A
+ * thread remembers the log's total length when its operation started and takes the text written
+ * since: that operation's, and another thread's only when that one failed in the same moments (the
+ * buffer does not say which thread wrote what). libvips' own checks clear the buffer in places
+ * (tiffload's format check does); text cleared there before a drain is lost to everyone. */
 static GMutex error_log_lock;
 static char error_log[16384];
 static size_t error_log_length;
 /* Bytes ever appended to the log: offsets stay valid after old text is let go of. */
 static unsigned long long error_log_total;
-static _Thread_local unsigned long long call_began_at;
+#define NOT_MARKED ULLONG_MAX
+static _Thread_local unsigned long long operation_began_at = NOT_MARKED;
 
 /* With error_log_lock held. */
 static void drain_vips_errors(void) {
@@ -219,23 +238,30 @@ static void keep_thread_warning(const char *message) {
     thread_warnings[thread_warnings_length] = '\0';
 }
 
+static void mark_errors(void) {
+    g_mutex_lock(&error_log_lock);
+    drain_vips_errors();
+    operation_began_at = error_log_total;
+    g_mutex_unlock(&error_log_lock);
+}
+
 void ipv_begin_call(void) {
     thread_warnings_length = 0;
     thread_warnings[0] = '\0';
-    g_mutex_lock(&error_log_lock);
-    drain_vips_errors();
-    call_began_at = error_log_total;
-    g_mutex_unlock(&error_log_lock);
+    mark_errors();
 }
 
 char *ipv_take_error(void) {
     g_mutex_lock(&error_log_lock);
+    unsigned long long before = error_log_total;
     drain_vips_errors();
-    unsigned long long since = error_log_total - call_began_at;
+    /* A thread that marked nothing (a caller outside the compressor) gets only what this drain found. */
+    unsigned long long began = operation_began_at == NOT_MARKED ? before : operation_began_at;
+    unsigned long long since = error_log_total - began;
     /* Text older than the log holds is gone; what is left of this call's is still worth giving. */
     size_t kept = since < error_log_length ? (size_t)since : error_log_length;
     char *text = g_strconcat(thread_warnings, error_log + error_log_length - kept, NULL);
-    call_began_at = error_log_total;
+    operation_began_at = NOT_MARKED;
     g_mutex_unlock(&error_log_lock);
     thread_warnings_length = 0;
     thread_warnings[0] = '\0';
@@ -244,6 +270,11 @@ char *ipv_take_error(void) {
         return NULL;
     }
     return text;
+}
+
+VipsImage *ipv_copy_memory(VipsImage *in) {
+    mark_errors();
+    return vips_image_copy_memory(in);
 }
 
 void ipv_free(void *p) {

@@ -111,6 +111,10 @@ public struct BenchRunner: Sendable {
         var outputBytes = [Int?](repeating: nil, count: peers.count)
         let log = workDirectory + "/commands.log"
         var finishedOutputs: [String] = []
+        // Outputs go only once every run is over: on ext4 without a journal, creating files just
+        // after thousands were deleted costs extra (inode allocation steps over recently freed
+        // inodes), which raised whichever tool ran next by up to 1 ms of system time per small image.
+        defer { for output in finishedOutputs { try? FileManager.default.removeItem(atPath: output) } }
 
         for round in 0..<runs {
             // Rotate the order each round so no tool always runs first on a cold page cache or last on a hot one.
@@ -133,12 +137,10 @@ public struct BenchRunner: Sendable {
                 }
                 if peers[index].outputIsLocal { outputBytes[index] = Self.bytes(under: output) }
                 finishedOutputs.append(output)
+                // Kept outputs are written back now, untimed, not during the next tool's run.
+                sync()
             }
         }
-        // Outputs go only once every run is over: on ext4 without a journal, creating files just
-        // after thousands were deleted costs extra (inode allocation steps over recently freed
-        // inodes), which raised whichever tool ran next by up to 1 ms of system time per small image.
-        for output in finishedOutputs { try? FileManager.default.removeItem(atPath: output) }
 
         let reference = measurements[0].map(\.seconds).quantile(0.5)
         let tools = peers.indices.map { index -> BenchReport.Tool in

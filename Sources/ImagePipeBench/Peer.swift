@@ -129,9 +129,12 @@ extension Peer {
     /// nothing around them.
     static func libvipsC(scriptDirectory: String, job: BenchJob) -> Peer {
         let source = scriptDirectory + "/libvips_reference.c", binary = scriptDirectory + "/libvips_reference"
-        let compile = "cc -O2 -D_GNU_SOURCE \"$0\" -o \"$1\" $(pkg-config --cflags --libs vips) -lpthread"
+        // `cc` where there is one, else the Swift toolchain's clang, which builds imagepipe's own C.
+        let compile =
+            "$(command -v cc || command -v clang) -O2 -D_GNU_SOURCE \"$0\" -o \"$1\" $(pkg-config --cflags --libs vips) -lpthread"
         let compiled = ProcessRunner.capture(["sh", "-c", compile, source, binary]) != nil
-        return Peer(name: "libvips in C", unavailable: compiled ? nil : "cannot compile the C reference (needs cc, pkg-config, libvips-dev)") {
+        return Peer(name: "libvips in C", unavailable: compiled ? nil : "cannot compile the C reference (needs cc or clang, pkg-config, libvips-dev)")
+        {
             corpus, output in
             ([[binary, corpus.directory, output, "\(job.workers)"] + job.referenceSpecs], 1)
         }
@@ -225,7 +228,9 @@ extension Peer {
             let candidate = "\(directory)/convert"
             // A script of that name in front of ImageMagick (a stand-in passing calls on) would be
             // timed too, an interpreter start per image: only the binary itself counts.
-            guard access(candidate, X_OK) == 0, FileHandle(forReadingAtPath: candidate)?.readData(ofLength: 2) != Data("#!".utf8)
+            var info = stat()
+            guard stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG, access(candidate, X_OK) == 0,
+                (try? FileHandle(forReadingAtPath: candidate)?.read(upToCount: 2)) != Data("#!".utf8)
             else { continue }
             if ProcessRunner.capture([candidate, "-version"])?.hasPrefix("Version: ImageMagick") == true { return candidate }
         }

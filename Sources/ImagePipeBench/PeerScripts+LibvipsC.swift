@@ -39,7 +39,7 @@ extension PeerScripts {
                 }
                 files[file_count++] = strdup(path + strlen(source) + 1);
             }
-            /* Hidden folders are skipped whole, as the other tools skip them. */
+            /* Hidden folders are skipped whole, as imagepipe skips them. */
             return type == FTW_D && ftw->level > 0 && path[ftw->base] == '.' ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
         }
 
@@ -145,8 +145,8 @@ extension PeerScripts {
             /* Already sRGB: without the profile, thumbnail_image does not convert it again. */
             vips_image_remove(big, VIPS_META_ICC_NAME);
             int result = 0;
-            const char *dot = strrchr(relative, '.');
-            int stem = dot && dot > strrchr(relative, '/') ? (int) (dot - relative) : (int) strlen(relative);
+            const char *dot = strrchr(relative, '.'), *slash = strrchr(relative, '/');
+            int stem = dot && (!slash || dot > slash) ? (int) (dot - relative) : (int) strlen(relative);
             for (int i = 0; i < spec_count && result == 0; i++) {
                 const Spec *spec = &specs[i];
                 VipsImage *variant = NULL;
@@ -204,9 +204,12 @@ extension PeerScripts {
             qsort(files, file_count, sizeof *files, by_name);
             pthread_t threads[64];
             int count = workers < 1 ? 1 : workers > 64 ? 64 : workers;
-            for (int i = 0; i < count; i++)
-                pthread_create(&threads[i], NULL, worker, NULL);
-            for (int i = 0; i < count; i++)
+            int started = 0;
+            while (started < count && pthread_create(&threads[started], NULL, worker, NULL) == 0)
+                started++;
+            if (started == 0)
+                worker(NULL);
+            for (int i = 0; i < started; i++)
                 pthread_join(threads[i], NULL);
             return failures ? 1 : 0;
         }

@@ -34,7 +34,7 @@ extension VipsCompressor {
     /// The source is held in memory first: it is a lazy resize of the intermediate, which every probe
     /// would otherwise compute again.
     func encodeChoosingQuality(_ lazy: VipsImageHandle, as variant: VariantSpec, target: Double) throws(ImagePipeError) -> EncodedVariant {
-        guard let memory = vips_image_copy_memory(lazy.pointer) else { throw decodeError() }
+        guard let memory = ipv_copy_memory(lazy.pointer) else { throw decodeError() }
         let source = VipsImageHandle(memory)
         let scorer = try PerceptualScore(reference: source, variant: variant, sampled: true)
         let aim = scorer.isSampled ? target + PerceptualScore.sampledError : target

@@ -106,7 +106,7 @@ public struct VipsCompressor: ImageCompressor {
             let image = try decode(
                 source, header: header, to: plan.outputs[0], byWidth: Self.fitsByWidth(displayed, variant.box),
                 crop: variant.fit == .cover)
-            guard let memory = vips_image_copy_memory(image.pointer) else { throw decodeError() }
+            guard let memory = ipv_copy_memory(image.pointer) else { throw decodeError() }
             let resized = VipsImageHandle(memory)
             decodeTime = clock.now - start
             placeholder = Self.placeholder(of: resized)
@@ -119,7 +119,7 @@ public struct VipsCompressor: ImageCompressor {
                 Double(plan.decodeSize.width) / Double(displayed.width)
                 >= Double(plan.decodeSize.height) / Double(displayed.height)
             let decoded = try decode(source, header: header, to: plan.decodeSize, byWidth: byWidth, crop: false)
-            guard let memory = vips_image_copy_memory(decoded.pointer) else { throw decodeError() }
+            guard let memory = ipv_copy_memory(decoded.pointer) else { throw decodeError() }
             let intermediate = VipsImageHandle(memory)
             ipv_forget_profile(intermediate.pointer)
             decodeTime = clock.now - start

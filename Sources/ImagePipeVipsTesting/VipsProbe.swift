@@ -88,6 +88,13 @@ public enum VipsProbe {
     /// The error a sampled score may have (see ``sampledSSIMULACRA2(reference:distorted:)``), in points.
     public static var sampledScoreError: Double { PerceptualScore.sampledError }
 
+    /// Leaves `count` lines in libvips' process-wide error buffer, as calls whose failure nobody
+    /// reads do (libvips keeps at most 10 KB there).
+    public static func leaveLibvipsErrors(_ count: Int) throws(ImagePipeError) {
+        try Vips.ensureStarted()
+        ipv_leave_errors(Int32(count))
+    }
+
     /// The RGBA pixels (at most 100x100) the compressor makes an image's placeholder from.
     public static func placeholderPixels(_ data: Data) throws(ImagePipeError) -> (width: Int, height: Int, rgba: [UInt8]) {
         let image = try decode(data)

@@ -12,5 +12,8 @@ double ipv_mean_abs_difference(VipsImage *a, VipsImage *b);
 int ipv_pixel(VipsImage *image, int x, int y, double *values, int capacity);
 /// Whether the image carries a metadata field.
 int ipv_has_field(VipsImage *image, const char *name);
+/// Writes `count` lines to libvips' error buffer and takes none of them back, as calls that fail
+/// or warn without anyone asking why do.
+void ipv_leave_errors(int count);
 
 #endif

@@ -50,15 +50,18 @@ int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, i
 int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void **buf, size_t *len);
 int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len);
 
-/// Forgets the warnings libvips raised on this thread so far and notes what its process-wide error
-/// buffer holds now (left there by earlier, successful calls); called as each image starts.
+/// Forgets the warnings libvips raised on this thread so far and marks where the error text of its
+/// next operation starts; called as each image starts. Every wrapper here that runs a libvips
+/// operation marks that start again.
 void ipv_begin_call(void);
 
 /// Takes and clears the warnings libvips raised on this thread since ipv_begin_call (where loaders
-/// such as libpng put their reason), followed by what libvips' error buffer gained since then; the
-/// caller frees it with g_free. NULL when both are empty.
+/// such as libpng put their reason), followed by the error text libvips wrote since this thread's
+/// last operation started; the caller frees it with g_free. NULL when both are empty.
 char *ipv_take_error(void);
 
+/// vips_image_copy_memory, marking where this operation's error text starts (see ipv_take_error).
+VipsImage *ipv_copy_memory(VipsImage *in);
 
 /// Frees what libvips allocated.
 void ipv_free(void *p);

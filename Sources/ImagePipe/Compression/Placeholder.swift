@@ -38,8 +38,9 @@ public struct Placeholder: Sendable, Codable, Equatable {
         return String(format: "#%02x%02x%02x", sums[fullest].0 / n, sums[fullest].1 / n, sums[fullest].2 / n)
     }
 
-    /// ThumbHash's encoder, following the reference implementation step by step (its rounding is
-    /// JavaScript's `Math.round`, half up), so that its decoders read the hash back exactly.
+    /// ThumbHash's encoder, following the reference implementation (its rounding is JavaScript's
+    /// `Math.round`, half up) so that its decoders read the hash back exactly; only its sums are
+    /// taken in another order (below), and the tests compare the bytes with the reference encoder's.
     public static func thumbHash(width w: Int, height h: Int, rgba: [UInt8]) -> Data {
         precondition(w > 0 && h > 0 && w <= 100 && h <= 100 && rgba.count >= w * h * 4, "ThumbHash takes at most 100x100 pixels")
         func round(_ x: Double) -> Int { Int((x + 0.5).rounded(.down)) }
