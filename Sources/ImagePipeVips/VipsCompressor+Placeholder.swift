@@ -1,0 +1,63 @@
+// The placeholder of each original (ThumbHash and dominant colour), read from pixels the compressor already holds.
+import CLibVips
+import CVipsShim
+import ImagePipe
+
+extension VipsCompressor {
+    /// The placeholder of an image held in memory (8-bit sRGB, as every decoded copy is), from its
+    /// pixels averaged down to ThumbHash's 100x100 in place: a libvips pipeline for it cost as much
+    /// as the whole of a small image's work. Nil for any other layout, which costs the job nothing
+    /// but its placeholder.
+    static func placeholder(of image: VipsImageHandle) -> Placeholder? {
+        placeholderPixels(of: image).map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
+    }
+
+    /// The RGBA pixels, at most 100x100, a placeholder is made from (see ``placeholder(of:)``).
+    package static func placeholderPixels(of image: VipsImageHandle) -> (width: Int, height: Int, rgba: [UInt8])? {
+        let pointer = image.pointer
+        let width = Int(pointer.pointee.Xsize), height = Int(pointer.pointee.Ysize), bands = Int(pointer.pointee.Bands)
+        guard pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, bands == 3 || bands == 4, width > 0, height > 0,
+            let data = vips_image_get_data(pointer)
+        else { return nil }
+        let pixels = data.assumingMemoryBound(to: UInt8.self)
+        let scale = max(1, Double(max(width, height)) / 100)
+        let outWidth = max(1, Int((Double(width) / scale).rounded())), outHeight = max(1, Int((Double(height) / scale).rounded()))
+        // Each output pixel is the mean of its block of source pixels; the blocks' columns are
+        // worked out once for all rows.
+        let lefts = (0...outWidth).map { min(width, $0 * width / outWidth) }
+        var rgba = [UInt8](repeating: 0, count: outWidth * outHeight * 4)
+        let sums = UnsafeMutableBufferPointer<Int>.allocate(capacity: outWidth * 4)
+        defer { sums.deallocate() }
+        rgba.withUnsafeMutableBufferPointer { out in
+            lefts.withUnsafeBufferPointer { lefts in
+                for y in 0..<outHeight {
+                    let top = y * height / outHeight, bottom = max(top + 1, (y + 1) * height / outHeight)
+                    sums.initialize(repeating: 0)
+                    for row in top..<bottom {
+                        let line = pixels + row * width * bands
+                        for x in 0..<outWidth {
+                            let right = max(lefts[x] + 1, lefts[x + 1])
+                            var r = 0, g = 0, b = 0, a = 0
+                            for column in lefts[x]..<right {
+                                let pixel = line + column * bands
+                                r += Int(pixel[0])
+                                g += Int(pixel[1])
+                                b += Int(pixel[2])
+                                a += bands == 4 ? Int(pixel[3]) : 255
+                            }
+                            sums[x * 4] += r
+                            sums[x * 4 + 1] += g
+                            sums[x * 4 + 2] += b
+                            sums[x * 4 + 3] += a
+                        }
+                    }
+                    for x in 0..<outWidth {
+                        let count = (bottom - top) * (max(lefts[x] + 1, lefts[x + 1]) - lefts[x]), at = (y * outWidth + x) * 4
+                        for channel in 0..<4 { out[at + channel] = UInt8(sums[x * 4 + channel] / count) }
+                    }
+                }
+            }
+        }
+        return (outWidth, outHeight, rgba)
+    }
+}
