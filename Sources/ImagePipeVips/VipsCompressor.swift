@@ -88,7 +88,12 @@ public struct VipsCompressor: ImageCompressor {
         }
 
         let plan = ResizePlan(source: displayed, variants: variants)
-        let sourceBytes = if case .bytes(let data) = source.content { data.count } else { 0 }
+        let sourceBytes =
+            switch source.content {
+            case .bytes(let data): data.count
+            // JPEG, PNG and TIFF loaders read an open file as they go; the others take it whole.
+            case .file(let opened): [.jpeg, .png, .tiff].contains(format) ? 0 : opened.byteCount
+            }
         let needed = Self.workingMemory(header, format: format, plan: plan, variants: variants, sourceBytes: sourceBytes)
         heldMuch = needed >= Self.trimAfterBytes
         let reserved = budget?.acquire(needed) ?? 0
@@ -148,8 +153,8 @@ public struct VipsCompressor: ImageCompressor {
         case .bytes(let data):
             guard !data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
             pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count) }
-        case .file(let path):
-            pointer = ipv_header_file(path)
+        case .file(let opened):
+            pointer = ipv_header_file(opened.decoderPath)
         }
         guard let pointer else { throw headerError() }
         return VipsImageHandle(pointer)
@@ -191,8 +196,8 @@ public struct VipsCompressor: ImageCompressor {
             status = data.withUnsafeBytes {
                 ipv_thumbnail_buffer($0.baseAddress, $0.count, box.width, box.height, crop ? 1 : 0, &out)
             }
-        case .file(let path):
-            status = ipv_thumbnail_file(path, box.width, box.height, crop ? 1 : 0, &out)
+        case .file(let opened):
+            status = ipv_thumbnail_file(opened.decoderPath, box.width, box.height, crop ? 1 : 0, &out)
         }
         guard status == 0, let out else { throw decodeError() }
         return try toSRGB8(VipsImageHandle(out))

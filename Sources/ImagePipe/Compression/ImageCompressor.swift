@@ -25,14 +25,14 @@ public struct CompressionLimits: Sendable, Hashable {
     public init(maxPixels: Int) { self.maxPixels = maxPixels }
 }
 
-/// The bytes of a source image, in memory or in a file too large to read whole.
+/// The bytes of a source image, in memory or in a file kept open.
 public struct SourceImage: Sendable {
     /// Where the bytes are.
     public enum Content: Sendable {
         /// The whole file, already read.
         case bytes(Data)
-        /// A file path the compressor reads itself.
-        case file(String)
+        /// A file kept open, which the compressor reads itself through ``OpenedFile/decoderPath``.
+        case file(OpenedFile)
     }
 
     /// A name for error messages: the source's path relative to the batch or queue.

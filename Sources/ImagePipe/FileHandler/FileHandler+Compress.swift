@@ -26,6 +26,11 @@ extension FileHandler {
             prepared.failure = error
             return prepared
         }
+        // A file kept open was decoded after it was hashed: what was made must be what the hash says.
+        if case .file(let opened) = source.content, opened.hasChanged {
+            prepared.failure = OpenedFile.changedError
+            return prepared
+        }
         prepared.format = compressed.sourceFormat
         prepared.size = compressed.sourceSize
         prepared.placeholder = compressed.placeholder
@@ -71,13 +76,9 @@ extension FileHandler {
         switch source.content {
         case .bytes(let data):
             return data
-        case .file(let path):
-            // Too large to have been read whole; map it rather than copy it onto the heap.
-            do {
-                return try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-            } catch {
-                throw ImagePipeError(.unreadableSource, "cannot read the original again: \(IOErrorText.reason(of: error))")
-            }
+        case .file(let opened):
+            // Read, not mapped: a file cut short under a mapping would kill the process (SIGBUS).
+            return try opened.readAll()
         }
     }
 }

@@ -26,7 +26,8 @@ public struct FileHandler: Sendable {
         public var limits: CompressionLimits
         /// Cache-Control stored with every object (used by HTTP object stores).
         public var cacheControl: String?
-        /// Sources up to this many bytes are read whole; larger ones are decoded from the file.
+        /// Sources up to this many bytes are read whole; larger ones are kept open and decoded from the
+        /// file, so jobs waiting for a compression slot do not hold their bytes.
         public var inMemoryLimit: Int
         /// Sources in object storage larger than this are refused before they are downloaded
         /// (`--max-source-bytes`); smaller ones are read whole into memory.
@@ -44,7 +45,7 @@ public struct FileHandler: Sendable {
         /// Creates a configuration; the defaults are the `web` preset and the default key template.
         public init(
             variants: [VariantSpec] = Preset.web, keyTemplate: KeyTemplate = .default,
-            limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = 256 << 20,
+            limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = SourceReader.defaultInMemoryLimit,
             maxSourceBytes: Int = 256 << 20, storeOriginal: Bool = false, overwrite: Bool = false, update: Bool = false,
             force: Bool = false
         ) {

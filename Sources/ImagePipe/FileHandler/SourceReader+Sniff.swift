@@ -11,10 +11,8 @@ extension SourceReader {
         switch source.content {
         case .bytes(let data):
             head = data.prefix(16)
-        case .file(let path):
-            guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-            defer { try? handle.close() }
-            head = (try? handle.read(upToCount: 16)) ?? Data()
+        case .file(let opened):
+            head = (try? opened.read(count: 16)) ?? Data()
         }
         let bytes = [UInt8](head)
         func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {

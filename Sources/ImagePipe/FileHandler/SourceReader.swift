@@ -1,4 +1,4 @@
-// Reads a source once: its bytes (or its path, when too large to hold) and its SHA-256.
+// Reads a source once: its bytes (or, when large, an open descriptor the decoder reads) and its SHA-256.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -18,8 +18,13 @@ public struct SourceFile: Sendable {
 
 /// Reads sources without ever writing to them.
 public enum SourceReader {
-    /// Reads `path`; files up to `inMemoryLimit` bytes are read whole (one read serves both the hash
-    /// and the decoder), larger ones are hashed in chunks and decoded from the file.
+    /// Small sources are read whole: one read serves the hash and the decoder. Larger ones stay on
+    /// disk while their job waits for a compression slot: they are hashed in chunks and kept open
+    /// (``OpenedFile``), and the decoder reads them again from the page cache.
+    public static let defaultInMemoryLimit = 4 << 20
+
+    /// Reads `path`; files up to `inMemoryLimit` bytes are read whole, larger ones are hashed in
+    /// chunks and kept open for the decoder.
     ///
     /// Only a regular file is read. Its type is checked before it is opened, so a FIFO or a device
     /// is never opened, and again on the opened descriptor, so a file swapped in between cannot win;
@@ -30,7 +35,9 @@ public enum SourceReader {
     ///   that is not a regular one: watch mode reads what producers deliver, and a link could point at
     ///   any file the worker may read.
     /// - Throws: `not_a_regular_file` naming the file and what it is; `unreadable_source`, `empty_file`.
-    public static func read(_ path: RawPath, inMemoryLimit: Int = 256 << 20, followingLinks: Bool = true) throws(ImagePipeError) -> SourceFile {
+    public static func read(
+        _ path: RawPath, inMemoryLimit: Int = defaultInMemoryLimit, followingLinks: Bool = true
+    ) throws(ImagePipeError) -> SourceFile {
         guard let type = path.fileType(followingLinks: followingLinks) else { throw unreadable(errno) }
         guard type == S_IFREG else { throw notARegularFile(path, type, followingLinks: followingLinks) }
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW)
@@ -40,7 +47,8 @@ public enum SourceReader {
             if errno == ELOOP && !followingLinks { throw notARegularFile(path, S_IFLNK, followingLinks: false) }
             throw unreadable(errno)
         }
-        defer { close(fd) }
+        var keptOpen = false
+        defer { if !keptOpen { close(fd) } }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw unreadable(errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
@@ -49,7 +57,7 @@ public enum SourceReader {
         let size = Int(info.st_size)
         guard size > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
 
-        if size <= inMemoryLimit {
+        if size <= inMemoryLimit || (size <= mappedInMemoryLimit && isMappedByDecoder(fd)) {
             var data = Data(count: size)
             let got = try data.withUnsafeMutableBytes { buffer in
                 Result { () throws(ImagePipeError) in try readFully(fd, into: buffer) }
@@ -59,13 +67,6 @@ public enum SourceReader {
             return SourceFile(content: .bytes(data), sha256: SHA256Digest.hash(data).hex, byteCount: got)
         }
 
-        // Decoded from the file by name, which a String can only hold when it is valid UTF-8.
-        guard let decodable = String(validating: path.bytes, as: UTF8.self) else {
-            throw ImagePipeError(
-                .unreadableSource,
-                "\(path.lastComponent) is too large (\(size) bytes) to read whole, and the decoder cannot open a file whose name is not valid UTF-8: rename it"
-            )
-        }
         var hasher = SHA256Hasher()
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { chunk.deallocate() }
@@ -80,7 +81,24 @@ public enum SourceReader {
             hasher.update(UnsafeRawBufferPointer(rebasing: chunk[..<got]))
             total += got
         }
-        return SourceFile(content: .file(decodable), sha256: hasher.finalize().hex, byteCount: total)
+        guard total > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
+        // Hashed at another size than it had when opened: it is being written.
+        guard total == size else { throw OpenedFile.changedError }
+        keptOpen = true
+        let opened = try OpenedFile(
+            taking: fd, byteCount: total, path: String(validating: path.bytes, as: UTF8.self), status: info)
+        return SourceFile(content: .file(opened), sha256: hasher.finalize().hex, byteCount: total)
+    }
+
+    /// WebP and GIF sources up to this size are read whole whatever `inMemoryLimit` says.
+    static let mappedInMemoryLimit = 256 << 20
+
+    /// Whether libvips maps the file when it decodes it (its WebP and GIF loaders do): a file cut
+    /// short under a mapping kills the process (SIGBUS), and those decoders take the file whole anyway.
+    private static func isMappedByDecoder(_ fd: Int32) -> Bool {
+        var head = [UInt8](repeating: 0, count: 12)
+        guard pread(fd, &head, head.count, 0) == head.count else { return false }
+        return head.starts(with: Array("GIF8".utf8)) || (head.starts(with: Array("RIFF".utf8)) && Array(head[8..<12]) == Array("WEBP".utf8))
     }
 
     private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(ImagePipeError) -> Int {

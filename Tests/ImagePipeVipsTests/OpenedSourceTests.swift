@@ -1,0 +1,110 @@
+// Large sources decoded through the descriptor that hashed them: same outputs, no bytes held, changes caught.
+import Foundation
+import ImagePipe
+import ImagePipeTestKit
+import ImagePipeTestSupport
+import ImagePipeVips
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct OpenedSourceTests {
+    let directory = TemporaryDirectory()
+
+    /// A handler on real libvips that keeps every source over 16 KB open instead of in memory.
+    func handler(_ storage: InMemoryStorage = InMemoryStorage(), storeOriginal: Bool = false) -> FileHandler {
+        FileHandler(
+            compressor: Fixtures.compressor, storage: storage,
+            configuration: FileHandler.Configuration(inMemoryLimit: 16 << 10, storeOriginal: storeOriginal))
+    }
+
+    func copy(_ fixture: String, to name: String) -> Job {
+        Job(path: directory.write(name, Fixtures.data(fixture)), relativePath: name)
+    }
+
+    @Test func aLargeSourceIsKeptOpenAndMakesTheOutputsItsBytesMake() throws {
+        let job = copy("images/formats/landscape.jpg", to: "landscape.jpg")
+        let inspected = handler().inspect(job, reserving: false)
+        guard case .file(let opened) = inspected.source?.content else {
+            Issue.record("a source over the limit must be kept open, not read into memory")
+            return
+        }
+        #expect(opened.decoderPath == "/proc/self/fd/\(opened.descriptor)")
+        #expect(inspected.source?.sha256 == SHA256Digest.hash(Fixtures.data("images/formats/landscape.jpg")).hex)
+
+        let prepared = handler().compress(inspected)
+        #expect(prepared.failure == nil)
+        let fromBytes = try Fixtures.compress("images/formats/landscape.jpg")
+        #expect(prepared.outputs.map(\.object.body) == fromBytes.variants.map(\.data))
+        #expect(prepared.placeholder == fromBytes.placeholder)
+    }
+
+    @Test func theDecoderReadsTheFileThatWasHashedEvenAfterItsNameIsReplaced() throws {
+        let job = copy("images/formats/landscape.jpg", to: "photo.jpg")
+        let inspected = handler().inspect(job, reserving: false)
+        // Another image takes the name between inspection and compression (a re-delivery, a sync tool).
+        let other = directory.write("other.jpg", Fixtures.data("images/formats/tall.jpg"))
+        #expect(rename(other, job.path) == 0)
+
+        let prepared = handler().compress(inspected)
+        #expect(prepared.failure == nil)
+        let landscape = try Fixtures.compress("images/formats/landscape.jpg")
+        #expect(prepared.size == landscape.sourceSize)
+        #expect(prepared.outputs.map(\.object.body) == landscape.variants.map(\.data))
+    }
+
+    @Test func aSourceWrittenToAfterItWasHashedFailsAndStoresNothing() throws {
+        let storage = InMemoryStorage()
+        let job = copy("images/formats/landscape.jpg", to: "growing.jpg")
+        let handler = handler(storage)
+        let inspected = handler.inspect(job, reserving: false)
+        let file = try #require(FileHandle(forWritingAtPath: job.path))
+        try file.seekToEnd()
+        try file.write(contentsOf: Data("more".utf8))
+        try file.close()
+
+        let prepared = handler.compress(inspected)
+        #expect(prepared.failure?.code == .unreadableSource)
+        #expect(prepared.failure?.reason.contains("changed while it was being processed") == true)
+        #expect(prepared.outputs.isEmpty)
+        let result = handler.process(Job(path: job.path, relativePath: "growing.jpg"))
+        #expect(result.status == .done, "run again, the file is read as it is now")
+        #expect(storage.objects.count == 3)
+    }
+
+    @Test func theStoredOriginalIsReadAgainThroughTheDescriptor() throws {
+        let storage = InMemoryStorage()
+        let result = handler(storage, storeOriginal: true).process(copy("images/formats/landscape.jpg", to: "keep.jpg"))
+        #expect(result.status == .done)
+        #expect(storage.objects["keep-original.jpg"]?.body == Fixtures.data("images/formats/landscape.jpg"))
+    }
+
+    @Test(arguments: ["images/formats/landscape-webp.webp", "images/formats/animated.gif"])
+    func webPAndGIFAreReadWholeBecauseTheirDecodersMapTheFile(fixture: String) throws {
+        let path = directory.write("source", Fixtures.data(fixture))
+        let source = try SourceReader.read(RawPath(path), inMemoryLimit: 1024)
+        guard case .bytes(let data) = source.content else {
+            Issue.record("\(fixture) must be read whole: libvips maps WebP and GIF files, and a file cut short under a mapping kills the process")
+            return
+        }
+        #expect(data == Fixtures.data(fixture))
+    }
+
+    @Test func theDescriptorIsClosedWhenTheLastJobValueHoldingItGoesAway() throws {
+        let path = directory.write("closing.jpg", Fixtures.data("images/formats/landscape.jpg"))
+        let entry = try { () throws -> String? in
+            let source = try SourceReader.read(RawPath(path), inMemoryLimit: 1024)
+            guard case .file(let opened) = source.content else { return nil }
+            #expect(Self.target(of: opened.decoderPath) == path)
+            return opened.decoderPath
+        }()
+        let closed = try #require(entry, "expected an open source")
+        // The number may have been reused by another test's file meanwhile, but not for this one.
+        #expect(Self.target(of: closed) != path)
+    }
+
+    static func target(of link: String) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: link)
+    }
+}
