@@ -286,13 +286,15 @@ void ipv_unref(VipsImage *image) {
         g_object_unref(image);
 }
 
-void ipv_thread_done(int trim) {
+void ipv_thread_done(void) {
     vips_thread_shutdown();
+}
+
+void ipv_release_memory(void) {
 #if defined(__GLIBC__)
-    // Freed strip and tile buffers below the mmap threshold leave holes in the heap; hand their
-    // pages back so a long batch does not keep its worst moment's memory.
-    if (trim)
-        malloc_trim(0);
+    // Freed buffers below the mmap threshold leave holes in the heap that the trim threshold does
+    // not reach (it only cuts the top); hand their pages back too.
+    malloc_trim(0);
 #endif
 }
 
@@ -315,7 +317,7 @@ void ipv_set_warning_handler(void (*handler)(const char *message)) {
 
 
 
-int ipv_tune_malloc(int arenas, int mmap_threshold) {
+int ipv_tune_malloc(int arenas, int mmap_threshold, int trim_threshold) {
 #if defined(__GLIBC__)
     int ok = 1;
     if (arenas > 0)
@@ -324,10 +326,15 @@ int ipv_tune_malloc(int arenas, int mmap_threshold) {
     // first large free and then keeps every buffer below that size in the heap.
     if (mmap_threshold > 0)
         ok &= mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+    // Fixing the mmap threshold leaves the trim threshold at 128 KiB, which hands back the top of
+    // the heap after nearly every image only for the next one to fault it in again.
+    if (trim_threshold > 0)
+        ok &= mallopt(M_TRIM_THRESHOLD, trim_threshold);
     return ok;
 #else
     (void) arenas;
     (void) mmap_threshold;
+    (void) trim_threshold;
     return 0;
 #endif
 }

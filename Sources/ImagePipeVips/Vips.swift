@@ -29,15 +29,19 @@ public enum Vips {
     }
 
     /// Tunes the C allocator for a long run of large, short-lived pixel buffers: at most 2 malloc
-    /// arenas and buffers of 1 MiB or more always mapped and unmapped. On glibc a long batch otherwise
-    /// grows: up to 8 arenas per core each keep freed memory, and the mmap threshold climbs to 32 MiB
-    /// after the first large free, so decode buffers then stay in the heap, fragmented. Settings given
-    /// in `MALLOC_ARENA_MAX` or `MALLOC_MMAP_THRESHOLD_` win. Call it first, before other threads start.
-    public static func tuneAllocator(arenas: Int = 2, mmapThreshold: Int = 1 << 20) {
+    /// arenas, buffers of 4 MiB or more always mapped and unmapped, and at most 8 MiB kept free at
+    /// the top of the heap. On glibc a long batch otherwise grows: up to 8 arenas per core each keep
+    /// freed memory, and the mmap threshold climbs to 32 MiB after the first large free, so decode
+    /// buffers then stay in the heap, fragmented. Smaller buffers stay in the heap for the next image,
+    /// which saves it faulting them in again (see ``VipsCompressor/releaseMemory()`` for the rest).
+    /// Settings given in `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_` or `MALLOC_TRIM_THRESHOLD_`
+    /// win. Call it first, before other threads start.
+    public static func tuneAllocator(arenas: Int = 2, mmapThreshold: Int = 4 << 20, trimThreshold: Int = 8 << 20) {
         let environment = ProcessInfo.processInfo.environment
         _ = ipv_tune_malloc(
             environment["MALLOC_ARENA_MAX"] == nil ? Int32(arenas) : 0,
-            environment["MALLOC_MMAP_THRESHOLD_"] == nil ? Int32(mmapThreshold) : 0)
+            environment["MALLOC_MMAP_THRESHOLD_"] == nil ? Int32(mmapThreshold) : 0,
+            environment["MALLOC_TRIM_THRESHOLD_"] == nil ? Int32(trimThreshold) : 0)
     }
 
     /// Starts libvips with default settings if nothing configured it yet.

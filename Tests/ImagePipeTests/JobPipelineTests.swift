@@ -34,6 +34,27 @@ import Testing
         #expect(pipeline.jobsInFlight == 0)
     }
 
+    @Test func theCompressorMayGiveMemoryBackOnlyWhenNothingIsInFlight() {
+        let compressor = ScriptedCompressor(work: .milliseconds(3))
+        let pipeline = JobPipeline(
+            handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
+            configuration: .init(jobs: 2, uploads: 2))
+        let all = jobs(24)
+        // Two bursts, each submitted as fast as the pipeline accepts: busy throughout, then idle.
+        for burst in [all[..<12], all[12...]] {
+            let before = compressor.memoryReleases
+            for job in burst { pipeline.submit(job) { _ in } }
+            pipeline.waitUntilIdle()
+            // The call follows the last job's completion on the pipeline's thread.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while compressor.memoryReleases == before && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+            #expect(compressor.memoryReleases > before, "an idle pipeline lets the compressor give memory back")
+        }
+        #expect(compressor.memoryReleasesWhileBusy == 0)
+        // Never per job: a busy pipeline keeps what the next image will reuse.
+        #expect(compressor.memoryReleases < 12)
+    }
+
     @Test func slowStorageHoldsBackAcceptanceSoMemoryStaysBounded() {
         // Storage far slower than compression: without backpressure every encoded image would pile up.
         let compressor = ScriptedCompressor()

@@ -6,7 +6,13 @@ import ImagePipeVipsTesting
 import Testing
 
 /// Bad input fails with a clear, permanent error, and costs little.
-@Suite struct HostileInputTests {
+///
+/// One test at a time: libvips keeps one error buffer per process, so text from failures at the
+/// same moment can join each other's reasons (the shim marks per operation, which narrows this to
+/// failures in the same moments, not to none). These tests assert exact reasons, one of them fills
+/// the buffer on purpose, and one makes 40 failures at once on purpose; run side by side they would
+/// make exactly those moments.
+@Suite(.serialized) struct HostileInputTests {
     func failure(_ relative: String, limits: CompressionLimits = .default) -> ImagePipeError? {
         do {
             _ = try Fixtures.compress(relative, limits: limits)

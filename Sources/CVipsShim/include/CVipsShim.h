@@ -68,13 +68,16 @@ void ipv_free(void *p);
 void ipv_unref(VipsImage *image);
 
 /// Tunes glibc's malloc for libvips' large, short-lived pixel buffers (no-op elsewhere): at most
-/// `arenas` arenas (0: unchanged) and a fixed mmap threshold (0: unchanged), so that freed buffers go
-/// back to the system instead of staying in the heap. Returns 1 when every setting was applied.
-int ipv_tune_malloc(int arenas, int mmap_threshold);
+/// `arenas` arenas, a fixed mmap threshold and a fixed trim threshold (each 0: unchanged), so that
+/// the largest freed buffers go back to the system and the heap keeps only a bounded reserve.
+/// Returns 1 when every setting was applied.
+int ipv_tune_malloc(int arenas, int mmap_threshold, int trim_threshold);
 
-/// Releases libvips' per-thread buffers on a thread libvips did not create, and with `trim` hands
-/// the heap's free pages back to the system (glibc's malloc_trim).
-void ipv_thread_done(int trim);
+/// Releases libvips' per-thread buffers on a thread libvips did not create.
+void ipv_thread_done(void);
+
+/// Hands the heap's free pages back to the system (glibc's malloc_trim; no-op elsewhere).
+void ipv_release_memory(void);
 
 /// Sends libvips' warnings (which would go to stderr) to `handler` instead; NULL drops them.
 void ipv_set_warning_handler(void (*handler)(const char *message));

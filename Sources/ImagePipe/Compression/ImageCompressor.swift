@@ -11,6 +11,15 @@ public protocol ImageCompressor: Sendable {
     /// - Throws: ``ImagePipeError`` with an input code (`unsupportedFormat`, `corruptImage`,
     ///   `imageTooLarge`, `emptyFile`) when the source cannot be used.
     func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage
+
+    /// Called when the pipeline has no job in flight: a chance to give memory back to the system
+    /// that busy moments keep for the next image.
+    func releaseMemory()
+}
+
+extension ImageCompressor {
+    /// Keeps nothing back by default.
+    public func releaseMemory() {}
 }
 
 /// Limits checked before any pixel is decoded.

@@ -101,9 +101,10 @@ public final class JobPipeline: Sendable {
         let accepted = ContinuousClock.now
         let finish: @Sendable (JobResult) -> Void = { [self] result in
             completion(result)
-            inFlight.subtract(1, ordering: .relaxed)
+            let left = inFlight.subtract(1, ordering: .relaxed).newValue
             admission.signal()
             group.leave()
+            if left == 0 { handler.compressor.releaseMemory() }
         }
         storage.async { [self] in
             // Inspection writes nothing, so even a halted pipeline still reports what is up to date.
