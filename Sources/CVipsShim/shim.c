@@ -10,7 +10,13 @@
 static void mark_errors(void);
 
 int ipv_init(const char *argv0) {
-    return VIPS_INIT(argv0 ? argv0 : "imagepipe");
+    int status = VIPS_INIT(argv0 ? argv0 : "imagepipe");
+    // Off from the start, not only once configured: large sources are opened as /proc/self/fd/N,
+    // names that a later file reuses, and a cached image of the earlier one must never answer.
+    vips_cache_set_max(0);
+    vips_cache_set_max_mem(0);
+    vips_cache_set_max_files(0);
+    return status;
 }
 
 void ipv_configure(int concurrency) {

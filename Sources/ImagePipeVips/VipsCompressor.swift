@@ -79,7 +79,12 @@ public struct VipsCompressor: ImageCompressor {
 
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
-        defer { ipv_thread_done() }
+        var heldMuch = false
+        defer {
+            ipv_thread_done()
+            // Noted once its buffers are freed, so an idle moment that began meanwhile does not miss it.
+            if heldMuch { Self.heldMuch.store(true, ordering: .relaxed) }
+        }
         // A failure's reason names only what this image raised, not an earlier image's warnings.
         ipv_begin_call()
         let clock = ContinuousClock()
@@ -104,7 +109,7 @@ public struct VipsCompressor: ImageCompressor {
             case .file(let opened): [.jpeg, .png, .tiff].contains(format) ? 0 : opened.byteCount
             }
         let needed = Self.workingMemory(header, format: format, plan: plan, variants: variants, sourceBytes: sourceBytes)
-        if needed >= Self.trimAfterBytes { Self.heldMuch.store(true, ordering: .relaxed) }
+        heldMuch = needed >= Self.trimAfterBytes
         let reserved = budget?.acquire(needed) ?? 0
         defer { budget?.release(reserved) }
         var encoded: [EncodedVariant] = []

@@ -65,7 +65,8 @@ import Glibc
         try file.close()
 
         let prepared = handler.compress(inspected)
-        #expect(prepared.failure?.code == .unreadableSource)
+        #expect(prepared.failure?.code == .sourceChanged)
+        #expect(prepared.failure?.isTransient == true, "a queue tries it again")
         #expect(prepared.failure?.reason.contains("changed while it was being processed") == true)
         #expect(prepared.outputs.isEmpty)
         let result = handler.process(Job(path: job.path, relativePath: "growing.jpg"))
@@ -73,11 +74,28 @@ import Glibc
         #expect(storage.objects.count == 3)
     }
 
+    @Test func aSourceRewrittenInPlaceAtTheSameSizeFailsToo() throws {
+        let job = copy("images/formats/landscape.jpg", to: "touched.jpg")
+        let handler = handler()
+        let inspected = handler.inspect(job, reserving: false)
+        // Same bytes count, new modification time: what an editor saving in place leaves.
+        var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, job.path, &times, 0) == 0)
+        #expect(handler.compress(inspected).failure?.code == .sourceChanged)
+    }
+
     @Test func theStoredOriginalIsReadAgainThroughTheDescriptor() throws {
         let storage = InMemoryStorage()
-        let result = handler(storage, storeOriginal: true).process(copy("images/formats/landscape.jpg", to: "keep.jpg"))
-        #expect(result.status == .done)
-        #expect(storage.objects["keep-original.jpg"]?.body == Fixtures.data("images/formats/landscape.jpg"))
+        let handler = handler(storage, storeOriginal: true)
+        let job = copy("images/formats/landscape.jpg", to: "keep.jpg")
+        let inspected = handler.inspect(job, reserving: false)
+        let other = directory.write("other.jpg", Fixtures.data("images/formats/tall.jpg"))
+        #expect(rename(other, job.path) == 0)
+
+        let prepared = handler.compress(inspected)
+        #expect(prepared.failure == nil)
+        let original = try #require(prepared.outputs.first { $0.spec == nil })
+        #expect(original.object.body == Fixtures.data("images/formats/landscape.jpg"))
     }
 
     @Test(arguments: ["images/formats/landscape-webp.webp", "images/formats/animated.gif"])

@@ -23,7 +23,12 @@ extension FileHandler {
                 SourceImage(name: inspected.job.relativePath, content: source.content),
                 variants: configuration.variants, limits: configuration.limits)
         } catch {
-            prepared.failure = error
+            // Cut short or rewritten under the decoder: say so, rather than that the image is broken.
+            if case .file(let opened) = source.content, opened.hasChanged {
+                prepared.failure = OpenedFile.changedError
+            } else {
+                prepared.failure = error
+            }
             return prepared
         }
         // A file kept open was decoded after it was hashed: what was made must be what the hash says.

@@ -2,7 +2,7 @@
 import Foundation
 
 extension FileHandler {
-    /// The source's bytes (or, for a large local file, its path) and SHA-256.
+    /// The source's bytes (or, for a large local file, its open descriptor) and SHA-256.
     ///
     /// A local file is read exactly as ``SourceReader`` reads it (raw path, links followed or not).
     /// An object is downloaded whole, within ``Configuration/maxSourceBytes``: one listed as larger

@@ -17,28 +17,22 @@ public final class OpenedFile: Sendable {
     public let descriptor: Int32
     /// The size when it was hashed.
     public let byteCount: Int
-    /// What the decoder opens: `/proc/self/fd/N`, or the file's name where there is no `/proc`.
+    /// What the decoder opens: `/proc/self/fd/N`.
     public let decoderPath: String
     private let modified: Int
 
-    /// Takes ownership of `descriptor`, a regular file of `byteCount` bytes whose name was
-    /// `path` (nil when it is not valid UTF-8).
-    init(taking descriptor: Int32, byteCount: Int, path: String?, status: stat) throws(ImagePipeError) {
+    /// Takes ownership of `descriptor`, a regular file of `byteCount` bytes; needs ``isAvailable``.
+    init(taking descriptor: Int32, byteCount: Int, status: stat) {
         self.descriptor = descriptor
         self.byteCount = byteCount
         self.modified = Self.nanoseconds(status.st_mtim)
-        if Self.hasProcFileSystem {
-            decoderPath = "/proc/self/fd/\(descriptor)"
-        } else if let path {
-            decoderPath = path
-        } else {
-            close(descriptor)
-            throw ImagePipeError(
-                .unreadableSource,
-                "too large (\(byteCount) bytes) to read whole, and without /proc the decoder cannot open a file whose name is not valid UTF-8: rename it"
-            )
-        }
+        self.decoderPath = "/proc/self/fd/\(descriptor)"
     }
+
+    /// Whether files can be kept open for the decoder: it needs `/proc`. Without it sources are read
+    /// whole (opening the file again by its name could reach another file, or follow a link a watch
+    /// folder must not follow).
+    public static let isAvailable: Bool = access("/proc/self/fd", R_OK | X_OK) == 0
 
     deinit { close(descriptor) }
 
@@ -81,9 +75,7 @@ public final class OpenedFile: Sendable {
 
     /// The failure of a job whose source changed under it.
     public static let changedError = ImagePipeError(
-        .unreadableSource, "the file changed while it was being processed; nothing made from it was kept: run it again")
-
-    private static let hasProcFileSystem: Bool = access("/proc/self/fd", R_OK | X_OK) == 0
+        .sourceChanged, "the file changed while it was being processed; nothing made from it was kept")
 
     private static func nanoseconds(_ time: timespec) -> Int { time.tv_sec * 1_000_000_000 + time.tv_nsec }
 }

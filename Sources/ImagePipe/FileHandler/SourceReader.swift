@@ -20,7 +20,8 @@ public struct SourceFile: Sendable {
 public enum SourceReader {
     /// Small sources are read whole: one read serves the hash and the decoder. Larger ones stay on
     /// disk while their job waits for a compression slot: they are hashed in chunks and kept open
-    /// (``OpenedFile``), and the decoder reads them again from the page cache.
+    /// (``OpenedFile``), and the decoder reads them again from the page cache. WebP and GIF files,
+    /// and every file where `/proc` is missing, are read whole up to 256 MiB and refused above.
     public static let defaultInMemoryLimit = 4 << 20
 
     /// Reads `path`; files up to `inMemoryLimit` bytes are read whole, larger ones are hashed in
@@ -57,7 +58,14 @@ public enum SourceReader {
         let size = Int(info.st_size)
         guard size > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
 
-        if size <= inMemoryLimit || (size <= mappedInMemoryLimit && isMappedByDecoder(fd)) {
+        let keepsOpen = OpenedFile.isAvailable && !isMappedByDecoder(fd)
+        if size <= inMemoryLimit || !keepsOpen {
+            // WebP and GIF files (which libvips maps) and every file where nothing can be kept open.
+            guard size <= wholeFileLimit else {
+                throw ImagePipeError(
+                    .imageTooLarge,
+                    "\(size) bytes, over the \(wholeFileLimit >> 20) MiB this format can be read in (it is read whole)")
+            }
             var data = Data(count: size)
             let got = try data.withUnsafeMutableBytes { buffer in
                 Result { () throws(ImagePipeError) in try readFully(fd, into: buffer) }
@@ -85,16 +93,17 @@ public enum SourceReader {
         // Hashed at another size than it had when opened: it is being written.
         guard total == size else { throw OpenedFile.changedError }
         keptOpen = true
-        let opened = try OpenedFile(
-            taking: fd, byteCount: total, path: String(validating: path.bytes, as: UTF8.self), status: info)
+        let opened = OpenedFile(taking: fd, byteCount: total, status: info)
         return SourceFile(content: .file(opened), sha256: hasher.finalize().hex, byteCount: total)
     }
 
-    /// WebP and GIF sources up to this size are read whole whatever `inMemoryLimit` says.
-    static let mappedInMemoryLimit = 256 << 20
+    /// The largest source read whole when it cannot be kept open: a WebP or GIF file, or any file
+    /// without `/proc`.
+    static let wholeFileLimit = 256 << 20
 
-    /// Whether libvips maps the file when it decodes it (its WebP and GIF loaders do): a file cut
-    /// short under a mapping kills the process (SIGBUS), and those decoders take the file whole anyway.
+    /// Whether libvips 8.14 maps the file when it decodes it (its WebP and GIF loaders do): a file
+    /// cut short under a mapping kills the process (SIGBUS), and those decoders take the file whole
+    /// anyway. (Later libvips releases map JPEG files too; imagepipe is built on Debian's 8.14.)
     private static func isMappedByDecoder(_ fd: Int32) -> Bool {
         var head = [UInt8](repeating: 0, count: 12)
         guard pread(fd, &head, head.count, 0) == head.count else { return false }

@@ -11,6 +11,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
             case unreadableSource = "unreadable_source"
             case sourceNotFound = "source_not_found"
             case sourceForbidden = "source_forbidden"
+            case sourceChanged = "source_changed"
             case emptyFile = "empty_file"
             case unsupportedFormat = "unsupported_format"
             case corruptImage = "corrupt_image"
@@ -57,6 +58,9 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let sourceNotFound = Code(.sourceNotFound)
         /// The object store refuses to hand a source out (HTTP 401 or 403): permissions or credentials.
         public static let sourceForbidden = Code(.sourceForbidden)
+        /// A local source was written to between its hashing and its decoding; what was made from
+        /// it is not kept. Trying again reads it as it is then.
+        public static let sourceChanged = Code(.sourceChanged)
         /// The source file has no bytes.
         public static let emptyFile = Code(.emptyFile)
         /// The bytes are not an image format imagepipe accepts, or its loader is blocked.
@@ -92,7 +96,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         /// Whether the same job may succeed if tried again later.
         public var isTransient: Bool {
             switch value {
-            case .storageUnavailable, .storageFull, .leaseExpired: true
+            case .storageUnavailable, .storageFull, .leaseExpired, .sourceChanged: true
             default: false
             }
         }
