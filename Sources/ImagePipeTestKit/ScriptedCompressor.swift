@@ -18,7 +18,6 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
         var live = 0
         var maxLive = 0
         var releases = 0
-        var releasesWhileBusy = 0
     }
 
     private let state = Mutex(State())
@@ -50,18 +49,13 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
         return CompressedImage(sourceFormat: .jpeg, sourceSize: size, variants: outputs, decodeTime: work, encodeTime: .zero)
     }
 
-    /// Counts the pipeline's calls when it goes idle, and those made while a compression ran.
+    /// Counts the pipeline's calls when it goes idle.
     public func releaseMemory() {
-        state.withLock { state in
-            state.releases += 1
-            if state.concurrent > 0 { state.releasesWhileBusy += 1 }
-        }
+        state.withLock { $0.releases += 1 }
     }
 
     /// How many times ``releaseMemory()`` was called.
     public var memoryReleases: Int { state.withLock { $0.releases } }
-    /// How many of those came while a compression was running.
-    public var memoryReleasesWhileBusy: Int { state.withLock { $0.releasesWhileBusy } }
 
     /// Source names in call order.
     public var calls: [String] { state.withLock { $0.calls } }

@@ -66,7 +66,7 @@ public struct VipsCompressor: ImageCompressor {
     /// Working memory from which an image leaves enough free heap behind to be worth trimming.
     static let trimAfterBytes = 8 << 20
     /// Whether an image of ``trimAfterBytes`` or more was compressed since the heap was last trimmed.
-    private static let heldMuch = Atomic<Bool>(false)
+    private static let heldMuchSinceTrim = Atomic<Bool>(false)
 
     /// Trims the heap when the pipeline has nothing in flight, if a large image ran since the last
     /// trim. Trimming after every large image, as imagepipe once did, cost 6% of a batch of photos:
@@ -74,7 +74,7 @@ public struct VipsCompressor: ImageCompressor {
     /// batch the heap keeps what the allocator settings allow (``Vips/tuneAllocator(arenas:mmapThreshold:trimThreshold:)``);
     /// an idle worker gives the rest back.
     public func releaseMemory() {
-        if Self.heldMuch.exchange(false, ordering: .relaxed) { ipv_release_memory() }
+        if Self.heldMuchSinceTrim.exchange(false, ordering: .relaxed) { ipv_release_memory() }
     }
 
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
@@ -83,7 +83,7 @@ public struct VipsCompressor: ImageCompressor {
         defer {
             ipv_thread_done()
             // Noted once its buffers are freed, so an idle moment that began meanwhile does not miss it.
-            if heldMuch { Self.heldMuch.store(true, ordering: .relaxed) }
+            if heldMuch { Self.heldMuchSinceTrim.store(true, ordering: .relaxed) }
         }
         // A failure's reason names only what this image raised, not an earlier image's warnings.
         ipv_begin_call()

@@ -17,23 +17,22 @@ extension FileHandler {
             return prepared
         }
 
-        let compressed: CompressedImage
-        do {
-            compressed = try compressor.compress(
+        let outcome = Result { () throws(ImagePipeError) in
+            try compressor.compress(
                 SourceImage(name: inspected.job.relativePath, content: source.content),
                 variants: configuration.variants, limits: configuration.limits)
-        } catch {
-            // Cut short or rewritten under the decoder: say so, rather than that the image is broken.
-            if case .file(let opened) = source.content, opened.hasChanged {
-                prepared.failure = OpenedFile.changedError
-            } else {
-                prepared.failure = error
-            }
-            return prepared
         }
-        // A file kept open was decoded after it was hashed: what was made must be what the hash says.
+        // A file kept open was decoded after it was hashed: what was made, or the decoder's failure,
+        // must be of the bytes the hash says (a file cut short under the decoder is not a broken image).
         if case .file(let opened) = source.content, opened.hasChanged {
             prepared.failure = OpenedFile.changedError
+            return prepared
+        }
+        let compressed: CompressedImage
+        switch outcome {
+        case .success(let made): compressed = made
+        case .failure(let error):
+            prepared.failure = error
             return prepared
         }
         prepared.format = compressed.sourceFormat

@@ -1,4 +1,4 @@
-// The extension an original's first bytes call for, when its name has none (for the stored original's key).
+// The format an original's first bytes call for: its key's extension when its name has none, and how it is read.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +14,11 @@ extension SourceReader {
         case .file(let opened):
             head = (try? opened.read(count: 16)) ?? Data()
         }
-        let bytes = [UInt8](head)
+        return signatureExtension(of: [UInt8](head))
+    }
+
+    /// `jpg`, `png`, `gif`, `webp`, `tif`, `heic` or `avif` from a file's first 16 bytes; nil when unknown.
+    static func signatureExtension(of bytes: [UInt8]) -> String? {
         func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
             bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
         }

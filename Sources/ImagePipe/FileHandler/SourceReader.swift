@@ -58,8 +58,8 @@ public enum SourceReader {
         let size = Int(info.st_size)
         guard size > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
 
-        let keepsOpen = OpenedFile.isAvailable && !isMappedByDecoder(fd)
-        if size <= inMemoryLimit || !keepsOpen {
+        // Only a large file's format is looked at: a small one is read whole whatever it is.
+        if size <= inMemoryLimit || !OpenedFile.isAvailable || isMappedByDecoder(fd) {
             // WebP and GIF files (which libvips maps) and every file where nothing can be kept open.
             guard size <= wholeFileLimit else {
                 throw ImagePipeError(
@@ -105,9 +105,10 @@ public enum SourceReader {
     /// cut short under a mapping kills the process (SIGBUS), and those decoders take the file whole
     /// anyway. (Later libvips releases map JPEG files too; imagepipe is built on Debian's 8.14.)
     private static func isMappedByDecoder(_ fd: Int32) -> Bool {
-        var head = [UInt8](repeating: 0, count: 12)
-        guard pread(fd, &head, head.count, 0) == head.count else { return false }
-        return head.starts(with: Array("GIF8".utf8)) || (head.starts(with: Array("RIFF".utf8)) && Array(head[8..<12]) == Array("WEBP".utf8))
+        var head = [UInt8](repeating: 0, count: 16)
+        let got = pread(fd, &head, head.count, 0)
+        guard got > 0 else { return false }
+        return ["gif", "webp"].contains(signatureExtension(of: Array(head[..<got])))
     }
 
     private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(ImagePipeError) -> Int {
