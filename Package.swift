@@ -36,7 +36,7 @@ let package = Package(
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Non-variadic wrappers around the libvips and libcurl calls Swift cannot make itself.
-        .target(name: "CVipsShim", dependencies: ["CLibVips"]),
+        .target(name: "CVipsShim", dependencies: ["CLibVips"], linkerSettings: [.linkedLibrary("jpeg")]),
         .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
         // libvips calls only tests and benchmarks make.
         .target(name: "CVipsProbeShim", dependencies: ["CLibVips"]),

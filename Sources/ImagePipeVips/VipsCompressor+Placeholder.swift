@@ -15,11 +15,17 @@ extension VipsCompressor {
     /// The RGBA pixels, at most 100x100, a placeholder is made from (see ``placeholder(of:)``).
     package static func placeholderPixels(of image: VipsImageHandle) -> (width: Int, height: Int, rgba: [UInt8])? {
         let pointer = image.pointer
-        let width = Int(pointer.pointee.Xsize), height = Int(pointer.pointee.Ysize), bands = Int(pointer.pointee.Bands)
-        guard pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, bands == 3 || bands == 4, width > 0, height > 0,
-            let data = vips_image_get_data(pointer)
-        else { return nil }
-        let pixels = data.assumingMemoryBound(to: UInt8.self)
+        guard pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, let data = vips_image_get_data(pointer) else { return nil }
+        return placeholderPixels(
+            of: data.assumingMemoryBound(to: UInt8.self), width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize),
+            bands: Int(pointer.pointee.Bands))
+    }
+
+    /// The same from interleaved 8-bit pixels, 3 (RGB) or 4 (RGBA) bands.
+    static func placeholderPixels(
+        of pixels: UnsafePointer<UInt8>, width: Int, height: Int, bands: Int
+    ) -> (width: Int, height: Int, rgba: [UInt8])? {
+        guard bands == 3 || bands == 4, width > 0, height > 0 else { return nil }
         let scale = max(1, Double(max(width, height)) / 100)
         let outWidth = max(1, Int((Double(width) / scale).rounded())), outHeight = max(1, Int((Double(height) / scale).rounded()))
         // Each output pixel is the mean of its block of source pixels; the blocks' columns are

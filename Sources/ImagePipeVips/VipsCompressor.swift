@@ -24,6 +24,9 @@ public struct VipsCompressor: ImageCompressor {
         /// Working memory all concurrent compressions may hold together (see ``WorkingMemoryBudget``);
         /// nil for no limit. The default suits two images at once.
         public var workingMemoryLimit: Int? = 2 * Self.workingMemoryPerImage
+        /// Whether plain JPEGs that need no resizing skip libvips (see ``VipsCompressor/compressDirectly(_:variants:limits:)``);
+        /// off only to compare the two paths.
+        package var decodesPlainJPEGsDirectly = true
 
         /// The working memory to allow per image compressed at once: room for a 5120x2880 progressive
         /// JPEG (88 MB of coefficients) with its outputs, so two light images never wait for each other.
@@ -54,7 +57,7 @@ public struct VipsCompressor: ImageCompressor {
 
     /// Encoder settings.
     public let configuration: Configuration
-    private let budget: WorkingMemoryBudget?
+    let budget: WorkingMemoryBudget?
 
     /// Creates a compressor, starting libvips if needed.
     public init(configuration: Configuration = .init()) throws(ImagePipeError) {
@@ -66,7 +69,7 @@ public struct VipsCompressor: ImageCompressor {
     /// Working memory from which an image leaves enough free heap behind to be worth trimming.
     static let trimAfterBytes = 8 << 20
     /// Whether an image of ``trimAfterBytes`` or more was compressed since the heap was last trimmed.
-    private static let heldMuchSinceTrim = Atomic<Bool>(false)
+    static let heldMuchSinceTrim = Atomic<Bool>(false)
 
     /// Trims the heap when the pipeline has nothing in flight, if a large image ran since the last
     /// trim. Trimming after every large image, as imagepipe once did, cost 6% of a batch of photos:
@@ -78,6 +81,7 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
+        if let direct = compressDirectly(source, variants: variants, limits: limits) { return direct }
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
         var heldMuch = false
         defer {

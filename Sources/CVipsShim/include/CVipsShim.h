@@ -105,4 +105,21 @@ int ipv_score_reference_is_sampled(const ipv_score_reference *ref);
 
 void ipv_score_reference_free(ipv_score_reference *ref);
 
+/// Plain JPEGs decoded and encoded with libjpeg directly, without libvips' per-image machinery.
+/// `ipv_jpeg_open` reads the header of a JPEG held in memory (which must outlive the handle) and
+/// returns NULL unless it is 8-bit YCbCr, RGB or grey with no ICC profile and a plainly laid out
+/// EXIF orientation, and libjpeg raised nothing; the caller then goes through libvips.
+typedef struct ipv_jpeg ipv_jpeg;
+ipv_jpeg *ipv_jpeg_open(const void *buf, size_t len);
+/// The stored size, the EXIF orientation (1–8) and whether the file is progressive.
+void ipv_jpeg_info(const ipv_jpeg *jpeg, int *width, int *height, int *orientation, int *progressive);
+/// The pixels as displayed (oriented), 3 bytes of RGB each, freed with `ipv_jpeg_free`; NULL if
+/// libjpeg raised an error or a warning. Call once per handle.
+unsigned char *ipv_jpeg_decode(ipv_jpeg *jpeg);
+void ipv_jpeg_close(ipv_jpeg *jpeg);
+/// Encodes RGB as `ipv_save_jpeg` has libvips do it, byte for byte; the buffer is freed with `ipv_jpeg_free`.
+int ipv_jpeg_encode(const unsigned char *rgb, int width, int height, int quality, int progressive, int full_chroma,
+    void **buf, size_t *len);
+void ipv_jpeg_free(void *p);
+
 #endif

@@ -1,0 +1,79 @@
+// Plain JPEGs that need no resizing (avatars, icons, already-small photos) go through libjpeg directly.
+import CVipsShim
+import Foundation
+public import ImagePipe
+import Synchronization
+
+extension VipsCompressor {
+    /// Compresses a JPEG held in memory without libvips when the outputs are exactly what libvips
+    /// would make: every variant a fixed-quality JPEG at the image's own displayed size, a source
+    /// that is 8-bit YCbCr, RGB or grey with no ICC profile, and nothing libjpeg warns about. The
+    /// same decode, orientation and encoder settings give the same bytes (tested against the libvips
+    /// path); what is saved is libvips' per-image machinery, most of a small image's cost.
+    ///
+    /// Nil whenever any of that does not hold, and for every failure: the libvips path then makes
+    /// the outputs, or words the error, as it always has.
+    package func compressDirectly(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) -> CompressedImage? {
+        guard configuration.decodesPlainJPEGsDirectly, !configuration.scoreEveryVariant,
+            case .bytes(let data) = source.content,
+            variants.allSatisfy({ $0.format == .jpeg && !$0.isAuto })
+        else { return nil }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let decoded: (pixels: UnsafeMutablePointer<UInt8>, size: PixelSize, heldMuch: Bool)? = data.withUnsafeBytes { bytes in
+            guard let jpeg = ipv_jpeg_open(bytes.baseAddress, bytes.count) else { return nil }
+            defer { ipv_jpeg_close(jpeg) }
+            var width: Int32 = 0, height: Int32 = 0, orientation: Int32 = 1, progressive: Int32 = 0
+            ipv_jpeg_info(jpeg, &width, &height, &orientation, &progressive)
+            let stored = PixelSize(width: Int(width), height: Int(height))
+            let displayed = orientation >= 5 ? PixelSize(width: stored.height, height: stored.width) : stored
+            guard stored.area <= limits.maxPixels,
+                ResizePlan(source: displayed, variants: variants).outputs.allSatisfy({ $0 == displayed })
+            else { return nil }
+            let needed = Self.directWorkingMemory(displayed, progressive: progressive != 0, sourceBytes: bytes.count)
+            let reserved = budget?.acquire(needed) ?? 0
+            defer { budget?.release(reserved) }
+            guard let pixels = ipv_jpeg_decode(jpeg) else { return nil }
+            return (pixels, displayed, needed >= Self.trimAfterBytes)
+        }
+        guard let decoded else { return nil }
+        defer {
+            ipv_jpeg_free(decoded.pixels)
+            if decoded.heldMuch { Self.heldMuchSinceTrim.store(true, ordering: .relaxed) }
+        }
+        let decodeTime = clock.now - start
+
+        let size = decoded.size
+        var encoded: [EncodedVariant] = []
+        encoded.reserveCapacity(variants.count)
+        for variant in variants {
+            var buffer: UnsafeMutableRawPointer?
+            var length = 0
+            let options = variant.options
+            guard
+                ipv_jpeg_encode(
+                    decoded.pixels, Int32(size.width), Int32(size.height), Int32(variant.quality),
+                    options.isProgressive(for: size) ? 1 : 0, options.fullChroma ? 1 : 0, &buffer, &length) == 0,
+                let buffer
+            else { return nil }
+            var output = EncodedVariant(
+                spec: variant, size: size,
+                data: Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_jpeg_free(pointer) }))
+            output.quality = variant.quality
+            encoded.append(output)
+        }
+        var compressed = CompressedImage(
+            sourceFormat: .jpeg, sourceSize: size, variants: encoded,
+            decodeTime: decodeTime, encodeTime: clock.now - start - decodeTime)
+        compressed.placeholder = Self.placeholderPixels(of: decoded.pixels, width: size.width, height: size.height, bands: 3)
+            .map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
+        return compressed
+    }
+
+    /// The memory a direct compression holds at its peak: the source, the decoder's coefficients
+    /// for a progressive file, the decoded pixels and the encoder's coefficients for its optimised
+    /// Huffman pass (6 bytes per pixel at most, as for the libvips path).
+    static func directWorkingMemory(_ size: PixelSize, progressive: Bool, sourceBytes: Int) -> Int {
+        sourceBytes + (progressive ? size.area * 6 : 0) + size.area * 3 + size.area * 6
+    }
+}
