@@ -112,11 +112,13 @@ ipv_jpeg *ipv_jpeg_open(const void *buf, size_t len) {
         ((cinfo->jpeg_color_space == JCS_YCbCr && cinfo->num_components == 3) ||
          (cinfo->jpeg_color_space == JCS_RGB && cinfo->num_components == 3) ||
          (cinfo->jpeg_color_space == JCS_GRAYSCALE && cinfo->num_components == 1));
-    int exif_blocks = 0;
+    int exif_blocks = 0, icc_segments = 0;
     jpeg->orientation = 1;
     for (jpeg_saved_marker_ptr marker = cinfo->marker_list; plain && marker; marker = marker->next) {
         if (marker->marker == JPEG_APP0 + 2 && marker->data_length >= 12 && memcmp(marker->data, "ICC_PROFILE\0", 12) == 0)
-            plain = 0; /* libvips would convert from the embedded profile to sRGB */
+            /* libvips converts from any profile but sRGB's; one split over several segments is left to it. */
+            plain = ++icc_segments == 1 && marker->data_length > 14 && marker->data[12] == 1 && marker->data[13] == 1 &&
+                ipv_icc_is_srgb(marker->data + 14, marker->data_length - 14);
         else if (marker->marker == JPEG_APP0 + 1 && marker->data_length >= 4 && memcmp(marker->data, "Exif", 4) == 0) {
             jpeg->orientation = exif_orientation(marker->data, marker->data_length);
             plain = jpeg->orientation > 0 && ++exif_blocks == 1;

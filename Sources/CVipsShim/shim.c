@@ -71,7 +71,25 @@ static VipsInteresting crop_mode(int crop) {
     return crop ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE;
 }
 
-int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, VipsImage **out) {
+int ipv_profile_needs_conversion(VipsImage *header) {
+    const void *icc = NULL;
+    size_t length = 0;
+    if (header->Bands < 3 || header->Type == VIPS_INTERPRETATION_CMYK || !vips_image_get_typeof(header, VIPS_META_ICC_NAME) ||
+        vips_image_get_blob(header, VIPS_META_ICC_NAME, &icc, &length))
+        return 0;
+    return !ipv_icc_is_srgb(icc, length);
+}
+
+/* libvips 8.14's thumbnail converts pixels with an embedded profile only when given a profile to
+ * export to; without one a Display P3 photo keeps its P3 values and, once stripped, shows dull in
+ * every browser. Asked for on every image, it would also run images without a profile through a
+ * colour transform; so only for those ipv_profile_needs_conversion picks (CMYK is converted
+ * through its profile by libvips' colourspace step anyway). NULL leaves the option unset. */
+static const char *export_profile(int to_srgb) {
+    return to_srgb ? "srgb" : NULL;
+}
+
+int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int to_srgb, VipsImage **out) {
     mark_errors();
     // libvips 8.14 does not forward fail_on to buffer loaders; the loader option string does.
     return vips_thumbnail_buffer((void *) buf, len, out, width,
@@ -80,25 +98,28 @@ int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
         "fail_on", VIPS_FAIL_ON_TRUNCATED,
+        "export_profile", export_profile(to_srgb),
         NULL);
 }
 
-int ipv_thumbnail_file(const char *path, int width, int height, int crop, VipsImage **out) {
+int ipv_thumbnail_file(const char *path, int width, int height, int crop, int to_srgb, VipsImage **out) {
     mark_errors();
     return vips_thumbnail(path, out, width,
         "height", height,
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
         "fail_on", VIPS_FAIL_ON_TRUNCATED,
+        "export_profile", export_profile(to_srgb),
         NULL);
 }
 
-int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, VipsImage **out) {
+int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, int to_srgb, VipsImage **out) {
     mark_errors();
     return vips_thumbnail_image(in, out, width,
         "height", height,
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
+        "export_profile", export_profile(to_srgb),
         NULL);
 }
 

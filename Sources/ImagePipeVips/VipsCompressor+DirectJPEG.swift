@@ -7,7 +7,7 @@ import Synchronization
 extension VipsCompressor {
     /// Compresses a JPEG held in memory without libvips when the outputs are exactly what libvips
     /// would make: every variant a fixed-quality JPEG at the image's own displayed size, a source
-    /// that is 8-bit YCbCr, RGB or grey with no ICC profile, and nothing libjpeg warns about. The
+    /// that is 8-bit YCbCr, RGB or grey with no ICC profile but sRGB's, and nothing libjpeg warns about. The
     /// same decode, orientation and encoder settings give the same bytes (tested against the libvips
     /// path); what is saved is libvips' per-image machinery, most of a small image's cost.
     ///

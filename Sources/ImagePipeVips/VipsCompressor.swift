@@ -196,7 +196,8 @@ public struct VipsCompressor: ImageCompressor {
         return format
     }
 
-    /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB.
+    /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB
+    /// converted from any embedded profile.
     ///
     /// When `size` is the image's own, nothing can shrink on load, and the loader `header` already
     /// opened decodes it: opening the source a second time (a loader search, a header and an EXIF
@@ -206,16 +207,17 @@ public struct VipsCompressor: ImageCompressor {
     ) throws(ImagePipeError) -> VipsImageHandle {
         var out: UnsafeMutablePointer<VipsImage>?
         let box = Self.box(for: size, byWidth: byWidth, crop: crop)
+        let toSRGB = ipv_profile_needs_conversion(header.pointer)
         let status: Int32
         switch source.content {
         case _ where size == Self.displayedSize(of: header):
-            status = ipv_thumbnail_image(header.pointer, box.width, box.height, crop ? 1 : 0, &out)
+            status = ipv_thumbnail_image(header.pointer, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
         case .bytes(let data):
             status = data.withUnsafeBytes {
-                ipv_thumbnail_buffer($0.baseAddress, $0.count, box.width, box.height, crop ? 1 : 0, &out)
+                ipv_thumbnail_buffer($0.baseAddress, $0.count, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
             }
         case .file(let opened):
-            status = ipv_thumbnail_file(opened.decoderPath, box.width, box.height, crop ? 1 : 0, &out)
+            status = ipv_thumbnail_file(opened.decoderPath, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
         }
         guard status == 0, let out else { throw decodeError() }
         return try toSRGB8(VipsImageHandle(out))
@@ -233,7 +235,8 @@ public struct VipsCompressor: ImageCompressor {
         if image.size == size { return image }
         var out: UnsafeMutablePointer<VipsImage>?
         let box = Self.box(for: size, byWidth: byWidth, crop: crop)
-        guard ipv_thumbnail_image(image.pointer, box.width, box.height, crop ? 1 : 0, &out) == 0, let out else {
+        // The decoded copy is sRGB already and its profile forgotten.
+        guard ipv_thumbnail_image(image.pointer, box.width, box.height, crop ? 1 : 0, 0, &out) == 0, let out else {
             throw decodeError()
         }
         return VipsImageHandle(out)

@@ -42,6 +42,38 @@ import Testing
         }
     }
 
+    /// A Display P3 photo comes out as the same colours in sRGB: compared with the photo converted
+    /// by an independent colour engine (Pillow's LittleCMS build) and stored without a profile, both
+    /// at full size (the pixels libvips decoded directly) and resized (a shrink-on-load decode).
+    @Test(arguments: ["c=4000x4000,png", "c=300x300,png"])
+    func embeddedProfilesAreConvertedToSRGB(_ spec: String) throws {
+        let directory = TemporaryDirectory()
+        let converted = directory.path + "/srgb.png"
+        let script = """
+            import io, sys
+            from PIL import Image, ImageCms
+            image = Image.open(sys.argv[1])
+            source = ImageCms.ImageCmsProfile(io.BytesIO(image.info["icc_profile"]))
+            srgb = ImageCms.profileToProfile(image, source, ImageCms.createProfile("sRGB"),
+                renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC, outputMode="RGB")
+            srgb.save(sys.argv[2])
+            """
+        _ = try PythonOracle.run(script, [Fixtures.path("images/formats/display-p3.jpg"), converted])
+        let variants = [Fixtures.variant(spec)]
+        let mine = try VipsProbe.decode(Fixtures.compress("images/formats/display-p3.jpg", variants).variants[0].data)
+        let oracle = try VipsProbe.decode(
+            Fixtures.compress(bytes: try Data(contentsOf: URL(fileURLWithPath: converted)), variants).variants[0].data)
+        #expect(mine.size == oracle.size)
+        let difference = try #require(mine.meanAbsoluteDifference(to: oracle))
+        #expect(difference < 0.3, "differs from the sRGB conversion by \(difference)")
+        // The same photo with its P3 values taken as sRGB (the profile ignored) is far off, or the
+        // check above would prove nothing.
+        if spec == "c=4000x4000,png" {
+            let unconverted = try VipsProbe.decode(Fixtures.data("images/formats/display-p3.jpg"))
+            #expect(try #require(unconverted.meanAbsoluteDifference(to: oracle)) > 1.5)
+        }
+    }
+
     @Test func sixteenBitMatchesItsEightBitOriginal() throws {
         let (_, deep) = try output("images/formats/rgb16.png")
         let (_, reference) = try output("images/formats/small-200x150.jpg")

@@ -27,12 +27,21 @@ int ipv_get_int(VipsImage *image, const char *name, int fallback);
 /// Drops the attached ICC profile once pixels are already sRGB, so later resizes skip colour management.
 void ipv_forget_profile(VipsImage *image);
 
-/// Shrink-on-load thumbnail: auto-orients, imports any embedded or fallback profile to sRGB,
-/// never enlarges, fails on truncated data. `crop` non-zero crops around the centre to width x height.
-int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, VipsImage **out);
-int ipv_thumbnail_file(const char *path, int width, int height, int crop, VipsImage **out);
+/// Whether an ICC profile describes sRGB (its primaries and tone curve, no lookup tables), so that
+/// converting from it would change nothing but rounding.
+int ipv_icc_is_srgb(const void *icc, size_t len);
+
+/// Whether an image's embedded ICC profile must be converted from by the thumbnail (`to_srgb`):
+/// RGB images that carry one other than sRGB. CMYK is converted through its profile in any case.
+int ipv_profile_needs_conversion(VipsImage *header);
+
+/// Shrink-on-load thumbnail: auto-orients, never enlarges, fails on truncated data, converts from
+/// the embedded profile to sRGB when `to_srgb` is non-zero (see ipv_profile_needs_conversion).
+/// `crop` non-zero crops around the centre to width x height.
+int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int to_srgb, VipsImage **out);
+int ipv_thumbnail_file(const char *path, int width, int height, int crop, int to_srgb, VipsImage **out);
 /// The same from an image already decoded into memory.
-int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, VipsImage **out);
+int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, int to_srgb, VipsImage **out);
 
 /// Converts any interpretation and depth (grey, 16-bit, CMYK, LAB) to 8-bit sRGB, keeping alpha.
 int ipv_to_srgb8(VipsImage *in, VipsImage **out);
@@ -107,7 +116,7 @@ void ipv_score_reference_free(ipv_score_reference *ref);
 
 /// Plain JPEGs decoded and encoded with libjpeg directly, without libvips' per-image machinery.
 /// `ipv_jpeg_open` reads the header of a JPEG held in memory (which must outlive the handle) and
-/// returns NULL unless it is 8-bit YCbCr, RGB or grey with no ICC profile and a plainly laid out
+/// returns NULL unless it is 8-bit YCbCr, RGB or grey with no ICC profile but sRGB's, a plainly laid out
 /// EXIF orientation, and libjpeg raised nothing; the caller then goes through libvips.
 typedef struct ipv_jpeg ipv_jpeg;
 ipv_jpeg *ipv_jpeg_open(const void *buf, size_t len);
