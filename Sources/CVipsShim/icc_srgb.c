@@ -74,9 +74,11 @@ int ipv_icc_is_srgb(const void *data, size_t len) {
     if (!icc || len < 132 || be32(icc) > len || memcmp(icc + 16, "RGB ", 4) != 0 || memcmp(icc + 20, "XYZ ", 4) != 0)
         return 0;
     size_t size;
-    /* Lookup tables take precedence over the matrix and curves in a colour engine. */
-    if (find_tag(icc, len, "A2B0", &size) || find_tag(icc, len, "A2B1", &size) || find_tag(icc, len, "A2B2", &size))
-        return 0;
+    /* Lookup tables, integer or float, take precedence over the matrix and curves in a colour engine. */
+    const char *tables[] = { "A2B0", "A2B1", "A2B2", "D2B0", "D2B1", "D2B2" };
+    for (int i = 0; i < 6; i++)
+        if (find_tag(icc, len, tables[i], &size))
+            return 0;
     if (!is_colorant(icc, len, "rXYZ", 0.4361, 0.2225, 0.0139) || !is_colorant(icc, len, "gXYZ", 0.3851, 0.7169, 0.0971) ||
         !is_colorant(icc, len, "bXYZ", 0.1431, 0.0606, 0.7141))
         return 0;

@@ -1,6 +1,7 @@
 // Plain JPEGs that need no resizing, decoded and encoded with libjpeg directly, as libvips would.
 #include "CVipsShim.h"
 #include <setjmp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ struct ipv_jpeg {
     struct jpeg_decompress_struct cinfo;
     struct direct_errors errors;
     int orientation;
+    int progressive;
 };
 
 static unsigned read16(const unsigned char *p, int big) {
@@ -71,10 +73,11 @@ static int exif_orientation(const unsigned char *data, size_t length) {
     if (read16(tiff + 2, big) != 42)
         return -1;
     unsigned long ifd = read32(tiff + 4, big);
-    if (ifd < 8 || ifd + 2 > size)
+    /* Compared without adding, so a hostile offset cannot wrap round. */
+    if (ifd < 8 || ifd > size - 2)
         return -1;
     unsigned entries = read16(tiff + ifd, big);
-    if (ifd + 2 + (unsigned long) entries * 12 > size)
+    if (entries > (size - 2 - ifd) / 12)
         return -1;
     for (unsigned i = 0; i < entries; i++) {
         const unsigned char *entry = tiff + ifd + 2 + i * 12;
@@ -115,9 +118,10 @@ ipv_jpeg *ipv_jpeg_open(const void *buf, size_t len) {
     int exif_blocks = 0, icc_segments = 0;
     jpeg->orientation = 1;
     for (jpeg_saved_marker_ptr marker = cinfo->marker_list; plain && marker; marker = marker->next) {
-        if (marker->marker == JPEG_APP0 + 2 && marker->data_length >= 12 && memcmp(marker->data, "ICC_PROFILE\0", 12) == 0)
-            /* libvips converts from any profile but sRGB's; one split over several segments is left to it. */
-            plain = ++icc_segments == 1 && marker->data_length > 14 && marker->data[12] == 1 && marker->data[13] == 1 &&
+        if (marker->marker == JPEG_APP0 + 2 && marker->data_length > 14 && memcmp(marker->data, "ICC_PROFILE", 11) == 0)
+            /* What libvips takes for a profile segment. It converts from any profile but sRGB's; one
+             * split over several segments, or oddly labelled, is left to it. */
+            plain = ++icc_segments == 1 && marker->data[11] == 0 && marker->data[12] == 1 && marker->data[13] == 1 &&
                 ipv_icc_is_srgb(marker->data + 14, marker->data_length - 14);
         else if (marker->marker == JPEG_APP0 + 1 && marker->data_length >= 4 && memcmp(marker->data, "Exif", 4) == 0) {
             jpeg->orientation = exif_orientation(marker->data, marker->data_length);
@@ -131,6 +135,7 @@ ipv_jpeg *ipv_jpeg_open(const void *buf, size_t len) {
     }
     /* Grey comes out as RGB, each sample repeated, as libvips' conversion to sRGB makes it. */
     cinfo->out_color_space = JCS_RGB;
+    jpeg->progressive = jpeg_has_multiple_scans(cinfo) ? 1 : 0;
     return jpeg;
 }
 
@@ -138,7 +143,7 @@ void ipv_jpeg_info(const ipv_jpeg *jpeg, int *width, int *height, int *orientati
     *width = (int) jpeg->cinfo.image_width;
     *height = (int) jpeg->cinfo.image_height;
     *orientation = jpeg->orientation;
-    *progressive = jpeg_has_multiple_scans((j_decompress_ptr) &jpeg->cinfo) ? 1 : 0;
+    *progressive = jpeg->progressive;
 }
 
 /* Where stored pixel (x, y) of a w x h image lands when displayed upright under EXIF orientation
@@ -159,6 +164,8 @@ static size_t oriented_offset(int o, size_t x, size_t y, size_t w, size_t h) {
 unsigned char *ipv_jpeg_decode(ipv_jpeg *jpeg) {
     struct jpeg_decompress_struct *cinfo = &jpeg->cinfo;
     size_t w = cinfo->image_width, h = cinfo->image_height;
+    if (w == 0 || h == 0 || w > SIZE_MAX / 3 / h)
+        return NULL;
     unsigned char *volatile pixels = malloc(w * h * 3);
     unsigned char *volatile row = jpeg->orientation == 1 ? NULL : malloc(w * 3);
     if (!pixels || (jpeg->orientation != 1 && !row)) {

@@ -74,8 +74,11 @@ static VipsInteresting crop_mode(int crop) {
 int ipv_profile_needs_conversion(VipsImage *header) {
     const void *icc = NULL;
     size_t length = 0;
-    if (header->Bands < 3 || header->Type == VIPS_INTERPRETATION_CMYK || !vips_image_get_typeof(header, VIPS_META_ICC_NAME) ||
-        vips_image_get_blob(header, VIPS_META_ICC_NAME, &icc, &length))
+    if (header->Bands < 3 || (header->Type != VIPS_INTERPRETATION_sRGB && header->Type != VIPS_INTERPRETATION_RGB16) ||
+        !vips_image_get_typeof(header, VIPS_META_ICC_NAME) || vips_image_get_blob(header, VIPS_META_ICC_NAME, &icc, &length))
+        return 0;
+    /* Only an RGB profile describes these pixels; libvips' colourspace step handles the rest as before. */
+    if (length < 20 || memcmp((const unsigned char *) icc + 16, "RGB ", 4) != 0)
         return 0;
     return !ipv_icc_is_srgb(icc, length);
 }

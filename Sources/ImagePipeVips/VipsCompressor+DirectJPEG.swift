@@ -20,7 +20,7 @@ extension VipsCompressor {
         else { return nil }
         let clock = ContinuousClock()
         let start = clock.now
-        let decoded: (pixels: UnsafeMutablePointer<UInt8>, size: PixelSize, heldMuch: Bool)? = data.withUnsafeBytes { bytes in
+        let decoded: (pixels: UnsafeMutablePointer<UInt8>, size: PixelSize, reserved: Int, heldMuch: Bool)? = data.withUnsafeBytes { bytes in
             guard let jpeg = ipv_jpeg_open(bytes.baseAddress, bytes.count) else { return nil }
             defer { ipv_jpeg_close(jpeg) }
             var width: Int32 = 0, height: Int32 = 0, orientation: Int32 = 1, progressive: Int32 = 0
@@ -30,15 +30,20 @@ extension VipsCompressor {
             guard stored.area <= limits.maxPixels,
                 ResizePlan(source: displayed, variants: variants).outputs.allSatisfy({ $0 == displayed })
             else { return nil }
+            // Held until the last variant is encoded (released below): the pixels and each encoder's
+            // coefficients are most of it.
             let needed = Self.directWorkingMemory(displayed, progressive: progressive != 0, sourceBytes: bytes.count)
             let reserved = budget?.acquire(needed) ?? 0
-            defer { budget?.release(reserved) }
-            guard let pixels = ipv_jpeg_decode(jpeg) else { return nil }
-            return (pixels, displayed, needed >= Self.trimAfterBytes)
+            guard let pixels = ipv_jpeg_decode(jpeg) else {
+                budget?.release(reserved)
+                return nil
+            }
+            return (pixels, displayed, reserved, needed >= Self.trimAfterBytes)
         }
         guard let decoded else { return nil }
         defer {
             ipv_jpeg_free(decoded.pixels)
+            budget?.release(decoded.reserved)
             if decoded.heldMuch { Self.heldMuchSinceTrim.store(true, ordering: .relaxed) }
         }
         let decodeTime = clock.now - start
@@ -67,6 +72,7 @@ extension VipsCompressor {
             decodeTime: decodeTime, encodeTime: clock.now - start - decodeTime)
         compressed.placeholder = Self.placeholderPixels(of: decoded.pixels, width: size.width, height: size.height, bands: 3)
             .map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
+        directCompressions.count.add(1, ordering: .relaxed)
         return compressed
     }
 
@@ -76,4 +82,14 @@ extension VipsCompressor {
     static func directWorkingMemory(_ size: PixelSize, progressive: Bool, sourceBytes: Int) -> Int {
         sourceBytes + (progressive ? size.area * 6 : 0) + size.area * 3 + size.area * 6
     }
+}
+
+/// How many images a compressor made through the direct path: what tells the paths apart, as
+/// their outputs are the same.
+package final class DirectPathCounter: Sendable {
+    let count = Atomic<Int>(0)
+    init() {}
+
+    /// The count so far.
+    package var value: Int { count.load(ordering: .relaxed) }
 }

@@ -58,6 +58,8 @@ public struct VipsCompressor: ImageCompressor {
     /// Encoder settings.
     public let configuration: Configuration
     let budget: WorkingMemoryBudget?
+    /// Images this compressor made without libvips (see ``compressDirectly(_:variants:limits:)``).
+    package let directCompressions = DirectPathCounter()
 
     /// Creates a compressor, starting libvips if needed.
     public init(configuration: Configuration = .init()) throws(ImagePipeError) {

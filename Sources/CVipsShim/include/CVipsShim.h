@@ -32,7 +32,7 @@ void ipv_forget_profile(VipsImage *image);
 int ipv_icc_is_srgb(const void *icc, size_t len);
 
 /// Whether an image's embedded ICC profile must be converted from by the thumbnail (`to_srgb`):
-/// RGB images that carry one other than sRGB. CMYK is converted through its profile in any case.
+/// RGB images that carry an RGB profile other than sRGB. CMYK is converted through its profile in any case.
 int ipv_profile_needs_conversion(VipsImage *header);
 
 /// Shrink-on-load thumbnail: auto-orients, never enlarges, fails on truncated data, converts from
