@@ -100,8 +100,7 @@ ipv_jpeg *ipv_jpeg_open(const void *buf, size_t len) {
     jpeg->cinfo.err = &jpeg->errors.pub;
     direct_errors_init(&jpeg->errors);
     if (setjmp(jpeg->errors.jump)) {
-        jpeg_destroy_decompress(&jpeg->cinfo);
-        free(jpeg);
+        ipv_jpeg_close(jpeg);
         return NULL;
     }
     jpeg_create_decompress(&jpeg->cinfo);
@@ -129,8 +128,7 @@ ipv_jpeg *ipv_jpeg_open(const void *buf, size_t len) {
         }
     }
     if (!plain) {
-        jpeg_destroy_decompress(cinfo);
-        free(jpeg);
+        ipv_jpeg_close(jpeg);
         return NULL;
     }
     /* Grey comes out as RGB, each sample repeated, as libvips' conversion to sRGB makes it. */

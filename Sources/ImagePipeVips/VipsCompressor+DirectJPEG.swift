@@ -27,12 +27,13 @@ extension VipsCompressor {
             ipv_jpeg_info(jpeg, &width, &height, &orientation, &progressive)
             let stored = PixelSize(width: Int(width), height: Int(height))
             let displayed = orientation >= 5 ? PixelSize(width: stored.height, height: stored.width) : stored
-            guard stored.area <= limits.maxPixels,
-                ResizePlan(source: displayed, variants: variants).outputs.allSatisfy({ $0 == displayed })
-            else { return nil }
+            let plan = ResizePlan(source: displayed, variants: variants)
+            guard stored.area <= limits.maxPixels, plan.outputs.allSatisfy({ $0 == displayed }) else { return nil }
             // Held until the last variant is encoded (released below): the pixels and each encoder's
-            // coefficients are most of it.
-            let needed = Self.directWorkingMemory(displayed, progressive: progressive != 0, sourceBytes: bytes.count)
+            // coefficients are most of it. A progressive file's coefficients are counted as for
+            // three full components, the most they can be.
+            let needed = Self.workingMemory(
+                decoder: progressive != 0 ? stored.area * 2 * 3 : 0, plan: plan, variants: variants, sourceBytes: bytes.count)
             let reserved = budget?.acquire(needed) ?? 0
             guard let pixels = ipv_jpeg_decode(jpeg) else {
                 budget?.release(reserved)
@@ -74,13 +75,6 @@ extension VipsCompressor {
             .map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
         directCompressions.count.add(1, ordering: .relaxed)
         return compressed
-    }
-
-    /// The memory a direct compression holds at its peak: the source, the decoder's coefficients
-    /// for a progressive file, the decoded pixels and the encoder's coefficients for its optimised
-    /// Huffman pass (6 bytes per pixel at most, as for the libvips path).
-    static func directWorkingMemory(_ size: PixelSize, progressive: Bool, sourceBytes: Int) -> Int {
-        sourceBytes + (progressive ? size.area * 6 : 0) + size.area * 3 + size.area * 6
     }
 }
 

@@ -329,6 +329,12 @@ public struct VipsCompressor: ImageCompressor {
                 // WebP, HEIC, AVIF and GIF decoders produce the whole image at once.
                 stored.area * max(bands, 3) * sampleBytes
             }
+        return workingMemory(decoder: decoder, plan: plan, variants: variants, sourceBytes: sourceBytes)
+    }
+
+    /// The same once the decoder's own buffers are known: the source bytes, those buffers, the
+    /// in-memory intermediate and the largest encoder's buffers.
+    static func workingMemory(decoder: Int, plan: ResizePlan, variants: [VariantSpec], sourceBytes: Int) -> Int {
         // The decoded copy every variant is made from, or the one output's pixels.
         let intermediate = (variants.count > 1 ? plan.decodeSize.area : plan.outputs[0].area) * 4
         // Encoders hold their whole input: JPEG's optimised Huffman pass keeps coefficients (6 bytes per
