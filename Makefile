@@ -48,7 +48,8 @@ format-check:
 # temporary directory), moto's S3 server and boto3 (servers started on loopback), the reference
 # `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), iproute2 (a
 # worker on a second host in a network namespace), Chromium (renders the report), and Prometheus
-# with promtool and curl (check and scrape the metrics endpoint).
+# with promtool and curl (check and scrape the metrics endpoint), and strace (the order of fsyncs
+# and renames under `batch`).
 test-deps:
 	@[ -x /usr/lib/postgresql/15/bin/initdb ] || { \
 		echo "installing postgresql for the PostgreSQL queue tests"; \
@@ -69,6 +70,8 @@ test-deps:
 	@{ command -v promtool && command -v prometheus && command -v curl; } >/dev/null || { \
 		echo "installing prometheus and curl for the metrics tests"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus curl; }
+	@command -v strace >/dev/null || { echo "installing strace for the test that checks the order of fsyncs and renames"; $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends strace; }
 	@command -v systemd-analyze >/dev/null || { echo "installing systemd for systemd-analyze verify of deploy/"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd; }
 

@@ -73,6 +73,33 @@ import Testing
         #expect(compressor.liveOutputs == 0, "outputs are released once stored")
     }
 
+    @Test func jobsWaitingForTheirOutputsToBeMadeDurableHoldNoRoomAndFinishOnlyThen() {
+        // A store that takes the bytes at once and reports each put later, as the local directory
+        // does between rounds of fsyncs.
+        let compressor = ScriptedCompressor()
+        let storage = DeferredStorage()
+        let pipeline = JobPipeline(
+            handler: FileHandler(compressor: compressor, storage: storage), configuration: .init(jobs: 1, uploads: 1, maxInFlight: 2))
+        let results = Mutex<[JobResult]>([])
+        let accepted = DispatchSemaphore(value: 0)
+        let all = jobs(10)
+        Thread.detachNewThread {
+            for job in all { pipeline.submit(job) { result in results.withLock { $0.append(result) } } }
+            accepted.signal()
+        }
+        #expect(accepted.wait(timeout: .now() + 20) == .success, "ten jobs accepted with room for two, none of them finished")
+        let deadline = ContinuousClock.now + .seconds(20)
+        while storage.waiting < 30 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.002) }
+        #expect(storage.waiting == 30)
+        #expect(results.withLock { $0.isEmpty }, "no job reported before its outputs are durable")
+        #expect(compressor.liveOutputs == 0, "the waiting jobs hold none of their bytes")
+        #expect(compressor.maxLiveOutputs <= 2 * 3)
+        // Reports whatever arrives until the pipeline is idle, so a failure above cannot hang here.
+        repeat { storage.reportAll() } while !pipeline.waitUntilIdle(timeout: .now() + .milliseconds(20))
+        #expect(results.withLock { $0.count == 10 && $0.allSatisfy { $0.status == .done } })
+        #expect(pipeline.jobsInFlight == 0)
+    }
+
     @Test func reservingRefusesWhenFull() {
         let compressor = ScriptedCompressor(work: .milliseconds(50))
         let pipeline = JobPipeline(
@@ -111,4 +138,35 @@ extension Atomic where Value == Int {
             current = original
         }
     }
+}
+
+/// Takes every put's bytes at once (keeping only its key) and reports the puts when told to.
+private final class DeferredStorage: StorageRepository, Sendable {
+    private let pending = Mutex<[(String, @Sendable (Result<StoredObject, ImagePipeError>) -> Void)]>([])
+
+    /// Puts taken and not yet reported.
+    var waiting: Int { pending.withLock { $0.count } }
+
+    /// Reports every waiting put stored.
+    func reportAll() {
+        let taken = pending.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+        for (key, completion) in taken { completion(.success(StoredObject(key: key, url: "deferred://" + key, bytes: 1))) }
+    }
+
+    func put(_ object: StorageObject, completion: @escaping @Sendable (Result<StoredObject, ImagePipeError>) -> Void) {
+        let key = object.key
+        pending.withLock { $0.append((key, completion)) }
+    }
+
+    func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
+        throw ImagePipeError(.storageRejected, "the pipeline stores through put(_:completion:)")
+    }
+    func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? { nil }
+    func delete(_ key: String) throws(ImagePipeError) {}
+    func probe() throws(ImagePipeError) {}
+    var keyLimits: KeyLimits { KeyLimits(maxKeyBytes: 1024) }
+    var location: String { "deferred" }
 }

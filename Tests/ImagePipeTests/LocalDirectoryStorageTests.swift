@@ -59,12 +59,60 @@ import Testing
         #expect(directory.files() == ["same.webp"])
     }
 
+    @Test func aPutIsReportedOnlyOnceItsFileIsInPlaceAndPutsShareRounds() throws {
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        let reports = Mutex<[String: Bool]>([:])
+        let done = DispatchGroup()
+        // Several threads at once, as the pipeline's upload queue calls it: rounds then cover several puts.
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for index in 0..<40 {
+                let key = "d\(index % 5)/t\(thread)-\(index).jpg"
+                let body = Data(repeating: UInt8(index), count: 3_000 + index)
+                done.enter()
+                storage.put(object(key, "", from: "\(key).src", sha: "a", body: body)) { outcome in
+                    // The report comes when the file is complete under its final name, origin and all.
+                    let path = directory.url("out/" + key)
+                    let inPlace =
+                        (try? outcome.get())?.bytes == body.count
+                        && (try? Data(contentsOf: URL(fileURLWithPath: path))) == body
+                        && LocalDirectoryStorage.origin(atPath: path)?.source == "\(key).src"
+                    reports.withLock { $0[key] = inPlace }
+                    done.leave()
+                }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        let seen = reports.withLock { $0 }
+        #expect(seen.count == 320)
+        #expect(seen.values.allSatisfy { $0 }, "every put reported stored found its file in place")
+        #expect(directory.files(under: "out").count == 320, "no temporary file left behind")
+    }
+
+    @Test func aPutThatCannotWriteFailsAtOnceAndGivesItsRoomBack() throws {
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        // More failures than files may wait for a round: a slot kept by each would block the last put.
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            for _ in 0..<300 {
+                storage.put(StorageObject(key: "../outside.jpg", body: Data([1]), contentType: "image/jpeg")) { outcome in
+                    #expect(throws: ImagePipeError.self) { try outcome.get() }
+                }
+            }
+            storage.put(StorageObject(key: "fine.jpg", body: Data([2]), contentType: "image/jpeg")) { outcome in
+                #expect((try? outcome.get())?.bytes == 1)
+                finished.signal()
+            }
+        }
+        #expect(finished.wait(timeout: .now() + 30) == .success, "the last put was not held back")
+        #expect(directory.files(under: "out") == ["fine.jpg"])
+    }
+
     func object(
-        _ key: String, _ body: String, from source: String, sha: Character, policy: WritePolicy = .replaceSameOriginal,
-        variant: String = "large=2048x2048,jpeg,q82"
+        _ key: String, _ text: String, from source: String, sha: Character, policy: WritePolicy = .replaceSameOriginal,
+        variant: String = "large=2048x2048,jpeg,q82", body: Data? = nil
     ) -> StorageObject {
         StorageObject(
-            key: key, body: Data(body.utf8), contentType: "image/jpeg",
+            key: key, body: body ?? Data(text.utf8), contentType: "image/jpeg",
             origin: Origin(sha256: String(repeating: sha, count: 64), source: source, width: 4, height: 3, variant: variant),
             policy: policy)
     }

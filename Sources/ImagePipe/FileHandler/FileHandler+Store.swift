@@ -4,35 +4,41 @@ import Synchronization
 import Logging
 
 extension FileHandler {
-    /// Stores one object, converting every failure to a result.
-    public func store(_ object: StorageObject) -> Result<StoredObject, ImagePipeError> {
-        do {
-            return .success(try storage.put(object))
-        } catch {
-            return .failure(error.prefixed("storing \(object.key)"))
+    /// Stores one object and calls `completion` with the outcome, a failure naming the key.
+    public func store(_ object: StorageObject, completion: @escaping @Sendable (Result<StoredObject, ImagePipeError>) -> Void) {
+        let key = object.key
+        storage.put(object) { outcome in
+            completion(outcome.mapError { $0.prefixed("storing \(key)") })
         }
     }
 
     /// Stores every output of a prepared job, each put as its own work item handed to `schedule`
-    /// (the pipeline's upload queue), and calls `completion` with the result after the last one.
+    /// (the pipeline's upload queue), and calls `completion` with the result after the last one
+    /// (on whichever thread finished it: a store may complete puts after the work item returned).
     ///
-    /// Each output's bytes are let go of as soon as it is stored, so nothing holds them once the
-    /// job is done.
+    /// `handedOff` is called once every put has taken its bytes (its call returned): from then on
+    /// the job holds no image data while a store makes its files durable, so the pipeline can take
+    /// in the next one. When the last put finished inside its call, that is right after `completion`.
     public func store(
         _ prepared: consuming PreparedJob, schedule: (@escaping @Sendable () -> Void) -> Void,
-        completion: @escaping @Sendable (JobResult) -> Void
+        handedOff: @escaping @Sendable () -> Void = {}, completion: @escaping @Sendable (JobResult) -> Void
     ) {
         guard prepared.failure == nil, !prepared.outputs.isEmpty else {
             completion(complete(prepared, stored: [], storeTime: .zero))
+            handedOff()
             return
         }
         let puts = PutCollector(prepared: prepared)
+        let finish: @Sendable (PutCollector.Events) -> Void = { [self] events in
+            if let (prepared, stored, since) = events.finished {
+                completion(complete(prepared, stored: stored, storeTime: .now - since))
+            }
+            if events.handedOff { handedOff() }
+        }
         for index in 0..<puts.count {
             schedule { [self] in
-                let outcome = store(puts.take(index))
-                if let (prepared, stored, since) = puts.record(index, outcome) {
-                    completion(complete(prepared, stored: stored, storeTime: .now - since))
-                }
+                store(puts.take(index)) { outcome in finish(puts.record(index, outcome)) }
+                finish(puts.returned())
             }
         }
     }
@@ -105,10 +111,17 @@ extension FileHandler {
 
 /// Gathers the outcomes of one job's puts and hands back the job after the last one.
 private final class PutCollector: Sendable {
+    /// What an event set off: the job's bytes all handed off, the job finished, or both.
+    struct Events {
+        var handedOff = false
+        var finished: (PreparedJob, [Result<StoredObject, ImagePipeError>], ContinuousClock.Instant)?
+    }
+
     private struct State {
         var objects: [StorageObject?]
         var outcomes: [Result<StoredObject, ImagePipeError>?]
         var remaining: Int
+        var running: Int
         var firstStart: ContinuousClock.Instant?
     }
     /// The job with its outputs' bytes taken out (kept in `state.objects` until stored).
@@ -123,7 +136,10 @@ private final class PutCollector: Sendable {
         for index in prepared.outputs.indices { prepared.outputs[index].object.body = Data() }
         self.count = objects.count
         self.prepared = prepared
-        self.state = Mutex(State(objects: objects, outcomes: Array(repeating: nil, count: objects.count), remaining: objects.count))
+        self.state = Mutex(
+            State(
+                objects: objects, outcomes: Array(repeating: nil, count: objects.count), remaining: objects.count,
+                running: objects.count))
     }
 
     /// Takes object `index` out of the collector; its bytes are released once the caller is done with it.
@@ -135,18 +151,26 @@ private final class PutCollector: Sendable {
         }
     }
 
-    /// Records one outcome; after the last, returns the job, every outcome and when storing began.
-    func record(
-        _ index: Int, _ outcome: Result<StoredObject, ImagePipeError>
-    )
-        -> (PreparedJob, [Result<StoredObject, ImagePipeError>], ContinuousClock.Instant)?
-    {
+    /// Records one outcome; the job finishes with the last, once every put call has also returned.
+    func record(_ index: Int, _ outcome: Result<StoredObject, ImagePipeError>) -> Events {
         state.withLock { state in
             state.outcomes[index] = outcome
             state.remaining -= 1
-            guard state.remaining == 0 else { return nil }
-            return (prepared, state.outcomes.map { $0! }, state.firstStart ?? .now)
+            return Events(finished: finished(state))
         }
+    }
+
+    /// Records that a put call returned; after the last, the bytes are all handed off.
+    func returned() -> Events {
+        state.withLock { state in
+            state.running -= 1
+            return Events(handedOff: state.running == 0, finished: finished(state))
+        }
+    }
+
+    private func finished(_ state: State) -> (PreparedJob, [Result<StoredObject, ImagePipeError>], ContinuousClock.Instant)? {
+        guard state.remaining == 0 && state.running == 0 else { return nil }
+        return (prepared, state.outcomes.map { $0! }, state.firstStart ?? .now)
     }
 }
 

@@ -1,5 +1,6 @@
 // The core: one source in, every variant compressed and stored, one result record out.
 import Foundation
+import Synchronization
 public import Logging
 
 /// Turns one job into a ``JobResult``: reads and hashes the source, checks the destination, asks
@@ -94,10 +95,13 @@ public struct FileHandler: Sendable {
     public func process(_ job: Job) -> JobResult {
         let inspected = inspect(job)
         guard case .compress = inspected.next else { return inspected.finished! }
-        let prepared = compress(inspected)
-        guard prepared.failure == nil else { return complete(prepared, stored: [], storeTime: .zero) }
-        let storeStart = ContinuousClock.now
-        let stored = prepared.outputs.map { store($0.object) }
-        return complete(prepared, stored: stored, storeTime: ContinuousClock.now - storeStart)
+        let result = Mutex<JobResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        store(compress(inspected), schedule: { $0() }) { finished in
+            result.withLock { $0 = finished }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
     }
 }

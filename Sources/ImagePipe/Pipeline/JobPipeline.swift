@@ -10,8 +10,10 @@ import Synchronization
 /// (``Configuration/uploads`` at once), its compression on another (``Configuration/jobs`` at once,
 /// one per core by default), so encoding one image overlaps storing and inspecting others.
 /// ``submit(_:completion:)`` blocks its caller while ``Configuration/maxInFlight`` jobs are accepted
-/// but not finished: however large the batch, only that many images are in memory, and a queue
-/// worker claims new files only as fast as they are done.
+/// and still hold image data (inspecting, decoding, encoding, or storing outputs whose bytes the
+/// store has not yet taken): however large the batch, only that many images are in memory, and a
+/// queue worker claims new files only as fast as they are done. A job whose outputs are written
+/// and wait for the store's next round of fsyncs no longer counts; the store bounds those itself.
 public final class JobPipeline: Sendable {
     /// Concurrency limits.
     public struct Configuration: Sendable {
@@ -19,7 +21,8 @@ public final class JobPipeline: Sendable {
         public var jobs: Int
         /// Objects stored (and sources inspected) at once.
         public var uploads: Int
-        /// Jobs accepted but not finished (inspecting, decoding, encoded and waiting for storage, or storing).
+        /// Jobs accepted and holding image data (inspecting, decoding, encoded and waiting for storage,
+        /// or storing); jobs whose outputs only wait to be made durable do not count.
         public var maxInFlight: Int
 
         /// Creates limits; `maxInFlight` defaults to twice `jobs` plus `uploads`.
@@ -96,15 +99,26 @@ public final class JobPipeline: Sendable {
     }
 
     private func accept(_ job: Job, completion: @escaping @Sendable (JobResult) -> Void) {
+        // The group is left twice per job: once when it ends, once when its room is given back.
+        group.enter()
         group.enter()
         inFlight.add(1, ordering: .relaxed)
         let accepted = ContinuousClock.now
-        let finish: @Sendable (JobResult) -> Void = { [self] result in
-            completion(result)
-            let left = inFlight.subtract(1, ordering: .relaxed).newValue
+        // The job's room is given back once it holds no image data: when it ends, or earlier once
+        // its outputs are handed to storage and wait there to be made durable.
+        let release: @Sendable () -> Void = { [self] in
             admission.signal()
             group.leave()
+        }
+        let end: @Sendable (JobResult) -> Void = { [self] result in
+            completion(result)
+            let left = inFlight.subtract(1, ordering: .relaxed).newValue
+            group.leave()
             if left == 0 { handler.compressor.releaseMemory() }
+        }
+        let finish: @Sendable (JobResult) -> Void = { result in
+            end(result)
+            release()
         }
         storage.async { [self] in
             // Inspection writes nothing, so even a halted pipeline still reports what is up to date.
@@ -113,7 +127,7 @@ public final class JobPipeline: Sendable {
             if let halt = haltError(job) { return finish(handler.abandon(inspected, halt)) }
             compression.async { [self] in
                 if let halt = haltError(job) { return finish(handler.abandon(inspected, halt)) }
-                handler.store(handler.compress(inspected), schedule: { storage.async($0) }, completion: finish)
+                handler.store(handler.compress(inspected), schedule: { storage.async($0) }, handedOff: release, completion: end)
             }
         }
     }

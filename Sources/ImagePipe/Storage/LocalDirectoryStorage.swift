@@ -10,8 +10,10 @@ import Glibc
 ///
 /// Each put writes a temporary file beside the target, records the object's ``Origin`` on it as the
 /// extended attribute `user.imagepipe.origin` (compact JSON), fsyncs it, then moves it into place
-/// and fsyncs the directory, so a reader never sees a half-written file and a crash never leaves one
-/// behind under the final name. A new key's move fails when the name is taken (`renameat2` with
+/// and fsyncs the directory before it reports the object stored, so a reader never sees a
+/// half-written file, a crash never leaves one behind under the final name, and an object reported
+/// stored survives a crash. Puts that finish writing together share their fsyncs (group commit,
+/// see ``GroupCommitter``): under load each round of syncs covers many files. A new key's move fails when the name is taken (`renameat2` with
 /// `RENAME_NOREPLACE`, or a hard link where that is not supported): the check against replacing
 /// another original's file is atomic, even between several workers.
 public struct LocalDirectoryStorage: StorageRepository {
@@ -22,6 +24,8 @@ public struct LocalDirectoryStorage: StorageRepository {
     public let root: String
     /// Whether to fsync files and directories (on by default; off trades crash durability for speed).
     public let durable: Bool
+    /// Makes the puts' files durable in shared rounds; shared by copies of the storage.
+    private let commits = GroupCommitter()
 
     /// Creates the storage; nothing is created on disk before ``probe()`` or the first put.
     public init(root: String, durable: Bool = true) {
@@ -64,6 +68,37 @@ public struct LocalDirectoryStorage: StorageRepository {
     }
 
     public func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
+        let outcome = Mutex<Result<StoredObject, ImagePipeError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        put(object) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.withLock { $0! }.get()
+    }
+
+    /// Writes the object's file at once and calls `completion` once it is in place: when durable,
+    /// after the round of fsyncs that covers it (see ``GroupCommitter``), so the calling thread is
+    /// free while the disk catches up.
+    public func put(_ object: StorageObject, completion: @escaping @Sendable (Result<StoredObject, ImagePipeError>) -> Void) {
+        if durable { commits.reserve() }
+        let written: WrittenFile
+        do {
+            written = try writeTemporary(object)
+        } catch {
+            if durable { commits.cancelReservation() }
+            return completion(.failure(error))
+        }
+        guard durable else {
+            return completion(Result { () throws(ImagePipeError) in try Self.closeAndPlace(written) })
+        }
+        commits.submit(written, completion)
+    }
+
+    /// Creates the temporary file beside the target, writes the bytes and the origin to it and
+    /// leaves it open for the fsync.
+    private func writeTemporary(_ object: StorageObject) throws(ImagePipeError) -> WrittenFile {
         try KeyTemplate.validate(key: object.key)
         try keyLimits.check(object.key)
         let path = root + "/" + object.key
@@ -74,40 +109,79 @@ public struct LocalDirectoryStorage: StorageRepository {
         // cost every put several stat calls. A failed job of another original may remove a directory
         // it left empty between the two steps: make it again then.
         var fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        var parentsMade: [String] = []
         for _ in 0..<3 where fd < 0 && errno == ENOENT {
+            // Told before the directory exists, so no put can see it before its name is due to be synced.
+            if durable && parentsMade.isEmpty {
+                parentsMade = Self.parents(of: directory, upTo: root)
+                commits.willMakeDirectories(in: parentsMade)
+            }
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
+                commits.madeDirectories(in: parentsMade)
                 let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? 0
                 throw Self.failure(Int32(code), "cannot create directory \(directory)", default: .storageRejected)
             }
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         }
-        guard fd >= 0 else { throw Self.failure(errno, "cannot create a file in \(directory)") }
-        var closed = false
-        defer { if !closed { close(fd) } }
+        guard fd >= 0 else {
+            let code = errno
+            commits.madeDirectories(in: parentsMade)
+            throw Self.failure(code, "cannot create a file in \(directory)")
+        }
         do throws(ImagePipeError) {
             try object.body.withUnsafeBytes { buffer in
                 Result { () throws(ImagePipeError) in try Self.writeFully(fd, buffer, path: path) }
             }.get()
             if let origin = object.origin { try Self.mark(fd, origin, path: path) }
-            if durable && fsync(fd) != 0 { throw Self.failure(errno, "cannot fsync \(path)") }
-            closed = true
-            if close(fd) != 0 { throw Self.failure(errno, "cannot close \(path)") }
-            if try place(temporary, at: path, object) {
-                return StoredObject(key: object.key, url: LocalPath.fileURL(path), bytes: object.body.count, wasInPlace: true)
-            }
         } catch {
+            close(fd)
             unlink(temporary)
+            commits.madeDirectories(in: parentsMade)
             throw error
         }
-        if durable { Self.syncDirectory(directory) }
-        return StoredObject(key: object.key, url: LocalPath.fileURL(path), bytes: object.body.count)
+        var placed = object
+        placed.body = Data()
+        return WrittenFile(
+            fd: fd, temporary: temporary, path: path, directory: directory, parentsMade: parentsMade,
+            object: placed, bytes: object.body.count)
+    }
+
+    /// The directories above `directory` up to `root`, nearest first.
+    private static func parents(of directory: String, upTo root: String) -> [String] {
+        var parents: [String] = []
+        var current = directory
+        while current.count > root.count, let slash = current.lastIndex(of: "/") {
+            current = String(current[..<slash])
+            parents.append(current)
+        }
+        return parents
+    }
+
+    /// Without durability: closes the file and moves it into place.
+    private static func closeAndPlace(_ file: WrittenFile) throws(ImagePipeError) -> StoredObject {
+        do throws(ImagePipeError) {
+            if close(file.fd) != 0 { throw Self.failure(errno, "cannot close \(file.path)") }
+            return try place(file)
+        } catch {
+            unlink(file.temporary)
+            throw error
+        }
+    }
+
+    /// Moves a written, closed file into place as its object's policy allows.
+    static func place(_ file: WrittenFile) throws(ImagePipeError) -> StoredObject {
+        let url = LocalPath.fileURL(file.path)
+        if try place(file.temporary, at: file.path, file.object) {
+            return StoredObject(key: file.object.key, url: url, bytes: file.bytes, wasInPlace: true)
+        }
+        return StoredObject(key: file.object.key, url: url, bytes: file.bytes)
     }
 
     /// Moves the finished temporary file to `path` as the object's policy allows; true when the
     /// same original's identical output was found there and kept (the temporary file is dropped).
-    private func place(_ temporary: String, at path: String, _ object: StorageObject) throws(ImagePipeError) -> Bool {
+    private static func place(_ temporary: String, at path: String, _ object: StorageObject) throws(ImagePipeError) -> Bool {
         guard object.origin != nil, object.policy != .replaceAny else {
             if rename(temporary, path) != 0 { throw Self.failure(errno, "cannot rename into \(path)") }
             return false
@@ -126,7 +200,7 @@ public struct LocalDirectoryStorage: StorageRepository {
             throw Self.failure(linkError, "cannot move a finished file into \(path)")
         }
         // Taken (or no hard links on this file system: then the check below is not atomic).
-        if linkError == EEXIST || access(path, F_OK) == 0, try object.keepsObject(heldBy: Self.origin(atPath: path)) {
+        if linkError == EEXIST || access(path, F_OK) == 0, try object.keepsObject(heldBy: origin(atPath: path)) {
             unlink(temporary)
             return true
         }
@@ -187,11 +261,12 @@ public struct LocalDirectoryStorage: StorageRepository {
         }
     }
 
-    private static func syncDirectory(_ path: String) {
+    /// Fsyncs a directory, so the names moved into it last; the error number when that fails.
+    static func syncDirectory(_ path: String) -> Int32? {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
+        guard fd >= 0 else { return errno }
+        defer { close(fd) }
+        return fsync(fd) == 0 ? nil : errno
     }
 
     /// Unique within the machine: the process and a counter, plus one random draw per process (a

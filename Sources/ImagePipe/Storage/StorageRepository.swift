@@ -23,6 +23,12 @@ public protocol StorageRepository: Sendable {
     ///   `invalidKey` when the key is unusable, `keyCollision` as above.
     func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject
 
+    /// Stores one object as ``put(_:)`` does and calls `completion` with the outcome, at once or
+    /// later on another thread. The pipeline stores through this one: a store that makes many puts
+    /// durable together (the local directory) lets the calling thread go while the disk catches up.
+    /// The default runs ``put(_:)``.
+    func put(_ object: StorageObject, completion: @escaping @Sendable (Result<StoredObject, ImagePipeError>) -> Void)
+
     /// What is stored under `key` now, or nil when nothing is (a cheap stat or HEAD, no download).
     func existing(_ key: String) throws(ImagePipeError) -> ExistingObject?
 
@@ -87,6 +93,10 @@ extension StorageObject {
 }
 
 extension StorageRepository {
+    public func put(_ object: StorageObject, completion: @escaping @Sendable (Result<StoredObject, ImagePipeError>) -> Void) {
+        completion(Result { () throws(ImagePipeError) in try put(object) })
+    }
+
     /// What a conditional create does when it finds its key taken since the look-up (see
     /// ``StorageObject/keepsObject(heldBy:)``): the kept object is reported in place, a replaced one
     /// is written again without the condition.
