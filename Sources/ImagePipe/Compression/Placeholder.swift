@@ -1,5 +1,6 @@
 // What a page shows before an image loads: a ThumbHash and the dominant colour.
 public import Foundation
+import Synchronization
 
 /// A placeholder for one original: a ThumbHash (a ~25-byte blurred preview that keeps the aspect
 /// ratio and alpha, https://evanw.github.io/thumbhash/) and the dominant colour as `#rrggbb`.
@@ -23,19 +24,31 @@ public struct Placeholder: Sendable, Codable, Equatable {
 
     /// The dominant colour of RGBA pixels.
     static func dominantColor(_ rgba: [UInt8]) -> String {
-        var counts = [Int](repeating: 0, count: 4096)
-        var sums = [(Int, Int, Int)](repeating: (0, 0, 0), count: 4096)
-        for index in stride(from: 0, to: rgba.count - 3, by: 4) where rgba[index + 3] >= 128 {
-            let r = Int(rgba[index]), g = Int(rgba[index + 1]), b = Int(rgba[index + 2])
-            let bin = (r >> 4) << 8 | (g >> 4) << 4 | b >> 4
-            counts[bin] += 1
-            sums[bin].0 += r
-            sums[bin].1 += g
-            sums[bin].2 += b
+        // Per bin: count, then the sums of red, green and blue; on a raw buffer, as array accesses
+        // in this loop cost as much as the loop.
+        let bins = UnsafeMutableBufferPointer<Int>.allocate(capacity: 4096 * 4)
+        defer { bins.deallocate() }
+        bins.initialize(repeating: 0)
+        rgba.withUnsafeBufferPointer { pixels in
+            var index = 0
+            while index &+ 3 < pixels.count {
+                if pixels[index &+ 3] >= 128 {
+                    let r = Int(pixels[index]), g = Int(pixels[index &+ 1]), b = Int(pixels[index &+ 2])
+                    let bin = ((r >> 4) << 8 | (g >> 4) << 4 | b >> 4) &* 4
+                    bins[bin] &+= 1
+                    bins[bin &+ 1] &+= r
+                    bins[bin &+ 2] &+= g
+                    bins[bin &+ 3] &+= b
+                }
+                index &+= 4
+            }
         }
-        guard let fullest = counts.indices.max(by: { counts[$0] < counts[$1] }), counts[fullest] > 0 else { return "#000000" }
-        let n = counts[fullest]
-        return String(format: "#%02x%02x%02x", sums[fullest].0 / n, sums[fullest].1 / n, sums[fullest].2 / n)
+        // The first of the fullest bins, as `max(by:)` over the bins in order gives.
+        var fullest = 0
+        for bin in 1..<4096 where bins[bin * 4] > bins[fullest * 4] { fullest = bin }
+        let n = bins[fullest * 4]
+        guard n > 0 else { return "#000000" }
+        return String(format: "#%02x%02x%02x", bins[fullest * 4 + 1] / n, bins[fullest * 4 + 2] / n, bins[fullest * 4 + 3] / n)
     }
 
     /// ThumbHash's encoder, following the reference implementation (its rounding is JavaScript's
@@ -44,55 +57,87 @@ public struct Placeholder: Sendable, Codable, Equatable {
     public static func thumbHash(width w: Int, height h: Int, rgba: [UInt8]) -> Data {
         precondition(w > 0 && h > 0 && w <= 100 && h <= 100 && rgba.count >= w * h * 4, "ThumbHash takes at most 100x100 pixels")
         func round(_ x: Double) -> Int { Int((x + 0.5).rounded(.down)) }
+        let count = w * h
+        // The reference's per-pixel factors depend on the alpha byte alone: computed once per value
+        // with the same operations, they give the same results without two divisions per pixel.
+        let factors = UnsafeMutableBufferPointer<Double>.allocate(capacity: 3 * 256)
+        defer { factors.deallocate() }
+        for value in 0..<256 {
+            let alpha = Double(value) / 255
+            factors[value] = alpha
+            factors[256 + value] = alpha / 255
+            factors[512 + value] = 1 - alpha
+        }
+        // The channels, each `count` values: luminance, yellow–blue, red–green, alpha.
+        let channels = UnsafeMutableBufferPointer<Double>.allocate(capacity: 4 * count)
+        defer { channels.deallocate() }
         var avgR = 0.0, avgG = 0.0, avgB = 0.0, avgA = 0.0
-        for i in 0..<(w * h) {
-            let alpha = Double(rgba[i * 4 + 3]) / 255
-            avgR += alpha / 255 * Double(rgba[i * 4])
-            avgG += alpha / 255 * Double(rgba[i * 4 + 1])
-            avgB += alpha / 255 * Double(rgba[i * 4 + 2])
-            avgA += alpha
+        rgba.withUnsafeBufferPointer { pixels in
+            var opaque = true
+            for i in 0..<count where pixels[i &* 4 &+ 3] != 255 {
+                opaque = false
+                break
+            }
+            if opaque {
+                // Each pixel's weight for the average colour is 1 - 1 = 0, so the reference's values
+                // are its level tables' (its average is then never used).
+                avgA = Double(count)
+                let levels = UnsafeMutableBufferPointer<Double>.allocate(capacity: 256)
+                defer { levels.deallocate() }
+                for value in 0..<256 { levels[value] = factors[256 + 255] * Double(value) }
+                for i in 0..<count {
+                    let r = levels[Int(pixels[i &* 4])], g = levels[Int(pixels[i &* 4 &+ 1])], b = levels[Int(pixels[i &* 4 &+ 2])]
+                    channels[i] = (r + g + b) / 3
+                    channels[count &+ i] = (r + g) / 2 - b
+                    channels[2 &* count &+ i] = r - g
+                }
+                return
+            }
+            for i in 0..<count {
+                let alpha = Int(pixels[i &* 4 &+ 3])
+                let scale = factors[256 + alpha]
+                avgR += scale * Double(pixels[i &* 4])
+                avgG += scale * Double(pixels[i &* 4 &+ 1])
+                avgB += scale * Double(pixels[i &* 4 &+ 2])
+                avgA += factors[alpha]
+            }
+            if avgA > 0 {
+                avgR /= avgA
+                avgG /= avgA
+                avgB /= avgA
+            }
+            for i in 0..<count {
+                let alpha = Int(pixels[i &* 4 &+ 3])
+                let scale = factors[256 + alpha], rest = factors[512 + alpha]
+                let r = avgR * rest + scale * Double(pixels[i &* 4])
+                let g = avgG * rest + scale * Double(pixels[i &* 4 &+ 1])
+                let b = avgB * rest + scale * Double(pixels[i &* 4 &+ 2])
+                channels[i] = (r + g + b) / 3
+                channels[count &+ i] = (r + g) / 2 - b
+                channels[2 &* count &+ i] = r - g
+                channels[3 &* count &+ i] = factors[alpha]
+            }
         }
-        if avgA > 0 {
-            avgR /= avgA
-            avgG /= avgA
-            avgB /= avgA
-        }
-        let hasAlpha = avgA < Double(w * h)
+        let hasAlpha = avgA < Double(count)
         let lLimit = hasAlpha ? 5.0 : 7.0
         let lx = max(1, round(lLimit * Double(w) / Double(max(w, h))))
         let ly = max(1, round(lLimit * Double(h) / Double(max(w, h))))
-        var l = [Double](repeating: 0, count: w * h), p = l, q = l, a = l
-        for i in 0..<(w * h) {
-            let alpha = Double(rgba[i * 4 + 3]) / 255
-            let r = avgR * (1 - alpha) + alpha / 255 * Double(rgba[i * 4])
-            let g = avgG * (1 - alpha) + alpha / 255 * Double(rgba[i * 4 + 1])
-            let b = avgB * (1 - alpha) + alpha / 255 * Double(rgba[i * 4 + 2])
-            l[i] = (r + g + b) / 3
-            p[i] = (r + g) / 2 - b
-            q[i] = r - g
-            a[i] = alpha
-        }
         // Each coefficient is a sum over the pixels of value × cos(x) × cos(y). The columns are first
         // summed against each vertical cosine (one pass over the pixels per row of coefficients), then
         // each coefficient is one pass over those sums: the reference's pass over every pixel per
         // coefficient and its cosine per pixel were a tenth of a small image's whole cost.
-        let cosX = (0..<7).map { cx in (0..<w).map { x in cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) } }
-        let cosY = (0..<7).map { cy in (0..<h).map { y in cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5)) } }
+        let cosX = Self.cosines(w), cosY = Self.cosines(h)
         // The sums run on raw buffers: array accesses inside these loops (bounds and uniqueness
         // checks) made the placeholder a tenth of a small image's CPU.
         let columns = UnsafeMutableBufferPointer<Double>.allocate(capacity: w)
         defer { columns.deallocate() }
-        func encodeChannel(_ channel: [Double], _ nx: Int, _ ny: Int) -> (dc: Double, ac: [Double], scale: Double) {
+        func encodeChannel(_ index: Int, _ nx: Int, _ ny: Int) -> (dc: Double, ac: [Double], scale: Double) {
+            let pixels = UnsafeBufferPointer(rebasing: channels[index * count..<(index + 1) * count])
             var dc = 0.0, ac: [Double] = [], scale = 0.0
             for cy in 0..<ny {
                 columns.initialize(repeating: 0)
-                channel.withUnsafeBufferPointer { pixels in
-                    cosY[cy].withUnsafeBufferPointer { fy in
-                        for y in 0..<h {
-                            let row = y * w, weight = fy[y]
-                            for x in 0..<w { columns[x] += pixels[row + x] * weight }
-                        }
-                    }
+                cosY[cy].withUnsafeBufferPointer { fy in
+                    for y in 0..<h { Self.accumulate(pixels.baseAddress! + y &* w, times: fy[y], into: columns.baseAddress!, count: w) }
                 }
                 var cx = 0
                 while cx * ny < nx * (ny - cy) {
@@ -100,7 +145,7 @@ public struct Placeholder: Sendable, Codable, Equatable {
                     cosX[cx].withUnsafeBufferPointer { fx in
                         for x in 0..<w { f += columns[x] * fx[x] }
                     }
-                    f /= Double(w * h)
+                    f /= Double(count)
                     if cx > 0 || cy > 0 {
                         ac.append(f)
                         scale = max(scale, abs(f))
@@ -113,10 +158,10 @@ public struct Placeholder: Sendable, Codable, Equatable {
             if scale > 0 { ac = ac.map { 0.5 + 0.5 / scale * $0 } }
             return (dc, ac, scale)
         }
-        let lum = encodeChannel(l, max(3, lx), max(3, ly))
-        let yb = encodeChannel(p, 3, 3)
-        let rg = encodeChannel(q, 3, 3)
-        let alphaChannel = hasAlpha ? encodeChannel(a, 5, 5) : nil
+        let lum = encodeChannel(0, max(3, lx), max(3, ly))
+        let yb = encodeChannel(1, 3, 3)
+        let rg = encodeChannel(2, 3, 3)
+        let alphaChannel = hasAlpha ? encodeChannel(3, 5, 5) : nil
         let isLandscape = w > h
         let header24 =
             round(63 * lum.dc) | round(31.5 + 31.5 * yb.dc) << 6 | round(31.5 + 31.5 * rg.dc) << 12
@@ -138,5 +183,34 @@ public struct Placeholder: Sendable, Codable, Equatable {
             }
         }
         return Data(hash)
+    }
+
+    /// The cosines of ThumbHash's 7 frequencies at the centres of `n` pixels, computed once per side
+    /// length (at most 100): computing them per image was 2% of a small image's CPU.
+    private static func cosines(_ n: Int) -> [[Double]] {
+        if let known = cosineTables.withLock({ $0[n] }) { return known }
+        let table = (0..<7).map { c in (0..<n).map { i in cos(Double.pi / Double(n) * Double(c) * (Double(i) + 0.5)) } }
+        cosineTables.withLock { $0[n] = table }
+        return table
+    }
+
+    private static let cosineTables = Mutex<[[[Double]]?]>(Array(repeating: nil, count: 101))
+
+    /// `sums[x] += values[x] * weight` for each x, four at a time: each sum takes its terms in the
+    /// same order as one at a time would, so the results are the same to the last bit.
+    @inline(__always)
+    private static func accumulate(_ values: UnsafePointer<Double>, times weight: Double, into sums: UnsafeMutablePointer<Double>, count: Int) {
+        let weights = SIMD4<Double>(repeating: weight)
+        var x = 0
+        while x &+ 4 <= count {
+            let raw = UnsafeMutableRawPointer(sums + x)
+            let sum = raw.loadUnaligned(as: SIMD4<Double>.self) + UnsafeRawPointer(values + x).loadUnaligned(as: SIMD4<Double>.self) * weights
+            raw.storeBytes(of: sum, as: SIMD4<Double>.self)
+            x &+= 4
+        }
+        while x < count {
+            sums[x] += values[x] * weight
+            x &+= 1
+        }
     }
 }
