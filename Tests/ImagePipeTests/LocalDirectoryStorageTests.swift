@@ -1,5 +1,5 @@
 import Foundation
-import ImagePipe
+@testable import ImagePipe
 import ImagePipeTestSupport
 import Synchronization
 import Testing
@@ -86,6 +86,50 @@ import Testing
         #expect(seen.count == 320)
         #expect(seen.values.allSatisfy { $0 }, "every put reported stored found its file in place")
         #expect(directory.files(under: "out").count == 320, "no temporary file left behind")
+        #expect(storage.commitRounds < 320, "puts waiting together shared a round (\(storage.commitRounds) rounds)")
+    }
+
+    /// A temporary file written as a put writes it, ready for a round.
+    func written(_ key: String, root: String) -> LocalDirectoryStorage.WrittenFile {
+        let path = root + "/" + key, directory = (path as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let temporary = directory + "/.imagepipe-test.tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        _ = write(fd, "bytes", 5)
+        return LocalDirectoryStorage.WrittenFile(
+            fd: fd, temporary: temporary, path: path, directory: directory,
+            object: StorageObject(key: key, body: Data(), contentType: "image/jpeg"), bytes: 5)
+    }
+
+    @Test func aFileWhoseSyncFailsIsNeitherMovedNorLeftBehind() throws {
+        let root = directory.url("out")
+        let outcomes = LocalDirectoryStorage.commit([written("a/x.jpg", root: root)], root: root, syncFile: { _ in EIO })
+        #expect(throws: ImagePipeError.self) { try outcomes[0].get() }
+        if case .failure(let error) = outcomes[0] {
+            #expect(error.code == .storageUnavailable && error.reason.contains("cannot fsync \(root)/a/x.jpg"), "\(error.reason)")
+        }
+        #expect(directory.files(under: "out").isEmpty, "neither under its name nor as a temporary file")
+    }
+
+    @Test func aFileWhoseDirectoriesCannotBeSyncedIsTakenBackOutOfPlace() throws {
+        let root = directory.url("out")
+        // The file's own directory syncs; the one above it, made for it, does not.
+        let synced = Mutex<[String]>([])
+        let outcomes = LocalDirectoryStorage.commit(
+            [written("a/b/x.jpg", root: root), written("c.jpg", root: root)], root: root,
+            syncDirectory: { path in
+                synced.withLock { $0.append(path) }
+                return path == root + "/a" ? EIO : nil
+            })
+        if case .failure(let error) = outcomes[0] {
+            #expect(error.code == .storageUnavailable && error.reason.contains("cannot fsync directory \(root)/a"), "\(error.reason)")
+        } else {
+            Issue.record("a put whose directory's name is not on disk was reported stored")
+        }
+        #expect((try? outcomes[1].get())?.key == "c.jpg", "a file elsewhere is unaffected")
+        #expect(directory.files(under: "out") == ["c.jpg"], "the failed file is removed, so a retry makes it again")
+        #expect(Set(synced.withLock { $0 }) == [root + "/a/b", root + "/a", root], "every directory from the file up to the root, each once")
+        #expect(synced.withLock { $0.count } == 3)
     }
 
     @Test func aPutThatCannotWriteFailsAtOnceAndGivesItsRoomBack() throws {

@@ -12,10 +12,11 @@ public import Logging
 ///    up in the destination. A source whose outputs all exist from the same original is skipped
 ///    here, and one whose keys hold another original's outputs fails here: neither is decoded.
 /// 2. ``compress(_:)`` (CPU): decode once, encode every output.
-/// 3. ``store(_:schedule:completion:)`` (I/O): one put per output, then the result; a job that
-///    fails after some of its outputs were stored removes them again.
+/// 3. ``store(_:schedule:handedOff:completion:)`` (I/O): one put per output, then the result; a
+///    job that fails after some of its outputs were stored removes them again.
 ///
-/// ``process(_:)`` runs the three in turn on the calling thread.
+/// ``process(_:)`` runs the three in turn and blocks the calling thread until the result is in (a
+/// store may finish its puts on a thread of its own).
 public struct FileHandler: Sendable {
     /// What every job produces.
     public struct Configuration: Sendable {

@@ -53,11 +53,12 @@ public final class JobPipeline: Sendable {
         self.admission = DispatchSemaphore(value: configuration.maxInFlight)
     }
 
-    /// Jobs accepted and not yet finished.
+    /// Jobs accepted and not yet finished; more than ``Configuration/maxInFlight`` while some only
+    /// wait for their outputs to be made durable.
     public var jobsInFlight: Int { inFlight.load(ordering: .relaxed) }
 
     /// Accepts a job, blocking the caller while the pipeline is full; `completion` gets the result on a
-    /// pipeline thread once every output is stored or the job has failed.
+    /// pipeline or storage thread once every output is stored or the job has failed.
     public func submit(_ job: Job, completion: @escaping @Sendable (JobResult) -> Void) {
         admission.wait()
         accept(job, completion: completion)

@@ -13,28 +13,32 @@ extension LocalDirectoryStorage {
         /// Where it goes.
         var path: String
         var directory: String
-        /// When the put made `directory`: the directories above it up to the root, whose entries
-        /// for the new directories must be made durable too.
-        var parentsMade: [String]
         /// The object, without its bytes.
         var object: StorageObject
         var bytes: Int
     }
 
-    /// Makes every file durable, moves each into place and makes the names durable, with those of
-    /// new directories (`parents`: every directory in which a put has made or is making one, not
-    /// only this round's: a file may land in a directory another put made and has not yet
-    /// committed); one outcome per file, in order.
+    /// Makes every file durable, moves each into place and makes the names durable; one outcome per
+    /// file, in order.
     ///
     /// Each file is on disk before its name is (a crash never leaves a short file under a final
-    /// name), and a put succeeds only once its name is on disk too. Writeback of every file starts
-    /// before the first fsync waits, so on a journalling file system the first fsync's commit
-    /// carries the others' blocks and the rest return at once; a directory holding several of the
-    /// round's files is fsynced once.
-    static func commit(_ files: [WrittenFile], parents: Set<String>) -> [Result<StoredObject, ImagePipeError>] {
+    /// name), and a put succeeds only once its name is on disk too, and the names of the
+    /// directories leading to it from `root`: each moved file's directory and every directory above
+    /// it is fsynced, whichever put or process made them (an fsync of an unchanged directory costs
+    /// next to nothing). Writeback of every file starts before the first fsync waits, so on a
+    /// journalling file system the first fsync's commit carries the others' blocks and the rest
+    /// return at once; a directory holding several of the round's files is fsynced once. A file
+    /// moved into place whose directories cannot be synced is removed again, so a retry makes it
+    /// anew instead of finding it there.
+    ///
+    /// `syncFile` and `syncDirectory` (fsync, by default) return the error number of a failed sync:
+    /// tests fail them on purpose.
+    static func commit(
+        _ files: [WrittenFile], root: String, syncFile: (Int32) -> Int32? = syncFile, syncDirectory: (String) -> Int32? = syncDirectory
+    ) -> [Result<StoredObject, ImagePipeError>] {
         for file in files { _ = ifs_start_writeback(file.fd) }
         var outcomes = files.map { file -> Result<StoredObject, ImagePipeError> in
-            let synced = fsync(file.fd) == 0 ? nil : errno
+            let synced = syncFile(file.fd)
             let closed = close(file.fd) == 0 ? nil : errno
             if let code = synced ?? closed {
                 unlink(file.temporary)
@@ -47,17 +51,21 @@ extension LocalDirectoryStorage {
                 return .failure(error)
             }
         }
-        // Directories whose entries changed: those the files moved into, and those new directories were made in.
+        // Each directory whose entries lead to a moved file, with the files that need it.
         var directories: [String: [Int]] = [:]
         for (index, file) in files.enumerated() {
             guard case .success(let stored) = outcomes[index], !stored.wasInPlace else { continue }
-            directories[file.directory, default: []].append(index)
-            for parent in parents where file.directory.hasPrefix(parent + "/") { directories[parent, default: []].append(index) }
+            var directory = file.directory
+            while true {
+                directories[directory, default: []].append(index)
+                guard directory.utf8.count > root.utf8.count, let slash = directory.lastIndex(of: "/") else { break }
+                directory = String(directory[..<slash])
+            }
         }
-        for parent in parents where directories[parent] == nil { directories[parent] = [] }
         for (directory, indices) in directories {
             guard let code = syncDirectory(directory) else { continue }
-            for index in indices {
+            for index in indices where (try? outcomes[index].get()) != nil {
+                unlink(files[index].path)
                 outcomes[index] = .failure(Self.failure(code, "cannot fsync directory \(directory) after moving \(files[index].path) into it"))
             }
         }

@@ -25,15 +25,19 @@ public struct LocalDirectoryStorage: StorageRepository {
     /// Whether to fsync files and directories (on by default; off trades crash durability for speed).
     public let durable: Bool
     /// Makes the puts' files durable in shared rounds; shared by copies of the storage.
-    private let commits = GroupCommitter()
+    private let commits: GroupCommitter
 
     /// Creates the storage; nothing is created on disk before ``probe()`` or the first put.
     public init(root: String, durable: Bool = true) {
         self.root = LocalPath.absolute(root)
         self.durable = durable
+        self.commits = GroupCommitter(root: self.root)
     }
 
     public var location: String { root }
+
+    /// Rounds of fsyncs run so far (each covering every put that was waiting).
+    var commitRounds: Int { commits.roundsRun }
 
     public var keyLimits: KeyLimits { .localDirectory(root: root) }
 
@@ -109,27 +113,16 @@ public struct LocalDirectoryStorage: StorageRepository {
         // cost every put several stat calls. A failed job of another original may remove a directory
         // it left empty between the two steps: make it again then.
         var fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        var parentsMade: [String] = []
         for _ in 0..<3 where fd < 0 && errno == ENOENT {
-            // Told before the directory exists, so no put can see it before its name is due to be synced.
-            if durable && parentsMade.isEmpty {
-                parentsMade = Self.parents(of: directory, upTo: root)
-                commits.willMakeDirectories(in: parentsMade)
-            }
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
-                commits.madeDirectories(in: parentsMade)
                 let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? 0
                 throw Self.failure(Int32(code), "cannot create directory \(directory)", default: .storageRejected)
             }
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         }
-        guard fd >= 0 else {
-            let code = errno
-            commits.madeDirectories(in: parentsMade)
-            throw Self.failure(code, "cannot create a file in \(directory)")
-        }
+        guard fd >= 0 else { throw Self.failure(errno, "cannot create a file in \(directory)") }
         do throws(ImagePipeError) {
             try object.body.withUnsafeBytes { buffer in
                 Result { () throws(ImagePipeError) in try Self.writeFully(fd, buffer, path: path) }
@@ -138,25 +131,13 @@ public struct LocalDirectoryStorage: StorageRepository {
         } catch {
             close(fd)
             unlink(temporary)
-            commits.madeDirectories(in: parentsMade)
             throw error
         }
         var placed = object
         placed.body = Data()
         return WrittenFile(
-            fd: fd, temporary: temporary, path: path, directory: directory, parentsMade: parentsMade,
+            fd: fd, temporary: temporary, path: path, directory: directory,
             object: placed, bytes: object.body.count)
-    }
-
-    /// The directories above `directory` up to `root`, nearest first.
-    private static func parents(of directory: String, upTo root: String) -> [String] {
-        var parents: [String] = []
-        var current = directory
-        while current.count > root.count, let slash = current.lastIndex(of: "/") {
-            current = String(current[..<slash])
-            parents.append(current)
-        }
-        return parents
     }
 
     /// Without durability: closes the file and moves it into place.
@@ -259,6 +240,11 @@ public struct LocalDirectoryStorage: StorageRepository {
             }
             offset += written
         }
+    }
+
+    /// Fsyncs an open file; the error number when that fails.
+    static func syncFile(_ fd: Int32) -> Int32? {
+        fsync(fd) == 0 ? nil : errno
     }
 
     /// Fsyncs a directory, so the names moved into it last; the error number when that fails.

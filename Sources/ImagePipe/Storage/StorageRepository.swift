@@ -8,8 +8,8 @@ public import Foundation
 /// idempotent) from another original's (a key collision: never silently replaced), and lets a
 /// re-run skip finished work without decoding anything.
 ///
-/// All methods are called concurrently from the pipeline's queues and block until done; they must
-/// be safe to call from several threads at once.
+/// All methods are called concurrently from the pipeline's queues and must be safe to call from
+/// several threads at once; all but ``put(_:completion:)`` block until done.
 public protocol StorageRepository: Sendable {
     /// Stores one object as its ``StorageObject/policy`` allows.
     ///
