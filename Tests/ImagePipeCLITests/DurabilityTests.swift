@@ -106,7 +106,8 @@ struct SystemCallTrace {
         for (number, line) in log.split(separator: "\n").enumerated() {
             guard let space = line.firstIndex(of: " ") else { continue }
             let thread = line[..<space]
-            let text = line[line.index(after: space)...]
+            // strace pads short process ids: `812   write(...)`.
+            let text = line[line.index(after: space)...].drop { $0 == " " }
             if text.hasPrefix("<... ") {
                 guard let started = waiting.removeValue(forKey: thread) else { continue }
                 calls.append(Call(name: started.name, arguments: started.arguments, start: started.start, end: number, result: Self.result(of: text)))
