@@ -81,4 +81,37 @@ import Testing
             #expect((direct != nil) == isSRGB, "\(name)")
         }
     }
+
+    /// Profiles no colour engine can read: bytes that are no profile, and a profile header
+    /// (RGB, `acsp`) whose tag table runs past its end, as a truncated file would have it.
+    static let unreadableProfiles: [(name: String, bytes: [UInt8])] = {
+        let noise = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        var header = [UInt8](repeating: 0, count: 132)
+        header[0..<4] = [0, 0, 0x01, 0x00]  // claims 256 bytes
+        header[8..<12] = [0x02, 0x10, 0, 0]
+        header[12..<16] = ArraySlice("mntr".utf8)
+        header[16..<20] = ArraySlice("RGB ".utf8)
+        header[20..<24] = ArraySlice("XYZ ".utf8)
+        header[36..<40] = ArraySlice("acsp".utf8)
+        header[128..<132] = [0, 0, 0, 40]  // 40 tags, and no room for them
+        return [("noise", noise), ("truncated", header)]
+    }()
+
+    @Test(arguments: unreadableProfiles.map(\.name))
+    func aProfileThatCannotBeReadLeavesTheColoursAsTheyAre(_ name: String) throws {
+        // An APP2 segment labelled as an ICC profile that cannot be read (mangled, or cut short, as
+        // some editors write them): the image is made, its values taken as sRGB.
+        let profile = try #require(Self.unreadableProfiles.first { $0.name == name }).bytes
+        let jpeg = try Fixtures.data("images/formats/landscape.jpg")
+        let payload = [UInt8]("ICC_PROFILE".utf8) + [0, 1, 1] + profile
+        let length = payload.count + 2
+        let source = jpeg.prefix(2) + Data([0xFF, 0xE2, UInt8(length >> 8), UInt8(length & 0xFF)] + payload) + jpeg.dropFirst(2)
+        let result = try Fixtures.compress(bytes: source, [Fixtures.variant("c=4000x4000,png")])
+        let output = try VipsProbe.decode(result.variants[0].data)
+        let raw = try VipsProbe.decode(jpeg)
+        let difference = try #require(output.meanAbsoluteDifference(to: raw))
+        #expect(difference < 0.01, "\(name): the values are kept as they are (\(difference))")
+        let resized = try Fixtures.compress(bytes: source, [Fixtures.variant("small=200x200,jpeg,q80")])
+        #expect(resized.variants.count == 1, "\(name): a resized variant is made too")
+    }
 }
