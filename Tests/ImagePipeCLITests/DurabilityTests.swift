@@ -33,6 +33,9 @@ import Testing
         let root = directory.url("out")
         let fsyncs = calls.filter { $0.name == "fsync" && $0.result == "0" }
         let madeDirectories = calls.filter { $0.name.hasPrefix("mkdir") && $0.result == "0" }
+        #expect(
+            Set(madeDirectories.compactMap(\.paths.first)).isSuperset(of: ["a", "b", "b/c"].map { root + "/" + $0 }),
+            "the run made the output directories, so their parents' fsyncs are checked below")
         var outputs = 0
         for record in records {
             let source = try #require(record["source"] as? String)
@@ -116,9 +119,9 @@ struct SystemCallTrace {
                 let rest = text[text.index(after: open)...]
                 if let unfinished = rest.range(of: " <unfinished ...>") {
                     waiting[thread] = (name, String(rest[..<unfinished.lowerBound]), number)
-                } else if let close = rest.range(of: ") = ", options: .backwards) {
-                    calls.append(
-                        Call(name: name, arguments: String(rest[..<close.lowerBound]), start: number, end: number, result: Self.result(of: text)))
+                } else if let equals = rest.range(of: " = ", options: .backwards), let close = rest[..<equals.lowerBound].lastIndex(of: ")") {
+                    // strace pads the result to a column: `mkdir("/tmp/d", 0777)        = 0`.
+                    calls.append(Call(name: name, arguments: String(rest[..<close]), start: number, end: number, result: Self.result(of: text)))
                 }
             }
         }

@@ -90,15 +90,32 @@ import Testing
     }
 
     /// A temporary file written as a put writes it, ready for a round.
-    func written(_ key: String, root: String) -> LocalDirectoryStorage.WrittenFile {
+    func written(_ key: String, root: String, as name: String = "test", object: StorageObject? = nil) -> LocalDirectoryStorage.WrittenFile {
         let path = root + "/" + key, directory = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let temporary = directory + "/.imagepipe-test.tmp"
+        let temporary = directory + "/.imagepipe-\(name).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         _ = write(fd, "bytes", 5)
         return LocalDirectoryStorage.WrittenFile(
             fd: fd, temporary: temporary, path: path, directory: directory,
-            object: StorageObject(key: key, body: Data(), contentType: "image/jpeg"), bytes: 5)
+            object: object ?? StorageObject(key: key, body: Data(), contentType: "image/jpeg"), bytes: 5)
+    }
+
+    @Test func whenADirectoryCannotBeSyncedAPutThatFoundItsFileInPlaceFailsTooAndKeepsIt() throws {
+        let root = directory.url("out")
+        // Two jobs of one original share a key: the first moves its file there, the second finds it.
+        let first = object("k.jpg", "", from: "a.jpg", sha: "1", policy: .create)
+        let failing: (String) -> Int32? = { _ in EIO }
+        let outcomes = LocalDirectoryStorage.commit(
+            [written("k.jpg", root: root, as: "one", object: first), written("k.jpg", root: root, as: "two", object: first)],
+            root: root, syncDirectory: failing)
+        #expect(outcomes.allSatisfy { (try? $0.get()) == nil }, "neither is reported stored while the name may not be on disk")
+        #expect(directory.files(under: "out").isEmpty, "the file this round moved there is taken out again")
+        // A file found in place from before (another job's, perhaps reported done) is never removed.
+        _ = try LocalDirectoryStorage(root: root).put(first)
+        let found = LocalDirectoryStorage.commit([written("k.jpg", root: root, as: "three", object: first)], root: root, syncDirectory: failing)
+        #expect((try? found[0].get()) == nil)
+        #expect(directory.files(under: "out") == ["k.jpg"])
     }
 
     @Test func aFileWhoseSyncFailsIsNeitherMovedNorLeftBehind() throws {

@@ -23,13 +23,13 @@ extension LocalDirectoryStorage {
     ///
     /// Each file is on disk before its name is (a crash never leaves a short file under a final
     /// name), and a put succeeds only once its name is on disk too, and the names of the
-    /// directories leading to it from `root`: each moved file's directory and every directory above
-    /// it is fsynced, whichever put or process made them (an fsync of an unchanged directory costs
-    /// next to nothing). Writeback of every file starts before the first fsync waits, so on a
+    /// directories leading to it from `root`: each stored file's directory and every directory
+    /// above it is fsynced, whichever put or process made them (an fsync of an unchanged directory
+    /// costs next to nothing). Writeback of every file starts before the first fsync waits, so on a
     /// journalling file system the first fsync's commit carries the others' blocks and the rest
-    /// return at once; a directory holding several of the round's files is fsynced once. A file
-    /// moved into place whose directories cannot be synced is removed again, so a retry makes it
-    /// anew instead of finding it there.
+    /// return at once; a directory holding several of the round's files is fsynced once. When a
+    /// directory cannot be synced, every put under it fails, and a file this round moved into place
+    /// there is removed again, so a retry makes it anew instead of finding it there.
     ///
     /// `syncFile` and `syncDirectory` (fsync, by default) return the error number of a failed sync:
     /// tests fail them on purpose.
@@ -51,10 +51,12 @@ extension LocalDirectoryStorage {
                 return .failure(error)
             }
         }
-        // Each directory whose entries lead to a moved file, with the files that need it.
+        // Each directory whose entries lead to a stored file, with the files that need it: found in
+        // place too, since the put that moved it there (another job's, or a run that was killed)
+        // may not have synced it yet.
         var directories: [String: [Int]] = [:]
         for (index, file) in files.enumerated() {
-            guard case .success(let stored) = outcomes[index], !stored.wasInPlace else { continue }
+            guard (try? outcomes[index].get()) != nil else { continue }
             var directory = file.directory
             while true {
                 directories[directory, default: []].append(index)
@@ -62,10 +64,14 @@ extension LocalDirectoryStorage {
                 directory = String(directory[..<slash])
             }
         }
-        for (directory, indices) in directories {
+        // Deepest first, so a failure names the directory nearest the file whatever the order of the table.
+        for directory in directories.keys.sorted(by: { $0.utf8.count > $1.utf8.count || ($0.utf8.count == $1.utf8.count && $0 < $1) }) {
             guard let code = syncDirectory(directory) else { continue }
-            for index in indices where (try? outcomes[index].get()) != nil {
-                unlink(files[index].path)
+            for index in directories[directory]! {
+                guard case .success(let stored) = outcomes[index] else { continue }
+                // Only a file this round moved there is taken out again; one found in place may be
+                // another job's, reported stored already.
+                if !stored.wasInPlace { unlink(files[index].path) }
                 outcomes[index] = .failure(Self.failure(code, "cannot fsync directory \(directory) after moving \(files[index].path) into it"))
             }
         }
