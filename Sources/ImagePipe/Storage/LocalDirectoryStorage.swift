@@ -10,12 +10,13 @@ import Glibc
 ///
 /// Each put writes a temporary file beside the target, records the object's ``Origin`` on it as the
 /// extended attribute `user.imagepipe.origin` (compact JSON), fsyncs it, then moves it into place
-/// and fsyncs the directory before it reports the object stored, so a reader never sees a
-/// half-written file, a crash never leaves one behind under the final name, and an object reported
-/// stored survives a crash. Puts that finish writing together share their fsyncs (group commit,
-/// see ``GroupCommitter``): under load each round of syncs covers many files. A new key's move fails when the name is taken (`renameat2` with
-/// `RENAME_NOREPLACE`, or a hard link where that is not supported): the check against replacing
-/// another original's file is atomic, even between several workers.
+/// and fsyncs the directories from it up to the root before it reports the object stored, so a
+/// reader never sees a half-written file, a crash never leaves one behind under the final name, and
+/// an object reported stored survives a crash. Puts that finish writing together share their
+/// fsyncs (group commit, see ``GroupCommitter``): under load each round of syncs covers many files.
+/// A new key's move fails when the name is taken (`renameat2` with `RENAME_NOREPLACE`, or a hard
+/// link where that is not supported): the check against replacing another original's file is
+/// atomic, even between several workers.
 public struct LocalDirectoryStorage: StorageRepository {
     /// The extended attribute holding each file's origin.
     public static let originAttribute = "user.imagepipe.origin"
