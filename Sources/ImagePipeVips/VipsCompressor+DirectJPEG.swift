@@ -71,8 +71,7 @@ extension VipsCompressor {
         var compressed = CompressedImage(
             sourceFormat: .jpeg, sourceSize: size, variants: encoded,
             decodeTime: decodeTime, encodeTime: clock.now - start - decodeTime)
-        compressed.placeholder = Self.placeholderPixels(of: decoded.pixels, width: size.width, height: size.height, bands: 3)
-            .map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
+        compressed.placeholder = Self.placeholder(of: decoded.pixels, width: size.width, height: size.height, bands: 3)
         directCompressions.count.add(1, ordering: .relaxed)
         return compressed
     }

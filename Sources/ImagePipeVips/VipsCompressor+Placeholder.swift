@@ -9,7 +9,16 @@ extension VipsCompressor {
     /// as the whole of a small image's work. Nil for any other layout, which costs the job nothing
     /// but its placeholder.
     static func placeholder(of image: VipsImageHandle) -> Placeholder? {
-        placeholderPixels(of: image).map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
+        placeholderPixels(of: image).map(placeholder(from:))
+    }
+
+    /// The same from interleaved 8-bit pixels, 3 (RGB) or 4 (RGBA) bands.
+    static func placeholder(of pixels: UnsafePointer<UInt8>, width: Int, height: Int, bands: Int) -> Placeholder? {
+        placeholderPixels(of: pixels, width: width, height: height, bands: bands).map(placeholder(from:))
+    }
+
+    private static func placeholder(from pixels: (width: Int, height: Int, rgba: [UInt8])) -> Placeholder {
+        Placeholder(width: pixels.width, height: pixels.height, rgba: pixels.rgba)
     }
 
     /// The RGBA pixels, at most 100x100, a placeholder is made from (see ``placeholder(of:)``).
