@@ -129,7 +129,7 @@ public struct VipsCompressor: ImageCompressor {
             // doubled the work for small images).
             let variant = variants[0]
             let image = try decode(
-                source, header: header, to: plan.outputs[0], byWidth: Self.fitsByWidth(displayed, variant.box),
+                source, header: header, to: plan.outputs[0], byWidth: ResizePlan.fitsByWidth(displayed, variant.box),
                 crop: variant.fit == .cover)
             guard let memory = ipv_copy_memory(image.pointer) else { throw decodeError() }
             let resized = VipsImageHandle(memory)
@@ -138,12 +138,7 @@ public struct VipsCompressor: ImageCompressor {
             encoded.append(try encode(resized, as: variant))
         } else {
             // Several outputs: decode once at the largest size any of them needs and keep it in memory.
-            // Both sides of the decode size are at least what any variant needs; fitting by the side
-            // with the larger scale keeps the other one at least as large too.
-            let byWidth =
-                Double(plan.decodeSize.width) / Double(displayed.width)
-                >= Double(plan.decodeSize.height) / Double(displayed.height)
-            let decoded = try decode(source, header: header, to: plan.decodeSize, byWidth: byWidth, crop: false)
+            let decoded = try decode(source, header: header, to: plan.decodeSize, byWidth: plan.decodesByWidth, crop: false)
             guard let memory = ipv_copy_memory(decoded.pointer) else { throw decodeError() }
             let intermediate = VipsImageHandle(memory)
             ipv_forget_profile(intermediate.pointer)
@@ -151,7 +146,7 @@ public struct VipsCompressor: ImageCompressor {
             placeholder = Self.placeholder(of: intermediate)
             for (variant, output) in zip(variants, plan.outputs) {
                 let resized = try resize(
-                    intermediate, to: output, byWidth: Self.fitsByWidth(displayed, variant.box),
+                    intermediate, to: output, byWidth: ResizePlan.fitsByWidth(displayed, variant.box),
                     crop: variant.fit == .cover)
                 encoded.append(try encode(resized, as: variant))
             }
@@ -312,11 +307,6 @@ public struct VipsCompressor: ImageCompressor {
         let unbounded = Int32(VariantSpec.unbounded)
         if crop { return (Int32(target.width), Int32(target.height)) }
         return byWidth ? (Int32(target.width), unbounded) : (unbounded, Int32(target.height))
-    }
-
-    /// Whether the width limits fitting `variant` into its box: the side with the smaller scale.
-    static func fitsByWidth(_ source: PixelSize, _ box: PixelSize) -> Bool {
-        Double(box.width) / Double(source.width) <= Double(box.height) / Double(source.height)
     }
 
     // MARK: - Errors

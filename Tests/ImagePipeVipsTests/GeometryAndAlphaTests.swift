@@ -20,6 +20,21 @@ import Testing
         }
     }
 
+    /// The largest variant is resampled once, straight from the source: its bytes are those of a job
+    /// that makes it alone. 1800x1200 into 1000x1000 is 1000x666.67, rounded to 667, which once
+    /// made the shared decode 1001x667 and the variant a second resize of it. Turned sources too.
+    @Test func theLargestVariantIsMadeFromTheDecodeItself() throws {
+        let big = Fixtures.variant("big=1000x1000,jpeg,q90"), small = Fixtures.variant("small=200x200,webp,q80,cover")
+        for source in ["images/exif-orientation/Landscape_1.jpg", "images/exif-orientation/Landscape_6.jpg"] {
+            let alone = try Fixtures.compress(source, [big])
+            let together = try Fixtures.compress(source, [big, small])
+            #expect(together.output("big").size == alone.output("big").size, "\(source)")
+            // Compared first: a failed expectation on two Data values would diff them byte by byte.
+            let identical = together.output("big").data == alone.output("big").data
+            #expect(identical, "\(source): the variant was resampled twice")
+        }
+    }
+
     @Test func aTinyImageIsNeverEnlargedAndItsThumbIsStillSquare() throws {
         let result = try Fixtures.compress("images/formats/tiny.png")
         #expect(result.sourceSize == PixelSize(width: 40, height: 30))
