@@ -72,6 +72,22 @@ import Testing
         }
         #expect(outputs == names.count * 2)
     }
+
+    @Test func aLaterRunRemovesTheTemporaryFilesAKilledRunLeftWhereItWrites() throws {
+        CommandRunner.copyFixture("images/exif-orientation/Landscape_1.jpg", to: directory, as: "src/trip/beach.jpg")
+        // What a killed run leaves beside the outputs it was writing, and one a live run is writing.
+        let killed = directory.write("out/trip/.imagepipe-31337x1-4.tmp", "half a JPEG")
+        let live = directory.write("out/trip/.imagepipe-31338x1-1.tmp", "a JPEG being written")
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: killed)
+        let run = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", directory.url("manifest.jsonl"),
+            "--variant", "small=64x64,jpeg,q80",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(FileManager.default.fileExists(atPath: directory.url("out/trip/beach-small.jpg")))
+        #expect(!FileManager.default.fileExists(atPath: killed), "unwritten for two hours: no live put's")
+        #expect(FileManager.default.fileExists(atPath: live))
+    }
 }
 
 /// The calls of an `strace -f -y -o` log, each with where it started and ended in the log, so the

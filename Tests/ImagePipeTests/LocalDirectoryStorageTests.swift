@@ -89,6 +89,41 @@ import Testing
         #expect(storage.commitRounds < 320, "puts waiting together shared a round (\(storage.commitRounds) rounds)")
     }
 
+    @Test func theFirstPutIntoADirectoryRemovesTemporaryFilesKilledRunsLeftThere() throws {
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        let anHourAgo = Date().addingTimeInterval(-TemporarySweeper.staleAfter - 60)
+        func file(_ name: String, written: Date) {
+            let path = directory.write("out/a/" + name, "bytes")
+            try? FileManager.default.setAttributes([.modificationDate: written], ofItemAtPath: path)
+        }
+        file(".imagepipe-4242abc-7.tmp", written: anHourAgo)
+        file(".imagepipe-4242abc-8.tmp", written: Date())
+        file(".imagepipe-notes.txt", written: anHourAgo)
+        file(".editor-1.tmp", written: anHourAgo)
+        file("photo-large.jpg", written: anHourAgo)
+        try FileManager.default.createDirectory(atPath: directory.url("out/a/.imagepipe-folder.tmp"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: directory.url("out/a/.imagepipe-link.tmp"), withDestinationPath: "photo-large.jpg")
+        file(".imagepipe-4242abc-9.tmp", written: anHourAgo)
+        _ = directory.write("out/b/.imagepipe-4242abc-10.tmp", "bytes")
+        try? FileManager.default.setAttributes([.modificationDate: anHourAgo], ofItemAtPath: directory.url("out/b/.imagepipe-4242abc-10.tmp"))
+
+        _ = try storage.put(object("a/new.jpg", "", from: "new.png", sha: "a", body: Data("new".utf8)))
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url("out/a")))
+        // Only a put's own names, regular files, unwritten for an hour; the symbolic link is not followed.
+        #expect(
+            left == [
+                ".imagepipe-4242abc-8.tmp", ".imagepipe-notes.txt", ".editor-1.tmp", "photo-large.jpg", ".imagepipe-folder.tmp",
+                ".imagepipe-link.tmp", "new.jpg",
+            ])
+        #expect(storage.sweeper.removed == 2)
+        #expect(FileManager.default.fileExists(atPath: directory.url("out/b/.imagepipe-4242abc-10.tmp")), "no put went into b")
+
+        // Once per directory per process: a second put there lists it no more.
+        file(".imagepipe-4242abc-11.tmp", written: anHourAgo)
+        _ = try storage.put(object("a/second.jpg", "", from: "second.png", sha: "b", body: Data("second".utf8)))
+        #expect(FileManager.default.fileExists(atPath: directory.url("out/a/.imagepipe-4242abc-11.tmp")))
+    }
+
     /// A temporary file written as a put writes it, ready for a round.
     func written(_ key: String, root: String, as name: String = "test", object: StorageObject? = nil) -> LocalDirectoryStorage.WrittenFile {
         let path = root + "/" + key, directory = (path as NSString).deletingLastPathComponent

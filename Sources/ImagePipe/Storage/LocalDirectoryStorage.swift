@@ -16,7 +16,8 @@ import Glibc
 /// fsyncs (group commit, see ``GroupCommitter``): under load each round of syncs covers many files.
 /// A new key's move fails when the name is taken (`renameat2` with `RENAME_NOREPLACE`, or a hard
 /// link where that is not supported): the check against replacing another original's file is
-/// atomic, even between several workers.
+/// atomic, even between several workers. A temporary file a killed run left behind is removed by a
+/// later run once it is an hour old (see ``TemporarySweeper``).
 public struct LocalDirectoryStorage: StorageRepository {
     /// The extended attribute holding each file's origin.
     public static let originAttribute = "user.imagepipe.origin"
@@ -27,6 +28,8 @@ public struct LocalDirectoryStorage: StorageRepository {
     public let durable: Bool
     /// Makes the puts' files durable in shared rounds; shared by copies of the storage.
     private let commits: GroupCommitter
+    /// Removes the temporary files killed runs left in the directories written to.
+    let sweeper = TemporarySweeper()
 
     /// Creates the storage; nothing is created on disk before ``probe()`` or the first put.
     public init(root: String, durable: Bool = true) {
@@ -114,6 +117,7 @@ public struct LocalDirectoryStorage: StorageRepository {
         // cost every put several stat calls. A failed job of another original may remove a directory
         // it left empty between the two steps: make it again then.
         var fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        var made = false
         for _ in 0..<3 where fd < 0 && errno == ENOENT {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -121,9 +125,11 @@ public struct LocalDirectoryStorage: StorageRepository {
                 let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? 0
                 throw Self.failure(Int32(code), "cannot create directory \(directory)", default: .storageRejected)
             }
+            made = true
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         }
         guard fd >= 0 else { throw Self.failure(errno, "cannot create a file in \(directory)") }
+        sweeper.writing(into: directory, made: made)
         do throws(ImagePipeError) {
             try object.body.withUnsafeBytes { buffer in
                 Result { () throws(ImagePipeError) in try Self.writeFully(fd, buffer, path: path) }
