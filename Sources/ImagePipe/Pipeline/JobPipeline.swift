@@ -43,7 +43,6 @@ public final class JobPipeline: Sendable {
     private let group = DispatchGroup()
     private let inFlight = Atomic<Int>(0)
     private let halted = Mutex<ImagePipeError?>(nil)
-    private let roomListener = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// Creates a pipeline around a handler.
     public init(handler: FileHandler, configuration: Configuration = .init()) {
@@ -52,13 +51,6 @@ public final class JobPipeline: Sendable {
         self.compression = BoundedQueue(label: "imagepipe.compression", limit: configuration.jobs, qos: .userInitiated)
         self.storage = BoundedQueue(label: "imagepipe.storage", limit: configuration.uploads, qos: .userInitiated)
         self.admission = DispatchSemaphore(value: configuration.maxInFlight)
-    }
-
-    /// Calls `action` (on a pipeline thread) each time a job gives its room back: it ended, or its
-    /// outputs were handed to storage to be made durable. A claimer that found the pipeline full
-    /// waits for it instead of polling. One listener; a later call replaces it.
-    public func whenRoomFrees(_ action: @escaping @Sendable () -> Void) {
-        roomListener.withLock { $0 = action }
     }
 
     /// Jobs accepted and not yet finished; more than ``Configuration/maxInFlight`` while some only
@@ -117,7 +109,6 @@ public final class JobPipeline: Sendable {
         // its outputs are handed to storage and wait there to be made durable.
         let release: @Sendable () -> Void = { [self] in
             admission.signal()
-            roomListener.withLock { $0 }?()
             group.leave()
         }
         let end: @Sendable (JobResult) -> Void = { [self] result in

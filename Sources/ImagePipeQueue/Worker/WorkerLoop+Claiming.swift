@@ -16,9 +16,7 @@ extension WorkerLoop {
             }
             if stopping { return }
             rerunDueRetries()
-            let room = state.withLock { state in
-                state.claims.room(held: state.held.count, retrying: state.held.values.count(where: \.isWaitingRetry), at: now)
-            }
+            let room = state.withLock { $0.claims.room(held: $0.held.count, at: now) }
             var reserved = 0
             while reserved < room && pipeline.reserve(timeout: .now()) { reserved += 1 }
             if reserved > 0 {
@@ -36,8 +34,7 @@ extension WorkerLoop {
                 beginStopping()
                 return
             }
-            // A pipeline without room wakes the loop when it has some again.
-            await wakeup.wait(until: nextLook(), on: clock)
+            await wakeup.wait(until: nextLook(afterNoRoom: room > 0 && reserved == 0), on: clock)
         }
     }
 
@@ -49,9 +46,12 @@ extension WorkerLoop {
     }
 
     /// When to look again if nothing wakes the loop first.
-    private func nextLook() -> ContinuousClock.Instant {
+    ///
+    /// - Parameter afterNoRoom: the hold limit allowed a claim but the pipeline had no slot: a job
+    ///   has just finished and its slot is being handed back, so look again almost at once.
+    private func nextLook(afterNoRoom: Bool) -> ContinuousClock.Instant {
         let now = clock.now
-        var next = now + queue.pollInterval
+        var next = now + (afterNoRoom ? .milliseconds(1) : queue.pollInterval)
         state.withLock { state in
             for held in state.held.values {
                 if case .waitingRetry(let until) = held.phase { next = min(next, until) }

@@ -72,10 +72,6 @@ public final class WorkerLoop: Service, Sendable {
         var phase: Phase
         /// A heartbeat found the claim taken by another worker: the result will be dropped.
         var lost = false
-
-        var isWaitingRetry: Bool {
-            if case .waitingRetry = phase { true } else { false }
-        }
     }
 
     struct State: ~Copyable {
@@ -135,12 +131,10 @@ public final class WorkerLoop: Service, Sendable {
         self.state = Mutex(
             State(
                 claims: ClaimPolicy(
-                    pipelineRoom: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
+                    holdLimit: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
                     longestPause: configuration.retry.maxDelay),
                 status: StatusReport(startedAt: clock.now), lastLook: clock.now))
         (results, resultsInput) = AsyncStream.makeStream(of: Finished.self)
-        // Room can come back with no result to settle: a job whose outputs wait for their fsyncs.
-        pipeline.whenRoomFrees { [wakeup] in wakeup.signal() }
     }
 
     /// A snapshot of the counters.
@@ -148,7 +142,7 @@ public final class WorkerLoop: Service, Sendable {
         state.withLock { state in
             var statistics = Statistics(done: state.status.done, failed: state.status.failed, upkeeps: state.upkeeps)
             for held in state.held.values {
-                if held.isWaitingRetry { statistics.retrying += 1 } else { statistics.inFlight += 1 }
+                if case .waitingRetry = held.phase { statistics.retrying += 1 } else { statistics.inFlight += 1 }
             }
             return statistics
         }
