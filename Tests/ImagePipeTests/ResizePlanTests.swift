@@ -41,24 +41,62 @@ import Testing
         #expect(ResizePlan(source: size(300, 200), variants: Preset.web).decodeSize == size(300, 200))
     }
 
-    @Test func decodeSizeCoversEveryVariant() {
+    @Test func aPanoramasStripIsNotMadeFromADecodeWhoseShortSideWasRounded() {
+        // 12000x500 at 2048 px wide is 85.33 px high; a 962x40 strip fitted by its height from a
+        // 2048x85 decode would be 964 px wide. So the decode keeps a common scale instead.
+        let strip = VariantSpec(name: "strip", width: 962, height: 40, fit: .inside, format: .jpeg, quality: 80)
+        let plan = ResizePlan(source: size(12000, 500), variants: [Preset.web[0], strip])
+        #expect(plan.outputs == [size(2048, 85), size(960, 40)])
+        #expect(plan.decodeSize != plan.outputs[0])
+        #expect(ResizePlan.resized(size(2048, 85), to: size(960, 40), byWidth: false) == size(964, 40))
+    }
+
+    @Test func everyVariantComesOutAtItsSizeFromTheDecode() {
         let banner = VariantSpec(name: "banner", width: 1200, height: 400, fit: .cover, format: .jpeg, quality: 80)
-        var sources = [(4000, 3000), (3000, 4000), (1999, 1333), (20000, 700), (333, 999), (2049, 2047), (641, 321)]
-        var generator = SystemRandomNumberGenerator()
-        for _ in 0..<2000 { sources.append((Int.random(in: 1...9000, using: &generator), Int.random(in: 1...9000, using: &generator))) }
+        let strip = VariantSpec(name: "strip", width: 962, height: 40, fit: .inside, format: .jpeg, quality: 80)
+        let column = VariantSpec(name: "column", width: 30, height: 900, fit: .inside, format: .webp, quality: 80)
+        var sources = [(4000, 3000), (3000, 4000), (1999, 1333), (20000, 700), (333, 999), (2049, 2047), (641, 321), (12000, 500)]
+        var generator = SplitMix64(seed: 14)
+        for _ in 0..<3000 {
+            let long = Int.random(in: 1...30000, using: &generator), short = Int.random(in: 1...9000, using: &generator)
+            sources.append(Bool.random(using: &generator) ? (long, short) : (short, long))
+        }
         for (w, h) in sources {
-            for variants in [Preset.web, Preset.web + [banner]] {
+            for variants in [Preset.web, Preset.web + [banner], [Preset.web[0], strip, Preset.web[2]], [Preset.web[0], column, strip]] {
                 let plan = ResizePlan(source: size(w, h), variants: variants)
                 // The decode reached by its side, the other following the aspect ratio as libvips rounds it.
-                let scale = plan.decodesByWidth ? Double(plan.decodeSize.width) / Double(w) : Double(plan.decodeSize.height) / Double(h)
-                let decoded = PixelSize(
-                    width: plan.decodesByWidth ? plan.decodeSize.width : max(1, Int((Double(w) * scale).rounded())),
-                    height: plan.decodesByWidth ? max(1, Int((Double(h) * scale).rounded())) : plan.decodeSize.height)
-                // A crop is made from the whole decode, so covering its output is all it needs too.
+                let decoded = ResizePlan.resized(size(w, h), to: plan.decodeSize, byWidth: plan.decodesByWidth)
+                let exact = plan.decodeSize == plan.outputs[0]
                 for (variant, output) in zip(variants, plan.outputs) {
+                    // A crop is made from the whole decode, so covering its output is all it needs.
                     #expect(decoded.width >= output.width && decoded.height >= output.height, "\(w)x\(h) \(variant.name)")
+                    guard variant.fit == .inside else { continue }
+                    let made = ResizePlan.resized(decoded, to: output, byWidth: ResizePlan.fitsByWidth(size(w, h), variant.box))
+                    // From the largest variant's own size, exactly; from a common scale, within the
+                    // pixel a second rounding can cost.
+                    if exact {
+                        #expect(made == output, "\(w)x\(h) \(variant.name): \(made), planned \(output)")
+                    } else {
+                        #expect(abs(made.width - output.width) <= 1 && abs(made.height - output.height) <= 1, "\(w)x\(h) \(variant.name)")
+                    }
+                    #expect(
+                        made.width <= max(variant.width, output.width) && made.height <= max(variant.height, output.height),
+                        "\(w)x\(h) \(variant.name)")
                 }
             }
         }
+    }
+}
+
+/// A seeded generator, so a failing size can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

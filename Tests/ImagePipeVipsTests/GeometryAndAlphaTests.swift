@@ -35,6 +35,21 @@ import Testing
         }
     }
 
+    /// Every variant of a panorama comes out at the size it has when made alone, a strip fitted to
+    /// its height included: 3200x400 into 700x700 is 700x87.5, and from a 700x88 decode a strip
+    /// 40 px high would be 318 px wide, not 320.
+    @Test func aPanoramasVariantsHaveTheirOwnSizesWhateverTheDecode() throws {
+        let variants = ["large=700x700,jpeg,q80", "strip=2000x40,jpeg,q80", "square=100x100,webp,q80,cover"].map(Fixtures.variant)
+        let together = try Fixtures.compress("images/formats/panorama.jpg", variants)
+        for variant in variants {
+            let alone = try Fixtures.compress("images/formats/panorama.jpg", [variant])
+            #expect(together.output(variant.name).size == alone.output(variant.name).size, "\(variant.name)")
+            let info = try VipsProbe.info(together.output(variant.name).data)
+            #expect(PixelSize(width: info.width, height: info.height) == together.output(variant.name).size, "\(variant.name)")
+        }
+        #expect(together.output("strip").size == PixelSize(width: 320, height: 40))
+    }
+
     @Test func aTinyImageIsNeverEnlargedAndItsThumbIsStillSquare() throws {
         let result = try Fixtures.compress("images/formats/tiny.png")
         #expect(result.sourceSize == PixelSize(width: 40, height: 30))

@@ -45,8 +45,20 @@ public struct ResizePlan: Sendable, Equatable {
         // to its own size then makes it with no resize of its own: rounding a 6000x4000 photo's
         // 1365.33 px height up to 1366 once decoded it at 2049x1366, so the large variant was
         // resampled a second time, by a pixel, which cost a tenth of the batch's resampling.
+        // Only when each other `inside` variant still comes out at its own size from that decode:
+        // its rounded short side, scaled up by a panorama's strip fitted to the other side, would
+        // otherwise make the strip wider than planned (12000x500 decoded at 2048x85 made a 962x40
+        // strip 964 px wide).
         let largest = variants.indices.filter { variants[$0].fit == .inside }.max { scales[$0] < scales[$1] }
-        if let largest, variants.indices.allSatisfy({ $0 == largest || Self.covers(outputs[largest], needs[$0]) }) {
+        if let largest,
+            variants.indices.allSatisfy({ index in
+                index == largest
+                    || Self.covers(outputs[largest], needs[index])
+                        && (variants[index].fit == .cover
+                            || Self.resized(outputs[largest], to: outputs[index], byWidth: Self.fitsByWidth(source, variants[index].box))
+                                == outputs[index])
+            })
+        {
             decodeSize = outputs[largest]
             decodesByWidth = Self.fitsByWidth(source, variants[largest].box)
         } else {
@@ -61,6 +73,19 @@ public struct ResizePlan: Sendable, Equatable {
     /// Whether the width limits fitting a source into `box`: the side with the smaller scale.
     public static func fitsByWidth(_ source: PixelSize, _ box: PixelSize) -> Bool {
         Double(box.width) / Double(source.width) <= Double(box.height) / Double(source.height)
+    }
+
+    /// The size libvips makes of `image` fitted to `target`'s width (`byWidth`) or height, the other
+    /// side following the aspect ratio, rounded to nearest as libvips rounds (halves up).
+    public static func resized(_ image: PixelSize, to target: PixelSize, byWidth: Bool) -> PixelSize {
+        if byWidth {
+            return PixelSize(
+                width: target.width,
+                height: max(1, Int((Double(image.height) * Double(target.width) / Double(image.width)).rounded())))
+        }
+        return PixelSize(
+            width: max(1, Int((Double(image.width) * Double(target.height) / Double(image.height)).rounded())),
+            height: target.height)
     }
 
     /// The size at `scale`, each side rounded up, never larger than the size itself.
