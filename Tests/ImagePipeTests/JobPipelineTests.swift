@@ -139,34 +139,3 @@ extension Atomic where Value == Int {
         }
     }
 }
-
-/// Takes every put's bytes at once (keeping only its key) and reports the puts when told to.
-private final class DeferredStorage: StorageRepository, Sendable {
-    private let pending = Mutex<[(String, @Sendable (Result<StoredObject, ImagePipeError>) -> Void)]>([])
-
-    /// Puts taken and not yet reported.
-    var waiting: Int { pending.withLock { $0.count } }
-
-    /// Reports every waiting put stored.
-    func reportAll() {
-        let taken = pending.withLock { pending in
-            defer { pending.removeAll() }
-            return pending
-        }
-        for (key, completion) in taken { completion(.success(StoredObject(key: key, url: "deferred://" + key, bytes: 1))) }
-    }
-
-    func put(_ object: StorageObject, completion: @escaping @Sendable (Result<StoredObject, ImagePipeError>) -> Void) {
-        let key = object.key
-        pending.withLock { $0.append((key, completion)) }
-    }
-
-    func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject {
-        throw ImagePipeError(.storageRejected, "the pipeline stores through put(_:completion:)")
-    }
-    func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? { nil }
-    func delete(_ key: String) throws(ImagePipeError) {}
-    func probe() throws(ImagePipeError) {}
-    var keyLimits: KeyLimits { KeyLimits(maxKeyBytes: 1024) }
-    var location: String { "deferred" }
-}

@@ -66,8 +66,8 @@ public final class JobPipeline: Sendable {
 
     /// Reserves room for one job, blocking until there is some or the deadline passes; true when reserved.
     ///
-    /// A queue worker reserves before it claims a file, so it never holds more claimed jobs than it can
-    /// work on. Follow a reservation with ``submitReserved(_:completion:)`` or ``cancelReservation()``.
+    /// A queue worker reserves before it claims a file, so it never claims more jobs than it can
+    /// work on. Follow a reservation with ``submitReserved(_:roomReturned:completion:)`` or ``cancelReservation()``.
     public func reserve(timeout: DispatchTime = .distantFuture) -> Bool {
         admission.wait(timeout: timeout) == .success
     }
@@ -78,8 +78,15 @@ public final class JobPipeline: Sendable {
     }
 
     /// Accepts a job into a slot taken with ``reserve(timeout:)``.
-    public func submitReserved(_ job: Job, completion: @escaping @Sendable (JobResult) -> Void) {
-        accept(job, completion: completion)
+    ///
+    /// `roomReturned` is called (on a pipeline thread, after the slot is free) when the job gives
+    /// its slot back: `true` when that comes before its result, because its outputs were handed to
+    /// the store and only wait to be made durable; `false` when it ended first.
+    public func submitReserved(
+        _ job: Job, roomReturned: (@Sendable (_ beforeResult: Bool) -> Void)? = nil,
+        completion: @escaping @Sendable (JobResult) -> Void
+    ) {
+        accept(job, roomReturned: roomReturned, completion: completion)
     }
 
     /// Stops compressing: every job not yet decoded fails with `error` once it has been inspected
@@ -99,7 +106,9 @@ public final class JobPipeline: Sendable {
         group.wait(timeout: timeout) == .success
     }
 
-    private func accept(_ job: Job, completion: @escaping @Sendable (JobResult) -> Void) {
+    private func accept(
+        _ job: Job, roomReturned: (@Sendable (Bool) -> Void)? = nil, completion: @escaping @Sendable (JobResult) -> Void
+    ) {
         // The group is left twice per job: once when it ends, once when its room is given back.
         group.enter()
         group.enter()
@@ -107,11 +116,14 @@ public final class JobPipeline: Sendable {
         let accepted = ContinuousClock.now
         // The job's room is given back once it holds no image data: when it ends, or earlier once
         // its outputs are handed to storage and wait there to be made durable.
-        let release: @Sendable () -> Void = { [self] in
+        let ended = Atomic<Bool>(false)
+        let release: @Sendable (_ beforeResult: Bool) -> Void = { [self] beforeResult in
             admission.signal()
+            roomReturned?(beforeResult)
             group.leave()
         }
         let end: @Sendable (JobResult) -> Void = { [self] result in
+            ended.store(true, ordering: .releasing)
             completion(result)
             let left = inFlight.subtract(1, ordering: .relaxed).newValue
             group.leave()
@@ -119,7 +131,7 @@ public final class JobPipeline: Sendable {
         }
         let finish: @Sendable (JobResult) -> Void = { result in
             end(result)
-            release()
+            release(false)
         }
         storage.async { [self] in
             // Inspection writes nothing, so even a halted pipeline still reports what is up to date.
@@ -128,7 +140,9 @@ public final class JobPipeline: Sendable {
             if let halt = haltError(job) { return finish(handler.abandon(inspected, halt)) }
             compression.async { [self] in
                 if let halt = haltError(job) { return finish(handler.abandon(inspected, halt)) }
-                handler.store(handler.compress(inspected), schedule: { storage.async($0) }, handedOff: release, completion: end)
+                handler.store(
+                    handler.compress(inspected), schedule: { storage.async($0) },
+                    handedOff: { release(!ended.load(ordering: .acquiring)) }, completion: end)
             }
         }
     }

@@ -12,11 +12,14 @@ extension WorkerLoop {
             let now = clock.now
             let stopping = state.withLock { state in
                 state.lastLook = now
+                state.looks += 1
                 return state.stopping
             }
             if stopping { return }
-            rerunDueRetries()
-            let room = state.withLock { $0.claims.room(held: $0.held.count, at: now) }
+            let retriesWaitForRoom = rerunDueRetries()
+            let room = state.withLock { state in
+                state.claims.room(held: state.held.count, working: state.held.values.count { !$0.handedOff }, at: now)
+            }
             var reserved = 0
             while reserved < room && pipeline.reserve(timeout: .now()) { reserved += 1 }
             if reserved > 0 {
@@ -34,7 +37,8 @@ extension WorkerLoop {
                 beginStopping()
                 return
             }
-            await wakeup.wait(until: nextLook(afterNoRoom: room > 0 && reserved == 0), on: clock)
+            await wakeup.wait(
+                until: nextLook(afterNoRoom: room > 0 && reserved == 0, retriesWaitForRoom: retriesWaitForRoom), on: clock)
         }
     }
 
@@ -47,14 +51,17 @@ extension WorkerLoop {
 
     /// When to look again if nothing wakes the loop first.
     ///
-    /// - Parameter afterNoRoom: the hold limit allowed a claim but the pipeline had no slot: a job
-    ///   has just finished and its slot is being handed back, so look again almost at once.
-    private func nextLook(afterNoRoom: Bool) -> ContinuousClock.Instant {
+    /// - Parameters:
+    ///   - afterNoRoom: the hold limit allowed a claim but the pipeline had no slot: a job has just
+    ///     finished and its slot is being handed back, so look again almost at once.
+    ///   - retriesWaitForRoom: retries are due but found no slot: their times are past, so they
+    ///     must not set the next look (that would spin); a slot given back wakes the loop.
+    private func nextLook(afterNoRoom: Bool, retriesWaitForRoom: Bool) -> ContinuousClock.Instant {
         let now = clock.now
         var next = now + (afterNoRoom ? .milliseconds(1) : queue.pollInterval)
         state.withLock { state in
             for held in state.held.values {
-                if case .waitingRetry(let until) = held.phase { next = min(next, until) }
+                if case .waitingRetry(let until) = held.phase, !(retriesWaitForRoom && until <= now) { next = min(next, until) }
             }
             if let pausedUntil = state.claims.pausedUntil, pausedUntil > now { next = min(next, pausedUntil) }
         }
@@ -62,7 +69,8 @@ extension WorkerLoop {
     }
 
     /// Runs again the held jobs whose retry delay has passed, as the pipeline has room.
-    private func rerunDueRetries() {
+    /// - Returns: whether some due retries found no room in the pipeline and still wait.
+    private func rerunDueRetries() -> Bool {
         let now = clock.now
         let due = state.withLock { state in
             state.held.values.filter { held in
@@ -70,18 +78,30 @@ extension WorkerLoop {
             }.map(\.claimed).sorted { $0.id < $1.id }
         }
         for var claimed in due {
-            guard pipeline.reserve(timeout: .now()) else { return }
+            guard pipeline.reserve(timeout: .now()) else { return true }
             claimed.job.attempt += 1
             state.withLock { $0.held[claimed.id] = Held(claimed: claimed, phase: .inFlight) }
             submit(claimed)
         }
+        return false
     }
 
     /// Hands a claimed job to the pipeline, in the slot reserved for it.
     func submit(_ claimed: ClaimedJob) {
         let id = claimed.id
-        pipeline.submitReserved(claimed.job) { [resultsInput] result in
-            resultsInput.yield(Finished(id: id, result: result))
-        }
+        pipeline.submitReserved(
+            claimed.job,
+            roomReturned: { [self] beforeResult in
+                // Marked only while no result has come: a settled or failed job is working again.
+                if beforeResult {
+                    state.withLock { state in
+                        if state.held[id]?.phase == .inFlight { state.held[id]?.handedOff = true }
+                    }
+                }
+                wakeup.signal()
+            },
+            completion: { [resultsInput] result in
+                resultsInput.yield(Finished(id: id, result: result))
+            })
     }
 }

@@ -30,6 +30,8 @@ extension WorkerLoop {
             }
             let change = state.claims.note(result, at: now)
             held.phase = .settling
+            // A failure counts as work again at once: it may become a retry this worker holds.
+            if result.status == .failed { held.handedOff = false }
             state.held[id] = held
             return .decided(held.claimed, finishing.decide(result, attempt: held.claimed.job.attempt, stopping: state.stopping), change)
         }

@@ -8,7 +8,8 @@ import Synchronization
 /// Runs the jobs of a ``JobQueue`` through a ``JobPipeline``, as a swift-service-lifecycle `Service`.
 ///
 /// `run()` opens the queue and claims jobs, but only after reserving room in the pipeline, so a
-/// worker never holds more claimed jobs than it can work on. Each result is settled through the
+/// worker never claims more jobs than it can work on; it goes on claiming while finished jobs only
+/// wait for their outputs' fsyncs (see ``ClaimPolicy``). Each result is settled through the
 /// queue: completed, retried after a backoff, discarded, or (while stopping) given back. Timers
 /// (status line, queue upkeep) end on graceful shutdown; lease renewals run on a thread of their
 /// own until the last job is settled. Time comes from a ``WorkerClock``, so tests move it by hand. On graceful shutdown the loop stops claiming, lets jobs in
@@ -72,6 +73,9 @@ public final class WorkerLoop: Service, Sendable {
         var phase: Phase
         /// A heartbeat found the claim taken by another worker: the result will be dropped.
         var lost = false
+        /// Its outputs were handed to the store and only wait to be made durable: it holds no
+        /// pipeline room and no image data, only its claim, until a result says otherwise.
+        var handedOff = false
     }
 
     struct State: ~Copyable {
@@ -81,6 +85,8 @@ public final class WorkerLoop: Service, Sendable {
         var status: StatusReport
         /// When the claim loop last looked for work (or the loop was made), for liveness.
         var lastLook: ContinuousClock.Instant
+        /// How many times the claim loop has looked.
+        var looks = 0
         var upkeeps = 0
         var stopping = false
         var stoppingNow = false
@@ -131,11 +137,14 @@ public final class WorkerLoop: Service, Sendable {
         self.state = Mutex(
             State(
                 claims: ClaimPolicy(
-                    holdLimit: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
+                    pipelineRoom: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
                     longestPause: configuration.retry.maxDelay),
                 status: StatusReport(startedAt: clock.now), lastLook: clock.now))
         (results, resultsInput) = AsyncStream.makeStream(of: Finished.self)
     }
+
+    /// How many times the claim loop has looked for work: a loop that spins shows here.
+    var claimLooks: Int { state.withLock { $0.looks } }
 
     /// A snapshot of the counters.
     public var statistics: Statistics {
