@@ -38,27 +38,12 @@ public struct ResizePlan: Sendable, Equatable {
         let outputs = variants.map { ResizePlan.outputSize(source: source, variant: $0) }
         self.outputs = outputs
         let scales = zip(variants, outputs).map { ResizePlan.scale(source: source, output: $1, fit: $0.fit) }
-        // What each variant needs: its own size, or before a crop the source at its scale, each side
-        // rounded up so it is never a pixel short.
-        let needs = variants.indices.map { variants[$0].fit == .inside ? outputs[$0] : Self.scaledUp(source, by: scales[$0]) }
         // Usually one `inside` variant is the largest and the others fit within it. Decoding straight
         // to its own size then makes it with no resize of its own: rounding a 6000x4000 photo's
         // 1365.33 px height up to 1366 once decoded it at 2049x1366, so the large variant was
         // resampled a second time, by a pixel, which cost a tenth of the batch's resampling.
-        // Only when each other `inside` variant still comes out at its own size from that decode:
-        // its rounded short side, scaled up by a panorama's strip fitted to the other side, would
-        // otherwise make the strip wider than planned (12000x500 decoded at 2048x85 made a 962x40
-        // strip 964 px wide).
         let largest = variants.indices.filter { variants[$0].fit == .inside }.max { scales[$0] < scales[$1] }
-        if let largest,
-            variants.indices.allSatisfy({ index in
-                index == largest
-                    || Self.covers(outputs[largest], needs[index])
-                        && (variants[index].fit == .cover
-                            || Self.resized(outputs[largest], to: outputs[index], byWidth: Self.fitsByWidth(source, variants[index].box))
-                                == outputs[index])
-            })
-        {
+        if let largest, Self.serves(variants, outputs, scales, from: largest, source: source) {
             decodeSize = outputs[largest]
             decodesByWidth = Self.fitsByWidth(source, variants[largest].box)
         } else {
@@ -67,6 +52,26 @@ public struct ResizePlan: Sendable, Equatable {
             // Fitting by the side with the larger scale keeps the other one at least as large too.
             decodesByWidth =
                 Double(decodeSize.width) / Double(source.width) >= Double(decodeSize.height) / Double(source.height)
+        }
+    }
+
+    /// Whether every other variant can be made from the variant at `largest`, decoded at its own
+    /// size: it holds what each needs (a crop, the source at its scale rounded up), and each other
+    /// fit comes out at its own size from it. A fit to the other side multiplies the decode's
+    /// rounded short side: 12000x500 decoded at 2048x85 would make a 962x40 strip 964 px wide.
+    private static func serves(
+        _ variants: [VariantSpec], _ outputs: [PixelSize], _ scales: [Double], from largest: Int, source: PixelSize
+    ) -> Bool {
+        let decode = outputs[largest]
+        return variants.indices.allSatisfy { index in
+            guard index != largest else { return true }
+            switch variants[index].fit {
+            case .cover:
+                return covers(decode, scaledUp(source, by: scales[index]))
+            case .inside:
+                let output = outputs[index]
+                return covers(decode, output) && resized(decode, to: output, byWidth: fitsByWidth(source, variants[index].box)) == output
+            }
         }
     }
 

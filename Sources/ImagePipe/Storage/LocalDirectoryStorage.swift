@@ -112,7 +112,7 @@ public struct LocalDirectoryStorage: StorageRepository {
         let path = root + "/" + object.key
         let directory = String(path[..<path.lastIndex(of: "/")!])
         // A short fixed-length name, so a key segment at the file system's limit still fits.
-        let temporary = directory + "/.imagepipe-\(Self.randomSuffix()).tmp"
+        let temporary = directory + "/" + TemporarySweeper.prefix + Self.randomSuffix() + TemporarySweeper.suffix
         // The directory is made only when the file cannot be created for want of it: asking first
         // cost every put several stat calls. A failed job of another original may remove a directory
         // it left empty between the two steps: make it again then.

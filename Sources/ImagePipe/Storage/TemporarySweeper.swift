@@ -15,6 +15,8 @@ import Glibc
 /// directory itself). A writer stopped for longer than that (SIGSTOP) only loses its put, which
 /// fails and is tried again; nothing under a final name is touched.
 final class TemporarySweeper: Sendable {
+    /// How a put's temporary file is named: these around a suffix unique to the put.
+    static let prefix = ".imagepipe-", suffix = ".tmp"
     /// How long a temporary file must have gone unwritten to count as left behind.
     static let staleAfter: TimeInterval = 3600
     /// Directories remembered as looked through; past this the memory starts over (looking through a
@@ -39,7 +41,7 @@ final class TemporarySweeper: Sendable {
     }
 
     /// Removes the stale temporary files directly in `directory`; returns how many. Only names a put
-    /// makes (`.imagepipe-` and `.tmp`) and only regular files are considered.
+    /// makes (``prefix`` and ``suffix``) and only regular files are considered.
     static func sweep(_ directory: String, now: Date) -> Int {
         guard let stream = opendir(directory) else { return 0 }
         defer { closedir(stream) }
@@ -47,7 +49,7 @@ final class TemporarySweeper: Sendable {
         var removed = 0
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-            guard name.hasPrefix(".imagepipe-"), name.hasSuffix(".tmp") else { continue }
+            guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { continue }
             var info = stat()
             guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             let written = TimeInterval(info.st_mtim.tv_sec) + TimeInterval(info.st_mtim.tv_nsec) / 1e9
