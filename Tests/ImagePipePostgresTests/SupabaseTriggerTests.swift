@@ -4,15 +4,15 @@ import ImagePipe
 import ImagePipeTestSupport
 import Testing
 
-/// The README's Supabase trigger, run as written against a table shaped like Supabase Storage's
+/// The Supabase trigger of `docs/queues.md`, run as written against a table shaped like Supabase Storage's
 /// `storage.objects`: uploads become jobs, other files and buckets do not.
 @Suite(.enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
 struct SupabaseTriggerTests {
-    /// The SQL block the README marks as tested.
-    static func readmeTrigger() throws -> String {
-        let readme = try String(contentsOfFile: Fixtures.root + "/../README.md", encoding: .utf8)
-        let marker = try #require(readme.range(of: "<!-- tested: Tests/ImagePipePostgresTests/SupabaseTriggerTests.swift runs this block -->"))
-        let after = readme[marker.upperBound...]
+    /// The SQL block `docs/queues.md` marks as tested.
+    static func documentedTrigger() throws -> String {
+        let page = try String(contentsOfFile: Fixtures.repository + "/docs/queues.md", encoding: .utf8)
+        let marker = try #require(page.range(of: "<!-- tested: Tests/ImagePipePostgresTests/SupabaseTriggerTests.swift runs this block -->"))
+        let after = page[marker.upperBound...]
         let start = try #require(after.range(of: "```sql\n"))
         let end = try #require(after[start.upperBound...].range(of: "```"))
         return String(after[start.upperBound..<end.lowerBound])
@@ -27,7 +27,7 @@ struct SupabaseTriggerTests {
             CREATE TABLE storage.objects (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), bucket_id text, name text,
                                           created_at timestamptz DEFAULT now());
             """)
-        _ = try fixture.sql(try Self.readmeTrigger())
+        _ = try fixture.sql(try Self.documentedTrigger())
         _ = try fixture.sql(
             """
             INSERT INTO storage.objects (bucket_id, name) VALUES
