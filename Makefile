@@ -30,9 +30,14 @@ demo: deps release
 	$(RELEASE_BIN) batch fixtures/images --dest out --manifest out/manifest.jsonl
 	@echo "variants in ./out, one JSON line per image in ./out/manifest.jsonl"
 
+# Two runs of the one test binary: the suites that run workers and pipelines in-process (async,
+# on Swift's cooperative pool, which imagepipe never blocks), then the rest, whose synchronous tests
+# hold a pool thread each while they wait for processes and would starve the first kind.
+IN_PROCESS_SUITES := ImagePipeTests|ImagePipeQueueTests|ImagePipeLocalStorageTests|ImagePipePostgresTests
 test: deps test-deps format-check
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --filter '$(IN_PROCESS_SUITES)'
+	$(SWIFT) test --skip-build --skip '$(IN_PROCESS_SUITES)'
 
 # One layout for all Swift code (swift-format from the toolchain, settings in .ci/swift-format.json:
 # layout only, no rewriting rules). `make format` applies it; `make test` fails on code that differs.

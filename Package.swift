@@ -15,11 +15,10 @@ let package = Package(
         .executable(name: "imagepipe", targets: ["imagepipe"]),
         .library(name: "ImagePipe", targets: ["ImagePipe"]),
         .library(name: "ImagePipeVips", targets: ["ImagePipeVips"]),
+        .library(name: "ImagePipeLocalStorage", targets: ["ImagePipeLocalStorage"]),
         .library(name: "ImagePipeRemoteStorage", targets: ["ImagePipeRemoteStorage"]),
         .library(name: "ImagePipeQueue", targets: ["ImagePipeQueue"]),
         .library(name: "ImagePipePostgres", targets: ["ImagePipePostgres"]),
-        .library(name: "ImagePipeTestKit", targets: ["ImagePipeTestKit"]),
-        .library(name: "ImagePipeVipsTesting", targets: ["ImagePipeVipsTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -38,12 +37,12 @@ let package = Package(
         // Non-variadic wrappers around the libvips and libcurl calls Swift cannot make itself.
         .target(name: "CVipsShim", dependencies: ["CLibVips"], linkerSettings: [.linkedLibrary("jpeg")]),
         .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
-        // libvips calls only tests and benchmarks make.
-        .target(name: "CVipsProbeShim", dependencies: ["CLibVips"]),
-        // Extended attributes, where local storage records each file's original.
+        // File-system calls Glibc's module lacks: extended attributes, renameat2, sync_file_range.
         .target(name: "CFileSystem"),
 
-        // The core: jobs, variants, keys, the FileHandler, the bounded pipeline, local storage.
+        // Along a job's path: queue → worker loop → FileHandler → compressor → storage.
+        // The core: the job and its result, the sources, the FileHandler, the pipeline and its
+        // capacity, and the protocols of compressors and stores.
         .target(
             name: "ImagePipe",
             dependencies: [
@@ -61,6 +60,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The embedded default store: files under a directory, made durable in shared rounds of fsyncs.
+        .target(
+            name: "ImagePipeLocalStorage",
+            dependencies: ["ImagePipe", "CFileSystem"],
+            swiftSettings: strict
+        ),
         // Object stores over HTTP: S3-compatible services and Supabase Storage.
         .target(
             name: "ImagePipeRemoteStorage",
@@ -71,7 +76,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The job queue directory and the watch-mode worker.
+        // The worker loop (its state machine and executor) and the queue directory.
         .target(
             name: "ImagePipeQueue",
             dependencies: [
@@ -79,12 +84,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strict
-        ),
-        // Decoding outputs back (VipsProbe) and the compression workloads the benchmarks and tests share.
-        .target(
-            name: "ImagePipeVipsTesting",
-            dependencies: ["ImagePipe", "ImagePipeVips", "CVipsProbeShim", "CVipsShim", "CLibVips"],
             swiftSettings: strict
         ),
         // The PostgreSQL queue: a module of its own, so only what needs it pays for postgres-nio's build.
@@ -116,15 +115,24 @@ let package = Package(
         ),
         // `imagepipe bench`: whole-batch runs of imagepipe and reference tools, side by side.
         .target(name: "ImagePipeBench", dependencies: ["ImagePipe"], swiftSettings: strict),
-        // In-memory storage and scripted compressors for testing code built on ImagePipe.
-        .target(name: "ImagePipeTestKit", dependencies: ["ImagePipe"], swiftSettings: strict),
-        // This repository's own test plumbing: scratch folders, waiting, running the built binary.
+        // Test helpers live with the tests. In-memory storage and scripted compressors:
+        .target(name: "ImagePipeTestKit", dependencies: ["ImagePipe"], path: "Tests/ImagePipeTestKit", swiftSettings: strict),
+        // Scratch folders, waiting, running the built binary:
         .target(name: "ImagePipeTestSupport", path: "Tests/ImagePipeTestSupport", swiftSettings: strict),
+        // Decoding outputs back, through libvips calls only tests make:
+        .target(name: "CVipsProbeShim", dependencies: ["CLibVips"], path: "Tests/CVipsProbeShim"),
+        .target(
+            name: "ImagePipeVipsTestSupport",
+            dependencies: ["ImagePipe", "ImagePipeVips", "CVipsProbeShim", "CVipsShim", "CLibVips"],
+            path: "Tests/ImagePipeVipsTestSupport",
+            swiftSettings: strict
+        ),
         // The command-line worker and its composition root.
         .executableTarget(
             name: "imagepipe",
             dependencies: [
-                "ImagePipe", "ImagePipeVips", "ImagePipeRemoteStorage", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeBench",
+                "ImagePipe", "ImagePipeVips", "ImagePipeLocalStorage", "ImagePipeRemoteStorage", "ImagePipeQueue", "ImagePipePostgres",
+                "ImagePipeBench",
                 "ImagePipeMonitoring",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -139,24 +147,34 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "ImagePipeLocalStorageTests",
+            dependencies: ["ImagePipe", "ImagePipeLocalStorage", "ImagePipeTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "ImagePipeBenchTests",
             dependencies: ["ImagePipe", "ImagePipeBench"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ImagePipeVipsTests",
-            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeVipsTesting", "ImagePipeTestKit", "ImagePipeTestSupport", "CLibVips"],
+            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeVipsTestSupport", "ImagePipeTestKit", "ImagePipeTestSupport", "CLibVips"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ImagePipeRemoteStorageTests",
-            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipeVipsTesting", "ImagePipeTestKit", "ImagePipeTestSupport"],
+            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipeVipsTestSupport", "ImagePipeTestKit", "ImagePipeTestSupport"],
             exclude: ["Support/python"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ImagePipeQueueTests",
-            dependencies: ["ImagePipe", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
+            dependencies: [
+                "ImagePipe", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -164,6 +182,7 @@ let package = Package(
             dependencies: [
                 "ImagePipe", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeTestKit", "ImagePipeTestSupport", "ImagePipeVips",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             exclude: ["Support/python"],
             swiftSettings: strict
@@ -178,7 +197,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipeCLITests",
-            dependencies: ["ImagePipe", "ImagePipeVipsTesting", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
+            dependencies: ["ImagePipe", "ImagePipeVipsTestSupport", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
             swiftSettings: strict
         ),
     ]

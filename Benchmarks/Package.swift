@@ -20,7 +20,6 @@ let package = Package(
             dependencies: [
                 .product(name: "ImagePipe", package: imagepipe),
                 .product(name: "ImagePipeVips", package: imagepipe),
-                .product(name: "ImagePipeVipsTesting", package: imagepipe),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/Compression",

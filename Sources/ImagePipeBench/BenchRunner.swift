@@ -28,11 +28,15 @@ public struct BenchRunner: Sendable {
     /// The corpus's copy in object storage (`s3://bucket/prefix`): with an extra destination, also
     /// time reading the sources from there (batch, and the queue workers when ``queue`` is set).
     public var remoteCorpus: String?
+    /// The folder of the reference programs a comparison runs (`Benchmarks/peers` in a checkout):
+    /// measurement tools, not part of the shipped binary.
+    public var peers: String?
 
     /// Creates a runner.
     public init(
         corpus: Corpus, job: BenchJob, runs: Int, workDirectory: String, executable: String, extraDestinations: [String] = [],
-        rerun: Bool = false, extraJobs: [(name: String, job: BenchJob)] = [], queue: String? = nil, remoteCorpus: String? = nil
+        rerun: Bool = false, extraJobs: [(name: String, job: BenchJob)] = [], queue: String? = nil, remoteCorpus: String? = nil,
+        peers: String? = nil
     ) {
         self.corpus = corpus
         self.job = job
@@ -44,18 +48,26 @@ public struct BenchRunner: Sendable {
         self.extraJobs = extraJobs
         self.queue = queue
         self.remoteCorpus = remoteCorpus
+        self.peers = peers
     }
 
     /// Measures imagepipe alone, or with `compare` every installed peer too, in alternating order.
     public func run(compare: Bool, progress: (String) -> Void = { _ in }) throws(ImagePipeError) -> BenchReport {
         let scripts = workDirectory + "/scripts"
+        // The peers are copied next to what the comparison compiles, so a checkout stays untouched.
         do {
             try FileManager.default.createDirectory(atPath: scripts, withIntermediateDirectories: true)
-            try Data(PeerScripts.pyvips.utf8).write(to: URL(fileURLWithPath: scripts + "/pyvips_job.py"))
-            try Data(PeerScripts.pillow.utf8).write(to: URL(fileURLWithPath: scripts + "/pillow_job.py"))
-            try Data(PeerScripts.libvipsC.utf8).write(to: URL(fileURLWithPath: scripts + "/libvips_reference.c"))
+            if compare {
+                guard let peers else { throw ImagePipeError.configuration("--compare needs the reference programs (--peers DIR)") }
+                for name in ["pyvips_job.py", "pillow_job.py", "libvips_reference.c"] {
+                    try? FileManager.default.removeItem(atPath: scripts + "/" + name)
+                    try FileManager.default.copyItem(atPath: peers + "/" + name, toPath: scripts + "/" + name)
+                }
+            }
+        } catch let error as ImagePipeError {
+            throw error
         } catch {
-            throw .configuration("cannot write to \(workDirectory): \(IOErrorText.reason(of: error))")
+            throw .configuration("cannot copy the reference programs into \(scripts): \(IOErrorText.reason(of: error))")
         }
         let manifests = workDirectory + "/manifests"
         try? FileManager.default.createDirectory(atPath: manifests, withIntermediateDirectories: true)

@@ -18,22 +18,10 @@ public struct ReadinessCheck: Sendable {
         self.run = run
     }
 
-    /// A check whose work blocks its thread (a storage probe over libcurl): it runs on a Dispatch
-    /// thread, so it never holds up Swift's cooperative pool.
+    /// A check whose work blocks its thread (a storage probe over libcurl): it runs through
+    /// ``BlockingIO``, so it never holds up Swift's cooperative pool.
     public static func blocking(_ name: String, _ work: @escaping @Sendable () throws(ImagePipeError) -> Void) -> ReadinessCheck {
-        ReadinessCheck(name) { () async throws(ImagePipeError) in
-            let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<ImagePipeError?, Never>) in
-                DispatchQueue.global().async {
-                    do throws(ImagePipeError) {
-                        try work()
-                        continuation.resume(returning: nil)
-                    } catch {
-                        continuation.resume(returning: error)
-                    }
-                }
-            }
-            if let outcome { throw outcome }
-        }
+        ReadinessCheck(name) { () async throws(ImagePipeError) in try await BlockingIO.run(work) }
     }
 }
 

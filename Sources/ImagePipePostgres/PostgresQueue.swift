@@ -52,7 +52,8 @@ public final class PostgresQueue: JobQueue {
     let logger: Logger
     private let background = Mutex<[Task<Void, Never>]>([])
     private let lastPrune = Mutex<ContinuousClock.Instant?>(nil)
-    private let completions: SettlementBatcher<Completion, Settlement>
+    /// Successes that arrive while one statement records others go together in the next.
+    private let completions: GroupCommitter<Completion, Settlement>
 
     /// A job's success, waiting to be recorded with others.
     struct Completion: Sendable {
@@ -73,8 +74,8 @@ public final class PostgresQueue: JobQueue {
         let database = try QueueDatabase(location: location, logger: logger)
         self.database = database
         let owner = self.owner
-        self.completions = SettlementBatcher { batch in
-            await database.completeAll(batch, owner: owner)
+        self.completions = GroupCommitter(maxBatch: 500) { batch, done in
+            Task { done(await database.completeAll(batch, owner: owner)) }
         }
     }
 
@@ -86,9 +87,12 @@ public final class PostgresQueue: JobQueue {
 
     public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
         let client = database.client
-        background.withLock { $0.append(Task { await client.run() }) }
+        // Detached: a task started here would inherit the worker's graceful-shutdown handler, and
+        // the client (itself a service) would close its connections at the first SIGTERM, before
+        // the jobs in flight are recorded. It lives until ``close()``, after the last one.
+        background.withLock { $0.append(Task.detached { await client.run() }) }
         try await database.prepare()
-        background.withLock { $0.append(Task { await self.database.listen(for: self.location.queue, wake: wake) }) }
+        background.withLock { $0.append(Task.detached { await self.database.listen(for: self.location.queue, wake: wake) }) }
         await maintain()
         logger.info("watching", metadata: ["queue": "\(location)", "worker": "\(owner)"])
     }
@@ -99,9 +103,7 @@ public final class PostgresQueue: JobQueue {
             logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": .stringConvertible(row.attempt)])
         }
         return rows.map { row in
-            ClaimedJob(
-                id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt),
-                history: row.history, source: row.source)
+            ClaimedJob(id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt), source: row.source)
         }
     }
 
@@ -139,11 +141,9 @@ public final class PostgresQueue: JobQueue {
         }
     }
 
-    public func discard(_ job: ClaimedJob, record: FailureRecord) async -> Settlement {
+    public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
-        return await database.discard(
-            fence, owner: owner, history: JSONLine.encode(record.history),
-            result: record.result.jsonLine())
+        return await database.discard(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine())
     }
 
     public func release(_ jobs: [ClaimedJob]) async {

@@ -5,12 +5,12 @@ import ImagePipeQueue
 import PostgresNIO
 
 extension QueueDatabase {
-    /// A claimed row.
+    /// A claimed row. A job's history of failed attempts stays in the database: retries and
+    /// discards add to it there.
     struct ClaimedRow: Sendable {
         let id: Int
         let source: String
         let attempt: Int
-        let history: [AttemptRecord]
     }
 
     /// Claims up to `limit` due jobs of `queue` for `owner`; none when the database cannot be reached.
@@ -20,11 +20,7 @@ extension QueueDatabase {
     func claim(queue: String, limit: Int, owner: String, lease: Duration) async -> [ClaimedRow] {
         let statement = Claim(queue: queue, limit: limit, owner: owner, leaseSeconds: lease.timeInterval)
         guard let rows = await once("claim", .prepared(statement)) else { return [] }
-        return rows.sorted { $0.0 < $1.0 }.map { id, source, attempt, errors in
-            // Most claims are first attempts, with no history to decode.
-            let history = errors == "[]" ? [] : (try? JSONDecoder().decode([AttemptRecord].self, from: Data(errors.utf8))) ?? []
-            return ClaimedRow(id: id, source: source, attempt: attempt, history: history)
-        }
+        return rows.sorted { $0.0 < $1.0 }.map { ClaimedRow(id: $0, source: $1, attempt: $2) }
     }
 
     /// The claim, prepared: it runs for every few jobs.
@@ -41,9 +37,9 @@ extension QueueDatabase {
             SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
                 lease_expires_at = now() + make_interval(secs => $4), started_at = now()
             FROM next WHERE j.id = next.id
-            RETURNING j.id, j.source, j.attempt, j.errors::text
+            RETURNING j.id, j.source, j.attempt
             """
-        typealias Row = (Int, String, Int, String)
+        typealias Row = (Int, String, Int)
 
         let queue: String
         let limit: Int

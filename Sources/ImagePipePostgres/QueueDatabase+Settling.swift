@@ -57,13 +57,13 @@ extension QueueDatabase {
         return settlement(await persistently("retry", query, { try $0.decode(Int.self) }))
     }
 
-    /// Discards a job with every attempt's error and the last attempt's result record.
-    func discard(_ fence: Fence, owner: String, history: String, result: String) async -> Settlement {
+    /// Discards a job: its last attempt's `failure` added to its history, and that attempt's result record.
+    func discard(_ fence: Fence, owner: String, failure: String, result: String) async -> Settlement {
         let query: PostgresQuery = """
             WITH settled AS (
                 UPDATE imagepipe.jobs
                 SET state = 'discarded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
-                    errors = \(history)::jsonb, result = \(result)::jsonb
+                    errors = errors || jsonb_build_array(\(failure)::jsonb), result = \(result)::jsonb
                 WHERE id = \(fence.id) AND attempt = \(fence.attempt) AND lease_owner = \(owner) AND state = 'running'
                 RETURNING id
             )

@@ -13,7 +13,9 @@ extension VipsCompressor {
     ///
     /// Nil whenever any of that does not hold, and for every failure: the libvips path then makes
     /// the outputs, or words the error, as it always has.
-    package func compressDirectly(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) -> CompressedImage? {
+    package func compressDirectly(
+        _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) -> CompressedImage? {
         guard configuration.decodesPlainJPEGsDirectly, !configuration.scoreEveryVariant,
             case .bytes(let data) = source.content,
             variants.allSatisfy({ $0.format == .jpeg && !$0.isAuto })
@@ -34,9 +36,9 @@ extension VipsCompressor {
             // three full components, the most they can be.
             let needed = Self.workingMemory(
                 decoder: progressive != 0 ? stored.area * 2 * 3 : 0, plan: plan, variants: variants, sourceBytes: bytes.count)
-            let reserved = budget?.acquire(needed) ?? 0
+            let reserved = memory.acquire(needed)
             guard let pixels = ipv_jpeg_decode(jpeg) else {
-                budget?.release(reserved)
+                memory.release(reserved)
                 return nil
             }
             return (pixels, displayed, reserved, needed >= Self.trimAfterBytes)
@@ -44,7 +46,7 @@ extension VipsCompressor {
         guard let decoded else { return nil }
         defer {
             ipv_jpeg_free(decoded.pixels)
-            budget?.release(decoded.reserved)
+            memory.release(decoded.reserved)
             if decoded.heldMuch { Self.heldMuchSinceTrim.store(true, ordering: .relaxed) }
         }
         let decodeTime = clock.now - start

@@ -21,10 +21,7 @@ public struct VipsCompressor: ImageCompressor {
         public var scoreEveryVariant = false
         /// PNG zlib level, 0–9.
         public var pngCompression: Int = 6
-        /// Working memory all concurrent compressions may hold together (see ``WorkingMemoryBudget``);
-        /// nil for no limit. The default suits two images at once.
-        public var workingMemoryLimit: Int? = 2 * Self.workingMemoryPerImage
-        /// Whether plain JPEGs that need no resizing skip libvips (see ``VipsCompressor/compressDirectly(_:variants:limits:)``);
+        /// Whether plain JPEGs that need no resizing skip libvips (see ``VipsCompressor/compressDirectly(_:variants:limits:memory:)``);
         /// off only to compare the two paths.
         package var decodesPlainJPEGsDirectly = true
 
@@ -57,15 +54,13 @@ public struct VipsCompressor: ImageCompressor {
 
     /// Encoder settings.
     public let configuration: Configuration
-    let budget: WorkingMemoryBudget?
-    /// Images this compressor made without libvips (see ``compressDirectly(_:variants:limits:)``).
+    /// Images this compressor made without libvips (see ``compressDirectly(_:variants:limits:memory:)``).
     package let directCompressions = DirectPathCounter()
 
     /// Creates a compressor, starting libvips if needed.
     public init(configuration: Configuration = .init()) throws(ImagePipeError) {
         try Vips.ensureStarted()
         self.configuration = configuration
-        self.budget = configuration.workingMemoryLimit.map(WorkingMemoryBudget.init(limit:))
     }
 
     /// Working memory from which an image leaves enough free heap behind to be worth trimming.
@@ -82,8 +77,13 @@ public struct VipsCompressor: ImageCompressor {
         if Self.heldMuchSinceTrim.exchange(false, ordering: .relaxed) { ipv_release_memory() }
     }
 
-    public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
-        if let direct = compressDirectly(source, variants: variants, limits: limits) { return direct }
+    /// The steps, in pipeline order. A plain JPEG that needs no resizing takes the direct path
+    /// (libjpeg alone, same bytes); everything else: header, format and size checks, working
+    /// memory, one decode, placeholder, then each variant resized from the decode and encoded.
+    public func compress(
+        _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) throws(ImagePipeError) -> CompressedImage {
+        if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) { return direct }
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
         var heldMuch = false
         defer {
@@ -98,63 +98,26 @@ public struct VipsCompressor: ImageCompressor {
 
         let header = try openHeader(source)
         let format = try Self.acceptedFormat(of: header)
-        let stored = header.size
+        try Self.checkPixels(header, limits)
         let displayed = Self.displayedSize(of: header)
-        guard stored.area <= limits.maxPixels else {
-            throw ImagePipeError(
-                .imageTooLarge,
-                "image is \(stored) (\(Self.megapixels(stored.area)) megapixels), "
-                    + "over the limit of \(Self.megapixels(limits.maxPixels)) megapixels (--max-pixels)")
-        }
-
         let plan = ResizePlan(source: displayed, variants: variants)
-        let sourceBytes =
-            switch source.content {
-            case .bytes(let data): data.count
-            // JPEG, PNG and TIFF loaders read an open file as they go; the others take it whole.
-            case .file(let opened): [.jpeg, .png, .tiff].contains(format) ? 0 : opened.byteCount
-            }
-        let needed = Self.workingMemory(header, format: format, plan: plan, variants: variants, sourceBytes: sourceBytes)
+        let needed = Self.workingMemory(header, format: format, plan: plan, variants: variants, sourceBytes: Self.heldBytes(source, format))
         heldMuch = needed >= Self.trimAfterBytes
-        let reserved = budget?.acquire(needed) ?? 0
-        defer { budget?.release(reserved) }
+        let reserved = memory.acquire(needed)
+        defer { memory.release(reserved) }
+
+        let decoded = try decodeOnce(source, header: header, plan: plan, variants: variants, displayed: displayed)
+        let decodeTime = clock.now - start
+        let placeholder = Self.placeholder(of: decoded)
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
-        let decodeTime: Duration
-        var placeholder: Placeholder?
-
-        if variants.count == 1 {
-            // One output: decode and resize stream through libvips together into the output's pixels,
-            // which both the encoder and the placeholder read (decoding the output back instead
-            // doubled the work for small images).
-            let variant = variants[0]
-            let image = try decode(
-                source, header: header, to: plan.outputs[0], byWidth: ResizePlan.fitsByWidth(displayed, variant.box),
-                crop: variant.fit == .cover)
-            guard let memory = ipv_copy_memory(image.pointer) else { throw decodeError() }
-            let resized = VipsImageHandle(memory)
-            decodeTime = clock.now - start
-            placeholder = Self.placeholder(of: resized)
+        for (variant, output) in zip(variants, plan.outputs) {
+            let resized = try resize(decoded, to: output, byWidth: ResizePlan.fitsByWidth(displayed, variant.box), crop: variant.fit == .cover)
             encoded.append(try encode(resized, as: variant))
-        } else {
-            // Several outputs: decode once at the largest size any of them needs and keep it in memory.
-            let decoded = try decode(source, header: header, to: plan.decodeSize, byWidth: plan.decodesByWidth, crop: false)
-            guard let memory = ipv_copy_memory(decoded.pointer) else { throw decodeError() }
-            let intermediate = VipsImageHandle(memory)
-            ipv_forget_profile(intermediate.pointer)
-            decodeTime = clock.now - start
-            placeholder = Self.placeholder(of: intermediate)
-            for (variant, output) in zip(variants, plan.outputs) {
-                let resized = try resize(
-                    intermediate, to: output, byWidth: ResizePlan.fitsByWidth(displayed, variant.box),
-                    crop: variant.fit == .cover)
-                encoded.append(try encode(resized, as: variant))
-            }
         }
-        let end = clock.now
         var compressed = CompressedImage(
             sourceFormat: format, sourceSize: displayed, variants: encoded,
-            decodeTime: decodeTime, encodeTime: end - start - decodeTime)
+            decodeTime: decodeTime, encodeTime: clock.now - start - decodeTime)
         compressed.placeholder = placeholder
         return compressed
     }
@@ -191,6 +154,49 @@ public struct VipsCompressor: ImageCompressor {
             }
         }
         return format
+    }
+
+    /// Refuses a source whose declared size is over the pixel limit, before any pixel is decoded.
+    private static func checkPixels(_ header: VipsImageHandle, _ limits: CompressionLimits) throws(ImagePipeError) {
+        let stored = header.size
+        guard stored.area <= limits.maxPixels else {
+            throw ImagePipeError(
+                .imageTooLarge,
+                "image is \(stored) (\(megapixels(stored.area)) megapixels), "
+                    + "over the limit of \(megapixels(limits.maxPixels)) megapixels (--max-pixels)")
+        }
+    }
+
+    /// The source bytes a compression holds: JPEG, PNG and TIFF loaders read an open file as they
+    /// go; the others take it whole.
+    private static func heldBytes(_ source: SourceImage, _ format: SourceFormat) -> Int {
+        switch source.content {
+        case .bytes(let data): data.count
+        case .file(let opened): [.jpeg, .png, .tiff].contains(format) ? 0 : opened.byteCount
+        }
+    }
+
+    /// The one decode every variant is made from, copied into memory. With one variant it is that
+    /// variant's output itself: decode and resize stream through libvips together, and the encoder
+    /// and the placeholder read the result (decoding the output back instead doubled the work for
+    /// small images). With several it is the largest size any of them needs, its profile forgotten
+    /// (it is sRGB now), so each variant is resized from it without being converted again.
+    private func decodeOnce(
+        _ source: SourceImage, header: VipsImageHandle, plan: ResizePlan, variants: [VariantSpec], displayed: PixelSize
+    ) throws(ImagePipeError) -> VipsImageHandle {
+        let decoded: VipsImageHandle
+        if variants.count == 1 {
+            let variant = variants[0]
+            decoded = try decode(
+                source, header: header, to: plan.outputs[0], byWidth: ResizePlan.fitsByWidth(displayed, variant.box),
+                crop: variant.fit == .cover)
+        } else {
+            decoded = try decode(source, header: header, to: plan.decodeSize, byWidth: plan.decodesByWidth, crop: false)
+        }
+        guard let memory = ipv_copy_memory(decoded.pointer) else { throw decodeError() }
+        let copy = VipsImageHandle(memory)
+        if variants.count > 1 { ipv_forget_profile(copy.pointer) }
+        return copy
     }
 
     /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB

@@ -34,8 +34,6 @@ enum CompositionRoot {
             force: force)
         var encoders = VipsCompressor.Configuration()
         encoders.scoreEveryVariant = options.score
-        let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage(for: variants) * options.jobs
-        encoders.workingMemoryLimit = workingMemory > 0 ? workingMemory : nil
         let sourceURLs = sources.filter(ObjectLocation.isURL)
         return FileHandler(
             compressor: try VipsCompressor(configuration: encoders),
@@ -44,9 +42,18 @@ enum CompositionRoot {
             configuration: configuration, logger: logger)
     }
 
-    /// The pipeline around a handler.
+    /// The pipeline around a handler, with every bound of its capacity decided here: compressions
+    /// and transfers at once, room and hold limit from the outputs each job writes, and the working
+    /// memory compressions share (`--working-memory`, or what the compressor needs per image for
+    /// these variants, times the compressions at once).
     static func pipeline(_ handler: FileHandler, _ options: JobOptions) -> JobPipeline {
-        JobPipeline(handler: handler, configuration: .init(jobs: options.jobs, uploads: options.uploads))
+        let variants = handler.configuration.variants
+        let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage(for: variants) * options.jobs
+        let limits = Capacity.Limits(
+            jobs: options.jobs, uploads: options.uploads,
+            outputsPerJob: variants.count + (handler.configuration.storeOriginal ? 1 : 0),
+            workingMemory: workingMemory > 0 ? workingMemory : nil)
+        return JobPipeline(handler: handler, limits: limits)
     }
 
     /// libvips threads per image: libvips' own `VIPS_CONCURRENCY` when set, else the cores shared

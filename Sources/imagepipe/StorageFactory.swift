@@ -1,6 +1,7 @@
 // Turns --dest and its options into the storage repository that serves it, and source URLs into the repositories that read them.
 import Foundation
 import ImagePipe
+import ImagePipeLocalStorage
 import ImagePipeRemoteStorage
 import Logging
 

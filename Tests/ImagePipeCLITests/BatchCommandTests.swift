@@ -2,7 +2,7 @@ import Foundation
 import ImagePipe
 import ImagePipeTestSupport
 import ImagePipeVips
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// `imagepipe batch` end to end: the real binary on real files.

@@ -1,6 +1,6 @@
 import Foundation
 import ImagePipeTestSupport
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// One configuration for batch and watch: the `--config` file, `IMAGEPIPE_*` variables and flags,

@@ -1,6 +1,6 @@
 import Foundation
 import ImagePipeTestSupport
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// The package `make deb-test` made, if this run is one.

@@ -1,6 +1,6 @@
 import Foundation
 import ImagePipeTestSupport
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// The committed `deploy/` files: the example configuration loads and its presets work, and the

@@ -1,7 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeTestSupport
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// `imagepipe report` on a real run's manifest, rendered by a real browser.

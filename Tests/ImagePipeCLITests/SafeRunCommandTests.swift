@@ -161,7 +161,9 @@ import Testing
         process.standardInput = input
         process.standardError = FileHandle.nullDevice
         try process.run()
-        Thread.sleep(forTimeInterval: 0.5)
+        // Once SIGINT has a handler (the batch's interruption, installed before anything is read), it
+        // no longer kills the process the default way.
+        #expect(eventually(seconds: 10) { Self.catchesSIGINT(process.processIdentifier) })
         kill(process.processIdentifier, SIGINT)
         let exited = eventually(seconds: 10) { !process.isRunning }
         #expect(exited, "a list still being read does not hold Ctrl-C back")
@@ -241,5 +243,14 @@ import Testing
         let done = Set(results.filter { $0.status == .done }.flatMap { $0.variants.map(\.key) })
         let files = Set(try FileManager.default.subpathsOfDirectory(atPath: mount.path))
         #expect(files == done, "outputs of failed images were removed: \(files.subtracting(done))")
+    }
+
+    /// Whether the process has a handler for SIGINT (`SigCgt` in /proc/PID/status).
+    static func catchesSIGINT(_ pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+            let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return false }
+        return mask & (1 << (UInt64(SIGINT) - 1)) != 0
     }
 }

@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func renamedNestedAndSlowlyWrittenDeliveriesAreProcessedWhole() throws {
-        let worker = try startWatching(log: "worker.log")
+        let worker = try startWatching(["--log-level", "debug"], log: "worker.log")
 
         deliver("images/formats/landscape.jpg", as: "renamed.jpg")
         deliver("images/formats/tiny.png", as: "2024/trip/nested.png")
@@ -54,9 +54,11 @@ import Testing
         #expect(fd >= 0)
         func write(_ part: Data) { part.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) } }
         write(whole.prefix(whole.count / 3))
-        Thread.sleep(forTimeInterval: 1.5)
+        // The worker sees the file (inotify, then a rescan) and leaves it to its writer.
+        #expect(worker.waitForLog("still being written; waiting for its writer to close it"), "\(worker.log)")
         write(whole.dropFirst(whole.count / 3).prefix(whole.count / 3))
-        Thread.sleep(forTimeInterval: 1.5)
+        let looked = worker.log.components(separatedBy: "still being written").count
+        #expect(eventually { worker.log.components(separatedBy: "still being written").count > looked }, "a rescan looked again")
         #expect(FileManager.default.fileExists(atPath: slowPath), "not claimed while its writer has it open")
         write(whole.dropFirst(2 * (whole.count / 3)))
         close(fd)
@@ -89,7 +91,7 @@ import Testing
         let worker = try WorkerProcess(
             [
                 "watch", queue, "--dest", directory.url("out"), "--jobs", "1", "--rescan-interval", "0.2",
-                "--status-interval", "0", "--quiet-period", "2",
+                "--status-interval", "0", "--quiet-period", "2", "--log-level", "debug",
             ],
             log: directory.url("nobody.log"), asNobody: true)
         #expect(worker.waitForLog("watching"), "\(worker.log)")
@@ -99,9 +101,15 @@ import Testing
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
         #expect(fd >= 0)
         func write(_ part: Data) { part.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) } }
+        // A writer the worker cannot see pauses between its writes, each time within the quiet period.
         for third in 0..<3 {
+            let looked = worker.log.components(separatedBy: "changed within the quiet period").count
             write(whole.dropFirst(third * (whole.count / 3)).prefix(third == 2 ? whole.count : whole.count / 3))
-            if third < 2 { Thread.sleep(forTimeInterval: 1.2) }
+            if third < 2 {
+                #expect(
+                    eventually { worker.log.components(separatedBy: "changed within the quiet period").count > looked },
+                    "the worker looked at it and waited: \(worker.log)")
+            }
         }
         #expect(FileManager.default.fileExists(atPath: path), "not taken while it kept changing")
         close(fd)

@@ -7,7 +7,7 @@ import Testing
 
 /// Queue URLs, where passwords come from, and the names queued sources go by.
 @Suite struct PostgresLocationTests {
-    @Test func theURLGivesEverythingButThePasswordToLogs() throws {
+    @Test func theURLGivesEverythingButThePasswordToLogs() async throws {
         let location = try PostgresLocation(
             parsing: "postgres://worker:s3cr%40t@db.example:6543/media?queue=thumbs&sslmode=require",
             environment: [:], home: "/nonexistent")
@@ -33,7 +33,7 @@ import Testing
         }
     }
 
-    @Test func thePasswordFileIsReadLikeLibpqReadsIt() throws {
+    @Test func thePasswordFileIsReadLikeLibpqReadsIt() async throws {
         let home = TemporaryDirectory(prefix: "imagepipe-home")
         let file = home.write(".pgpass", "# comment\nother:5432:*:worker:wrong\ndb:5432:media:worker:pass\\:word\n*:*:*:*:fallback\n")
         chmod(file, 0o600)
@@ -58,14 +58,14 @@ import Testing
         #expect(JobSource.job(for: "file:///srv/uploads/e.jpg", attempt: 1).path == "/srv/uploads/e.jpg")
     }
 
-    @Test func aQueuedObjectURLIsReadThroughTheWorkersSourceRepositories() throws {
+    @Test func aQueuedObjectURLIsReadThroughTheWorkersSourceRepositories() async throws {
         let sources = InMemorySources(buckets: ["uploads"])
         _ = sources.put(Data("the original".utf8), bucket: "uploads", key: "2024/trip/a.jpg")
         let storage = InMemoryStorage()
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: storage, sources: [sources])
         let job = JobSource.job(for: "s3://uploads/2024/trip/a.jpg", attempt: 2)
         #expect(job.object?.location.description == "s3://uploads/2024/trip/a.jpg" && job.attempt == 2)
-        let result = handler.process(job)
+        let result = try await handler.run(job)
         #expect(result.status == .done, "\(result.error ?? "")")
         #expect(result.source == "s3://uploads/2024/trip/a.jpg")
         #expect(storage.objects["2024/trip/a-large.jpg"] != nil, "keys from the object's key without the bucket")

@@ -29,12 +29,17 @@ final class ManualClock: WorkerClock {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let due = state.withLock { state -> Bool in
-                    if deadline <= state.now || Task.isCancelled { return true }
+                let outcome = state.withLock { state -> Result<Bool, CancellationError> in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if deadline <= state.now { return .success(true) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return false
+                    return .success(false)
                 }
-                if due { continuation.resume() }
+                switch outcome {
+                case .success(true): continuation.resume()
+                case .success(false): break
+                case .failure(let error): continuation.resume(throwing: error)
+                }
             }
         } onCancel: {
             state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())

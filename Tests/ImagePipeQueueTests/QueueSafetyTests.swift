@@ -20,17 +20,18 @@ import ImagePipeTestSupport
         #expect(target.withCString { rename(hidden, $0) } == 0)
     }
 
-    @Test func namesThatAreNotUTF8AreClaimedUnderTheirEscapedNames() throws {
+    @Test func namesThatAreNotUTF8AreClaimedUnderTheirEscapedNames() async throws {
         let fixture = try QueueFixture()
         deliverRaw(fixture, Array("before".utf8) + [0xFF] + Array(".jpg".utf8), "found by the scan")
         let storage = InMemoryStorage()
-        let worker = try fixture.worker(storage: storage)
-        worker.start()
-        try FileManager.default.createDirectory(atPath: fixture.queue.inbox + "/trip", withIntermediateDirectories: true)
-        #expect(RawPath(fixture.queue.inbox + "/trip").appending(RawPath(bytes: [0xFE])).withCString { mkdir($0, 0o755) } == 0)
-        deliverRaw(fixture, Array("trip/".utf8) + [0xFE] + Array("/after".utf8) + [0xC3] + Array(".png".utf8), "found by inotify")
-        #expect(fixture.waitFor { fixture.files("done").count == 4 }, "\(fixture.files("inbox")) \(fixture.files("done"))")
-        worker.shutdown()
+        try await fixture.withWorker(storage: storage) { worker in
+            // The first delivery is done: the worker watches the inbox by now.
+            #expect(await eventually { fixture.files("done").count == 2 })
+            try FileManager.default.createDirectory(atPath: fixture.queue.inbox + "/trip", withIntermediateDirectories: true)
+            #expect(RawPath(fixture.queue.inbox + "/trip").appending(RawPath(bytes: [0xFE])).withCString { mkdir($0, 0o755) } == 0)
+            deliverRaw(fixture, Array("trip/".utf8) + [0xFE] + Array("/after".utf8) + [0xC3] + Array(".png".utf8), "found by inotify")
+            #expect(await eventually { fixture.files("done").count == 4 }, "\(fixture.files("inbox")) \(fixture.files("done"))")
+        }
         #expect(fixture.files("done") == ["before%FF.jpg", "before%FF.jpg.json", "trip/%FE/after%C3.png", "trip/%FE/after%C3.png.json"])
         #expect(storage.objects["before%FF-large.jpg"] != nil && storage.objects["trip/%FE/after%C3-thumb.webp"] != nil)
         #expect(fixture.files("inbox").isEmpty)
@@ -39,19 +40,19 @@ import ImagePipeTestSupport
         #expect(record.source == "before%FF.jpg" && record.bytes == "found by the scan".utf8.count)
     }
 
-    @Test func linksAndFIFOsFailWithoutBeingRead() throws {
+    @Test func linksAndFIFOsFailWithoutBeingRead() async throws {
         let fixture = try QueueFixture()
         let secret = fixture.directory.write("secret/private.jpg", "secret bytes")
         let compressor = ScriptedCompressor()
         let storage = InMemoryStorage()
-        let worker = try fixture.worker(compressor: compressor, storage: storage)
         symlink(secret, fixture.queue.inbox + "/early-link.jpg")
-        worker.start()
-        symlink(secret, fixture.queue.inbox + "/innocent.jpg")
-        #expect(mkfifo(fixture.queue.inbox + "/pipe.jpg", 0o644) == 0)
-        let records = ["early-link.jpg", "innocent.jpg", "pipe.jpg"].map { $0 + ".error.json" }
-        #expect(fixture.waitFor { records.allSatisfy { fixture.files("failed").contains($0) } }, "\(fixture.files("failed"))")
-        worker.shutdown()
+        try await fixture.withWorker(compressor: compressor, storage: storage) { _ in
+            #expect(await eventually { fixture.files("failed").contains("early-link.jpg.error.json") })
+            symlink(secret, fixture.queue.inbox + "/innocent.jpg")
+            #expect(mkfifo(fixture.queue.inbox + "/pipe.jpg", 0o644) == 0)
+            let records = ["early-link.jpg", "innocent.jpg", "pipe.jpg"].map { $0 + ".error.json" }
+            #expect(await eventually { records.allSatisfy { fixture.files("failed").contains($0) } }, "\(fixture.files("failed"))")
+        }
         for name in ["early-link.jpg", "innocent.jpg", "pipe.jpg"] {
             let record = try JSONDecoder().decode(
                 FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/" + name + ".error.json")))
@@ -62,7 +63,7 @@ import ImagePipeTestSupport
         #expect(fixture.files("processing").isEmpty && fixture.files("inbox").isEmpty)
     }
 
-    @Test func aFullStoragePausesClaimingOnceAndResumesWhenItHasRoom() throws {
+    @Test func aFullStoragePausesClaimingOnceAndResumesWhenItHasRoom() async throws {
         let fixture = try QueueFixture()
         let full = Flag(true)
         let storage = InMemoryStorage(failing: { _, _ in
@@ -70,69 +71,61 @@ import ImagePipeTestSupport
         })
         let compressor = ScriptedCompressor()
         let log = CapturedLog()
-        var configuration = QueueWorker.Configuration.fast
+        var configuration = WorkerLoop.Configuration.fast
         configuration.retry = RetryPolicy(maxAttempts: 20, baseDelay: .milliseconds(50), maxDelay: .seconds(30))
         configuration.fullStoragePause = .seconds(30)
-        let worker = try fixture.worker(compressor: compressor, storage: storage, configuration: configuration, log: log)
-        worker.start()
-        fixture.deliver("first.jpg")
-        #expect(fixture.waitFor { storage.putCount >= 1 })
-        for index in 0..<4 { fixture.deliver("later-\(index).jpg") }
-        // The first job keeps retrying while the later ones, although the pipeline has room, wait.
-        #expect(fixture.waitFor { compressor.calls.count >= 3 && worker.statistics.waiting == 4 })
-        #expect(Set(compressor.calls) == ["first.jpg"])
-        #expect(fixture.files("inbox").count == 4)
+        try await fixture.withWorker(compressor: compressor, storage: storage, configuration: configuration, log: log) { worker in
+            fixture.deliver("first.jpg")
+            // Claiming pauses once the first job's result says the storage is full.
+            #expect(await eventually { log.messages.contains { $0.contains("storage is full") } })
+            for index in 0..<4 { fixture.deliver("later-\(index).jpg") }
+            // The first job keeps retrying while the later ones, although the pipeline has room, wait.
+            #expect(await eventually { compressor.calls.count >= 3 && worker.waiting == 4 })
+            #expect(Set(compressor.calls) == ["first.jpg"])
+            #expect(fixture.files("inbox").count == 4)
 
-        full.value = false
-        #expect(fixture.waitFor { fixture.files("done").count == 10 }, "\(log.messages)")
-        worker.shutdown()
+            full.value = false
+            #expect(await eventually { fixture.files("done").count == 10 }, "\(log.messages)")
+        }
         #expect(fixture.files("failed").isEmpty)
         #expect(log.messages.filter { $0.contains("storage is full") }.count == 1, "\(log.messages)")
         #expect(log.messages.contains { $0.contains("claiming resumed") })
     }
 
-    @Test func idleEmptyDeliveryFoldersAreRemoved() throws {
+    @Test func idleEmptyDeliveryFoldersAreRemoved() async throws {
         let fixture = try QueueFixture()
-        var configuration = QueueWorker.Configuration.fast
-        configuration.emptyDirectoryIdle = .milliseconds(500)
-        let worker = try fixture.worker(configuration: configuration)
-        worker.start()
-        fixture.deliver("2024/trip/a.jpg")
-        #expect(fixture.waitFor { fixture.files("done").contains("2024/trip/a.jpg.json") })
-        // A producer's folder with a file still being written under a hidden name is not empty.
-        try FileManager.default.createDirectory(atPath: fixture.queue.inbox + "/busy", withIntermediateDirectories: true)
-        try Data("partial".utf8).write(to: URL(fileURLWithPath: fixture.queue.inbox + "/busy/.upload.jpg"))
-        #expect(fixture.waitFor { !FileManager.default.fileExists(atPath: fixture.queue.inbox + "/2024") })
-        #expect(FileManager.default.fileExists(atPath: fixture.queue.inbox + "/busy/.upload.jpg"))
-        // A folder a producer has just made survives the next rescans: it has not been idle long enough.
-        try FileManager.default.createDirectory(atPath: fixture.queue.inbox + "/fresh", withIntermediateDirectories: true)
-        let made = ContinuousClock.now
-        let removed = fixture.waitFor(seconds: 10) { !FileManager.default.fileExists(atPath: fixture.queue.inbox + "/fresh") }
-        #expect(removed && ContinuousClock.now - made >= .milliseconds(500))
-        worker.shutdown()
+        try await fixture.withWorker(directory: .init(rescanInterval: .milliseconds(200), emptyDirectoryIdle: .milliseconds(500))) { _ in
+            fixture.deliver("2024/trip/a.jpg")
+            #expect(await eventually { fixture.files("done").contains("2024/trip/a.jpg.json") })
+            // A producer's folder with a file still being written under a hidden name is not empty.
+            try FileManager.default.createDirectory(atPath: fixture.queue.inbox + "/busy", withIntermediateDirectories: true)
+            try Data("partial".utf8).write(to: URL(fileURLWithPath: fixture.queue.inbox + "/busy/.upload.jpg"))
+            #expect(await eventually { !FileManager.default.fileExists(atPath: fixture.queue.inbox + "/2024") })
+            #expect(FileManager.default.fileExists(atPath: fixture.queue.inbox + "/busy/.upload.jpg"))
+            // A folder a producer has just made survives the next rescans: it has not been idle long enough.
+            try FileManager.default.createDirectory(atPath: fixture.queue.inbox + "/fresh", withIntermediateDirectories: true)
+            let made = ContinuousClock.now
+            let removed = await eventually(seconds: 10) { !FileManager.default.fileExists(atPath: fixture.queue.inbox + "/fresh") }
+            #expect(removed && ContinuousClock.now - made >= .milliseconds(500))
+        }
         #expect(FileManager.default.fileExists(atPath: fixture.queue.inbox))
     }
 
-    @Test func stopNowCutsTheShutdownWaitShort() throws {
+    @Test func stopNowCutsTheShutdownWaitShort() async throws {
         let fixture = try QueueFixture()
         let compressor = ScriptedCompressor(work: .seconds(60))
-        var configuration = QueueWorker.Configuration.fast
-        configuration.shutdownTimeout = .seconds(60)
         let log = CapturedLog()
-        let worker = try fixture.worker(compressor: compressor, configuration: configuration, log: log)
-        worker.start()
-        fixture.deliver("slow.jpg")
-        #expect(fixture.waitFor { compressor.calls.count == 1 })
-        let stopped = Flag(false)
-        Thread {
-            worker.shutdown()
-            stopped.value = true
-        }.start()
-        #expect(fixture.waitFor { log.messages.contains { $0.contains("shutting down") } })
-        #expect(!stopped.value, "the graceful stop waits for the job in flight")
-        worker.stopNow()
-        #expect(fixture.waitFor { stopped.value })
-        #expect(compressor.runningCalls == 1, "stopped with the job still running: neither its work nor the 60 s timeout was waited for")
+        try await fixture.withWorker(compressor: compressor, log: log) { worker in
+            fixture.deliver("slow.jpg")
+            #expect(await eventually { compressor.calls.count == 1 })
+            worker.beginShutdown()
+            #expect(await eventually { log.messages.contains { $0.contains("shutting down") } })
+            #expect(worker.statistics.inFlight == 1, "the graceful stop waits for the job in flight")
+            worker.loop.stopNow()
+            try await worker.running.value
+            #expect(compressor.runningCalls == 1, "stopped with the job still running: its work was not waited for")
+            #expect(log.messages.contains("warning stopped at once: returned the jobs in flight"), "\(log.messages)")
+        }
         #expect(fixture.files("inbox") == ["slow.jpg"] && fixture.files("processing").isEmpty)
     }
 

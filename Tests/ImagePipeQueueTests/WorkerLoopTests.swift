@@ -2,29 +2,26 @@ import Foundation
 import ImagePipe
 import ImagePipeQueue
 import ImagePipeTestKit
+import ImagePipeTestSupport
 import Logging
 import Synchronization
-import ImagePipeTestSupport
 import Testing
 
-/// The worker loop on an in-memory queue and a manual clock: backoff, pauses, leases and shutdown
-/// without waiting for any of them.
+/// The worker loop in a service group on an in-memory queue and a manual clock: backoff, pauses,
+/// leases, hand-offs and shutdown, without waiting for any of them.
 @Suite struct WorkerLoopTests {
     @Test func aTransientFailureIsRetriedOnlyOnceItsBackoffHasPassed() async throws {
         let queue = MemoryQueue(jobs: ["a.jpg"])
         let storage = InMemoryStorage(failing: { _, attempt in attempt == 1 ? ImagePipeError(.storageUnavailable, "503") : nil })
-        let clock = ManualClock()
-        let loop = makeLoop(
-            queue, storage: storage, clock: clock, retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)))
-        let running = Task { try await loop.run() }
-        #expect(await until { queue.retries.count == 1 })
-        let delay = try #require(queue.retries.first)
-        #expect(delay <= .seconds(60))
-        // The requeued job is due at once in the memory queue; its delay is the queue's business.
-        #expect(await until { queue.completed == ["a.jpg"] })
-        #expect(queue.attempts["a.jpg"] == 2)
-        loop.beginStopping()
-        try await running.value
+        let loop = makeLoop(queue, storage: storage, retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)))
+        try await RunningWorker.run(loop) { _ in
+            #expect(await eventually { queue.retries.count == 1 })
+            let delay = try #require(queue.retries.first)
+            #expect(delay <= .seconds(60))
+            // The requeued job is due at once in the memory queue; its delay is the queue's business.
+            #expect(await eventually { queue.completed == ["a.jpg"] })
+            #expect(queue.attempts["a.jpg"] == 2)
+        }
     }
 
     @Test func aHeldRetryRunsAgainWhenTheClockReachesItsDelay() async throws {
@@ -32,17 +29,15 @@ import Testing
         let storage = InMemoryStorage(failing: { _, attempt in attempt == 1 ? ImagePipeError(.storageUnavailable, "503") : nil })
         let clock = ManualClock()
         let loop = makeLoop(
-            queue, storage: storage, clock: clock,
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)))
-        let running = Task { try await loop.run() }
-        #expect(await until { loop.statistics.retrying == 1 })
-        let delay = try #require(queue.retries.first)
-        #expect(loop.statistics.retrying == 1 && queue.completed.isEmpty)
-        clock.advance(by: delay + .milliseconds(1))
-        #expect(await until { queue.completed == ["a.jpg"] })
-        #expect(storage.objects.count == 3, "every variant stored on the second attempt, after the manual clock passed the backoff")
-        loop.beginStopping()
-        try await running.value
+            queue, storage: storage, clock: clock, retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)))
+        try await RunningWorker.run(loop) { worker in
+            #expect(await eventually { worker.statistics.retrying == 1 })
+            let delay = try #require(queue.retries.first)
+            #expect(queue.completed.isEmpty)
+            clock.advance(by: delay + .milliseconds(1))
+            #expect(await eventually { queue.completed == ["a.jpg"] })
+            #expect(storage.objects.count == 3, "every variant stored on the second attempt, after the manual clock passed the backoff")
+        }
     }
 
     @Test func aFullStoragePausesClaimingUntilTheClockEndsThePause() async throws {
@@ -50,21 +45,21 @@ import Testing
         let storage = InMemoryStorage(failing: { _, _ in full.withLock { $0 } ? ImagePipeError(.storageFull, "No space left") : nil })
         let queue = MemoryQueue(jobs: ["first.jpg"], holdsRetries: true)
         let clock = ManualClock()
-        var configuration = WorkerLoop.Configuration(
+        let configuration = WorkerLoop.Configuration(
             retry: RetryPolicy(maxAttempts: 20, baseDelay: .seconds(100), maxDelay: .seconds(100)),
             statusInterval: .zero, fullStoragePause: .seconds(30))
-        configuration.shutdownTimeout = .seconds(1)
         let loop = makeLoop(queue, storage: storage, clock: clock, configuration: configuration)
-        let running = Task { try await loop.run() }
-        #expect(await until { loop.statistics.retrying == 1 })
-        queue.add(["later.jpg"])
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(queue.claimedIDs == ["first.jpg"], "nothing claimed while paused")
-        full.withLock { $0 = false }
-        clock.advance(by: .seconds(31))
-        #expect(await until { queue.completed.contains("later.jpg") })
-        loop.beginStopping()
-        try await running.value
+        try await RunningWorker.run(loop) { worker in
+            #expect(await eventually { worker.statistics.retrying == 1 })
+            let looks = worker.statistics.looks
+            // New work wakes the loop, which looks and, paused, claims nothing.
+            queue.add(["later.jpg"])
+            #expect(await eventually { worker.statistics.looks > looks })
+            #expect(queue.claimedIDs == ["first.jpg"], "nothing claimed while paused")
+            full.withLock { $0 = false }
+            clock.advance(by: .seconds(31))
+            #expect(await eventually { queue.completed.contains("later.jpg") })
+        }
     }
 
     @Test func aJobWhoseLeaseIsLostHasItsResultDropped() async throws {
@@ -73,38 +68,30 @@ import Testing
         let clock = ManualClock()
         // The job outlasts the heartbeat by far, however slowly a loaded machine gets to it.
         let loop = makeLoop(queue, compressor: ScriptedCompressor(work: .seconds(5)), clock: clock)
-        let running = Task { try await loop.run() }
-        #expect(await until { loop.statistics.inFlight == 1 && clock.sleeping >= 2 })
-        clock.advance(by: .seconds(1))
-        #expect(await until { queue.heartbeats > 0 })
-        #expect(await until { loop.statistics.inFlight == 0 })
-        #expect(queue.completed.isEmpty, "a lost job's result is never handed to the queue")
-        loop.beginStopping()
-        try await running.value
+        try await RunningWorker.run(loop) { worker in
+            #expect(await eventually { worker.statistics.inFlight == 1 && clock.sleeping >= 2 })
+            clock.advance(by: .seconds(1))
+            #expect(await eventually { queue.heartbeats > 0 })
+            #expect(await eventually { worker.statistics.inFlight == 0 })
+            #expect(queue.completed.isEmpty, "a lost job's result is never handed to the queue")
+        }
     }
 
-    @Test func shutdownReleasesWhatDidNotFinishWithinTheTimeout() async throws {
+    @Test func cancellationReleasesWhatIsStillRunning() async throws {
         let queue = MemoryQueue(jobs: ["slow.jpg"])
-        let clock = ManualClock()
-        var configuration = WorkerLoop.Configuration(statusInterval: .zero)
-        configuration.shutdownTimeout = .seconds(30)
-        let loop = makeLoop(queue, compressor: ScriptedCompressor(work: .seconds(60)), clock: clock, configuration: configuration)
-        let running = Task { try await loop.run() }
-        #expect(await until { loop.statistics.inFlight == 1 })
-        loop.beginStopping()
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(queue.released.isEmpty, "waits for the job within the timeout")
-        // The shutdown's deadline is set when it starts: move the clock on until it has passed.
-        #expect(
-            await until {
-                clock.advance(by: .seconds(31))
-                return queue.released == ["slow.jpg"]
-            })
-        try await running.value
-        #expect(queue.closed)
+        let loop = makeLoop(queue, compressor: ScriptedCompressor(work: .seconds(60)), clock: ManualClock())
+        try await RunningWorker.run(loop) { worker in
+            #expect(await eventually { worker.statistics.inFlight == 1 })
+            worker.beginShutdown()
+            #expect(await eventually { loop.isStopping })
+            #expect(queue.released.isEmpty, "a graceful shutdown waits for the job")
+            // Past its deadline the service group cancels the worker: what still runs goes back.
+            worker.running.cancel()
+            _ = try? await worker.running.value
+            #expect(queue.released == ["slow.jpg"])
+            #expect(queue.closed)
+        }
     }
-
-    // MARK: - Helpers
 
     @Test func exitWhenEmptyStopsOnlyOnceTheWorkersOwnRetriesAreDone() async throws {
         let queue = MemoryQueue(jobs: ["a.jpg", "b.jpg"], holdsRetries: true)
@@ -115,33 +102,15 @@ import Testing
         let loop = makeLoop(
             queue, storage: storage, clock: clock,
             configuration: .init(
-                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)),
-                shutdownTimeout: .seconds(5), statusInterval: .zero, exitWhenEmpty: true))
-        let returned = Mutex(false)
-        let running = Task {
-            try await loop.run()
-            returned.withLock { $0 = true }
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(10), maxDelay: .seconds(10)), statusInterval: .zero,
+                exitWhenEmpty: true))
+        try await RunningWorker.run(loop) { worker in
+            #expect(await eventually { queue.completed == ["b.jpg"] && worker.statistics.retrying == 1 })
+            clock.advance(by: .seconds(11))
+            // It stops by itself, and the group with it.
+            try await worker.running.value
+            #expect(queue.completed.sorted() == ["a.jpg", "b.jpg"] && queue.released.isEmpty)
         }
-        #expect(await until { queue.completed == ["b.jpg"] && loop.statistics.retrying == 1 })
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(!returned.withLock { $0 } && queue.released.isEmpty, "the queue is empty but the worker still holds a.jpg's retry")
-        clock.advance(by: .seconds(11))
-        try await running.value
-        #expect(queue.completed.sorted() == ["a.jpg", "b.jpg"] && queue.released.isEmpty)
-    }
-
-    private func makeLoop(
-        _ queue: MemoryQueue, compressor: any ImageCompressor = ScriptedCompressor(),
-        storage: any StorageRepository = InMemoryStorage(), clock: ManualClock,
-        retry: RetryPolicy = .init(), configuration: WorkerLoop.Configuration? = nil,
-        observer: (any WorkerObserver)? = nil
-    ) -> WorkerLoop {
-        let handler = FileHandler(compressor: compressor, storage: storage)
-        let pipeline = JobPipeline(handler: handler, configuration: .init(jobs: 1, uploads: 1))
-        return WorkerLoop(
-            queue: queue, pipeline: pipeline,
-            configuration: configuration ?? .init(retry: retry, shutdownTimeout: .seconds(5), statusInterval: .zero),
-            clock: clock, observer: observer, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     @Test func theObserverHearsEachRecordedOutcomeOnceAndEachRetry() async throws {
@@ -152,17 +121,18 @@ import Testing
         let compressor = ScriptedCompressor(failing: { $0 == "c.jpg" ? ImagePipeError(.corruptImage, "corrupt or truncated image data") : nil })
         let observer = RecordingObserver()
         let loop = makeLoop(
-            queue, compressor: compressor, storage: storage, clock: ManualClock(),
+            queue, compressor: compressor, storage: storage,
             retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(60), maxDelay: .seconds(60)), observer: observer)
-        let running = Task { try await loop.run() }
-        #expect(await until { observer.finished.count == 3 }, "\(observer.finished)")
-        let finished = Dictionary(observer.finished.map { ($0.source, $0) }, uniquingKeysWith: { first, _ in first })
-        #expect(observer.finished.count == 3 && finished.count == 3, "each job once")
-        #expect(finished["a.jpg"]?.status == .done && finished["b.jpg"]?.status == .done)
-        #expect(finished["c.jpg"]?.status == .failed && finished["c.jpg"]?.errorCode == .corruptImage)
-        #expect(observer.retrying.map(\.source) == ["a.jpg"] && observer.retrying.first?.errorCode == .storageUnavailable)
-        loop.beginStopping()
-        try await running.value
+        try await RunningWorker.run(loop) { worker in
+            #expect(await eventually { observer.finished.count == 3 }, "\(observer.finished)")
+            let finished = Dictionary(observer.finished.map { ($0.source, $0) }, uniquingKeysWith: { first, _ in first })
+            #expect(observer.finished.count == 3 && finished.count == 3, "each job once")
+            #expect(finished["a.jpg"]?.status == .done && finished["b.jpg"]?.status == .done)
+            #expect(finished["c.jpg"]?.status == .failed && finished["c.jpg"]?.errorCode == .corruptImage)
+            #expect(observer.retrying.map(\.source) == ["a.jpg"] && observer.retrying.first?.errorCode == .storageUnavailable)
+            #expect(await eventually { worker.statistics.done == 2 && worker.statistics.failed == 1 })
+        }
+        #expect(queue.discarded == ["c.jpg"])
     }
 
     @Test func aLoopStuckInAClaimIsNotAliveButADrainingOneIs() async throws {
@@ -170,24 +140,80 @@ import Testing
         queue.holdClaims = true
         let clock = ManualClock()
         let loop = makeLoop(queue, clock: clock)
-        let running = Task { try await loop.run() }
-        #expect(await until { queue.claimsHeld == 1 })
-        #expect(loop.isAlive(within: .seconds(30)))
-        clock.advance(by: .seconds(31))
-        #expect(!loop.isAlive(within: .seconds(30)), "31 s on the loop's clock inside one claim")
-        loop.beginStopping()
-        #expect(loop.isStopping && loop.isAlive(within: .seconds(30)), "a loop asked to stop is draining, and alive")
-        queue.holdClaims = false
-        try await running.value
+        try await RunningWorker.run(loop) { worker in
+            #expect(await eventually { queue.claimsHeld == 1 })
+            #expect(loop.isAlive(within: .seconds(30)))
+            clock.advance(by: .seconds(31))
+            #expect(!loop.isAlive(within: .seconds(30)), "31 s on the loop's clock inside one claim")
+            worker.beginShutdown()
+            #expect(await eventually { loop.isStopping })
+            #expect(loop.isAlive(within: .seconds(30)), "a loop asked to stop is draining, and alive")
+            queue.holdClaims = false
+        }
     }
 
-    /// Polls a condition the loop reaches by itself (real work on real threads), not by the clock.
-    private func until(_ condition: () -> Bool) async -> Bool {
-        for _ in 0..<3000 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
+    @Test func jobsWaitingForTheirOutputsToBeDurableLetTheWorkerClaimMoreUpToTheHoldLimit() async throws {
+        let queue = MemoryQueue(jobs: (1...40).map { "\($0).jpg" })
+        let storage = DeferredStorage()
+        let loop = makeLoop(queue, storage: storage)
+        let limit = loop.pipeline.capacity.limits.holdLimit
+        #expect(limit == 3 * loop.pipeline.capacity.limits.room)
+        try await RunningWorker.run(loop) { worker in
+            // Every put waits, so no job is recorded, yet the worker goes on past its pipeline's
+            // room, up to its hold limit.
+            #expect(await eventually { queue.claimedIDs.count == limit && storage.waiting == 3 * limit })
+            let looks = worker.statistics.looks
+            queue.add(["more.jpg"])
+            #expect(await eventually { worker.statistics.looks > looks }, "the new work woke the loop")
+            #expect(queue.claimedIDs.count == limit, "and it claimed nothing more")
+            #expect(queue.completed.isEmpty, "no job recorded before its outputs are")
+            // Reported, they are recorded and the rest of the queue follows.
+            #expect(
+                await eventually {
+                    storage.reportAll()
+                    return queue.completed.count == 41
+                })
         }
-        return condition()
+    }
+
+    @Test func dueRetriesWaitForRoomWithoutSpinning() async throws {
+        // Nine handed-off jobs fail at once; their retries come due together, three times the
+        // pipeline's room, and each takes a while to compress. The loop runs what fits and waits
+        // for room for the rest, woken as it comes back, instead of looking again and again.
+        let queue = MemoryQueue(jobs: (1...9).map { "\($0).jpg" }, holdsRetries: true)
+        let storage = DeferredStorage()
+        let clock = ManualClock()
+        let loop = makeLoop(
+            queue, compressor: ScriptedCompressor(work: .milliseconds(100)), storage: storage, clock: clock,
+            retry: RetryPolicy(maxAttempts: 5, baseDelay: .seconds(3600), maxDelay: .seconds(3600)))
+        try await RunningWorker.run(loop) { worker in
+            #expect(await eventually { queue.claimedIDs.count == 9 && storage.waiting == 27 })
+            storage.reportAll(failing: { _ in ImagePipeError(.storageUnavailable, "fsync: Input/output error") })
+            #expect(await eventually { worker.statistics.retrying == 9 })
+            let looks = worker.statistics.looks
+            clock.advance(by: .seconds(7200))
+            #expect(await eventually { storage.waiting == 27 }, "every retry ran")
+            #expect(worker.statistics.looks - looks < 100, "the loop looked \(worker.statistics.looks - looks) times while retries waited for room")
+            #expect(
+                await eventually {
+                    storage.reportAll()
+                    return queue.completed.count == 9
+                })
+        }
+    }
+
+    private func makeLoop(
+        _ queue: MemoryQueue, compressor: any ImageCompressor = ScriptedCompressor(),
+        storage: any StorageRepository = InMemoryStorage(), clock: ManualClock = ManualClock(),
+        retry: RetryPolicy = .init(), configuration: WorkerLoop.Configuration? = nil,
+        observer: (any WorkerObserver)? = nil
+    ) -> WorkerLoop {
+        let handler = FileHandler(compressor: compressor, storage: storage)
+        let pipeline = JobPipeline(handler: handler, limits: .init(jobs: 1, uploads: 1))
+        return WorkerLoop(
+            queue: queue, pipeline: pipeline,
+            configuration: configuration ?? .init(retry: retry, statusInterval: .zero),
+            clock: clock, observer: observer, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 }
 
@@ -198,6 +224,7 @@ final class MemoryQueue: JobQueue {
         var claimed: [String] = []
         var completed: [String] = []
         var released: [String] = []
+        var discarded: [String] = []
         var retries: [Duration] = []
         var attempts: [String: Int] = [:]
         var heartbeats = 0
@@ -235,6 +262,7 @@ final class MemoryQueue: JobQueue {
 
     var completed: [String] { state.withLock { $0.completed } }
     var released: [String] { state.withLock { $0.released } }
+    var discarded: [String] { state.withLock { $0.discarded } }
     var retries: [Duration] { state.withLock { $0.retries } }
     var claimedIDs: [String] { state.withLock { $0.claimed } }
     var attempts: [String: Int] { state.withLock { $0.attempts } }
@@ -299,7 +327,10 @@ final class MemoryQueue: JobQueue {
         return .requeued
     }
 
-    func discard(_ job: ClaimedJob, record: FailureRecord) async -> Settlement { .recorded }
+    func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
+        state.withLock { $0.discarded.append(job.id) }
+        return .recorded
+    }
 
     func release(_ jobs: [ClaimedJob]) async {
         state.withLock { $0.released += jobs.map(\.id) }

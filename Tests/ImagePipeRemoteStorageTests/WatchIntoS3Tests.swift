@@ -25,10 +25,11 @@ import ImagePipeRemoteStorage
             "--jobs", "1", "--uploads", "1", "--retry-delay", "0.05", "--max-attempts", "4", "--status-interval", "0",
         ]
         // One request attempt per put, so the outage reaches the queue's own retries.
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") }.merging([
-            "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
-            "AWS_MAX_ATTEMPTS": "1", "HOME": directory.path,
-        ]) { $1 }
+        process.environment = checkingBlocking(
+            ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") }.merging([
+                "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+                "AWS_MAX_ATTEMPTS": "1", "HOME": directory.path,
+            ]) { $1 })
         let log = directory.url("worker.log")
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))

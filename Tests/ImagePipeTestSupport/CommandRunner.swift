@@ -51,13 +51,12 @@ public enum CommandRunner {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        var base = ProcessInfo.processInfo.environment
         if let environment {
-            var base = ProcessInfo.processInfo.environment.filter {
-                !$0.key.hasPrefix("AWS_") && !$0.key.hasPrefix("SUPABASE_") && !$0.key.hasPrefix("IMAGEPIPE_")
-            }
+            base = base.filter { !$0.key.hasPrefix("AWS_") && !$0.key.hasPrefix("SUPABASE_") && !$0.key.hasPrefix("IMAGEPIPE_") }
             base.merge(environment) { $1 }
-            process.environment = base
         }
+        process.environment = checkingBlocking(base)
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -89,4 +88,10 @@ private final class Captured: Sendable {
     private let data = Mutex(Data())
     func set(_ value: Data) { data.withLock { $0 = value } }
     func get() -> Data { data.withLock { $0 } }
+}
+
+/// `environment` with imagepipe's check of its concurrency rule on: a blocking call that runs on
+/// Swift's cooperative pool stops the binary, naming the call (see `BlockingIO.mayBlock`).
+public func checkingBlocking(_ environment: [String: String]) -> [String: String] {
+    environment.merging(["IMAGEPIPE_CHECK_BLOCKING": "1"]) { $1 }
 }

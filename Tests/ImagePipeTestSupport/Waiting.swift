@@ -13,3 +13,15 @@ public func eventually(seconds: Double = 60, _ condition: () -> Bool) -> Bool {
     }
     return condition()
 }
+
+/// Suspends (without holding a thread of the cooperative pool) every 10 ms until `condition` holds
+/// or `seconds` pass, and returns its last value.
+@discardableResult
+public func eventually(seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}

@@ -33,9 +33,9 @@ public final class WorkerProcess: @unchecked Sendable {
             process.executableURL = URL(fileURLWithPath: CommandRunner.binary)
             process.arguments = arguments
         }
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") }.merging(environment) { $1 }
-        }
+        var base = ProcessInfo.processInfo.environment
+        if let environment { base = base.filter { !$0.key.hasPrefix("AWS_") }.merging(environment) { $1 } }
+        process.environment = checkingBlocking(base)
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         if let pipe { process.standardInput = pipe }
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))

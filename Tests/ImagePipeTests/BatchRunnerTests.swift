@@ -64,14 +64,14 @@ import Testing
         }
     }
 
-    @Test func theSameRelativePathFromTwoInputsCollides() throws {
+    @Test func theSameRelativePathFromTwoInputsCollides() async throws {
         directory.write("one/x.jpg", "1")
         directory.write("two/x.jpg", "2")
         let storage = InMemoryStorage()
         let pipeline = JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage))
         let results = Mutex<[JobResult]>([])
         let scanner = SourceScanner(inputs: [.init(directory.url("one")), .init(directory.url("two"))])
-        let summary = try BatchRunner(scanner: scanner, pipeline: pipeline).run { result, _ in results.withLock { $0.append(result) } }
+        let summary = try await BatchRunner(scanner: scanner, pipeline: pipeline).run { result, _ in results.withLock { $0.append(result) } }
         #expect(summary.done == 1 && summary.failed == 1)
         let failed = try #require(results.withLock { $0.first { $0.status == .failed } })
         #expect(failed.source == "x.jpg" && failed.errorCode == .keyCollision)
@@ -88,14 +88,14 @@ import Testing
         }
     }
 
-    @Test func sourcesThatWouldOverwriteAnotherSourcesKeysFail() throws {
+    @Test func sourcesThatWouldOverwriteAnotherSourcesKeysFail() async throws {
         directory.write("src/a.jpg", "1")
         directory.write("src/a.png", "2")
         directory.write("src/b.jpg", "3")
         let storage = InMemoryStorage()
         let pipeline = JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage))
         let results = Mutex<[JobResult]>([])
-        let summary = try BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline)
+        let summary = try await BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline)
             .run { result, _ in results.withLock { $0.append(result) } }
         #expect(summary.total == 3 && summary.done == 2 && summary.failed == 1)
         let failed = results.withLock { $0.first { $0.status == .failed } }
@@ -105,13 +105,13 @@ import Testing
         #expect(String(decoding: storage.objects["a-large.jpg"]!.body, as: UTF8.self).trimmingCharacters(in: .whitespaces) == "a.jpg:large")
     }
 
-    @Test func summaryCountsAndFormats() throws {
+    @Test func summaryCountsAndFormats() async throws {
         for index in 0..<5 { directory.write("src/\(index).jpg", String(repeating: "x", count: 1000)) }
         let compressor = ScriptedCompressor(failing: { $0 == "3.jpg" ? ImagePipeError(.corruptImage, "bad") : nil })
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()))
         directory.write("src/notes.txt", "x")
         let progress = Mutex<[BatchRunner.Progress]>([])
-        let summary = try BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline)
+        let summary = try await BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline)
             .run { _, state in progress.withLock { $0.append(state) } }
         let states = progress.withLock { $0.sorted { $0.finished < $1.finished } }
         #expect(states.map(\.finished) == [1, 2, 3, 4, 5] && states.allSatisfy { $0.total == 5 })
@@ -139,7 +139,7 @@ import Testing
         #expect(BatchRunner.Progress(finished: 0, failed: 0, total: 7, elapsed: .zero).line == "[0/7] 0 failed, 0.0 images/s, ETA 0:00")
     }
 
-    @Test func theLargestSourcesStartFirst() throws {
+    @Test func theLargestSourcesStartFirst() async throws {
         directory.write("src/a-small.jpg", String(repeating: "x", count: 10))
         directory.write("src/b-large.jpg", String(repeating: "x", count: 5000))
         directory.write("src/c-medium.jpg", String(repeating: "x", count: 800))
@@ -147,8 +147,8 @@ import Testing
         let compressor = ScriptedCompressor()
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
-            configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
-        let summary = try BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline).run { _, _ in }
+            limits: .init(jobs: 1, uploads: 1, room: 1))
+        let summary = try await BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline).run { _, _ in }
         #expect(summary.done == 4)
         #expect(
             compressor.calls == ["b-large.jpg", "c-medium.jpg", "d-medium.jpg", "a-small.jpg"],

@@ -11,10 +11,10 @@ import Testing
         Job(path: directory.write(relative, contents), relativePath: relative)
     }
 
-    @Test func storesEveryVariantUnderItsKeyAndRecordsTheResult() throws {
+    @Test func storesEveryVariantUnderItsKeyAndRecordsTheResult() async throws {
         let storage = InMemoryStorage()
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: storage)
-        let result = handler.process(job("trip/IMG 1.jpg", "abc"))
+        let result = try await handler.run(job("trip/IMG 1.jpg", "abc"))
 
         #expect(result.status == .done)
         #expect(result.error == nil)
@@ -30,11 +30,11 @@ import Testing
         #expect(result.variants.allSatisfy { $0.bytes == storage.objects[$0.key]?.body.count })
     }
 
-    @Test func aStorageFailureFailsTheJobWithTheStorageReason() {
+    @Test func aStorageFailureFailsTheJobWithTheStorageReason() async throws {
         let storage = InMemoryStorage(failing: { object, _ in
             object.key.hasSuffix("medium.webp") ? ImagePipeError(.storageUnavailable, "bucket is on fire (503)") : nil
         })
-        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage).process(job("a.jpg"))
+        let result = try await FileHandler(compressor: ScriptedCompressor(), storage: storage).run(job("a.jpg"))
         #expect(result.status == .failed)
         #expect(result.variants.isEmpty)
         #expect(result.error == "storing a-medium.webp: bucket is on fire (503)")
@@ -42,10 +42,10 @@ import Testing
         #expect(result.transient == true)
     }
 
-    @Test func anInputFailureStoresNothing() {
+    @Test func anInputFailureStoresNothing() async throws {
         let storage = InMemoryStorage()
         let compressor = ScriptedCompressor(failing: { _ in ImagePipeError(.corruptImage, "corrupt or truncated image data") })
-        let result = FileHandler(compressor: compressor, storage: storage).process(job("bad.jpg"))
+        let result = try await FileHandler(compressor: compressor, storage: storage).run(job("bad.jpg"))
         #expect(result.status == .failed)
         #expect(result.transient == false)
         #expect(result.errorCode == .corruptImage)
@@ -53,27 +53,27 @@ import Testing
         #expect(result.sha256 != nil, "the source was read before it failed to decode")
     }
 
-    @Test func missingAndEmptySourcesFailWithAReason() {
+    @Test func missingAndEmptySourcesFailWithAReason() async throws {
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage())
-        let missing = handler.process(Job(path: directory.url("gone.jpg"), relativePath: "gone.jpg"))
+        let missing = try await handler.run(Job(path: directory.url("gone.jpg"), relativePath: "gone.jpg"))
         #expect(missing.status == .failed && missing.errorCode == .unreadableSource)
         #expect(missing.error?.contains("No such file") == true)
-        let empty = handler.process(job("empty.jpg", ""))
+        let empty = try await handler.run(job("empty.jpg", ""))
         #expect(empty.errorCode == .emptyFile)
     }
 
-    @Test func keysThatEscapeTheDestinationFailTheJob() throws {
+    @Test func keysThatEscapeTheDestinationFailTheJob() async throws {
         // Templates cannot escape (they are checked when parsed), but a job's own path could.
         let storage = InMemoryStorage()
         let source = directory.write("b.jpg", "original bytes")
-        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage)
-            .process(Job(path: source, relativePath: "../../b.jpg"))
+        let result = try await FileHandler(compressor: ScriptedCompressor(), storage: storage)
+            .run(Job(path: source, relativePath: "../../b.jpg"))
         #expect(result.errorCode == .invalidKey)
         #expect(storage.putCount == 0)
     }
 
-    @Test func resultsEncodeAsOneJSONLine() throws {
-        let result = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage()).process(job("x.png"))
+    @Test func resultsEncodeAsOneJSONLine() async throws {
+        let result = try await FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage()).run(job("x.png"))
         let line = result.jsonLine()
         #expect(!line.contains("\n"))
         let decoded = try JSONDecoder().decode(JobResult.self, from: Data(line.utf8))
@@ -90,12 +90,12 @@ import Testing
 @Suite struct StoreOriginalTests {
     let directory = TemporaryDirectory()
 
-    @Test func theUntouchedOriginalGoesThroughTheKeyTemplateAsVariantOriginal() throws {
+    @Test func theUntouchedOriginalGoesThroughTheKeyTemplateAsVariantOriginal() async throws {
         let storage = InMemoryStorage()
         let configuration = FileHandler.Configuration(cacheControl: "public, max-age=60", storeOriginal: true)
         let path = directory.write("trip/IMG 1.JPG", "the original bytes")
-        let result = FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
-            .process(Job(path: path, relativePath: "trip/IMG 1.JPG"))
+        let result = try await FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
+            .run(Job(path: path, relativePath: "trip/IMG 1.JPG"))
         #expect(result.status == .done)
         #expect(result.original?.key == "trip/IMG 1-original.jpg")
         #expect(result.original?.bytes == 18)
@@ -106,31 +106,31 @@ import Testing
         #expect(storage.objects["trip/IMG 1-large.jpg"]?.cacheControl == "public, max-age=60")
     }
 
-    @Test func aFailedOriginalPutFailsTheJob() {
+    @Test func aFailedOriginalPutFailsTheJob() async throws {
         let storage = InMemoryStorage(failing: { object, _ in
             object.key == "a-original.jpg" ? ImagePipeError(.storageUnavailable, "timeout") : nil
         })
-        let result = FileHandler(
+        let result = try await FileHandler(
             compressor: ScriptedCompressor(), storage: storage,
             configuration: .init(storeOriginal: true)
         )
-        .process(Job(path: directory.write("a.jpg", "x"), relativePath: "a.jpg"))
+        .run(Job(path: directory.write("a.jpg", "x"), relativePath: "a.jpg"))
         #expect(result.status == .failed)
         #expect(result.original == nil && result.variants.isEmpty)
         #expect(storage.objects.isEmpty, "the variants it did store were removed again")
     }
 
-    @Test func withAHashTemplateTheOriginalKeyIsMadeFromTheContentAndItsOwnExtension() throws {
+    @Test func withAHashTemplateTheOriginalKeyIsMadeFromTheContentAndItsOwnExtension() async throws {
         let storage = InMemoryStorage()
         let configuration = FileHandler.Configuration(keyTemplate: try KeyTemplate("{hash}/{variant}.{ext}"), storeOriginal: true)
         let jpeg = Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data("rest".utf8)
-        let named = FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
-            .process(Job(path: directory.write("IMG 0001 ünïcode.JPG", jpeg), relativePath: "IMG 0001 ünïcode.JPG"))
+        let named = try await FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
+            .run(Job(path: directory.write("IMG 0001 ünïcode.JPG", jpeg), relativePath: "IMG 0001 ünïcode.JPG"))
         let hash = try #require(named.sha256?.prefix(16))
         #expect(named.original?.key == "\(hash)/original.jpg")
         // No extension in the name: the file's signature gives it.
-        let bare = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage(), configuration: configuration)
-            .process(Job(path: directory.write("upload-1234", jpeg), relativePath: "upload-1234"))
+        let bare = try await FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage(), configuration: configuration)
+            .run(Job(path: directory.write("upload-1234", jpeg), relativePath: "upload-1234"))
         #expect(bare.original?.key == "\(hash)/original.jpg")
     }
 }

@@ -12,120 +12,142 @@ import Testing
         (0..<count).map { Job(path: directory.write("src/\($0).jpg", "image \($0)"), relativePath: "\($0).jpg") }
     }
 
-    @Test func everyJobFinishesExactlyOnceWithinTheConcurrencyLimits() {
+    @Test func everyJobFinishesExactlyOnceWithinTheConcurrencyLimits() async throws {
         let compressor = ScriptedCompressor(work: .milliseconds(2))
         let storage = InMemoryStorage(delay: .milliseconds(1))
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: compressor, storage: storage),
-            configuration: .init(jobs: 2, uploads: 3))
-        let finished = Mutex<[String: Int]>([:])
-        for job in jobs(60) {
-            pipeline.submit(job) { result in
-                #expect(result.status == .done)
-                finished.withLock { $0[result.source, default: 0] += 1 }
-            }
-        }
-        pipeline.waitUntilIdle()
-        #expect(finished.withLock { $0.count } == 60)
-        #expect(finished.withLock { $0.values.allSatisfy { $0 == 1 } })
+            limits: .init(jobs: 2, uploads: 3))
+        let results = try await pipeline.runAll(jobs(60))
+        let finished = Dictionary(grouping: results, by: \.source).mapValues(\.count)
+        #expect(results.allSatisfy { $0.status == .done })
+        #expect(finished.count == 60 && finished.values.allSatisfy { $0 == 1 })
         #expect(compressor.maxConcurrentCalls <= 2)
         #expect(storage.maxConcurrentPuts <= 3)
         #expect(storage.objects.count == 180)
-        #expect(pipeline.jobsInFlight == 0)
+        #expect(pipeline.capacity.held == 0)
     }
 
-    @Test func theCompressorMayGiveMemoryBackOnlyWhenNothingIsInFlight() {
+    @Test func theCompressorMayGiveMemoryBackOnlyWhenNothingIsInFlight() async throws {
         let compressor = ScriptedCompressor(work: .milliseconds(3))
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
-            configuration: .init(jobs: 2, uploads: 2))
+            limits: .init(jobs: 2, uploads: 2))
         let all = jobs(24)
-        // Two bursts, each submitted as fast as the pipeline accepts: busy throughout, then idle.
+        // Two bursts, each submitted as fast as the pipeline admits: busy throughout, then idle.
         for burst in [all[..<12], all[12...]] {
             let before = compressor.memoryReleases
-            for job in burst { pipeline.submit(job) { _ in } }
-            pipeline.waitUntilIdle()
-            // The call follows the last job's completion on the pipeline's thread.
+            _ = try await pipeline.runAll(Array(burst))
+            // The call follows the last job's end, on the thread that ended it.
             let deadline = ContinuousClock.now + .seconds(5)
-            while compressor.memoryReleases == before && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
-            #expect(compressor.memoryReleases > before, "an idle pipeline lets the compressor give memory back")
+            while compressor.memoryReleases == before && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(compressor.memoryReleases == before + 1, "an idle pipeline lets the compressor give memory back, once")
         }
-        // Never per job: a busy pipeline keeps what the next image will reuse.
-        #expect(compressor.memoryReleases < all.count)
     }
 
-    @Test func slowStorageHoldsBackAcceptanceSoMemoryStaysBounded() {
+    @Test func slowStorageHoldsBackAdmissionSoMemoryStaysBounded() async throws {
         // Storage far slower than compression: without backpressure every encoded image would pile up.
         let compressor = ScriptedCompressor()
         let storage = InMemoryStorage(delay: .milliseconds(2), retainingBodies: false)
-        let configuration = JobPipeline.Configuration(jobs: 2, uploads: 2, maxInFlight: 4)
-        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: storage), configuration: configuration)
-        let maxInFlightSeen = Atomic<Int>(0)
+        let pipeline = JobPipeline(
+            handler: FileHandler(compressor: compressor, storage: storage), limits: .init(jobs: 2, uploads: 2, room: 4))
+        let maxHeld = Atomic<Int>(0)
         for job in jobs(120) {
+            try await pipeline.reserve()
+            maxHeld.max(pipeline.capacity.working)
             pipeline.submit(job) { _ in }
-            let now = pipeline.jobsInFlight
-            maxInFlightSeen.max(now)
         }
-        pipeline.waitUntilIdle()
+        await pipeline.idle()
         #expect(storage.objects.count == 360)
-        #expect(maxInFlightSeen.load(ordering: .relaxed) <= 4)
-        #expect(compressor.maxLiveOutputs <= 4 * 3, "at most maxInFlight jobs' outputs alive at once")
-        #expect(compressor.liveOutputs == 0, "outputs are released once stored")
+        #expect(maxHeld.load(ordering: .relaxed) <= 4)
+        #expect(compressor.maxLiveOutputs <= 4 * 3, "at most the room's jobs' outputs alive at once")
+        #expect(await eventually { compressor.liveOutputs == 0 }, "outputs are released once stored")
     }
 
-    @Test func jobsWaitingForTheirOutputsToBeMadeDurableHoldNoRoomAndFinishOnlyThen() {
+    @Test func jobsWaitingForTheirOutputsToBeMadeDurableHoldNoRoomAndFinishOnlyThen() async throws {
         // A store that takes the bytes at once and reports each put later, as the local directory
         // does between rounds of fsyncs.
         let compressor = ScriptedCompressor()
         let storage = DeferredStorage()
         let pipeline = JobPipeline(
-            handler: FileHandler(compressor: compressor, storage: storage), configuration: .init(jobs: 1, uploads: 1, maxInFlight: 2))
-        let results = Mutex<[JobResult]>([])
-        let accepted = DispatchSemaphore(value: 0)
-        let all = jobs(10)
-        Thread.detachNewThread {
-            for job in all { pipeline.submit(job) { result in results.withLock { $0.append(result) } } }
-            accepted.signal()
+            handler: FileHandler(compressor: compressor, storage: storage), limits: .init(jobs: 1, uploads: 1, room: 2))
+        #expect(pipeline.capacity.limits.holdLimit == 6, "room for two, and twice that handed off")
+        let events = Mutex<[String]>([])
+        for job in jobs(6) {
+            // Admitted without waiting: each job gives its room back once its outputs are handed off.
+            try await pipeline.reserve()
+            pipeline.submit(job) { event in
+                switch event {
+                case .handedOff: events.withLock { $0.append("handed off") }
+                case .finished: events.withLock { $0.append("finished") }
+                }
+            }
         }
-        #expect(accepted.wait(timeout: .now() + 20) == .success, "ten jobs accepted with room for two, none of them finished")
-        let deadline = ContinuousClock.now + .seconds(20)
-        while storage.waiting < 30 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.002) }
-        #expect(storage.waiting == 30)
-        #expect(results.withLock { $0.isEmpty }, "no job reported before its outputs are durable")
+        while storage.waiting < 18 { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(pipeline.tryReserve(upTo: 1) == 0, "the hold limit is reached: six jobs wait for their fsyncs")
+        #expect(events.withLock { $0 } == Array(repeating: "handed off", count: 6), "no job reported before its outputs are durable")
         #expect(compressor.liveOutputs == 0, "the waiting jobs hold none of their bytes")
         #expect(compressor.maxLiveOutputs <= 2 * 3)
-        // Reports whatever arrives until the pipeline is idle, so a failure above cannot hang here.
-        repeat { storage.reportAll() } while !pipeline.waitUntilIdle(timeout: .now() + .milliseconds(20))
-        #expect(results.withLock { $0.count == 10 && $0.allSatisfy { $0.status == .done } })
-        #expect(pipeline.jobsInFlight == 0)
+        storage.reportAll()
+        await pipeline.idle()
+        #expect(events.withLock { $0.filter { $0 == "finished" }.count } == 6)
+        #expect(pipeline.capacity.held == 0 && pipeline.tryReserve(upTo: 3) == 2, "the room is back")
+        pipeline.cancelReservation(2)
     }
 
-    @Test func reservingRefusesWhenFull() {
+    @Test func aJobThatEndsBeforeItsOutputsAreHandedOffGivesItsRoomBackOnce() async throws {
+        let pipeline = JobPipeline(
+            handler: FileHandler(
+                compressor: ScriptedCompressor(failing: { _ in ImagePipeError(.corruptImage, "bad") }), storage: InMemoryStorage()),
+            limits: .init(jobs: 1, uploads: 1, room: 1))
+        let events = Mutex<[String]>([])
+        try await pipeline.reserve()
+        pipeline.submit(jobs(1)[0]) { event in
+            switch event {
+            case .handedOff: events.withLock { $0.append("handed off") }
+            case .finished(let result): events.withLock { $0.append("finished \(result.status)") }
+            }
+        }
+        await pipeline.idle()
+        #expect(events.withLock { $0 } == ["finished failed"])
+        #expect(pipeline.capacity.working == 0 && pipeline.capacity.held == 0)
+    }
+
+    @Test func reservingRefusesWhenFullAndAWaiterIsAdmittedWhenAJobEnds() async throws {
         let compressor = ScriptedCompressor(work: .milliseconds(50))
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
-            configuration: .init(jobs: 1, uploads: 1, maxInFlight: 1))
+            limits: .init(jobs: 1, uploads: 1, room: 1))
         let all = jobs(2)
-        #expect(pipeline.reserve(timeout: .now()))
-        pipeline.submitReserved(all[0]) { _ in }
-        #expect(!pipeline.reserve(timeout: .now()))
-        pipeline.waitUntilIdle()
-        #expect(pipeline.reserve(timeout: .now()))
-        pipeline.submitReserved(all[1]) { _ in }
-        pipeline.waitUntilIdle()
+        #expect(pipeline.tryReserve(upTo: 2) == 1)
+        pipeline.submit(all[0]) { _ in }
+        #expect(pipeline.tryReserve(upTo: 1) == 0)
+        try await pipeline.reserve()
+        #expect(compressor.calls == ["0.jpg"], "admitted once the first job ended")
+        pipeline.submit(all[1]) { _ in }
+        await pipeline.idle()
     }
 
-    @Test func failuresDoNotStopTheOthers() {
+    @Test func aWaitingReservationEndsWhenItsTaskIsCancelled() async throws {
+        let pipeline = JobPipeline(
+            handler: FileHandler(compressor: ScriptedCompressor(), storage: DeferredStorage()),
+            limits: .init(jobs: 1, uploads: 1, room: 1))
+        #expect(pipeline.tryReserve(upTo: 1) == 1)
+        let waiting = Task { try await pipeline.reserve() }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        pipeline.cancelReservation()
+        #expect(pipeline.tryReserve(upTo: 1) == 1, "the cancelled waiter took nothing")
+        pipeline.cancelReservation()
+    }
+
+    @Test func failuresDoNotStopTheOthers() async throws {
         let compressor = ScriptedCompressor(failing: { $0.hasPrefix("1") ? ImagePipeError(.corruptImage, "bad") : nil })
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()))
-        let statuses = Mutex<[String: JobResult.Status]>([:])
-        for job in jobs(25) {
-            pipeline.submit(job) { result in statuses.withLock { $0[result.source] = result.status } }
-        }
-        pipeline.waitUntilIdle()
-        let failed = statuses.withLock { $0.filter { $0.value == .failed }.keys.sorted() }
+        let results = try await pipeline.runAll(jobs(25))
+        let failed = results.filter { $0.status == .failed }.map(\.source).sorted()
         #expect(failed == ["1.jpg", "10.jpg", "11.jpg", "12.jpg", "13.jpg", "14.jpg", "15.jpg", "16.jpg", "17.jpg", "18.jpg", "19.jpg"])
-        #expect(statuses.withLock { $0.count } == 25)
+        #expect(results.count == 25)
     }
 }
 

@@ -18,10 +18,10 @@ import Testing
     func run(
         _ inputs: [SourceScanner.Input], storage: InMemoryStorage = InMemoryStorage(),
         configuration: FileHandler.Configuration = .init()
-    ) throws -> (BatchSummary, [String: JobResult]) {
+    ) async throws -> (BatchSummary, [String: JobResult]) {
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: storage, sources: [sources], configuration: configuration)
         let results = Mutex<[String: JobResult]>([:])
-        let summary = try BatchRunner(scanner: scanner(inputs), pipeline: JobPipeline(handler: handler)).run { result, _ in
+        let summary = try await BatchRunner(scanner: scanner(inputs), pipeline: JobPipeline(handler: handler)).run { result, _ in
             results.withLock { $0[result.source] = result }
         }
         return (summary, results.withLock { $0 })
@@ -67,13 +67,13 @@ import Testing
         #expect(throws: ImagePipeError.self) { try scanner([.init("s3:///photos")]).check() }
     }
 
-    @Test func aBatchOfObjectsAndFilesRecordsURLsETagsAndTheOriginalsOfOutputs() throws {
+    @Test func aBatchOfObjectsAndFilesRecordsURLsETagsAndTheOriginalsOfOutputs() async throws {
         let bytes = Data("pixels".utf8)
         sources.put(bytes, key: "in/trip/a.jpg")
         directory.write("local/b.jpg", "local pixels")
         let storage = InMemoryStorage()
 
-        let (summary, results) = try run([.init("s3://media/in/"), .init(directory.url("local"))], storage: storage)
+        let (summary, results) = try await run([.init("s3://media/in/"), .init(directory.url("local"))], storage: storage)
 
         #expect(summary.done == 2 && summary.failed == 0)
         let remote = try #require(results["s3://media/in/trip/a.jpg"])
@@ -87,10 +87,10 @@ import Testing
         #expect(!local.jsonLine().contains("source_etag"))
     }
 
-    @Test func aSourceListedAsTooLargeIsRefusedWithoutBeingRead() throws {
+    @Test func aSourceListedAsTooLargeIsRefusedWithoutBeingRead() async throws {
         sources.put(Data(count: 2000), key: "in/big.jpg")
         sources.put(Data(count: 10), key: "in/small.jpg")
-        let (summary, results) = try run([.init("s3://media/in/")], configuration: .init(maxSourceBytes: 1000))
+        let (summary, results) = try await run([.init("s3://media/in/")], configuration: .init(maxSourceBytes: 1000))
         #expect(summary.failed == 1 && summary.done == 1)
         let big = try #require(results["s3://media/in/big.jpg"])
         #expect(big.errorCode == .imageTooLarge && big.transient == false)
@@ -98,7 +98,7 @@ import Testing
         #expect(sources.reads.map(\.key) == ["in/small.jpg"], "the large one was never downloaded")
     }
 
-    @Test func aListedObjectThatIsGoneOrRefusedFailsAsThatSourceAndTheRestGoOn() throws {
+    @Test func aListedObjectThatIsGoneOrRefusedFailsAsThatSourceAndTheRestGoOn() async throws {
         let refusing = InMemorySources(
             scheme: "s3",
             failing: { location, _ in
@@ -109,8 +109,10 @@ import Testing
         let inputs = ["s3://media/in/gone.jpg", "s3://media/in/secret.jpg", "s3://media/in/fine.jpg"].map { SourceScanner.Input($0, listed: true) }
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage(), sources: [refusing])
         let results = Mutex<[String: JobResult]>([:])
-        let summary = try BatchRunner(scanner: SourceScanner(inputs: inputs, sources: ["s3": refusing]), pipeline: JobPipeline(handler: handler))
-            .run { result, _ in results.withLock { $0[result.source] = result } }
+        let summary = try await BatchRunner(
+            scanner: SourceScanner(inputs: inputs, sources: ["s3": refusing]), pipeline: JobPipeline(handler: handler)
+        )
+        .run { result, _ in results.withLock { $0[result.source] = result } }
         #expect(summary.done == 1 && summary.failed == 2)
         let all = results.withLock { $0 }
         #expect(all["s3://media/in/gone.jpg"]?.errorCode == .sourceNotFound)
@@ -118,12 +120,12 @@ import Testing
         #expect(all["s3://media/in/fine.jpg"]?.status == .done)
     }
 
-    @Test func aReRunDownloadsEachSourceOnceToHashItAndSkipsIt() throws {
+    @Test func aReRunDownloadsEachSourceOnceToHashItAndSkipsIt() async throws {
         sources.put(Data("one".utf8), key: "in/a.jpg")
         sources.put(Data("two".utf8), key: "in/b.jpg")
         let storage = InMemoryStorage()
-        _ = try run([.init("s3://media/in")], storage: storage)
-        let (summary, results) = try run([.init("s3://media/in")], storage: storage)
+        _ = try await run([.init("s3://media/in")], storage: storage)
+        let (summary, results) = try await run([.init("s3://media/in")], storage: storage)
         #expect(summary.skipped == 2 && summary.done == 0)
         #expect(results.values.allSatisfy { $0.skipCode == .upToDate && $0.sourceETag != nil })
         #expect(sources.reads.map(\.key).sorted() == ["in/a.jpg", "in/a.jpg", "in/b.jpg", "in/b.jpg"])

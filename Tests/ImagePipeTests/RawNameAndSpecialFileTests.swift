@@ -34,7 +34,7 @@ import Testing
         #expect(RawPath(bytes: [0x61, 0xFF]).isValidUTF8 == false && RawPath("a").isValidUTF8)
     }
 
-    @Test func aBatchFindsAndProcessesNamesThatAreNotUTF8() throws {
+    @Test func aBatchFindsAndProcessesNamesThatAreNotUTF8() async throws {
         mkdirRaw(Array("src".utf8))
         write(Array("src/ok.jpg".utf8), "fine")
         write(Array("src/bad".utf8) + [0xFF] + Array(".jpg".utf8), "raw name")
@@ -47,7 +47,7 @@ import Testing
 
         let storage = InMemoryStorage()
         let results = Mutex<[JobResult]>([])
-        let summary = try BatchRunner(
+        let summary = try await BatchRunner(
             scanner: SourceScanner(root: directory.url("src")),
             pipeline: JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage))
         )

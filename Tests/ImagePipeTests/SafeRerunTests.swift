@@ -21,14 +21,14 @@ import Testing
         FileHandler(compressor: compressor, storage: storage, configuration: configuration)
     }
 
-    @Test func aReRunSkipsWithoutDecodingAndReportsWhatIsInPlace() throws {
+    @Test func aReRunSkipsWithoutDecodingAndReportsWhatIsInPlace() async throws {
         let storage = InMemoryStorage()
         let compressor = ScriptedCompressor()
-        let first = handler(storage, compressor).process(job("trip/a.jpg", "bytes"))
+        let first = try await handler(storage, compressor).run(job("trip/a.jpg", "bytes"))
         #expect(first.status == .done)
         let puts = storage.putCount
 
-        let again = handler(storage, compressor).process(job("trip/a.jpg", "bytes"))
+        let again = try await handler(storage, compressor).run(job("trip/a.jpg", "bytes"))
         #expect(again.status == .skipped && again.skipCode == .upToDate)
         #expect(again.reason == "every output is in place from this original")
         #expect(compressor.calls.count == 1, "nothing was decoded again")
@@ -36,33 +36,33 @@ import Testing
         #expect(again.sha256 == first.sha256 && again.bytes == first.bytes)
         #expect(again.variants == first.variants, "keys, URLs, sizes and bytes come from what is stored")
 
-        let forced = handler(storage, compressor, .init(force: true)).process(job("trip/a.jpg", "bytes"))
+        let forced = try await handler(storage, compressor, .init(force: true)).run(job("trip/a.jpg", "bytes"))
         #expect(forced.status == .done && compressor.calls.count == 2 && storage.putCount == puts + 3)
     }
 
-    @Test func aMissingOutputMakesTheWholeJobRunAgain() throws {
+    @Test func aMissingOutputMakesTheWholeJobRunAgain() async throws {
         let storage = InMemoryStorage()
-        _ = handler(storage).process(job("a.jpg", "bytes"))
+        _ = try await handler(storage).run(job("a.jpg", "bytes"))
         try storage.delete("a-medium.webp")
-        let again = handler(storage).process(job("a.jpg", "bytes"))
+        let again = try await handler(storage).run(job("a.jpg", "bytes"))
         #expect(again.status == .done)
         #expect(storage.objects["a-medium.webp"] != nil)
     }
 
-    @Test func anotherOriginalsOutputFailsTheJobBeforeDecodingNamingBothOriginals() throws {
+    @Test func anotherOriginalsOutputFailsTheJobBeforeDecodingNamingBothOriginals() async throws {
         let storage = InMemoryStorage()
         let compressor = ScriptedCompressor()
-        _ = handler(storage, compressor).process(job("photo.jpg", "blinds"))
+        _ = try await handler(storage, compressor).run(job("photo.jpg", "blinds"))
         let before = storage.objects.mapValues(\.body)
 
-        let renamed = handler(storage, compressor, .init(keyTemplate: try KeyTemplate("{stem}-{variant}.{ext}")))
-            .process(job("other/photo.jpg", "dune"))
+        let renamed = try await handler(storage, compressor, .init(keyTemplate: try KeyTemplate("{stem}-{variant}.{ext}")))
+            .run(job("other/photo.jpg", "dune"))
         #expect(renamed.status == .failed && renamed.errorCode == .keyCollision && renamed.transient == false)
         #expect(
             renamed.error?.contains("output key 'photo-large.jpg' already holds an image made from 'photo.jpg' (sha256 ") == true,
             "\(renamed.error ?? "")")
         #expect(renamed.error?.contains("'other/photo.jpg' would replace it") == true && renamed.error?.contains("--overwrite") == true)
-        let changed = handler(storage, compressor).process(job("photo.jpg", "dune"))
+        let changed = try await handler(storage, compressor).run(job("photo.jpg", "dune"))
         #expect(changed.errorCode == .keyCollision)
         #expect(changed.error?.hasPrefix("'photo.jpg' changed since output key 'photo-large.jpg' was made from it") == true)
         #expect(compressor.calls.count == 1, "no colliding image was decoded")
@@ -71,23 +71,23 @@ import Testing
 
         // An object no imagepipe run wrote (no origin) is not replaced either.
         storage.preload(StorageObject(key: "logo-large.jpg", body: Data("hand-made".utf8), contentType: "image/jpeg"))
-        let foreign = handler(storage, compressor).process(job("logo.png", "logo"))
+        let foreign = try await handler(storage, compressor).run(job("logo.png", "logo"))
         #expect(foreign.errorCode == .keyCollision && foreign.error?.contains("holds a file with no recorded original") == true)
     }
 
-    @Test func overwriteReplacesAnotherOriginalsOutputs() throws {
+    @Test func overwriteReplacesAnotherOriginalsOutputs() async throws {
         let storage = InMemoryStorage()
-        _ = handler(storage).process(job("photo.jpg", "blinds"))
-        let replaced = handler(storage, ScriptedCompressor(), .init(overwrite: true)).process(job("photo.jpg", "dune"))
+        _ = try await handler(storage).run(job("photo.jpg", "blinds"))
+        let replaced = try await handler(storage, ScriptedCompressor(), .init(overwrite: true)).run(job("photo.jpg", "dune"))
         #expect(replaced.status == .done)
         #expect(storage.objects["photo-large.jpg"]?.origin?.sha256 == replaced.sha256)
     }
 
-    @Test func aJobThatFailsMidwayRemovesWhatItStoredButNotWhatWasInPlace() throws {
+    @Test func aJobThatFailsMidwayRemovesWhatItStoredButNotWhatWasInPlace() async throws {
         let failMedium = InMemoryStorage(failing: { object, _ in
             object.key.hasSuffix("-medium.webp") ? ImagePipeError(.storageUnavailable, "timeout") : nil
         })
-        let fresh = handler(failMedium).process(job("a.jpg", "bytes"))
+        let fresh = try await handler(failMedium).run(job("a.jpg", "bytes"))
         #expect(fresh.status == .failed && fresh.errorCode == .storageUnavailable)
         #expect(failMedium.objects.isEmpty, "large and thumb were stored, then removed")
         #expect(Set(failMedium.deletedKeys) == ["a-large.jpg", "a-thumb.webp"])
@@ -96,9 +96,9 @@ import Testing
         let storage = InMemoryStorage(failing: { object, attempt in
             object.key.hasSuffix("-medium.webp") && attempt > 1 ? ImagePipeError(.storageUnavailable, "timeout") : nil
         })
-        _ = handler(storage).process(job("b.jpg", "bytes"))
+        _ = try await handler(storage).run(job("b.jpg", "bytes"))
         try storage.delete("b-thumb.webp")
-        let partial = handler(storage).process(job("b.jpg", "bytes"))
+        let partial = try await handler(storage).run(job("b.jpg", "bytes"))
         #expect(partial.status == .failed)
         #expect(
             Set(storage.objects.keys) == ["b-large.jpg", "b-medium.webp"],
@@ -106,29 +106,22 @@ import Testing
         #expect(storage.deletedKeys.last == "b-thumb.webp")
     }
 
-    @Test func keysTooLongForTheDestinationFailBeforeDecoding() throws {
+    @Test func keysTooLongForTheDestinationFailBeforeDecoding() async throws {
         let storage = InMemoryStorage(keyLimits: KeyLimits(maxKeyBytes: 1024, maxSegmentBytes: 255))
         let compressor = ScriptedCompressor()
-        let result = handler(storage, compressor).process(job(String(repeating: "n", count: 250) + ".jpg", "x"))
+        let result = try await handler(storage, compressor).run(job(String(repeating: "n", count: 250) + ".jpg", "x"))
         #expect(result.status == .failed && result.errorCode == .invalidKey)
         #expect(result.error?.contains("at most 255") == true)
         #expect(compressor.calls.isEmpty && storage.lookupCount == 0)
     }
 
-    @Test func jobsInFlightWithDifferentOriginalsNeverShareAKey() throws {
+    @Test func jobsInFlightWithDifferentOriginalsNeverShareAKey() async throws {
         // a.jpg and a.png make the same keys; both are inspected before either stores anything.
         let storage = InMemoryStorage(delay: .milliseconds(50))
         let pipeline = JobPipeline(
             handler: handler(storage, ScriptedCompressor(work: .milliseconds(100))),
-            configuration: .init(jobs: 2, uploads: 4))
-        let results = Mutex<[JobResult]>([])
-        for round in 0..<5 {
-            for name in ["\(round)/a.jpg", "\(round)/a.png"] {
-                pipeline.submit(job(name, name)) { result in results.withLock { $0.append(result) } }
-            }
-        }
-        pipeline.waitUntilIdle()
-        let all = results.withLock { $0 }
+            limits: .init(jobs: 2, uploads: 4))
+        let all = try await pipeline.runAll((0..<5).flatMap { round in ["\(round)/a.jpg", "\(round)/a.png"].map { job($0, $0) } })
         #expect(all.filter { $0.status == .done }.count == 5)
         #expect(all.filter { $0.errorCode == .keyCollision }.count == 5)
         for done in all where done.status == .done {
@@ -136,20 +129,17 @@ import Testing
         }
     }
 
-    @Test func aHaltedPipelineDecodesNothingMore() throws {
+    @Test func aHaltedPipelineDecodesNothingMore() async throws {
         let compressor = ScriptedCompressor()
         let pipeline = JobPipeline(handler: handler(InMemoryStorage(), compressor))
         pipeline.halt(ImagePipeError(.storageFull, "storing a-large.jpg: No space left on device"))
-        let result = Mutex<JobResult?>(nil)
-        pipeline.submit(job("b.jpg", "x")) { finished in result.withLock { $0 = finished } }
-        pipeline.waitUntilIdle()
-        let failed = try #require(result.withLock { $0 })
+        let failed = try await pipeline.run(job("b.jpg", "x"))
         #expect(failed.errorCode == .storageFull)
         #expect(failed.error == "not processed: storing a-large.jpg: No space left on device")
         #expect(compressor.calls.isEmpty)
     }
 
-    @Test func aFailingJobNeverRemovesWhatAJobOfTheSameOriginalReportedDone() throws {
+    @Test func aFailingJobNeverRemovesWhatAJobOfTheSameOriginalReportedDone() async throws {
         // Two deliveries of the same bytes with a {hash} template share their keys; the second one's
         // medium put fails after the first job is done. Its clean-up must leave the shared outputs.
         let storage = InMemoryStorage(
@@ -159,13 +149,8 @@ import Testing
         let configuration = FileHandler.Configuration(keyTemplate: try KeyTemplate("{hash}/{variant}.{ext}"))
         let pipeline = JobPipeline(
             handler: handler(storage, ScriptedCompressor(work: .milliseconds(50)), configuration),
-            configuration: .init(jobs: 2, uploads: 4))
-        let results = Mutex<[JobResult]>([])
-        for name in ["first.jpg", "second.jpg"] {
-            pipeline.submit(job(name, "the same bytes")) { result in results.withLock { $0.append(result) } }
-        }
-        pipeline.waitUntilIdle()
-        let all = results.withLock { $0 }
+            limits: .init(jobs: 2, uploads: 4))
+        let all = try await pipeline.runAll(["first.jpg", "second.jpg"].map { job($0, "the same bytes") })
         let done = try #require(all.first { $0.status == .done })
         #expect(all.contains { $0.status == .failed })
         for variant in done.variants {
@@ -174,28 +159,28 @@ import Testing
         #expect(storage.deletedKeys.isEmpty)
     }
 
-    @Test func changedVariantSettingsMakeTheOutputsAgainInsteadOfSkipping() throws {
+    @Test func changedVariantSettingsMakeTheOutputsAgainInsteadOfSkipping() async throws {
         let storage = InMemoryStorage()
         let compressor = ScriptedCompressor()
-        _ = handler(storage, compressor).process(job("a.jpg", "bytes"))
+        _ = try await handler(storage, compressor).run(job("a.jpg", "bytes"))
         var variants = Preset.web
         variants[0].quality = 60
-        let again = handler(storage, compressor, .init(variants: variants)).process(job("a.jpg", "bytes"))
+        let again = try await handler(storage, compressor, .init(variants: variants)).run(job("a.jpg", "bytes"))
         #expect(again.status == .done, "not skipped: the large variant's settings changed")
         #expect(compressor.calls.count == 2)
         #expect(storage.objects["a-large.jpg"]?.origin?.variant == "large=2048x2048,jpeg,q60")
-        let third = handler(storage, compressor, .init(variants: variants)).process(job("a.jpg", "bytes"))
+        let third = try await handler(storage, compressor, .init(variants: variants)).run(job("a.jpg", "bytes"))
         #expect(third.status == .skipped)
     }
 
-    @Test func updateReplacesOnlyOutputsOfAnEarlierVersionOfTheSameName() throws {
+    @Test func updateReplacesOnlyOutputsOfAnEarlierVersionOfTheSameName() async throws {
         let storage = InMemoryStorage()
-        _ = handler(storage).process(job("photo.jpg", "version 1"))
-        let updated = handler(storage, ScriptedCompressor(), .init(update: true)).process(job("photo.jpg", "version 2"))
+        _ = try await handler(storage).run(job("photo.jpg", "version 1"))
+        let updated = try await handler(storage, ScriptedCompressor(), .init(update: true)).run(job("photo.jpg", "version 2"))
         #expect(updated.status == .done)
         #expect(storage.objects["photo-large.jpg"]?.origin?.sha256 == updated.sha256)
-        let other = handler(storage, ScriptedCompressor(), .init(keyTemplate: try KeyTemplate("photo-{variant}.{ext}"), update: true))
-            .process(job("elsewhere.jpg", "another picture"))
+        let other = try await handler(storage, ScriptedCompressor(), .init(keyTemplate: try KeyTemplate("photo-{variant}.{ext}"), update: true))
+            .run(job("elsewhere.jpg", "another picture"))
         #expect(other.errorCode == .keyCollision, "another name is another original, even with --update")
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import ImagePipeTestSupport
 import ImagePipe
 import ImagePipeVips
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// Every input colour model comes out as 8-bit sRGB that looks like the sRGB original.

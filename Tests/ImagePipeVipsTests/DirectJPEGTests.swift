@@ -28,7 +28,8 @@ import Testing
     ].map { $0.map(Fixtures.variant) }
 
     func direct(_ bytes: Data, _ variants: [VariantSpec]) -> CompressedImage? {
-        Fixtures.compressor.compressDirectly(SourceImage(name: "direct", content: .bytes(bytes)), variants: variants, limits: .default)
+        Fixtures.compressor.compressDirectly(
+            SourceImage(name: "direct", content: .bytes(bytes)), variants: variants, limits: .default, memory: .unlimited)
     }
 
     func expectSameAsLibvips(_ bytes: Data, _ variants: [VariantSpec], _ name: String) throws {
@@ -92,7 +93,7 @@ import Testing
         // Over the pixel limit: libvips' path refuses it with its usual reason.
         let limits = CompressionLimits(maxPixels: 1000)
         let source = SourceImage(name: "landscape.jpg", content: .bytes(Fixtures.data("images/formats/landscape.jpg")))
-        #expect(Fixtures.compressor.compressDirectly(source, variants: photo, limits: limits) == nil)
+        #expect(Fixtures.compressor.compressDirectly(source, variants: photo, limits: limits, memory: .unlimited) == nil)
         #expect(throws: ImagePipeError.self) { try Fixtures.compressor.compress(source, variants: photo, limits: limits) }
     }
 

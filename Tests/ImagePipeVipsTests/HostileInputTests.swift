@@ -2,7 +2,7 @@ import Foundation
 import ImagePipeTestSupport
 import ImagePipe
 import ImagePipeVips
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// Bad input fails with a clear, permanent error, and costs little.

@@ -2,7 +2,7 @@ import Foundation
 import ImagePipeTestSupport
 import ImagePipe
 import ImagePipeVips
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 @Suite struct OrientationTests {

@@ -2,7 +2,7 @@ import Foundation
 import ImagePipe
 import ImagePipeTestSupport
 import ImagePipeVips
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// ThumbHash and dominant colour, against the reference `thumbhash` package.

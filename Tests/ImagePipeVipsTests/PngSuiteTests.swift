@@ -2,7 +2,7 @@ import Foundation
 import ImagePipeTestSupport
 import ImagePipe
 import ImagePipeVips
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 /// PngSuite: every colour type and bit depth converts; every deliberately corrupt file fails cleanly.

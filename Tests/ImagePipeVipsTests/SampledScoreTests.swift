@@ -3,7 +3,7 @@ import Foundation
 import ImagePipe
 import ImagePipeTestSupport
 import ImagePipeVips
-import ImagePipeVipsTesting
+import ImagePipeVipsTestSupport
 import Testing
 
 @Suite struct SampledScoreTests {

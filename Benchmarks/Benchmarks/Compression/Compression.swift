@@ -4,7 +4,6 @@ import Benchmark
 import Foundation
 import ImagePipe
 import ImagePipeVips
-import ImagePipeVipsTesting
 
 /// The repository's fixtures, found from this file.
 private let fixtures: String = {

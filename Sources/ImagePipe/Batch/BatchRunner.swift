@@ -55,44 +55,42 @@ public struct BatchRunner: Sendable {
     /// `onResult` after each job (serially, in completion order). Returns when the last job is finished.
     ///
     /// Once the destination reports it is full, nothing more is decoded: the jobs left fail at once
-    /// with `storage_full`.
+    /// with `storage_full`. Cancelling the calling task (Ctrl-C) starts no more jobs; the ones in
+    /// flight finish, and the summary says it was interrupted.
     ///
     /// - Throws: `configuration` when the sources cannot be listed or the destination's probe fails,
     ///   before any image is decoded.
-    /// - Parameter shouldStop: asked before each job is submitted; once it says yes (Ctrl-C), no
-    ///   more jobs start, the ones in flight finish, and the summary says it was interrupted.
     public func run(
         onStart: @Sendable (SourceScanner.Result) -> Void = { _ in },
-        shouldStop: () -> Bool = { false },
         onResult: @escaping @Sendable (JobResult, Progress) -> Void
-    ) throws(ImagePipeError) -> BatchSummary {
+    ) async throws(ImagePipeError) -> BatchSummary {
         let started = ContinuousClock.now
-        let scan = try start()
+        let scan = try await BlockingIO.run { () throws(ImagePipeError) in try start() }
         onStart(scan)
-        return run(scan, startedAt: started, shouldStop: shouldStop, onResult: onResult)
+        return await run(scan, startedAt: started, onResult: onResult)
     }
 
     /// Lists the sources and probes the destination: the part of a run that can stop it with a
-    /// configuration error, before anything is decoded or written.
+    /// configuration error, before anything is decoded or written. Blocking I/O.
     public func start() throws(ImagePipeError) -> SourceScanner.Result {
         let scan = try scanner.scan()
         try handler.storage.probe()
         return scan
     }
 
-    /// Runs every job of a ``start()``ed batch; see ``run(onStart:shouldStop:onResult:)``.
+    /// Runs every job of a ``start()``ed batch; see ``run(onStart:onResult:)``.
     public func run(
         _ scan: SourceScanner.Result, startedAt started: ContinuousClock.Instant = .now,
-        shouldStop: () -> Bool = { false },
         onResult: @escaping @Sendable (JobResult, Progress) -> Void
-    ) -> BatchSummary {
+    ) async -> BatchSummary {
         let total = scan.jobs.count
         let collected = Mutex((summary: BatchSummary(), finished: 0))
         collected.withLock {
             $0.summary.total = total
             for skipped in scan.skipped { $0.summary.add(skipped) }
         }
-        // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a time.
+        // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a
+        // time, and may block (a manifest's write).
         let delivery = DispatchQueue(label: "imagepipe.batch.results")
         let deliver: @Sendable (JobResult) -> Void = { [pipeline] result in
             if result.errorCode == .storageFull, let error = result.failure { pipeline.halt(error) }
@@ -106,32 +104,27 @@ public struct BatchRunner: Sendable {
             }
         }
 
+        let order = await BlockingIO.run { Self.largestFirst(scan.jobs) }
         let collisions = handler.keyCollisions(in: scan.jobs)
         var interrupted = false
-        for index in Self.largestFirst(scan.jobs) {
+        for index in order {
             let job = scan.jobs[index]
-            if shouldStop() {
-                interrupted = true
-                break
-            }
             if let collision = collisions[index] {
                 deliver(JobResult(source: job.sourceName, status: .failed, error: collision))
                 continue
             }
-            // Wait for room a little at a time, so a stop asked for meanwhile starts nothing more.
-            var reserved = false
-            while !reserved && !shouldStop() {
-                reserved = pipeline.reserve(timeout: .now() + .milliseconds(50))
-            }
-            if shouldStop() {
-                if reserved { pipeline.cancelReservation() }
+            do {
+                try await pipeline.reserve()
+            } catch {
                 interrupted = true
                 break
             }
-            pipeline.submitReserved(job, completion: deliver)
+            pipeline.submit(job) { event in
+                if case .finished(let result) = event { deliver(result) }
+            }
         }
-        pipeline.waitUntilIdle()
-        delivery.sync {}
+        await pipeline.idle()
+        await withCheckedContinuation { continuation in delivery.async { continuation.resume() } }
         return collected.withLock { collected in
             collected.summary.wallTime = .now - started
             collected.summary.interrupted = interrupted
@@ -153,20 +146,21 @@ public struct BatchRunner: Sendable {
 
     /// What a run would do to each source, in path order, touching nothing: reads and hashes each
     /// source and looks up its outputs in the destination, but neither probes, decodes nor writes.
-    public func plan(onPlan: (InspectedJob) -> Void) throws(ImagePipeError) {
+    /// Blocking I/O.
+    public func plan(onPlan: (JobContext) -> Void) throws(ImagePipeError) {
         let scan = try scanner.scan()
         for skipped in scan.skipped {
-            var inspected = InspectedJob(job: Job(path: skipped.source, relativePath: skipped.source), acceptedAt: .now, inspectedAt: .now)
-            inspected.finished = skipped
-            onPlan(inspected)
+            onPlan(JobContext(job: Job(path: skipped.source, relativePath: skipped.source), result: skipped))
         }
         let collisions = handler.keyCollisions(in: scan.jobs)
         for (index, job) in scan.jobs.enumerated() {
-            var inspected = handler.inspect(job, reserving: false)
             if let collision = collisions[index] {
-                inspected.finished = JobResult(source: job.sourceName, status: .failed, error: collision)
+                onPlan(JobContext(job: job, result: JobResult(source: job.sourceName, status: .failed, error: collision)))
+                continue
             }
-            onPlan(inspected)
+            var context = JobContext(job: job)
+            handler.inspect(&context, reserving: false)
+            onPlan(context)
         }
     }
 }

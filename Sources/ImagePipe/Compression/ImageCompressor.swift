@@ -3,14 +3,19 @@ public import Foundation
 
 /// Turns one source image into encoded variants, decoding it once.
 ///
-/// Implementations are called concurrently from the compression queue, one source per call, and
-/// block while they work; they must be safe to call from several threads at once.
+/// Implementations are called concurrently from the pipeline's compression queue, one source per
+/// call, and block while they work (CPU work; see ``JobPipeline``); they must be safe to call from
+/// several threads at once.
 public protocol ImageCompressor: Sendable {
-    /// Decodes `source` once and encodes every variant from it.
+    /// Decodes `source` once and encodes every variant from it, holding at its peak no more
+    /// working memory than it took from `memory` (the pipeline's, shared with the other
+    /// compressions running at the same time).
     ///
     /// - Throws: ``ImagePipeError`` with an input code (`unsupportedFormat`, `corruptImage`,
     ///   `imageTooLarge`, `emptyFile`) when the source cannot be used.
-    func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage
+    func compress(
+        _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) throws(ImagePipeError) -> CompressedImage
 
     /// Called when the pipeline has no job in flight: a chance to give memory back to the system
     /// that busy moments keep for the next image.
@@ -20,6 +25,11 @@ public protocol ImageCompressor: Sendable {
 extension ImageCompressor {
     /// Keeps nothing back by default.
     public func releaseMemory() {}
+
+    /// Compresses outside a pipeline, with no limit on working memory.
+    public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
+        try compress(source, variants: variants, limits: limits, memory: .unlimited)
+    }
 }
 
 /// Limits checked before any pixel is decoded.

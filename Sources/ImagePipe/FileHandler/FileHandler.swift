@@ -1,22 +1,19 @@
 // The core: one source in, every variant compressed and stored, one result record out.
 import Foundation
-import Synchronization
 public import Logging
 
 /// Turns one job into a ``JobResult``: reads and hashes the source, checks the destination, asks
 /// the ``ImageCompressor`` for every variant, hands each to the ``StorageRepository``.
 ///
-/// The work runs in three stages so a pipeline can put each on the queue that suits it:
-/// 1. ``inspect(_:acceptedAt:)`` (I/O): read and hash the source (a local file, or an object
-///    downloaded through its ``SourceRepository``), name its outputs, and look each
-///    up in the destination. A source whose outputs all exist from the same original is skipped
-///    here, and one whose keys hold another original's outputs fails here: neither is decoded.
-/// 2. ``compress(_:)`` (CPU): decode once, encode every output.
-/// 3. ``store(_:schedule:handedOff:completion:)`` (I/O): one put per output, then the result; a
-///    job that fails after some of its outputs were stored removes them again.
-///
-/// ``process(_:)`` runs the three in turn and blocks the calling thread until the result is in (a
-/// store may finish its puts on a thread of its own).
+/// The work runs in three stages over one ``JobContext``, so that the ``JobPipeline`` runs each
+/// where its kind of work belongs:
+/// 1. ``inspect(_:reserving:)`` (blocking I/O): read and hash the source (a local file, or an
+///    object downloaded through its ``SourceRepository``), name its outputs, and look each up in
+///    the destination. A source whose outputs all exist from the same original is skipped here,
+///    and one whose keys hold another original's outputs fails here: neither is decoded.
+/// 2. ``compress(_:memory:)`` (CPU): decode once, encode every output.
+/// 3. ``store(_:schedule:handedOff:completion:)`` (blocking I/O): one put per output, then the
+///    result; a job that fails after some of its outputs were stored removes them again.
 public struct FileHandler: Sendable {
     /// What every job produces.
     public struct Configuration: Sendable {
@@ -91,18 +88,4 @@ public struct FileHandler: Sendable {
 
     /// The variant name of the stored original in keys.
     public static let originalVariantName = "original"
-
-    /// Runs a job start to finish on the calling thread.
-    public func process(_ job: Job) -> JobResult {
-        let inspected = inspect(job)
-        guard case .compress = inspected.next else { return inspected.finished! }
-        let result = Mutex<JobResult?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        store(compress(inspected), schedule: { $0() }) { finished in
-            result.withLock { $0 = finished }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0! }
-    }
 }

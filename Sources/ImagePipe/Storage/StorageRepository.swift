@@ -255,9 +255,9 @@ extension Origin {
     /// characters of the name), `imagepipe-size` (`WxH`) and `imagepipe-variant` (percent-encoded).
     public var metadataFields: [String: String] {
         // S3 takes 2 KB of user metadata in all: a very long name is cut (it only serves messages).
-        var fields = ["imagepipe-sha256": sha256, "imagepipe-source": Self.percentEncoded(String(source.prefix(200)))]
+        var fields = ["imagepipe-sha256": sha256, "imagepipe-source": PercentEncoding.encodePath(String(source.prefix(200)))]
         if let width, let height { fields["imagepipe-size"] = "\(width)x\(height)" }
-        if let variant { fields["imagepipe-variant"] = Self.percentEncoded(variant) }
+        if let variant { fields["imagepipe-variant"] = PercentEncoding.encodePath(variant) }
         return fields
     }
 
@@ -272,10 +272,5 @@ extension Origin {
             sha256: sha256, source: source,
             width: size?.count == 2 ? size?[0] : nil, height: size?.count == 2 ? size?[1] : nil,
             variant: lowered["imagepipe-variant"].flatMap { $0.removingPercentEncoding })
-    }
-
-    private static func percentEncoded(_ text: String) -> String {
-        let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
-        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
     }
 }

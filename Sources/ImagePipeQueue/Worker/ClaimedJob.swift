@@ -7,16 +7,13 @@ public struct ClaimedJob: Sendable, Equatable {
     public var id: String
     /// What the pipeline runs; its ``Job/attempt`` is this claim's attempt, from 1.
     public var job: Job
-    /// The failed attempts before this one, oldest first.
-    public var history: [AttemptRecord]
     /// The source as the producer gave it, for records (a path or a URL).
     public var source: String
 
     /// Creates a claimed job.
-    public init(id: String, job: Job, history: [AttemptRecord] = [], source: String? = nil) {
+    public init(id: String, job: Job, source: String? = nil) {
         self.id = id
         self.job = job
-        self.history = history
         self.source = source ?? job.relativePath
     }
 }

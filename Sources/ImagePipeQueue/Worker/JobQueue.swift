@@ -4,9 +4,12 @@ public import ImagePipe
 /// A source of jobs that a ``WorkerLoop`` runs: a queue directory or a PostgreSQL table.
 ///
 /// The loop owns policy (how much to claim, when to retry, what a shutdown gives back); a queue
-/// owns where jobs live and how a claim is made safe against other workers. Every method that
-/// settles a job is told which claim it settles, so a queue with leases can refuse a worker that
-/// lost its claim to another one.
+/// owns where jobs live, how a claim is made safe against other workers, and each job's history
+/// of failed attempts. Every method that settles a job is told which claim it settles, so a queue
+/// with leases can refuse a worker that lost its claim to another one.
+///
+/// The methods are called from the loop's tasks on Swift's cooperative pool: a queue whose work
+/// blocks (file moves, fsync) runs it through ``BlockingIO``.
 public protocol JobQueue: AnyObject, Sendable {
     /// Names the queue in logs (never with secrets).
     var displayName: String { get }
@@ -29,10 +32,12 @@ public protocol JobQueue: AnyObject, Sendable {
     func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String>
     /// Records a job's success.
     func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement
-    /// Schedules another attempt of a job whose attempt failed for a reason that may pass.
+    /// Schedules another attempt of a job whose attempt failed for a reason that may pass, adding
+    /// `failure` to its history.
     func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition
-    /// Records a job's permanent failure, with every attempt's error.
-    func discard(_ job: ClaimedJob, record: FailureRecord) async -> Settlement
+    /// Records a job's permanent failure: its last attempt's `failure` added to its history, and
+    /// the last attempt's result record.
+    func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement
     /// Gives jobs back unfinished, for other workers (a shutdown).
     func release(_ jobs: [ClaimedJob]) async
     /// Jobs waiting to be claimed, for the status line; nil when not known.

@@ -1,4 +1,4 @@
-// The worker loop over any JobQueue: claims as the pipeline has room, settles each result, drains on shutdown.
+// The worker loop over any JobQueue: a state machine decides, this thin executor does the I/O, inside a ServiceGroup.
 import Foundation
 public import ImagePipe
 public import Logging
@@ -7,20 +7,22 @@ import Synchronization
 
 /// Runs the jobs of a ``JobQueue`` through a ``JobPipeline``, as a swift-service-lifecycle `Service`.
 ///
-/// `run()` opens the queue and claims jobs, but only after reserving room in the pipeline, so a
-/// worker never claims more jobs than it can work on; it goes on claiming while finished jobs only
-/// wait for their outputs' fsyncs (see ``ClaimPolicy``). Each result is settled through the
-/// queue: completed, retried after a backoff, discarded, or (while stopping) given back. Timers
-/// (status line, queue upkeep) end on graceful shutdown; lease renewals run on a thread of their
-/// own until the last job is settled. Time comes from a ``WorkerClock``, so tests move it by hand. On graceful shutdown the loop stops claiming, lets jobs in
-/// flight finish within the shutdown timeout, releases the rest and returns.
+/// Every decision is the ``WorkerStateMachine``'s: how much to claim, when a retry runs, what a
+/// result leads to, what a shutdown gives back. This type feeds it events, one task taking them in
+/// order from every source (pipeline threads, the queue's wake-ups, timers, I/O tasks), and carries
+/// out its actions: claims, settlements, releases and heartbeats each run as a task of their own
+/// and report back. Nothing here blocks the cooperative pool; blocking queue work goes through
+/// ``BlockingIO`` inside the queue.
+///
+/// A graceful shutdown stops claiming and lets jobs in flight finish; the service group's
+/// `maximumGracefulShutdownDuration` bounds that wait by cancelling the service, which gives the
+/// jobs still running back to the queue (as does ``stopNow()``, a second signal). Status and
+/// upkeep timers end at graceful shutdown; heartbeats go on until the last job is settled.
 public final class WorkerLoop: Service, Sendable {
     /// Loop settings.
     public struct Configuration: Sendable {
         /// Retries of transient failures.
         public var retry: RetryPolicy
-        /// How long in-flight jobs may run after a shutdown request before they are given back.
-        public var shutdownTimeout: Duration
         /// How often a status line is logged; zero for never.
         public var statusInterval: Duration
         /// How long claiming pauses after a job finds the storage full; the pause doubles while the
@@ -31,15 +33,13 @@ public final class WorkerLoop: Service, Sendable {
         /// stay theirs to finish.
         public var exitWhenEmpty: Bool
 
-        /// Creates settings: 5 attempts, 30 s shutdown timeout, status every 30 s, a 5 s first pause
-        /// when the storage is full, running until stopped.
+        /// Creates settings: 5 attempts, status every 30 s, a 5 s first pause when the storage is
+        /// full, running until stopped.
         public init(
-            retry: RetryPolicy = .init(), shutdownTimeout: Duration = .seconds(30),
-            statusInterval: Duration = .seconds(30), fullStoragePause: Duration = .seconds(5),
+            retry: RetryPolicy = .init(), statusInterval: Duration = .seconds(30), fullStoragePause: Duration = .seconds(5),
             exitWhenEmpty: Bool = false
         ) {
             self.retry = retry
-            self.shutdownTimeout = shutdownTimeout
             self.statusInterval = statusInterval
             self.fullStoragePause = fullStoragePause
             self.exitWhenEmpty = exitWhenEmpty
@@ -59,46 +59,19 @@ public final class WorkerLoop: Service, Sendable {
         /// Rounds of queue upkeep finished (a queue directory's rescan, PostgreSQL's take-back of
         /// expired leases): what a test waits for to know the queue was looked at again.
         public var upkeeps = 0
+        /// How many times the loop looked for work: a loop that spins shows here.
+        public var looks = 0
     }
 
-    enum Phase: Equatable {
-        case inFlight
-        /// The result is being recorded; a shutdown waits for it rather than releasing the job.
-        case settling
-        case waitingRetry(until: ContinuousClock.Instant)
-    }
-
-    struct Held {
-        var claimed: ClaimedJob
-        var phase: Phase
-        /// A heartbeat found the claim taken by another worker: the result will be dropped.
-        var lost = false
-        /// Its outputs were handed to the store and only wait to be made durable: it holds no
-        /// pipeline room and no image data, only its claim, until a result says otherwise.
-        var handedOff = false
-    }
-
-    struct State: ~Copyable {
-        var held: [String: Held] = [:]
-        var abandoned: Set<String> = []
-        var claims: ClaimPolicy
-        var status: StatusReport
-        /// When the claim loop last looked for work (or the loop was made), for liveness.
+    /// What monitoring and tests read while the loop runs, copied from the state machine after each batch of events.
+    struct Snapshot {
+        var statistics = Statistics()
         var lastLook: ContinuousClock.Instant
-        /// How many times the claim loop has looked.
-        var looks = 0
-        var upkeeps = 0
+        var claimStartedAt: ContinuousClock.Instant?
         var stopping = false
-        var stoppingNow = false
-        var opened = false
-        var openWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// A result handed from a pipeline thread to the loop.
-    struct Finished: Sendable {
-        let id: String
-        let result: JobResult
-    }
+    typealias Machine = WorkerStateMachine
 
     /// The queue.
     public let queue: any JobQueue
@@ -109,16 +82,9 @@ public final class WorkerLoop: Service, Sendable {
     let logger: Logger
     let observer: (any WorkerObserver)?
     let clock: any WorkerClock
-    let finishing: FinishPolicy
-    let state: Mutex<State>
-    /// Wakes the claim loop: new work, room in the pipeline, a stop.
-    let wakeup = Wakeup()
-    /// Wakes a shutdown waiting for jobs in flight: a job settled, or a stop at once.
-    let drainWakeup = Wakeup()
-    /// End the timers when the loop stops.
-    let statusTimer = Wakeup(), maintenanceTimer = Wakeup()
-    let results: AsyncStream<Finished>
-    let resultsInput: AsyncStream<Finished>.Continuation
+    let events = EventChannel<Machine.Event>()
+    let snapshot: Mutex<Snapshot>
+    let status: Mutex<StatusReport>
 
     /// Creates a loop; `clock` is the real one unless a test drives time; `observer` hears of every
     /// recorded outcome and retry.
@@ -133,119 +99,159 @@ public final class WorkerLoop: Service, Sendable {
         self.clock = clock
         self.observer = observer
         self.logger = logger
-        self.finishing = FinishPolicy(retry: configuration.retry)
-        self.state = Mutex(
-            State(
-                claims: ClaimPolicy(
-                    pipelineRoom: pipeline.configuration.maxInFlight, firstPause: configuration.fullStoragePause,
-                    longestPause: configuration.retry.maxDelay),
-                status: StatusReport(startedAt: clock.now), lastLook: clock.now))
-        (results, resultsInput) = AsyncStream.makeStream(of: Finished.self)
+        self.snapshot = Mutex(Snapshot(lastLook: clock.now))
+        self.status = Mutex(StatusReport(startedAt: clock.now))
     }
 
-    /// How many times the claim loop has looked for work: a loop that spins shows here.
-    var claimLooks: Int { state.withLock { $0.looks } }
+    /// The state machine's settings: the pipeline's room and hold limit, the queue's poll interval.
+    var limits: Machine.Limits {
+        Machine.Limits(
+            room: pipeline.capacity.limits.room, holdLimit: pipeline.capacity.limits.holdLimit, retry: configuration.retry,
+            fullStoragePause: configuration.fullStoragePause, pollInterval: queue.pollInterval,
+            exitWhenEmpty: configuration.exitWhenEmpty)
+    }
 
     /// A snapshot of the counters.
-    public var statistics: Statistics {
-        state.withLock { state in
-            var statistics = Statistics(done: state.status.done, failed: state.status.failed, upkeeps: state.upkeeps)
-            for held in state.held.values {
-                if case .waitingRetry = held.phase { statistics.retrying += 1 } else { statistics.inFlight += 1 }
-            }
-            return statistics
+    public var statistics: Statistics { snapshot.withLock { $0.statistics } }
+
+    /// Whether a stop was asked for (graceful or at once): no new claims.
+    public var isStopping: Bool { snapshot.withLock { $0.stopping } }
+
+    /// Whether the loop is alive: it looked for work within `window` and no claim has hung for
+    /// longer (it looks at least once per ``JobQueue/pollInterval``), or it is stopping and draining.
+    public func isAlive(within window: Duration) -> Bool {
+        let now = clock.now
+        return snapshot.withLock { snapshot in
+            if snapshot.stopping { return true }
+            if let claimStartedAt = snapshot.claimStartedAt { return now - claimStartedAt <= window }
+            return now - snapshot.lastLook <= window
         }
+    }
+
+    /// Stops at once: jobs in flight are not waited for, and they and every job waiting for a retry
+    /// are given back. Cuts a graceful shutdown short.
+    public func stopNow() {
+        events.send(.stopNow(.requested))
     }
 
     public func run() async throws {
-        try await queue.open(wake: { [wakeup] in wakeup.signal() })
-        let waiters = state.withLock { state in
-            state.opened = true
-            defer { state.openWaiters.removeAll() }
-            return state.openWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-
+        let room = pipeline.capacity.addRoomListener { [events] in events.send(.wake) }
+        defer { pipeline.capacity.removeRoomListener(room) }
+        try await queue.open(wake: { [events] in events.send(.wake) })
+        var machine = Machine(limits: limits, now: clock.now)
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withDiscardingTaskGroup { group in
-                    group.addTask { await self.settleResults() }
-                    if configuration.statusInterval > .zero {
-                        group.addTask {
-                            await self.repeatUntilShutdown(every: self.configuration.statusInterval, stop: self.statusTimer) {
-                                await self.logStatus()
+                    startTimers(&group)
+                    var batch: [Machine.Event] = [.opened]
+                    var alarm: ContinuousClock.Instant?
+                    var releases: [Task<Void, Never>] = []
+                    running: while true {
+                        for event in batch {
+                            if case .tick(let deadline) = event, deadline == alarm { alarm = nil }
+                            for action in machine.handle(event, now: clock.now, available: pipeline.capacity.available) {
+                                if case .finish = action { break running }
+                                if case .release(let jobs, let reason) = action {
+                                    // Not cancelled with the rest: jobs given back must reach the queue.
+                                    if reason == .claimedWhileStopping { pipeline.cancelReservation(jobs.count) }
+                                    releases.append(Task { await self.release(jobs, reason) })
+                                    continue
+                                }
+                                perform(action, in: &group, alarm: &alarm)
                             }
                         }
+                        publish(machine)
+                        batch = await events.next()
                     }
-                    group.addTask {
-                        await self.repeatUntilShutdown(every: self.queue.maintenanceInterval, stop: self.maintenanceTimer) {
-                            await self.queue.maintain()
-                            self.state.withLock { $0.upkeeps += 1 }
-                        }
-                    }
-                    if let interval = queue.heartbeatInterval {
-                        group.addTask(executorPreference: DedicatedThread.heartbeats) { await self.renewLeases(every: interval) }
-                    }
-                    await claimLoop()
-                    await drain()
-                    // Every job is settled or given back: what is left are timers and heartbeats.
+                    publish(machine)
+                    for release in releases { await release.value }
+                    // Every job is settled or given back: what is left are timers, heartbeats and
+                    // settlements a stop at once no longer waits for.
                     group.cancelAll()
                 }
-            } onGracefulShutdown: {
-                self.beginStopping()
+            } onGracefulShutdown: { [events] in
+                events.send(.gracefulShutdown)
             }
-        } onCancel: {
-            self.stopNow()
+        } onCancel: { [events] in
+            events.send(.stopNow(.cancelled))
         }
-        resultsInput.finish()
         await logStatus()
         await queue.close()
         logger.notice("stopped")
     }
 
-    /// Whether the loop is alive: its claim loop looked for work within `window` (it looks at least
-    /// once per ``JobQueue/pollInterval`` unless a claim hangs), or it is stopping and draining.
-    public func isAlive(within window: Duration) -> Bool {
-        let now = clock.now
-        return state.withLock { state in state.stopping || now - state.lastLook <= window }
+    /// Copies what monitoring and tests read.
+    private func publish(_ machine: borrowing Machine) {
+        let statistics = Statistics(
+            inFlight: machine.inFlight, retrying: machine.retrying, done: machine.done, failed: machine.failed,
+            looks: machine.looks)
+        let (lastLook, claimStartedAt, stopping) = (machine.lastLook, machine.claimStartedAt, machine.isStopping)
+        snapshot.withLock { snapshot in
+            let upkeeps = snapshot.statistics.upkeeps
+            snapshot.statistics = statistics
+            snapshot.statistics.upkeeps = upkeeps
+            snapshot.lastLook = lastLook
+            snapshot.claimStartedAt = claimStartedAt
+            snapshot.stopping = stopping
+        }
     }
 
-    /// Whether a stop was asked for (graceful or at once): no new claims.
-    public var isStopping: Bool { state.withLock { $0.stopping } }
-
-    /// Suspends until the queue is open and jobs are being claimed.
-    public func waitUntilOpened() async {
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
-                if state.opened { return true }
-                state.openWaiters.append(continuation)
-                return false
+    /// Carries out one action; I/O runs as a task of its own that reports back as an event.
+    private func perform(_ action: Machine.Action, in group: inout DiscardingTaskGroup, alarm: inout ContinuousClock.Instant?) {
+        switch action {
+        case .claim(let count):
+            group.addTask { await self.claim(upTo: count) }
+        case .submit(let jobs):
+            for job in jobs { submit(job) }
+        case .rerun(let jobs):
+            var deferred: [String] = []
+            for job in jobs {
+                if pipeline.tryReserve(upTo: 1) == 1 { submit(job) } else { deferred.append(job.id) }
             }
-            if now { continuation.resume() }
+            if !deferred.isEmpty { events.send(.rerunDeferred(deferred)) }
+        case .settle(let job, let decision, let result):
+            group.addTask { await self.settle(job, decision, result) }
+        case .release:
+            break
+        case .renew(let jobs):
+            group.addTask {
+                let lost = await self.queue.heartbeat(jobs)
+                if !lost.isEmpty { self.events.send(.leaseLost(lost)) }
+            }
+        case .checkEmpty:
+            group.addTask { self.events.send(.emptyChecked(waiting: await self.queue.waitingCount())) }
+        case .wakeAt(let deadline):
+            // One alarm at a time, the earliest asked for; a later one comes with the next look.
+            guard alarm.map({ deadline < $0 }) ?? true else { return }
+            alarm = deadline
+            group.addTask {
+                do { try await self.clock.sleep(until: deadline) } catch { return }
+                self.events.send(.tick(deadline))
+            }
+        case .note(let note):
+            log(note)
+        case .finish:
+            break
         }
     }
 
-    /// Runs `action` every `interval` until the loop stops (a graceful shutdown, or cancellation).
-    ///
-    /// `stop` is signalled by ``beginStopping()``, which the graceful-shutdown handler calls, so the
-    /// timer ends at once rather than at its next tick. ServiceLifecycle's `cancelWhenGracefulShutdown`
-    /// would do the same through an actor, which needs Swift's cooperative pool: a loop driven by
-    /// blocking callers (``QueueWorker``) must not depend on it.
-    private func repeatUntilShutdown(every interval: Duration, stop: Wakeup, _ action: @Sendable () async -> Void) async {
-        while !Task.isCancelled {
-            await stop.wait(until: clock.now + interval, on: clock)
-            if Task.isCancelled || state.withLock({ $0.stopping }) { return }
-            await action()
-        }
+    /// Reserves up to `count` places, claims that many jobs and reports them; places the queue did
+    /// not fill are given back at once.
+    private func claim(upTo count: Int) async {
+        let reserved = pipeline.tryReserve(upTo: count)
+        let jobs = reserved > 0 ? await queue.claim(upTo: reserved) : []
+        pipeline.cancelReservation(reserved - jobs.count)
+        events.send(.claimed(jobs, asked: reserved))
     }
 
-    private func logStatus() async {
-        let waiting = await queue.waitingCount()
-        let statistics = self.statistics
-        let now = clock.now
-        let fields = state.withLock { state in
-            state.status.fields(waiting: waiting, inFlight: statistics.inFlight, retrying: statistics.retrying, at: now)
+    /// Hands a claimed job to the pipeline, in the place reserved for it.
+    private func submit(_ claimed: ClaimedJob) {
+        let id = claimed.id
+        pipeline.submit(claimed.job) { [events] event in
+            switch event {
+            case .handedOff: events.send(.handedOff(id))
+            case .finished(let result): events.send(.finished(id, result))
+            }
         }
-        logger.info("status", metadata: fields)
     }
 }

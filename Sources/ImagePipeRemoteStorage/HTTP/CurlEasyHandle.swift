@@ -89,6 +89,7 @@ final class CurlEasyHandle: @unchecked Sendable {
                             try Self.require(ipc_setopt_string(raw, CURLOPT_CUSTOMREQUEST, request.method), "CURLOPT_CUSTOMREQUEST")
                         }
                     }
+                    BlockingIO.mayBlock("curl \(request.method)")
                     return curl_easy_perform(raw)
                 }
             }.get()

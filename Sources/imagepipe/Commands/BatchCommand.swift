@@ -6,7 +6,7 @@ import ImagePipeMonitoring
 import Synchronization
 import Logging
 
-struct BatchCommand: ParsableCommand {
+struct BatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "batch",
         abstract: "Turn every image of some folders or files into web variants and store them.",
@@ -60,7 +60,7 @@ struct BatchCommand: ParsableCommand {
         guard maxSourceBytes >= 1 else { throw ValidationError("--max-source-bytes must be positive") }
     }
 
-    func run() throws {
+    func run() async throws {
         let logger = CompositionRoot.bootstrapLogging(level: options.logLevel, format: service.logFormat)
         // Until images start, Ctrl-C (also while a list is read from standard input) stops at once.
         let interruption = Interruption(logger: logger)
@@ -81,23 +81,17 @@ struct BatchCommand: ParsableCommand {
             checks?.cancel()
             monitoring?.stop()
         }
-        // Sources are read and checked before the destination is created, so a typo creates nothing.
-        let inputs =
-            try sources.map { SourceScanner.Input($0) }
-            + (from.map { (path) throws(ImagePipeError) in try Self.readList(path) } ?? [])
-        try SourceScanner(inputs: inputs).check()
-        let handler = try CompositionRoot.fileHandler(
-            options, force: force, sources: inputs.map(\.path),
-            maxSourceBytes: maxSourceBytes, logger: logger)
-        let pipeline = CompositionRoot.pipeline(handler, options)
-        // A destination inside the source tree must not be read back as sources.
-        let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }
-        let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded, sources: handler.sources), pipeline: pipeline)
+        // Setting up reads files (the list, the sources, credentials): blocking I/O, off the
+        // cooperative pool, as is the dry run's reading and hashing.
+        let runner = try await BlockingIO.run { () throws(ImagePipeError) in try prepare(logger: logger) }
         if dryRun {
-            var failures = 0
-            try runner.plan { inspected in
-                if inspected.finished?.status == .failed { failures += 1 }
-                print(DryRunLine(inspected).text)
+            let failures = try await BlockingIO.run { () throws(ImagePipeError) -> Int in
+                var failures = 0
+                try runner.plan { inspected in
+                    if inspected.failure != nil { failures += 1 }
+                    print(DryRunLine(inspected).text)
+                }
+                return failures
             }
             if failures > 0 { throw ExitCode(1) }
             return
@@ -106,9 +100,13 @@ struct BatchCommand: ParsableCommand {
         let started = ContinuousClock.now
         // Listing and the destination's check come first: a run that stops here leaves no trace,
         // not even an emptied manifest.
-        let scan = try runner.start()
-        let writer = try manifest.map { (path) throws(ImagePipeError) in
-            path == "-" ? ManifestWriter(standardOutputThrough: Console.shared.output) : try ManifestWriter(path: path)
+        let manifest = self.manifest
+        let (scan, writer) = try await BlockingIO.run { () throws(ImagePipeError) in
+            let scan = try runner.start()
+            let writer = try manifest.map { (path) throws(ImagePipeError) in
+                path == "-" ? ManifestWriter(standardOutputThrough: Console.shared.output) : try ManifestWriter(path: path)
+            }
+            return (scan, writer)
         }
         for (path, reason) in scan.unreadable {
             logger.warning("cannot list a directory", metadata: ["path": "\(path)", "error": "\(reason)"])
@@ -121,23 +119,27 @@ struct BatchCommand: ParsableCommand {
         if scan.jobs.isEmpty { logger.warning("no images found") }
         logger.debug(
             "found the sources", metadata: ["images": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count)])
-        progressState.started(total: scan.jobs.count, pipeline: pipeline)
+        progressState.started(total: scan.jobs.count, pipeline: runner.pipeline)
 
         let progress = ProgressLine()
-        interruption.finishWorkInFlight()
-        let summary = runner.run(scan, startedAt: started, shouldStop: { interruption.isRequested }) { result, state in
-            writer?.append(result)
-            jobMetrics?.jobFinished(result)
-            progressState.finishedOne()
-            switch result.status {
-            case .failed: logger.error("failed", metadata: result.logMetadata)
-            case .skipped: logger.info("skipped", metadata: result.logMetadata)
-            case .done: logger.debug("done", metadata: result.logMetadata)
+        // The first stop request lets the images in flight finish and starts no more.
+        let batch = Task {
+            await runner.run(scan, startedAt: started) { result, state in
+                writer?.append(result)
+                jobMetrics?.jobFinished(result)
+                progressState.finishedOne()
+                switch result.status {
+                case .failed: logger.error("failed", metadata: result.logMetadata)
+                case .skipped: logger.info("skipped", metadata: result.logMetadata)
+                case .done: logger.debug("done", metadata: result.logMetadata)
+                }
+                progress.update(state)
             }
-            progress.update(state)
         }
+        interruption.finishWorkInFlight { batch.cancel() }
+        let summary = await batch.value
         progress.clear()
-        writer?.close()
+        await BlockingIO.run { writer?.close() }
         if service.logFormat == .json {
             // Every line on standard error stays a JSON object: the summary is one more, with its figures as fields.
             logger.notice(
@@ -154,6 +156,23 @@ struct BatchCommand: ParsableCommand {
         }
         if summary.interrupted { throw ExitCode(130) }
         if summary.failed > 0 { throw ExitCode(1) }
+    }
+
+    /// Reads the sources and checks them, then builds the handler and the runner. Blocking I/O.
+    private func prepare(logger: Logger) throws(ImagePipeError) -> BatchRunner {
+        // Sources are read and checked before the destination is created, so a typo creates nothing.
+        let inputs =
+            try sources.map { SourceScanner.Input($0) }
+            + (from.map { (path) throws(ImagePipeError) in try Self.readList(path) } ?? [])
+        try SourceScanner(inputs: inputs).check()
+        let handler = try CompositionRoot.fileHandler(
+            options, force: force, sources: inputs.map(\.path),
+            maxSourceBytes: maxSourceBytes, logger: logger)
+        let pipeline = CompositionRoot.pipeline(handler, options)
+        // A destination inside the source tree must not be read back as sources.
+        let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }
+        let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded, sources: handler.sources), pipeline: pipeline)
+        return runner
     }
 
     /// The paths of a `--from` list: one per line, taken as written; empty lines are ignored.

@@ -36,7 +36,7 @@ final class BatchProgressState: Sendable {
     /// Jobs not started yet, and jobs in the pipeline.
     var workload: (waiting: Int, inFlight: Int) {
         let (total, finished, pipeline) = state.withLock { ($0.total, $0.finished, $0.pipeline) }
-        let inFlight = pipeline?.jobsInFlight ?? 0
+        let inFlight = pipeline?.capacity.held ?? 0
         return (max(0, total - finished - inFlight), inFlight)
     }
 }

@@ -69,6 +69,12 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("work-dir"), help: "Scratch folder for outputs and scripts.")
     var workDirectory: String = ".bench/work"
 
+    @Option(
+        name: .customLong("peers"),
+        help: ArgumentHelp(
+            "With --compare: the folder of the reference programs (default: Benchmarks/peers of the checkout).", valueName: "dir"))
+    var peers: String?
+
     func validate() throws {
         guard runs >= 1, jobs >= 1, self.repeat >= 1 else { throw ValidationError("--runs, --jobs and --repeat must be positive") }
         guard remoteCorpus == nil || !alsoDest.isEmpty else { throw ValidationError("--remote-corpus needs --also-dest (where its outputs go)") }
@@ -86,7 +92,7 @@ struct BenchCommand: ParsableCommand {
             extraDestinations: alsoDest, rerun: rerun,
             extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
                 ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
-            }, queue: alsoQueue, remoteCorpus: remoteCorpus)
+            }, queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)
@@ -109,6 +115,23 @@ struct BenchCommand: ParsableCommand {
         let measurement = ProcessRunner.run([["bash", script, directory]], output: "/dev/stderr")
         guard measurement.succeeded else { throw .configuration("\(script) failed") }
         return directory
+    }
+
+    /// The reference programs: `--peers`, or `Benchmarks/peers` of the checkout this binary was
+    /// built in or run from. They are measurement tools kept as files a reader can open, not
+    /// strings inside the shipped binary.
+    private func peersDirectory() throws(ImagePipeError) -> String {
+        let candidates =
+            peers.map { [$0] } ?? [
+                "Benchmarks/peers",
+                URL(fileURLWithPath: Self.executablePath()).deletingLastPathComponent()
+                    .appendingPathComponent("../../Benchmarks/peers").standardizedFileURL.path,
+            ]
+        guard let found = candidates.first(where: { FileManager.default.fileExists(atPath: $0 + "/libvips_reference.c") }) else {
+            throw .configuration(
+                "--compare runs the reference programs of imagepipe's source checkout (Benchmarks/peers); run it there, or give --peers DIR")
+        }
+        return LocalPath.absolute(found)
     }
 
     static func executablePath() -> String {

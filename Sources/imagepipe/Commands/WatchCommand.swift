@@ -90,20 +90,21 @@ struct WatchCommand: AsyncParsableCommand {
         }
         // Jobs from PostgreSQL may name objects in S3 or Supabase: read them with whichever of the two
         // the environment has credentials for (a job naming the other fails with the reason).
-        let handler = try CompositionRoot.fileHandler(
-            options, sources: PostgresLocation.isURL(queue) ? StorageFactory.configuredSourceSchemes(options.storage) : [],
-            logger: logger)
-        // A wrong destination stops the worker here, not after every job used up its attempts;
-        // one that goes away later is retried like any storage failure.
-        try handler.storage.probe()
-        let pipeline = CompositionRoot.pipeline(handler, options)
+        // Setting up reads files and asks the destination (a probe, maybe over HTTP): blocking work,
+        // done off the cooperative pool.
+        let (handler, pipeline, jobs) = try await BlockingIO.run { () throws(ImagePipeError) in
+            let handler = try CompositionRoot.fileHandler(
+                options, sources: PostgresLocation.isURL(queue) ? StorageFactory.configuredSourceSchemes(options.storage) : [],
+                logger: logger)
+            // A wrong destination stops the worker here, not after every job used up its attempts;
+            // one that goes away later is retried like any storage failure.
+            try handler.storage.probe()
+            return (handler, CompositionRoot.pipeline(handler, options), try jobQueue(logger: logger))
+        }
         let retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay))
-        let jobs = try jobQueue(logger: logger)
         let worker = WorkerLoop(
             queue: jobs, pipeline: pipeline,
-            configuration: .init(
-                retry: retry, shutdownTimeout: .seconds(shutdownTimeout), statusInterval: .seconds(statusInterval),
-                exitWhenEmpty: exitWhenEmpty),
+            configuration: .init(retry: retry, statusInterval: .seconds(statusInterval), exitWhenEmpty: exitWhenEmpty),
             observer: jobMetrics, logger: logger)
         let monitoring = try service.address.map { (address) throws(ImagePipeError) in
             try CompositionRoot.monitoring(
@@ -114,15 +115,23 @@ struct WatchCommand: AsyncParsableCommand {
         // Services stop in reverse order: the worker drains first while the monitoring endpoints
         // still answer (/readyz with 503), then they close. A worker that ends by itself (the queue
         // is empty with --exit-when-empty) stops the rest gracefully.
+        // The group owns the deadlines: jobs in flight get --shutdown-timeout after the first
+        // signal, then the worker is cancelled, which gives back what still runs.
         let services =
             (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
             + [.init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
-        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        var configuration = ServiceGroupConfiguration(services: services, logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(shutdownTimeout)
+        configuration.maximumCancellationDuration = ShutdownSignals.cancellationGrace
+        let group = ServiceGroup(configuration: configuration)
         let signals = ShutdownSignals(
-            shutdownTimeout: .seconds(shutdownTimeout), logger: logger,
-            graceful: { Task { await group.triggerGracefulShutdown() } },
-            immediate: { DispatchQueue.global().async { worker.stopNow() } })
-        try await group.run()
+            logger: logger, graceful: { Task { await group.triggerGracefulShutdown() } }, immediate: { worker.stopNow() })
+        do {
+            try await group.run()
+        } catch  where signals.received > 0 {
+            // A stop was asked for and the worker has given every job back: that is a clean end.
+            logger.debug("the service group ended with an error after a stop request", metadata: ["error": "\(error)"])
+        }
         withExtendedLifetime(signals) {}
         // The worker has stopped and given back every job. A job abandoned at the shutdown timeout may
         // still hold a thread (a read that never returns, a decode under way), and exit(3)'s clean-up

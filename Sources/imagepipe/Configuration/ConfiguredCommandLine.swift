@@ -123,7 +123,8 @@ struct ConfiguredCommandLine {
         }
         settings = resolved
 
-        let known = Set(catalogs.flatMap { $0.options.map(\.environmentName) } + [configEnvironment])
+        // IMAGEPIPE_CHECK_BLOCKING is no option: it makes blocking calls check where they run (tests).
+        let known = Set(catalogs.flatMap { $0.options.map(\.environmentName) } + [configEnvironment, "IMAGEPIPE_CHECK_BLOCKING"])
         unknownVariables = environment.keys.filter { $0.hasPrefix(CommandOptions.environmentPrefix) && !known.contains($0) }.sorted()
     }
 

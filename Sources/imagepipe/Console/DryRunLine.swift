@@ -5,9 +5,10 @@ import ImagePipe
 struct DryRunLine {
     let text: String
 
-    init(_ inspected: InspectedJob) {
+    init(_ inspected: JobContext) {
         let source = inspected.job.sourceName
-        if let finished = inspected.finished {
+        if inspected.hasEnded {
+            let finished = inspected.result()
             switch finished.status {
             case .skipped:
                 text = "skip   \(source): \(finished.reason ?? "")"

@@ -10,6 +10,7 @@ import Synchronization
 final class Interruption: Sendable {
     private let requested = Atomic<Bool>(false)
     private let graceful = Atomic<Bool>(false)
+    private let onRequest = Mutex<(@Sendable () -> Void)?>(nil)
     // Dispatch sources are thread-safe; the existential is just not marked Sendable.
     nonisolated(unsafe) private var sources: [any DispatchSourceSignal] = []
 
@@ -28,6 +29,7 @@ final class Interruption: Sendable {
                     exit(130)
                 }
                 logger.notice("interrupted: finishing the images in flight, starting no more (again to stop at once)")
+                onRequest.withLock { $0 }?()
             }
             source.resume()
             return source
@@ -36,8 +38,10 @@ final class Interruption: Sendable {
 
     deinit { for source in sources { source.cancel() } }
 
-    /// From now on the first signal lets the images in flight finish (before, it stops at once).
-    func finishWorkInFlight() {
+    /// From now on the first signal lets the images in flight finish (before, it stops at once) and
+    /// calls `stop`, which starts no more.
+    func finishWorkInFlight(_ stop: @escaping @Sendable () -> Void) {
+        onRequest.withLock { $0 = stop }
         graceful.store(true, ordering: .relaxed)
     }
 

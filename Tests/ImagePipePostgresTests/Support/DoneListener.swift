@@ -39,4 +39,13 @@ final class DoneListener: Sendable {
 
     /// The IDs notified so far.
     var notified: [Int] { ids.value.withLock { $0 } }
+
+    /// The IDs notified before now: a marker (ID 0, which no job has) is notified and waited for.
+    /// PostgreSQL delivers notifications in the order their transactions committed, so nothing
+    /// committed before the marker can still arrive after it.
+    func notifiedSoFar(_ fixture: PostgresFixture) async throws -> [Int] {
+        _ = try fixture.sql("SELECT pg_notify('imagepipe_done', '0')")
+        _ = await fixture.eventually { self.notified.contains(0) }
+        return notified.prefix { $0 != 0 }.map { $0 }
+    }
 }

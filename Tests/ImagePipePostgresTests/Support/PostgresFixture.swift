@@ -5,6 +5,7 @@ import ImagePipe
 import ImagePipeQueue
 import ImagePipeTestKit
 import Logging
+import ServiceLifecycle
 import PostgresNIO
 
 /// A database of its own on a test server, source files to queue, and loops to run on them.
@@ -55,13 +56,13 @@ struct PostgresFixture {
     func loop(
         _ queue: PostgresQueue, compressor: any ImageCompressor = ScriptedCompressor(),
         storage: any StorageRepository = InMemoryStorage(), retry: RetryPolicy = .init(maxAttempts: 3, baseDelay: .milliseconds(50)),
-        shutdownTimeout: Duration = .seconds(5), jobs: Int = 2
+        jobs: Int = 2
     ) -> WorkerLoop {
         let handler = FileHandler(
             compressor: compressor, storage: storage, configuration: .init(variants: [try! VariantSpec(parsing: "t=32x32,jpeg,q70")]))
         return WorkerLoop(
-            queue: queue, pipeline: JobPipeline(handler: handler, configuration: .init(jobs: jobs, uploads: 2)),
-            configuration: .init(retry: retry, shutdownTimeout: shutdownTimeout, statusInterval: .zero), logger: .quiet)
+            queue: queue, pipeline: JobPipeline(handler: handler, limits: .init(jobs: jobs, uploads: 2)),
+            configuration: .init(retry: retry, statusInterval: .zero), logger: .quiet)
     }
 
     /// Polls until `condition` holds, without blocking a thread of the cooperative pool.
@@ -80,19 +81,27 @@ extension Logger {
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 }
 
-/// A loop running in a task of its own until stopped.
+/// A loop running in a service group of its own until stopped, as `imagepipe watch` runs it.
 struct RunningLoop {
     let loop: WorkerLoop
+    let group: ServiceGroup
     let task: Task<Void, Never>
 
-    init(_ loop: WorkerLoop) {
+    /// Starts `loop`; a graceful shutdown waits `shutdownTimeout` for jobs in flight, then the
+    /// group cancels the loop, which gives them back.
+    init(_ loop: WorkerLoop, shutdownTimeout: Duration = .seconds(5)) {
         self.loop = loop
-        task = Task { try? await loop.run() }
+        var configuration = ServiceGroupConfiguration(services: [.init(service: loop)], logger: .quiet)
+        configuration.maximumGracefulShutdownDuration = shutdownTimeout
+        let group = ServiceGroup(configuration: configuration)
+        self.group = group
+        // Off the cooperative pool, which synchronous tests running beside this one block.
+        task = Task(executorPreference: DispatchTaskExecutor.shared) { try? await group.run() }
     }
 
     /// Stops it gracefully and waits until it has returned.
     func stop() async {
-        loop.beginStopping()
+        await group.triggerGracefulShutdown()
         await task.value
     }
 }

@@ -1,0 +1,134 @@
+// One job on its way through the FileHandler: each stage adds what it learns, and the result record is read off it at the end.
+import Foundation
+
+/// The processing context of one job.
+///
+/// The FileHandler's stages take it in turn: inspection adds the source, its origin and every
+/// output's key with what the destination holds there; compression adds the image's format, size
+/// and placeholder and each output's encoded object; storing adds each output's stored object. A
+/// stage that ends the job sets ``failure`` or ``skip``, and the next stages pass it through.
+/// ``result(at:)`` makes the record from whatever is there.
+public struct JobContext: Sendable {
+    /// One output and what each stage learnt of it.
+    public struct Output: Sendable {
+        /// The variant; nil for the stored original.
+        public var spec: VariantSpec?
+        /// Its key.
+        public var key: String
+        /// What the destination held under the key before this job (inspection).
+        public var existing: ExistingObject?
+        /// The object to put (compression); its body is taken out while it is being stored.
+        public var object: StorageObject?
+        /// Its pixel size (compression).
+        public var size: PixelSize?
+        /// The quality, score and encodes of an encoded variant, for its record (compression).
+        public var quality: Int?
+        public var score: Double?
+        public var encodes: Int?
+        /// What the store did with it.
+        public var stored: Result<StoredObject, ImagePipeError>?
+
+        /// What the output's origin records as its variant: the spec, or `original`.
+        public var fingerprint: String { spec?.specString ?? FileHandler.originalVariantName }
+
+        /// Whether the key holds exactly this output: made from `origin`'s bytes with the same settings.
+        public func isInPlace(for origin: Origin) -> Bool {
+            origin.isSameOriginal(as: existing?.origin) && existing?.origin?.variant == fingerprint
+        }
+
+        /// Whether the key held this original's output before the job, so a failed job leaves it in
+        /// place instead of removing it.
+        public func wasInPlace(for origin: Origin?) -> Bool {
+            origin?.isSameOriginal(as: existing?.origin) ?? false
+        }
+    }
+
+    /// The job.
+    public let job: Job
+    /// When the pipeline accepted it.
+    public let acceptedAt: ContinuousClock.Instant
+    /// When inspection ended (waiting for a compression slot starts here).
+    public internal(set) var inspectedAt: ContinuousClock.Instant
+    /// Where the time went so far.
+    public internal(set) var timings = Timings()
+    /// The source, once read.
+    public internal(set) var source: SourceFile?
+    /// The original as recorded with every output, once read.
+    public internal(set) var origin: Origin?
+    /// Every variant's output in order, then the original's when it is stored too.
+    public internal(set) var outputs: [Output] = []
+    /// The source format, once decoded.
+    public internal(set) var format: SourceFormat?
+    /// The source size as displayed, once decoded.
+    public internal(set) var size: PixelSize?
+    /// The original's placeholder, once decoded.
+    public internal(set) var placeholder: Placeholder?
+    /// Why the job failed, once it has.
+    public internal(set) var failure: ImagePipeError?
+    /// Why the job was left alone, when it was.
+    public internal(set) var skip: (code: JobResult.SkipCode, reason: String)?
+    /// Keys reserved in this process for this job, released when it ends.
+    var reservedKeys: [String] = []
+
+    /// A job accepted at `acceptedAt`.
+    public init(job: Job, acceptedAt: ContinuousClock.Instant = .now) {
+        self.job = job
+        self.acceptedAt = acceptedAt
+        self.inspectedAt = acceptedAt
+    }
+
+    /// A job that ends before any stage runs: a batch's key collision, a dry run's skipped entry.
+    public init(job: Job, result: JobResult) {
+        self.init(job: job)
+        if let failure = result.failure { self.failure = failure }
+        if let code = result.skipCode { skip = (code, result.reason ?? "") }
+    }
+
+    /// Whether the job has ended: failed or skipped. A done job ends with its last put.
+    public var hasEnded: Bool { failure != nil || skip != nil }
+
+    /// The result record: failed with the failure, skipped with the outputs found in place, or done
+    /// with every output stored.
+    public func result(at now: ContinuousClock.Instant = .now) -> JobResult {
+        var timings = self.timings
+        timings.totalMs = (now - acceptedAt).milliseconds
+        let status: JobResult.Status = failure != nil ? .failed : skip != nil ? .skipped : .done
+        var result = JobResult(
+            source: job.sourceName, status: status, error: failure, sha256: source?.sha256, format: format,
+            width: size?.width, height: size?.height, bytes: source?.byteCount, timings: timings, attempts: job.attempt)
+        result.sourceETag = source?.etag
+        switch status {
+        case .failed:
+            break
+        case .skipped:
+            result.skipCode = skip?.code
+            result.reason = skip?.reason
+            for output in outputs {
+                guard let existing = output.existing else { continue }
+                guard let spec = output.spec else {
+                    result.original = StoredObject(key: output.key, url: existing.url, bytes: existing.bytes)
+                    continue
+                }
+                result.variants.append(
+                    VariantRecord(
+                        name: spec.name, key: output.key, url: existing.url, format: spec.format,
+                        width: existing.origin?.width ?? 0, height: existing.origin?.height ?? 0, bytes: existing.bytes))
+            }
+        case .done:
+            for output in outputs {
+                guard case .success(let object) = output.stored else { continue }
+                guard let spec = output.spec else {
+                    result.original = object
+                    continue
+                }
+                result.variants.append(
+                    VariantRecord(
+                        name: spec.name, key: object.key, url: object.url, format: spec.format,
+                        width: output.size?.width ?? 0, height: output.size?.height ?? 0, bytes: object.bytes,
+                        quality: output.quality, score: output.score, encodes: output.encodes))
+            }
+            result.placeholder = placeholder
+        }
+        return result
+    }
+}

@@ -1,0 +1,49 @@
+// Where async code hands its blocking calls, and the check that none of them runs on Swift's cooperative pool.
+import Dispatch
+import Foundation
+
+/// Runs blocking calls (file moves, `fsync`, directory scans, libcurl requests) for async code, on
+/// a Dispatch queue instead of Swift's cooperative pool.
+///
+/// The cooperative pool has one thread per core and does not grow while they block: a `rename` or
+/// an `fsync` there holds up every timer, heartbeat and database answer of the process. The rule
+/// (see ``JobPipeline``): CPU work runs on the pipeline's compression queue, blocking I/O on
+/// Dispatch queues (the pipeline's transfer queue, a store's own, or this one), async work on the
+/// cooperative pool, never blocking it.
+public enum BlockingIO {
+    /// Lanes of their own (see ``BoundedQueue``): a file move must not wait for a compression to
+    /// end. Blocking calls from async code are few at a time (a settlement, a claim, a probe).
+    private static let queue = BoundedQueue(label: "imagepipe.blocking-io", limit: 16, qos: .userInitiated)
+
+    /// Runs `body` on the blocking-I/O queue and returns its result.
+    public static func run<T: Sendable, Failure: Error>(
+        _ body: @escaping @Sendable () throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, Failure>, Never>) in
+            queue.async { continuation.resume(returning: Result(catching: body)) }
+        }
+        return try result.get()
+    }
+
+    /// Whether blocking calls check where they run (`IMAGEPIPE_CHECK_BLOCKING=1`): the tests run
+    /// the real binary this way, so a blocking call that reaches the cooperative pool stops it.
+    static let checks = ProcessInfo.processInfo.environment["IMAGEPIPE_CHECK_BLOCKING"] == "1"
+
+    /// Stops the process, naming `call`, when checks are on and this thread is one of Swift's
+    /// cooperative pool: a blocking call must never run there.
+    public static func mayBlock(_ call: @autoclosure () -> String) {
+        guard checks, isOnCooperativePool else { return }
+        let message = "imagepipe: blocking call on Swift's cooperative pool: \(call())\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        abort()
+    }
+
+    /// Whether the calling thread belongs to Swift's cooperative pool (its Dispatch label on Linux).
+    static var isOnCooperativePool: Bool {
+        guard let label = queueLabel(nil) else { return false }
+        return strcmp(label, "Swift global concurrent queue") == 0
+    }
+}
+
+@_silgen_name("dispatch_queue_get_label")
+private func queueLabel(_ queue: OpaquePointer?) -> UnsafePointer<CChar>?

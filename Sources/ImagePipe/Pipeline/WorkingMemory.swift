@@ -1,0 +1,79 @@
+// The working memory of images compressed at the same time, kept under a limit so peak memory does not depend on luck.
+import Dispatch
+import Synchronization
+
+/// A shared allowance of bytes that concurrent compressions draw from, owned by the pipeline's ``Capacity``.
+///
+/// Most images decode in strips and need little memory, but a progressive JPEG holds all its DCT
+/// coefficients (6 bytes per pixel for 4:4:4: 88 MB for 5120x2880) and WebP, HEIC, AVIF, GIF and
+/// interlaced PNG decode whole. Without a limit, a worker's peak memory depends on which of those
+/// happen to coincide, and a long batch meets the worst case sooner or later. With one, the worst
+/// case is bounded: a compression that does not fit waits (in arrival order) until enough is
+/// released, and one that is larger than the whole allowance runs alone.
+///
+/// ``acquire(_:)`` blocks its thread: compressions call it on the pipeline's compression threads,
+/// never from Swift's cooperative pool.
+public final class WorkingMemory: Sendable {
+    /// The allowance in bytes; nil for no limit.
+    public let limit: Int?
+
+    private struct Waiter {
+        let bytes: Int
+        let semaphore: DispatchSemaphore
+    }
+
+    private struct State {
+        var used = 0
+        var waiting: [Waiter] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// No limit: for compressions run outside a pipeline.
+    public static let unlimited = WorkingMemory(limit: nil)
+
+    /// Creates an allowance of `limit` bytes (nil: none).
+    public init(limit: Int?) {
+        self.limit = limit.map { max(1, $0) }
+    }
+
+    /// Bytes currently granted.
+    public var used: Int { state.withLock { $0.used } }
+
+    /// Compressions waiting for their bytes.
+    public var waiting: Int { state.withLock { $0.waiting.count } }
+
+    /// Takes `bytes` (at most the whole allowance), blocking until they fit; returns what was
+    /// taken, to hand back to ``release(_:)``.
+    public func acquire(_ bytes: Int) -> Int {
+        guard let limit else { return 0 }
+        let amount = min(max(0, bytes), limit)
+        let semaphore = state.withLock { state -> DispatchSemaphore? in
+            if state.waiting.isEmpty && (state.used == 0 || state.used + amount <= limit) {
+                state.used += amount
+                return nil
+            }
+            let semaphore = DispatchSemaphore(value: 0)
+            state.waiting.append(Waiter(bytes: amount, semaphore: semaphore))
+            return semaphore
+        }
+        semaphore?.wait()
+        return amount
+    }
+
+    /// Hands back what ``acquire(_:)`` returned and wakes the waiters that now fit, in order.
+    public func release(_ bytes: Int) {
+        guard let limit else { return }
+        let granted = state.withLock { state -> [DispatchSemaphore] in
+            state.used -= bytes
+            var granted: [DispatchSemaphore] = []
+            while let first = state.waiting.first, state.used == 0 || state.used + first.bytes <= limit {
+                state.used += first.bytes
+                granted.append(first.semaphore)
+                state.waiting.removeFirst()
+            }
+            return granted
+        }
+        for semaphore in granted { semaphore.signal() }
+    }
+}

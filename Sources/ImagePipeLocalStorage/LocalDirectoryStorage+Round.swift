@@ -1,0 +1,81 @@
+// One round of the local directory's group commit: the files' data, then their names, made durable together.
+import Foundation
+import ImagePipe
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension LocalDirectoryStorage {
+    /// A put's temporary file, written and marked, its descriptor still open for the fsync.
+    struct WrittenFile: Sendable {
+        var fd: Int32
+        var temporary: String
+        /// Where it goes.
+        var path: String
+        var directory: String
+        /// The object, without its bytes.
+        var object: StorageObject
+        var bytes: Int
+    }
+
+    /// Makes every file durable, moves each into place and makes the names durable; one outcome per
+    /// file, in order.
+    ///
+    /// Each file is on disk before its name is (a crash never leaves a short file under a final
+    /// name), and a put succeeds only once its name is on disk too, and the names of the
+    /// directories leading to it from `root`: each stored file's directory and every directory
+    /// above it is fsynced, whichever put or process made them (an fsync of an unchanged directory
+    /// costs next to nothing). Writeback of every file starts before the first fsync waits, so on a
+    /// journalling file system the first fsync's commit carries the others' blocks and the rest
+    /// return at once; a directory holding several of the round's files is fsynced once. When a
+    /// directory cannot be synced, every put under it fails, and a file this round moved into place
+    /// there is removed again, so a retry makes it anew instead of finding it there.
+    ///
+    /// `syncFile` and `syncDirectory` (fsync, by default) return the error number of a failed sync:
+    /// tests fail them on purpose.
+    static func commit(
+        _ files: [WrittenFile], root: String, syncFile: (Int32) -> Int32? = { DurableFile.sync($0)?.rawValue },
+        syncDirectory: (String) -> Int32? = { DurableFile.syncDirectory($0)?.rawValue }
+    ) -> [Result<StoredObject, ImagePipeError>] {
+        for file in files { DurableFile.startWriteback(file.fd) }
+        var outcomes = files.map { file -> Result<StoredObject, ImagePipeError> in
+            let synced = syncFile(file.fd)
+            let closed = close(file.fd) == 0 ? nil : errno
+            if let code = synced ?? closed {
+                unlink(file.temporary)
+                return .failure(Self.failure(code, synced != nil ? "cannot fsync \(file.path)" : "cannot close \(file.path)"))
+            }
+            do throws(ImagePipeError) {
+                return .success(try place(file))
+            } catch {
+                unlink(file.temporary)
+                return .failure(error)
+            }
+        }
+        // Each directory whose entries lead to a stored file, with the files that need it: found in
+        // place too, since the put that moved it there (another job's, or a run that was killed)
+        // may not have synced it yet.
+        var directories: [String: [Int]] = [:]
+        for (index, file) in files.enumerated() {
+            guard (try? outcomes[index].get()) != nil else { continue }
+            var directory = file.directory
+            while true {
+                directories[directory, default: []].append(index)
+                guard directory.utf8.count > root.utf8.count, let slash = directory.lastIndex(of: "/") else { break }
+                directory = String(directory[..<slash])
+            }
+        }
+        // Deepest first, so a failure names the directory nearest the file whatever the order of the table.
+        for directory in directories.keys.sorted(by: { $0.utf8.count > $1.utf8.count || ($0.utf8.count == $1.utf8.count && $0 < $1) }) {
+            guard let code = syncDirectory(directory) else { continue }
+            for index in directories[directory]! {
+                guard case .success(let stored) = outcomes[index] else { continue }
+                // Only a file this round moved there is taken out again; one found in place may be
+                // another job's, reported stored already.
+                if !stored.wasInPlace { unlink(files[index].path) }
+                outcomes[index] = .failure(Self.failure(code, "cannot fsync directory \(directory) after moving \(files[index].path) into it"))
+            }
+        }
+        return outcomes
+    }
+}

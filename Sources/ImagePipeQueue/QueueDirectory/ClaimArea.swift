@@ -1,0 +1,211 @@
+// A worker's own directory under processing/, locked for as long as the worker's process lives.
+public import Foundation
+public import ImagePipe
+public import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where one worker keeps the jobs it has claimed.
+///
+/// The area is `processing/<host>-<pid>-<random>/` and holds an exclusive `flock` on its `.lock`
+/// file while the process lives. The kernel drops the lock when the process dies, even by
+/// `kill -9`, so any worker can prove an area abandoned by taking its lock, and return its jobs to
+/// the inbox.
+public final class ClaimArea: Sendable {
+    /// What happened to an attempt to claim a delivered file.
+    public enum ClaimOutcome: Sendable, Equatable {
+        /// The file is now in this area, at the given path.
+        case claimed(String)
+        /// Another worker claimed it first, or it was withdrawn.
+        case gone
+        /// A job with the same name is already in this area; try again after it finishes.
+        case busy
+        /// The rename failed for another reason.
+        case failed(String)
+    }
+
+    /// The area's name: `<host>-<pid>-<random>`.
+    public let id: String
+    /// The area's absolute path.
+    public let path: String
+    /// The queue it belongs to.
+    public let queue: QueueDirectory
+    private let lockDescriptor: Int32
+
+    /// Creates and locks a new area for this process.
+    public init(queue: QueueDirectory) throws(ImagePipeError) {
+        id = WorkerIdentity.make()
+        path = queue.processing + "/" + id
+        self.queue = queue
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw .configuration("cannot create claim area \(path): \(IOErrorText.reason(of: error))")
+        }
+        let fd = open(path + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            throw .configuration("cannot lock claim area \(path): \(String(cString: strerror(errno)))")
+        }
+        let owner = "pid \(getpid()) on \(WorkerIdentity.hostName())\n"
+        _ = owner.withCString { write(fd, $0, strlen($0)) }
+        lockDescriptor = fd
+    }
+
+    deinit { close(lockDescriptor) }
+
+    /// The path a claimed job has in this area.
+    public func pathOf(_ relative: String) -> String { path + "/" + relative }
+
+    /// Claims a delivery by renaming it into this area: of several workers, exactly one wins.
+    ///
+    /// It is claimed under its escaped name (``QueueDirectory/Entry/name``), so a name that is not
+    /// valid UTF-8 goes by a name every later step can use.
+    public func claim(_ delivery: QueueDirectory.Entry) -> ClaimOutcome {
+        let target = pathOf(delivery.name)
+        if FileMoves.exists(target) { return .busy }
+        do {
+            try DurableFile.makeParent(of: target)
+        } catch {
+            return .failed(error.reason)
+        }
+        let renamed = RawPath(queue.inbox).appending(delivery.raw).withCString { source in rename(source, target) }
+        if renamed == 0 { return .claimed(target) }
+        if errno == ENOENT { return .gone }
+        return .failed("cannot claim \(delivery.name): \(String(cString: strerror(errno)))")
+    }
+
+    /// Puts a claimed job back into the inbox (shutdown, or giving up on it for now).
+    @discardableResult
+    public func returnToInbox(_ relative: String) throws(ImagePipeError) -> String {
+        let placed = try FileMoves.moveKeepingBoth(pathOf(relative), to: queue.inbox + "/" + relative)
+        removeEmptyParents(of: relative)
+        return placed
+    }
+
+    /// Moves a finished job to `done/` or `failed/` beside its record.
+    ///
+    /// The original is linked into place first, then the record is written, then the claim is
+    /// released. A crash before the record leaves the claim to run again, and that run finds its own
+    /// original already linked (the same file) and completes the move under the same name, so a job
+    /// is never finished twice under two names.
+    ///
+    /// - Parameters:
+    ///   - record: the JSON to write beside the original.
+    ///   - suffix: `.json` for done, `.error.json` for failed.
+    /// - Returns: the original's new path.
+    @discardableResult
+    public func moveOut(_ relative: String, into directory: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
+        let source = pathOf(relative)
+        let target = directory + "/" + relative
+        try DurableFile.makeParent(of: target)
+        var number = 0
+        while true {
+            let candidate = number == 0 ? target : FileMoves.numbered(target, number)
+            if FileMoves.sameFile(source, candidate) {
+                return try complete(relative, at: candidate, record: record, suffix: suffix)
+            }
+            if FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix) {
+                number += 1
+                continue
+            }
+            if link(source, candidate) == 0 {
+                return try complete(relative, at: candidate, record: record, suffix: suffix)
+            } else if errno == EEXIST {
+                // Another worker took this name between the check and the link.
+                number += 1
+                continue
+            } else if errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP || errno == EMLINK {
+                // No hard links here (some network filesystems): record first, then a rename.
+                try DurableFile.write(record, to: candidate + suffix, stagingIn: path)
+                if rename(source, candidate) != 0 { throw FileMoves.failure("cannot move \(source) to \(candidate)") }
+                _ = DurableFile.syncDirectory(LocalPath.parent(of: candidate))
+                removeEmptyParents(of: relative)
+                return candidate
+            } else {
+                throw FileMoves.failure("cannot move \(source) to \(candidate)")
+            }
+        }
+    }
+
+    /// Writes the record of an original already linked at `placed` and releases the claim.
+    private func complete(_ relative: String, at placed: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
+        // The record's write fsyncs the directory, which holds the original's link too.
+        try DurableFile.write(record, to: placed + suffix, stagingIn: path)
+        if unlink(pathOf(relative)) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
+        removeEmptyParents(of: relative)
+        return placed
+    }
+
+    /// Whether a claimed file was already finished (it is in `done/` or `failed/` with its record) and
+    /// only its release was cut short.
+    static func isFinished(_ claimed: String, relative: String, in queue: QueueDirectory) -> Bool {
+        for (directory, suffix) in [(queue.done, ".json"), (queue.failed, ".error.json")] {
+            let target = directory + "/" + relative
+            var number = 0
+            var candidate = target
+            while FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix) {
+                if FileMoves.sameFile(claimed, candidate) { return FileMoves.exists(candidate + suffix) }
+                number += 1
+                candidate = FileMoves.numbered(target, number)
+            }
+        }
+        return false
+    }
+
+    /// Removes the area when no job is left in it (a clean shutdown); the lock goes with the process.
+    public func removeIfEmpty() {
+        guard QueueDirectory.files(under: path).isEmpty else { return }
+        unlink(path + "/.lock")
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Removes subdirectories of this area left empty by a job leaving it.
+    private func removeEmptyParents(of relative: String) {
+        FileMoves.removeEmptyParents(of: relative, under: path)
+    }
+
+    /// Returns the jobs of every abandoned area (its lock free) to the inbox, and removes the area.
+    ///
+    /// - Returns: the relative paths returned to the inbox.
+    public static func recoverAbandoned(in queue: QueueDirectory, except ownID: String?, logger: Logger) -> [String] {
+        guard let areas = try? FileManager.default.contentsOfDirectory(atPath: queue.processing) else { return [] }
+        var recovered: [String] = []
+        for area in areas where area != ownID {
+            let areaPath = queue.processing + "/" + area
+            var info = stat()
+            guard lstat(areaPath, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+            let fd = open(areaPath + "/.lock", O_RDWR | O_CLOEXEC)
+            if fd < 0 {
+                // A worker creates its lock right after its directory; only an old lock-less area is abandoned.
+                guard Date().timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > 60 else { continue }
+            } else if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                close(fd)
+                continue
+            }
+            defer { if fd >= 0 { close(fd) } }
+            for relative in QueueDirectory.files(under: areaPath).map(\.name) {
+                if isFinished(areaPath + "/" + relative, relative: relative, in: queue) {
+                    unlink(areaPath + "/" + relative)
+                    continue
+                }
+                do {
+                    try FileMoves.moveKeepingBoth(areaPath + "/" + relative, to: queue.inbox + "/" + relative)
+                    recovered.append(relative)
+                } catch {
+                    logger.error(
+                        "cannot return a job from an abandoned claim area",
+                        metadata: ["source": "\(relative)", "area": "\(area)", "error": "\(error.reason)"])
+                }
+            }
+            if QueueDirectory.files(under: areaPath).isEmpty {
+                unlink(areaPath + "/.lock")
+                try? FileManager.default.removeItem(atPath: areaPath)
+                logger.notice(
+                    "returned the jobs of an abandoned claim area to the inbox",
+                    metadata: ["area": "\(area)", "jobs": .stringConvertible(recovered.count)])
+            }
+        }
+        return recovered
+    }
+}

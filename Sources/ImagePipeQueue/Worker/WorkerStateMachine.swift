@@ -1,0 +1,514 @@
+// The worker loop's whole state and every decision it makes, with no I/O: events in, actions out.
+public import ImagePipe
+
+/// What a ``WorkerLoop`` knows and decides: its lifecycle, the jobs it holds, its claim in flight,
+/// the retries it keeps, and the pipeline room it may use.
+///
+/// Every event (a claim came back, a job was handed off or finished, a settlement was recorded, a
+/// lease was lost, a timer fired, a stop was asked for) returns the actions the loop must take:
+/// claim, submit, settle, release, renew leases, wake at a time, finish. The loop around it does
+/// the I/O and reports back; nothing here waits, sleeps or locks, so every rule is tested with
+/// plain values (see `WorkerStateMachineTests`).
+///
+/// Claiming rules: a worker claims only what its pipeline admits, so a claimed job never waits for
+/// a place, and claims refill in batches: nothing while more than half the room is working, then
+/// every free place at once. Every held job counts against the room except those whose outputs
+/// were handed to the store and only wait to be made durable; those count only against the hold
+/// limit. Jobs waiting for a retry hold no pipeline room but still count: during an outage a worker
+/// must not drain the queue into its own hands. A job that finds the storage full is retried like
+/// any transient failure, but claiming pauses, the pause doubling with each such failure in a row up
+/// to the retry policy's longest delay, until a job is stored again. After a claim that came back
+/// short, the queue is asked again only when it says it has new work or after its poll interval.
+public struct WorkerStateMachine: ~Copyable {
+    public typealias Instant = ContinuousClock.Instant
+
+    /// Where the loop is in its life.
+    public enum Lifecycle: Sendable, Equatable {
+        /// The queue is being opened.
+        case opening
+        /// Claiming and running jobs.
+        case running
+        /// A graceful shutdown: no new claims; jobs in flight finish, retries go back at once.
+        case draining
+        /// Stopping at once: jobs in flight go back; results being recorded, and a claim under way,
+        /// are waited for a little.
+        case stoppingNow
+        /// Finished: every job is settled or given back.
+        case closed
+    }
+
+    /// Why the loop stops at once.
+    public enum StopReason: Sendable, Equatable {
+        /// Asked for (a second signal).
+        case requested
+        /// The task was cancelled: the service group's graceful-shutdown deadline passed.
+        case cancelled
+    }
+
+    /// The loop's settings, from its configuration and its pipeline's capacity.
+    public struct Limits: Sendable {
+        /// Jobs that may hold pipeline room at once (the pipeline's room).
+        public var room: Int
+        /// Jobs held at once in all.
+        public var holdLimit: Int
+        /// Attempts and backoff.
+        public var retry: RetryPolicy
+        /// The first pause of claiming when the storage is full.
+        public var fullStoragePause: Duration
+        /// How long an idle loop waits before it asks the queue again.
+        public var pollInterval: Duration
+        /// Stop once nothing is held and nothing waits in the queue.
+        public var exitWhenEmpty: Bool
+        /// How long a stop at once waits for results being recorded.
+        public var settlingGrace: Duration
+
+        /// Creates limits.
+        public init(
+            room: Int, holdLimit: Int, retry: RetryPolicy = .init(), fullStoragePause: Duration = .seconds(5),
+            pollInterval: Duration = .seconds(1), exitWhenEmpty: Bool = false, settlingGrace: Duration = .seconds(2)
+        ) {
+            self.room = max(1, room)
+            self.holdLimit = max(self.room, holdLimit)
+            self.retry = retry
+            self.fullStoragePause = fullStoragePause
+            self.pollInterval = pollInterval
+            self.exitWhenEmpty = exitWhenEmpty
+            self.settlingGrace = settlingGrace
+        }
+    }
+
+    /// What a held job is doing.
+    public enum Phase: Sendable, Equatable {
+        /// In the pipeline.
+        case running
+        /// Its result is being recorded, as decided.
+        case settling(Decision)
+        /// Waiting for its next attempt, held by this worker.
+        case waitingRetry(until: Instant)
+    }
+
+    /// One job this worker holds.
+    public struct Held: Sendable, Equatable {
+        public var claimed: ClaimedJob
+        public var phase: Phase
+        /// Its outputs were handed to the store and only wait to be made durable: it holds no
+        /// pipeline room, only its claim, until a failed result says otherwise.
+        public var handedOff = false
+        /// A heartbeat found the claim taken by another worker: its result will be dropped.
+        public var lost = false
+
+        /// Whether it counts against the pipeline's room: all but a job handed off whose result
+        /// (if any) did not fail.
+        var holdsRoom: Bool {
+            if case .waitingRetry = phase { return true }
+            return !handedOff
+        }
+
+        /// Whether its result is being recorded.
+        var isSettling: Bool {
+            if case .settling = phase { true } else { false }
+        }
+    }
+
+    /// What to do with a finished attempt.
+    public enum Decision: Sendable, Equatable {
+        /// Record the result.
+        case complete
+        /// Try again after the delay.
+        case retry(after: Duration)
+        /// Record the failure for good.
+        case discard
+        /// Give the job back unfinished: it failed for a reason that may pass while the worker stops.
+        case release
+    }
+
+    /// How a settlement went.
+    public enum Settled: Sendable, Equatable {
+        /// The outcome is recorded (done, skipped or failed for good).
+        case recorded
+        /// The queue keeps the job and hands it out again after the delay, to any worker.
+        case requeued
+        /// This worker keeps the job and runs it again after the delay (a queue directory).
+        case keptForRetry(after: Duration)
+        /// Given back unfinished.
+        case released
+        /// The claim was no longer this worker's: nothing was recorded.
+        case leaseLost
+        /// Nothing could be recorded (the queue logged why); the job runs again once its claim lapses.
+        case unrecorded
+    }
+
+    /// Something that happened.
+    public enum Event: Sendable {
+        /// The queue is open.
+        case opened
+        /// The queue has new work, or the pipeline has room again.
+        case wake
+        /// A time asked for with ``Action/wakeAt(_:)`` has come.
+        case tick(Instant)
+        /// A claim for `asked` jobs came back with these (each holding a pipeline place).
+        case claimed([ClaimedJob], asked: Int)
+        /// Retries handed over to run again found no pipeline place after all.
+        case rerunDeferred([String])
+        /// A job's outputs were handed to the store.
+        case handedOff(String)
+        /// A job's attempt ended.
+        case finished(String, JobResult)
+        /// A settlement ended.
+        case settled(String, Settled)
+        /// Leases are due for renewal.
+        case heartbeatDue
+        /// A heartbeat found these claims taken by other workers.
+        case leaseLost(Set<String>)
+        /// The queue said how many jobs wait (nil: unknown).
+        case emptyChecked(waiting: Int?)
+        /// A graceful shutdown began.
+        case gracefulShutdown
+        /// Stop at once.
+        case stopNow(StopReason)
+    }
+
+    /// Why jobs are given back.
+    public enum ReleaseReason: Sendable, Equatable {
+        /// A graceful shutdown gives back the jobs waiting for a retry.
+        case waitingRetries
+        /// Stopping at once gives back the jobs in flight.
+        case unfinished(StopReason)
+        /// Jobs claimed while stopping at once: given back with their pipeline places.
+        case claimedWhileStopping
+        /// A retry this worker would hold came back while it stops.
+        case retryWhileStopping
+    }
+
+    /// Something worth one log line.
+    public enum Note: Sendable, Equatable {
+        /// Claiming pauses: the storage is full.
+        case paused(Duration, error: String)
+        /// Claiming resumed: the storage takes objects again.
+        case resumed
+        /// A heartbeat found this job's claim taken.
+        case leaseLost(ClaimedJob)
+        /// Nothing is held or waiting: stopping (`exitWhenEmpty`).
+        case queueEmpty
+        /// A graceful shutdown began.
+        case draining
+        /// A stop at once was asked for.
+        case stoppingNow
+    }
+
+    /// What the loop must do.
+    public enum Action: Sendable, Equatable {
+        /// Reserve up to this many pipeline places, claim that many jobs, report ``Event/claimed(_:asked:)``.
+        case claim(upTo: Int)
+        /// Run claimed jobs in the places reserved for them.
+        case submit([ClaimedJob])
+        /// Run held retries again, each in a place reserved now; report those without one.
+        case rerun([ClaimedJob])
+        /// Settle an attempt, then report ``Event/settled(_:_:)``.
+        case settle(ClaimedJob, Decision, JobResult)
+        /// Give jobs back to the queue.
+        case release([ClaimedJob], ReleaseReason)
+        /// Renew these claims, then report the lost ones.
+        case renew([ClaimedJob])
+        /// Ask the queue how many jobs wait, then report ``Event/emptyChecked(waiting:)``.
+        case checkEmpty
+        /// Report ``Event/tick(_:)`` at this time unless something happens first.
+        case wakeAt(Instant)
+        /// Log this.
+        case note(Note)
+        /// Close the queue and return.
+        case finish
+    }
+
+    /// The settings.
+    public let limits: Limits
+    /// Where the loop is in its life.
+    public private(set) var lifecycle: Lifecycle = .opening
+    /// The jobs held, by ID.
+    public private(set) var held: [String: Held] = [:]
+    /// Jobs recorded as done or skipped, and failed for good.
+    public private(set) var done = 0, failed = 0
+    /// How many times the loop looked for work: a loop that spins shows here.
+    public private(set) var looks = 0
+    /// When the loop last looked for work.
+    public private(set) var lastLook: Instant
+    /// When the claim in flight started, if one is.
+    public private(set) var claimStartedAt: Instant?
+    /// Given back while still running: their results are ignored.
+    private var abandoned: Set<String> = []
+    /// Whether the queue may have more to give: not after a claim came back short, until it says
+    /// it has new work or its poll interval has passed.
+    private var queueMayHaveMore = true
+    private var shortClaimAt: Instant?
+    private var fullStorage: (streak: Int, until: Instant)?
+    private var checkingEmpty = false
+    private var stoppedAt: Instant?
+
+    /// A loop about to open its queue at `now`.
+    public init(limits: Limits, now: Instant) {
+        self.limits = limits
+        self.lastLook = now
+    }
+
+    /// Jobs held that are not waiting for a retry.
+    public var inFlight: Int { held.values.count { if case .waitingRetry = $0.phase { false } else { true } } }
+    /// Jobs waiting for a retry.
+    public var retrying: Int { held.count - inFlight }
+    /// Whether a stop was asked for.
+    public var isStopping: Bool { lifecycle != .opening && lifecycle != .running }
+    /// When claiming pauses for a full storage ends, if it does.
+    public var pausedUntil: Instant? { fullStorage?.until }
+
+    // MARK: - Events
+
+    /// Handles `event` at `now`; `available` is how many jobs the pipeline admits now.
+    public mutating func handle(_ event: Event, now: Instant, available: Int) -> [Action] {
+        if lifecycle == .closed {
+            // Finished: only jobs that still reach it (a claim that was under way) go back.
+            if case .claimed(let jobs, _) = event, !jobs.isEmpty { return [.release(jobs, .claimedWhileStopping)] }
+            return []
+        }
+        var actions: [Action]
+        switch event {
+        case .opened:
+            if lifecycle == .opening { lifecycle = .running }
+            actions = []
+        case .wake:
+            queueMayHaveMore = true
+            actions = []
+        case .tick:
+            if let shortClaimAt, now >= shortClaimAt + limits.pollInterval { queueMayHaveMore = true }
+            actions = []
+        case .claimed(let jobs, let asked):
+            actions = claimed(jobs, asked: asked, now: now)
+        case .rerunDeferred(let ids):
+            for id in ids where held[id]?.phase == .running {
+                held[id]?.phase = .waitingRetry(until: now)
+                held[id]?.claimed.job.attempt -= 1
+            }
+            actions = []
+        case .handedOff(let id):
+            // Marked only while no result has come: a settled or failed job is working again.
+            if held[id]?.phase == .running { held[id]?.handedOff = true }
+            actions = []
+        case .finished(let id, let result):
+            actions = finished(id, result, now: now)
+        case .settled(let id, let outcome):
+            actions = settled(id, outcome, now: now)
+        case .heartbeatDue:
+            let jobs = held.values.filter { !$0.lost }.map(\.claimed).sorted { $0.id < $1.id }
+            actions = jobs.isEmpty ? [] : [.renew(jobs)]
+        case .leaseLost(let ids):
+            // A job being settled was recorded between the snapshot and the heartbeat: not lost.
+            actions = ids.sorted().compactMap { id in
+                guard let job = held[id], job.phase == .running, !job.lost else { return nil }
+                held[id]?.lost = true
+                return .note(.leaseLost(job.claimed))
+            }
+        case .emptyChecked(let waiting):
+            checkingEmpty = false
+            if waiting == 0 && held.isEmpty && lifecycle == .running {
+                actions = [.note(.queueEmpty)] + beginDraining(logged: false)
+            } else {
+                actions = []
+            }
+        case .gracefulShutdown:
+            actions = beginDraining(logged: true)
+        case .stopNow(let reason):
+            actions = stopNow(reason, now: now)
+        }
+        return actions + look(now: now, available: available)
+    }
+
+    private mutating func claimed(_ jobs: [ClaimedJob], asked: Int, now: Instant) -> [Action] {
+        claimStartedAt = nil
+        queueMayHaveMore = jobs.count >= asked
+        shortClaimAt = queueMayHaveMore ? nil : now
+        guard !jobs.isEmpty else { return [] }
+        switch lifecycle {
+        case .opening, .running, .draining:
+            for job in jobs { held[job.id] = Held(claimed: job, phase: .running) }
+            return [.submit(jobs)]
+        case .stoppingNow, .closed:
+            return [.release(jobs, .claimedWhileStopping)]
+        }
+    }
+
+    private mutating func finished(_ id: String, _ result: JobResult, now: Instant) -> [Action] {
+        if abandoned.remove(id) != nil { return [] }
+        guard var job = held[id], job.phase == .running else { return [] }
+        if job.lost {
+            // Logged when the heartbeat found it lost.
+            held[id] = nil
+            return []
+        }
+        var actions: [Action] = []
+        if let note = noteStorage(result, now: now) { actions.append(.note(note)) }
+        let decision = decide(result, attempt: job.claimed.job.attempt)
+        job.phase = .settling(decision)
+        // A failure counts as work again at once: it may become a retry this worker holds.
+        if result.status == .failed { job.handedOff = false }
+        held[id] = job
+        actions.append(.settle(job.claimed, decision, result))
+        return actions
+    }
+
+    private mutating func settled(_ id: String, _ outcome: Settled, now: Instant) -> [Action] {
+        guard let job = held[id] else { return [] }
+        switch outcome {
+        case .keptForRetry(let delay):
+            guard lifecycle == .running || lifecycle == .opening else {
+                held[id] = nil
+                return [.release([job.claimed], .retryWhileStopping)]
+            }
+            held[id]?.phase = .waitingRetry(until: now + delay)
+            held[id]?.handedOff = false
+            return []
+        case .recorded:
+            switch job.phase {
+            case .settling(.complete): done += 1
+            case .settling(.discard): failed += 1
+            default: break
+            }
+            held[id] = nil
+            return []
+        case .requeued, .released, .leaseLost, .unrecorded:
+            held[id] = nil
+            return []
+        }
+    }
+
+    private mutating func beginDraining(logged: Bool) -> [Action] {
+        guard lifecycle == .running || lifecycle == .opening else { return [] }
+        lifecycle = .draining
+        var actions: [Action] = logged ? [.note(.draining)] : []
+        let waiting = takeWaitingRetries()
+        if !waiting.isEmpty { actions.append(.release(waiting, .waitingRetries)) }
+        return actions
+    }
+
+    private mutating func stopNow(_ reason: StopReason, now: Instant) -> [Action] {
+        guard lifecycle != .stoppingNow && lifecycle != .closed else { return [] }
+        lifecycle = .stoppingNow
+        stoppedAt = now
+        var actions: [Action] = reason == .requested ? [.note(.stoppingNow)] : []
+        let waiting = takeWaitingRetries()
+        if !waiting.isEmpty { actions.append(.release(waiting, .waitingRetries)) }
+        let running = held.filter { $0.value.phase == .running }.keys.sorted()
+        let unfinished = running.compactMap { held.removeValue(forKey: $0)?.claimed }
+        abandoned.formUnion(running)
+        if !unfinished.isEmpty { actions.append(.release(unfinished, .unfinished(reason))) }
+        return actions
+    }
+
+    private mutating func takeWaitingRetries() -> [ClaimedJob] {
+        let ids = held.compactMap { id, job -> String? in
+            if case .waitingRetry = job.phase { id } else { nil }
+        }.sorted()
+        return ids.compactMap { held.removeValue(forKey: $0)?.claimed }
+    }
+
+    // MARK: - Looking for work
+
+    /// What to do now that something happened: rerun due retries, claim, check whether the queue is
+    /// worked off, finish, and when to look again if nothing happens first.
+    private mutating func look(now: Instant, available: Int) -> [Action] {
+        switch lifecycle {
+        case .opening, .closed:
+            return []
+        case .draining:
+            // A claim under way is waited for: its jobs run (or go back) before the loop ends.
+            return held.isEmpty && claimStartedAt == nil ? finish() : []
+        case .stoppingNow:
+            let waiting = held.values.contains(where: \.isSettling) || claimStartedAt != nil
+            guard waiting, let stoppedAt, now < stoppedAt + limits.settlingGrace else { return finish() }
+            return [.wakeAt(stoppedAt + limits.settlingGrace)]
+        case .running:
+            break
+        }
+        looks += 1
+        lastLook = now
+        var actions: [Action] = []
+        var places = max(0, available)
+
+        let due = held.values.filter { job in
+            if case .waitingRetry(let until) = job.phase { until <= now } else { false }
+        }.map(\.claimed).sorted { $0.id < $1.id }
+        var reruns: [ClaimedJob] = []
+        for var claimed in due.prefix(places) {
+            claimed.job.attempt += 1
+            held[claimed.id] = Held(claimed: claimed, phase: .running)
+            reruns.append(claimed)
+        }
+        places -= reruns.count
+        if !reruns.isEmpty { actions.append(.rerun(reruns)) }
+
+        if claimStartedAt == nil && queueMayHaveMore {
+            let count = min(room(now: now), places)
+            if count > 0 {
+                claimStartedAt = now
+                actions.append(.claim(upTo: count))
+            }
+        }
+        if limits.exitWhenEmpty && held.isEmpty && claimStartedAt == nil && !queueMayHaveMore && !checkingEmpty {
+            checkingEmpty = true
+            actions.append(.checkEmpty)
+        }
+        actions.append(.wakeAt(nextLook(now: now, retriesWaitForRoom: due.count > reruns.count)))
+        return actions
+    }
+
+    /// How many more jobs may be claimed now, by the claiming rules (before the pipeline's own say).
+    public func room(now: Instant) -> Int {
+        if let pausedUntil, now < pausedUntil { return 0 }
+        let working = held.values.count(where: \.holdsRoom)
+        guard working <= limits.room / 2 else { return 0 }
+        return max(0, min(limits.room - working, limits.holdLimit - held.count))
+    }
+
+    /// When to look again if nothing happens first: the next retry due (not one already due that
+    /// waits for room: its time is past, and a place given back wakes the loop), the end of a
+    /// pause, the poll after a short claim, and at least every poll interval.
+    private func nextLook(now: Instant, retriesWaitForRoom: Bool) -> Instant {
+        var next = now + limits.pollInterval
+        for job in held.values {
+            if case .waitingRetry(let until) = job.phase, !(retriesWaitForRoom && until <= now) { next = min(next, until) }
+        }
+        if let pausedUntil, pausedUntil > now { next = min(next, pausedUntil) }
+        if let shortClaimAt, !queueMayHaveMore { next = min(next, max(now, shortClaimAt + limits.pollInterval)) }
+        return next
+    }
+
+    private mutating func finish() -> [Action] {
+        lifecycle = .closed
+        return [.finish]
+    }
+
+    // MARK: - Decisions
+
+    /// The fate of a finished attempt. An up-to-date re-delivery counts as done. A store that
+    /// refuses (expired credentials, a bucket policy) is put right outside the job, so its jobs wait
+    /// and retry like any other storage failure instead of failing at once; while stopping, a
+    /// failure that may pass gives the job back.
+    public func decide(_ result: JobResult, attempt: Int) -> Decision {
+        if result.status != .failed { return .complete }
+        guard result.transient == true || result.errorCode == .storageRejected else { return .discard }
+        if isStopping { return .release }
+        guard limits.retry.shouldRetry(afterAttempt: attempt) else { return .discard }
+        return .retry(after: limits.retry.delay(afterAttempt: attempt))
+    }
+
+    /// A stored job ends a pause; a `storage_full` one starts or lengthens it.
+    private mutating func noteStorage(_ result: JobResult, now: Instant) -> Note? {
+        if result.status == .done {
+            guard fullStorage != nil else { return nil }
+            fullStorage = nil
+            return .resumed
+        }
+        guard result.errorCode == .storageFull else { return nil }
+        let streak = (fullStorage?.streak ?? 0) + 1
+        let pause = min(limits.retry.maxDelay, limits.fullStoragePause * (1 << min(30, streak - 1)))
+        fullStorage = (streak, now + pause)
+        return streak == 1 ? .paused(pause, error: result.error ?? "") : nil
+    }
+}
