@@ -141,6 +141,19 @@ import Testing
         pipeline.cancelReservation()
     }
 
+    @Test func aCancelledJobStopsAtItsNextSafePointAndStoresNothing() async throws {
+        let compressor = ScriptedCompressor()
+        let storage = InMemoryStorage()
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: storage), limits: .init(jobs: 1, uploads: 1))
+        var job = jobs(1)[0]
+        let token = JobCancellation()
+        job.cancellation = token
+        token.cancel()
+        let result = try await pipeline.run(job)
+        #expect(result.status == .failed && result.errorCode == .cancelled && result.transient == false)
+        #expect(compressor.calls.isEmpty && storage.putCount == 0, "neither compressed nor stored")
+    }
+
     @Test func failuresDoNotStopTheOthers() async throws {
         let compressor = ScriptedCompressor(failing: { $0.hasPrefix("1") ? ImagePipeError(.corruptImage, "bad") : nil })
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()))

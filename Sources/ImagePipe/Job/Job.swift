@@ -1,7 +1,8 @@
 // One unit of work: a source (a file or an object in a store) and the name it goes by in keys and manifests.
+import Synchronization
 
 /// A source image to process.
-public struct Job: Sendable, Hashable {
+public struct Job: Sendable {
     /// Where to read the source: a file's path, or an object's URL.
     public var path: String
     /// The source's path relative to the batch root or inbox, e.g. `2024/trip/IMG_1.jpg`; it
@@ -19,6 +20,9 @@ public struct Job: Sendable, Hashable {
     /// The object to read when the source is in object storage rather than a local file, with its
     /// size and ETag as listed.
     public var object: ListedObject?
+    /// Tripped when the job's result is no longer wanted (its claim was lost, or it was cancelled):
+    /// the pipeline then stops it at its next safe point, before compressing or before storing.
+    public var cancellation: JobCancellation?
 
     /// Creates a job.
     public init(path: String, relativePath: String, attempt: Int = 1, rawPath: RawPath? = nil, followsLinks: Bool = true) {
@@ -42,4 +46,26 @@ public struct Job: Sendable, Hashable {
 
     /// What is opened: ``rawPath`` when set, else ``path``.
     public var sourcePath: RawPath { rawPath ?? RawPath(path) }
+}
+
+extension Job: Equatable {
+    /// The same source under the same name and attempt (a cancellation token is no part of it).
+    public static func == (lhs: Job, rhs: Job) -> Bool {
+        lhs.path == rhs.path && lhs.relativePath == rhs.relativePath && lhs.attempt == rhs.attempt && lhs.rawPath == rhs.rawPath
+            && lhs.followsLinks == rhs.followsLinks && lhs.object == rhs.object
+    }
+}
+
+/// Whether a job's result is still wanted; shared by the job's copies.
+public final class JobCancellation: Sendable {
+    private let cancelled = Atomic<Bool>(false)
+
+    /// A token not tripped.
+    public init() {}
+
+    /// Stops the job at its next safe point.
+    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
 }

@@ -75,11 +75,14 @@ public final class JobPipeline: Sendable {
             // Inspection writes nothing, so even a halted pipeline still reports what is up to date.
             handler.inspect(&context)
             if !context.hasEnded, let halt = halted.withLock({ $0 }) { context.failure = Self.notProcessed(halt) }
+            stopIfCancelled(&context)
             guard !context.hasEnded else { return finish(handler.end(context)) }
             compression.async { [self, context] in
                 var context = context
                 if let halt = halted.withLock({ $0 }) { context.failure = Self.notProcessed(halt) }
+                stopIfCancelled(&context)
                 handler.compress(&context, memory: capacity.memory)
+                stopIfCancelled(&context)
                 handler.store(context, schedule: { transfers.async($0) }, handedOff: handedOff, completion: finish)
             }
         }
@@ -104,6 +107,12 @@ public final class JobPipeline: Sendable {
 
     /// Suspends until every admitted job has ended.
     public func idle() async { await capacity.idle() }
+
+    /// The safe points, between stages: a job whose result is no longer wanted stores nothing more.
+    private func stopIfCancelled(_ context: inout JobContext) {
+        guard !context.hasEnded, context.job.cancellation?.isCancelled == true else { return }
+        context.failure = ImagePipeError(.cancelled, "stopped: its result is no longer wanted (cancelled, or its claim was lost)")
+    }
 
     private static func notProcessed(_ error: ImagePipeError) -> ImagePipeError {
         ImagePipeError(error.code, "not processed: \(error.reason)")

@@ -24,6 +24,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
             case storageRejected = "storage_rejected"
             case storageFull = "storage_full"
             case leaseExpired = "lease_expired"
+            case cancelled = "cancelled"
             case configuration = "configuration"
         }
         private let value: Value
@@ -87,6 +88,8 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         /// A worker's claim on a queued job lapsed before it finished: the worker died, stalled or
         /// lost its database. Another worker runs the job again.
         public static let leaseExpired = Code(.leaseExpired)
+        /// The job was cancelled, or its claim lost, while it ran: it stopped at its next safe point.
+        public static let cancelled = Code(.cancelled)
         /// The command line or environment is wrong; nothing was processed.
         public static let configuration = Code(.configuration)
 

@@ -85,6 +85,8 @@ public final class WorkerLoop: Service, Sendable {
     let events = EventChannel<Machine.Event>()
     let snapshot: Mutex<Snapshot>
     let status: Mutex<StatusReport>
+    /// The tokens of jobs in the pipeline, by ID.
+    let cancellations = Mutex<[String: JobCancellation]>([:])
 
     /// Creates a loop; `clock` is the real one unless a test drives time; `observer` hears of every
     /// recorded outcome and retry.
@@ -228,6 +230,9 @@ public final class WorkerLoop: Service, Sendable {
                 do { try await self.clock.sleep(until: deadline) } catch { return }
                 self.events.send(.tick(deadline))
             }
+        case .abandon(let ids):
+            let tokens = cancellations.withLock { tokens in ids.compactMap { tokens[$0] } }
+            for token in tokens { token.cancel() }
         case .note(let note):
             log(note)
         case .finish:
@@ -244,13 +249,20 @@ public final class WorkerLoop: Service, Sendable {
         events.send(.claimed(jobs, asked: reserved))
     }
 
-    /// Hands a claimed job to the pipeline, in the place reserved for it.
+    /// Hands a claimed job to the pipeline, in the place reserved for it, with a token that stops
+    /// it at its next safe point should its result no longer be wanted.
     private func submit(_ claimed: ClaimedJob) {
         let id = claimed.id
-        pipeline.submit(claimed.job) { [events] event in
+        var job = claimed.job
+        let token = JobCancellation()
+        job.cancellation = token
+        cancellations.withLock { $0[id] = token }
+        pipeline.submit(job) { [self] event in
             switch event {
             case .handedOff: events.send(.handedOff(id))
-            case .finished(let result): events.send(.finished(id, result))
+            case .finished(let result):
+                _ = cancellations.withLock { $0.removeValue(forKey: id) }
+                events.send(.finished(id, result))
             }
         }
     }

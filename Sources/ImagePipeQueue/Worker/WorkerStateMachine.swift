@@ -210,6 +210,8 @@ public struct WorkerStateMachine: ~Copyable {
         case release([ClaimedJob], ReleaseReason)
         /// Renew these claims, then report the lost ones.
         case renew([ClaimedJob])
+        /// Stop these jobs' work at their next safe point: their results are not wanted.
+        case abandon([String])
         /// Ask the queue how many jobs wait, then report ``Event/emptyChecked(waiting:)``.
         case checkEmpty
         /// Report ``Event/tick(_:)`` at this time unless something happens first.
@@ -300,11 +302,12 @@ public struct WorkerStateMachine: ~Copyable {
             actions = jobs.isEmpty ? [] : [.renew(jobs)]
         case .leaseLost(let ids):
             // A job being settled was recorded between the snapshot and the heartbeat: not lost.
-            actions = ids.sorted().compactMap { id in
+            let lost = ids.sorted().compactMap { id -> ClaimedJob? in
                 guard let job = held[id], job.phase == .running, !job.lost else { return nil }
                 held[id]?.lost = true
-                return .note(.leaseLost(job.claimed))
+                return job.claimed
             }
+            actions = lost.map { .note(.leaseLost($0)) } + (lost.isEmpty ? [] : [.abandon(lost.map(\.id))])
         case .emptyChecked(let waiting):
             checkingEmpty = false
             if waiting == 0 && held.isEmpty && lifecycle == .running {
