@@ -1,8 +1,18 @@
 // Claiming, renewing leases and taking back jobs whose lease expired: one short statement each.
 import Foundation
 import ImagePipe
-import ImagePipeQueue
+package import ImagePipeQueue
 import PostgresNIO
+
+/// The failed attempts a claimed row's `errors` column holds.
+package enum AttemptHistory {
+    /// The JSON array of attempt records; none when the text is not one, so a damaged history
+    /// never keeps the job from running.
+    package static func decode(_ errors: String) -> [AttemptRecord] {
+        // Most claims are first attempts, with no history to decode.
+        errors == "[]" ? [] : (try? JSONDecoder().decode([AttemptRecord].self, from: Data(errors.utf8))) ?? []
+    }
+}
 
 extension QueueDatabase {
     /// A claimed row.
@@ -21,8 +31,7 @@ extension QueueDatabase {
         let statement = Claim(queue: queue, limit: limit, owner: owner, leaseSeconds: lease.timeInterval)
         guard let rows = await once("claim", .prepared(statement)) else { return [] }
         return rows.sorted { $0.0 < $1.0 }.map { id, source, attempt, errors in
-            // Most claims are first attempts, with no history to decode.
-            let history = errors == "[]" ? [] : (try? JSONDecoder().decode([AttemptRecord].self, from: Data(errors.utf8))) ?? []
+            let history = AttemptHistory.decode(errors)
             return ClaimedRow(id: id, source: source, attempt: attempt, history: history)
         }
     }
@@ -41,7 +50,7 @@ extension QueueDatabase {
             SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
                 lease_expires_at = now() + make_interval(secs => $4), started_at = now()
             FROM next WHERE j.id = next.id
-            RETURNING j.id, j.source, j.attempt, j.errors::text
+            RETURNING j.id, left(j.source, \(JobSource.maxSourceBytes + 1)), j.attempt, j.errors::text
             """
         typealias Row = (Int, String, Int, String)
 
