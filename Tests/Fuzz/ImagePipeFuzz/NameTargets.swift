@@ -1,0 +1,53 @@
+// Fuzz targets for names strangers choose: queued sources and their rows, output keys, file signatures.
+import Foundation
+import ImagePipe
+import ImagePipePostgres
+
+enum NameTargets {
+    /// A PostgreSQL job row: its `source` text and, after a NUL, its `errors` history as JSON. The
+    /// source's name then makes output keys, which must stay inside the destination.
+    static func jobRow(_ data: Data) {
+        let (source, errors) = data.twoTexts
+        _ = AttemptHistory.decode(errors)
+        let job = JobSource.job(for: source, attempt: 1)
+        if let key = JobSource.objectKey(of: source) {
+            require(source.hasSuffix(key), "key '\(key)' is not the end of '\(source)'")
+        }
+        checkKeys(relativePath: job.relativePath, template: .default)
+    }
+
+    /// `--key` templates and hostile source names (`..`, `.`, empty segments, percent escapes,
+    /// control characters, leading slashes): the template before a NUL, the name after it.
+    static func keyTemplate(_ data: Data) {
+        let (text, name) = data.twoTexts
+        let template = (try? KeyTemplate(text)) ?? .default
+        checkKeys(relativePath: name, template: template)
+        // The same name queued as a path, and as an object's key.
+        checkKeys(relativePath: JobSource.job(for: name, attempt: 1).relativePath, template: template)
+        checkKeys(relativePath: JobSource.job(for: "s3://media/" + name, attempt: 1).relativePath, template: template)
+    }
+
+    /// The signature sniffer on a file's first bytes, as the reader hands them over, and on more.
+    static func sniff(_ data: Data) {
+        let bytes = [UInt8](data)
+        let head = SourceReader.signatureExtension(of: Array(bytes.prefix(16)))
+        require(head == SourceReader.signatureExtension(of: bytes), "the first 16 bytes and the whole file disagree")
+        if let head { require(["jpg", "png", "gif", "webp", "tif", "heic", "avif"].contains(head), "'\(head)'") }
+    }
+
+    /// Every key the template makes for the name is one the destination can hold: relative, and
+    /// resolved segment by segment it never climbs above the destination.
+    private static func checkKeys(relativePath: String, template: KeyTemplate) {
+        let values = KeyTemplate.Values(relativePath: relativePath, sha256: String(repeating: "ab", count: 32))
+        for variant in ["large", "v"] {
+            guard let key = try? template.key(for: values, variant: variant, ext: "jpg") else { continue }
+            require(!key.isEmpty && !key.hasPrefix("/") && key.utf8.count <= 1024 && !key.utf8.contains(0), "key '\(key)'")
+            var depth = 0
+            for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
+                require(!segment.isEmpty && segment != ".", "key '\(key)' has an empty or '.' segment")
+                depth += segment == ".." ? -1 : 1
+                require(depth > 0, "key '\(key)' from '\(relativePath)' leaves the destination")
+            }
+        }
+    }
+}
