@@ -6,7 +6,8 @@
 #   Tests/Fuzz/fuzz.sh replay            every seed and every crash file through every target, once
 #   Tests/Fuzz/fuzz.sh targets           the target names
 #
-# FUZZ_TARGETS="toml s3-xml" limits run and replay to some targets. A crash, sanitizer report,
+# FUZZ_TARGETS="toml s3-xml" limits run and replay to some targets; FUZZ_SWIFT_BINARY and FUZZ_C_DIR
+# run copies of the binaries instead of .build-fuzz's. A crash, sanitizer report,
 # timeout (-timeout, 5 s) or blow-up (-rss_limit_mb, 2048) leaves its input in
 # fixtures/fuzz/crashes/TARGET/ and makes the command fail; replay then runs it in every later
 # `make test`, so it is fixed before anything else lands. Logs go to .build-fuzz/logs/, and each run's
@@ -29,6 +30,9 @@ C_TARGETS=(jpeg-direct icc-srgb vips-header ssimulacra2)
 SWIFT_TARGETS=(toml aws-config variant-spec s3-xml s3-listing supabase-json percent job-row key-template sniff)
 ALL_TARGETS=("${C_TARGETS[@]}" "${SWIFT_TARGETS[@]}")
 SWIFT_BINARY=$OUT/release/ImagePipeFuzz
+# Where run and replay take the binaries from: a copy lets a long run go on while the code is rebuilt.
+RUN_SWIFT_BINARY=${FUZZ_SWIFT_BINARY:-$SWIFT_BINARY}
+RUN_C_DIR=${FUZZ_C_DIR:-$OUT/c}
 
 # Leaks are reported (libFuzzer checks each input); UBSan stops at its first report like ASan.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
@@ -58,7 +62,7 @@ build() {
     for target in "${C_TARGETS[@]}"; do
         local source=Tests/Fuzz/C/fuzz_${target//-/_}.c
         # Every shim file: the harness calls in through the header as the Swift code does.
-        if [ ! -x $OUT/c/$target ] || [ -n "$(find Sources/CVipsShim $source -newer $OUT/c/$target -print -quit)" ]; then
+        if [ ! -x $OUT/c/$target ] || [ -n "$(find Sources/CVipsShim Tests/Fuzz/C -newer $OUT/c/$target -print -quit)" ]; then
             echo "building $OUT/c/$target"
             "$clang" "${cflags[@]}" Sources/CVipsShim/*.c "$source" $(pkg-config --libs vips) -ljpeg -lm -o $OUT/c/$target \
                 -fuse-ld=lld || return 1
@@ -71,7 +75,7 @@ build() {
 
 # The binary and the environment for a target.
 command_for() {
-    if is_c_target "$1"; then echo "$OUT/c/$1"; else echo "env IMAGEPIPE_FUZZ_TARGET=$1 $SWIFT_BINARY"; fi
+    if is_c_target "$1"; then echo "$RUN_C_DIR/$1"; else echo "env IMAGEPIPE_FUZZ_TARGET=$1 $RUN_SWIFT_BINARY"; fi
 }
 
 # Every file in a folder (none when it is missing or empty).

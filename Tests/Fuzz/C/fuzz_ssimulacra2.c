@@ -1,5 +1,5 @@
 // libFuzzer harness: SSIMULACRA 2 (ssimulacra2.c) over images of fuzzed sizes, bands, depths and pixels.
-#include "CVipsShim.h"
+#include "fuzz_libvips.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,10 +12,7 @@
  *   5    sampling k, 1 to 8       6-7  seed mixed into the distorted image's pixels */
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void) argc;
-    if (ipv_init((*argv)[0]) != 0)
-        abort();
-    ipv_configure(1);
-    ipv_set_warning_handler(NULL);
+    fuzz_start_libvips((*argv)[0]);
     return 0;
 }
 
@@ -74,8 +71,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ipv_score_reference_free(ref);
     }
     ipv_unref(reference);
-    char *error = ipv_take_error();
-    ipv_free(error);
-    ipv_thread_done();
+    fuzz_end_call();
     return 0;
 }

@@ -1,7 +1,6 @@
 // libFuzzer harness: shim.c's byte-reading wrappers, in the order VipsCompressor calls them on a source.
-#include "CVipsShim.h"
+#include "fuzz_libvips.h"
 #include <stdint.h>
-#include <stdlib.h>
 
 /* VipsCompressor refuses more than --max-pixels (100 megapixels by default) from the header before
  * decoding; the harness decodes up to a smaller bound so that each run stays short. */
@@ -9,11 +8,7 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void) argc;
-    if (ipv_init((*argv)[0]) != 0)
-        abort();
-    /* As the worker sets libvips up: one thread per image, no cache, untrusted loaders blocked. */
-    ipv_configure(1);
-    ipv_set_warning_handler(NULL);
+    fuzz_start_libvips((*argv)[0]);
     return 0;
 }
 
@@ -41,8 +36,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         ipv_unref(header);
     }
-    char *error = ipv_take_error();
-    ipv_free(error);
-    ipv_thread_done();
+    fuzz_end_call();
     return 0;
 }
