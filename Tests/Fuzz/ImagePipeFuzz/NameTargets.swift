@@ -22,6 +22,11 @@ enum NameTargets {
         let (text, name) = data.twoTexts
         let template = (try? KeyTemplate(text)) ?? .default
         checkKeys(relativePath: name, template: template)
+        // The name's bytes as a file delivered to a queue directory: invalid UTF-8 written as %XX.
+        let bytes = data.firstIndex(of: 0).map { data[($0 + 1)...] } ?? data[...]
+        let delivered = RawPath.escape(bytes)
+        if let valid = String(validating: bytes, as: UTF8.self) { require(delivered == valid, "valid UTF-8 was escaped") }
+        checkKeys(relativePath: delivered, template: template)
         // The same name queued as a path, and as an object's key.
         checkKeys(relativePath: JobSource.job(for: name, attempt: 1).relativePath, template: template)
         checkKeys(relativePath: JobSource.job(for: "s3://media/" + name, attempt: 1).relativePath, template: template)
