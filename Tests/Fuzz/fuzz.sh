@@ -91,14 +91,16 @@ run() {
             -artifact_prefix="$CRASHES/$target/")
         [ -f "$dict" ] && options+=(-dict="$dict")
         echo "fuzzing $target for ${seconds}s"
+        local started=$SECONDS
         $(command_for "$target") "${options[@]}" "$corpus" "$SEEDS/$target" >"$log" 2>&1
-        local status=$?
+        local status=$? elapsed=$((SECONDS - started))
         # libFuzzer's last status line: "#123 DONE cov: 456 ft: 789 corp: ..." (or the line before a crash).
         local last executions
         last=$(grep -E '^#[0-9]+' "$log" | tail -n1)
         executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$seconds" "${executions:-?}" \
-            "$(grep -o 'cov: [0-9]*' <<<"$last" | cut -d' ' -f2)" "$(grep -o 'ft: [0-9]*' <<<"$last" | cut -d' ' -f2)" >>$LOGS/runs.tsv
+        # Finished at, target, seconds run, executions, coverage (cov, ft), libFuzzer's exit status.
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$elapsed" "${executions:-?}" \
+            "$(grep -o 'cov: [0-9]*' <<<"$last" | cut -d' ' -f2)" "$(grep -o 'ft: [0-9]*' <<<"$last" | cut -d' ' -f2)" "$status" >>$LOGS/runs.tsv
         echo "  $target: ${executions:-?} executions; ${last:-no status line}"
         rmdir "$CRASHES/$target" 2>/dev/null
         if [ $status -ne 0 ]; then
