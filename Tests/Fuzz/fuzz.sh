@@ -18,7 +18,8 @@ cd "$(dirname "$0")/../.."
 OUT=.build-fuzz
 SEEDS=fixtures/fuzz
 CRASHES=$SEEDS/crashes
-LOGS=$OUT/logs
+# Another folder for logs (FUZZ_LOGS) lets a long run go on beside `make test`'s short ones.
+LOGS=${FUZZ_LOGS:-$OUT/logs}
 SWIFT=${SWIFT:-swift}
 TIMEOUT=${FUZZ_TIMEOUT:-5}
 RSS_LIMIT_MB=${FUZZ_RSS_LIMIT_MB:-2048}
@@ -96,7 +97,7 @@ run() {
         local status=$? elapsed=$((SECONDS - started))
         # libFuzzer's last status line: "#123 DONE cov: 456 ft: 789 corp: ..." (or the line before a crash).
         local last executions
-        last=$(grep -E '^#[0-9]+' "$log" | tail -n1)
+        last=$(grep -aE '^#[0-9]+' "$log" | tail -n1)
         executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
         # Finished at, target, seconds run, executions, coverage (cov, ft), libFuzzer's exit status.
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$elapsed" "${executions:-?}" \
@@ -105,7 +106,7 @@ run() {
         rmdir "$CRASHES/$target" 2>/dev/null
         if [ $status -ne 0 ]; then
             echo "  $target FAILED (exit $status): see $log; input kept in $CRASHES/$target/"
-            grep -E 'ERROR: |runtime error:|Fatal error|SUMMARY:' "$log" | head -n5 | sed 's/^/    /'
+            grep -aE 'ERROR: |runtime error:|Fatal error|SUMMARY:' "$log" | head -n5 | sed 's/^/    /'
             failed+=("$target")
         fi
     done
@@ -128,7 +129,7 @@ replay() {
         local status=$?
         if [ $status -ne 0 ]; then
             echo "replay through $target FAILED (exit $status): see $log"
-            grep -E 'ERROR: |runtime error:|Fatal error|SUMMARY:|Running: ' "$log" | tail -n5 | sed 's/^/    /'
+            grep -aE 'ERROR: |runtime error:|Fatal error|SUMMARY:|Running: ' "$log" | tail -n5 | sed 's/^/    /'
             failed+=("$target")
         fi
     done

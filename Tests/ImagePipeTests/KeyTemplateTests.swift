@@ -1,4 +1,6 @@
+import Foundation
 import ImagePipe
+import ImagePipeTestSupport
 import Testing
 
 @Suite struct KeyTemplateTests {
@@ -54,5 +56,45 @@ import Testing
             #expect(throws: ImagePipeError.self) { try KeyTemplate.validate(key: bad) }
         }
         try KeyTemplate.validate(key: "a/b..c/..d")
+    }
+}
+
+/// Names whose segments start with a combining mark (fixtures/fuzz/crashes/key-template/): a `/` and
+/// the mark after it are one character, so keys are cut into segments at `/` bytes.
+@Suite struct KeyTemplateSegmentTests {
+    let mark = "\u{301}"
+
+    @Test func aDotDotSegmentBehindACombiningMarkIsStillRefused() throws {
+        // Cut at characters, `../\u{301}x` was one segment: the key left the destination.
+        for key in ["../\(mark)x/a.jpg", "a/../../\(mark)b", "/\(mark)etc/passwd", "a//\(mark)b", "a/./\(mark)b"] {
+            #expect(throws: ImagePipeError.self, "\(key)") { try KeyTemplate.validate(key: key) }
+        }
+        let values = KeyTemplate.Values(relativePath: "../\(mark)x/a.jpg", sha256: nil)
+        #expect(throws: ImagePipeError.self) { try KeyTemplate.default.key(for: values, variant: "large", ext: "jpg") }
+        #expect(throws: ImagePipeError.self) { try KeyTemplate("../\(mark){stem}-{variant}.{ext}") }
+        #expect(throws: ImagePipeError.self) { try KeyTemplate("/\(mark){stem}-{variant}.{ext}") }
+        try KeyTemplate.validate(key: "a/\(mark)b/\(mark)..c")
+    }
+
+    @Test func suchAKeyIsNeverWrittenOutsideTheDestination() throws {
+        let directory = TemporaryDirectory()
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        #expect(throws: ImagePipeError.self) {
+            try storage.put(StorageObject(key: "../\(mark)x/evil.jpg", body: Data([1]), contentType: "image/jpeg"))
+        }
+        #expect(directory.files().isEmpty, "\(directory.files())")
+    }
+
+    @Test func aKeyWhoseSegmentStartsWithACombiningMarkIsStoredWhereItSays() throws {
+        let directory = TemporaryDirectory()
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        _ = try storage.put(StorageObject(key: "a/\(mark)x-large.jpg", body: Data([1]), contentType: "image/jpeg"))
+        #expect(directory.files(under: "out") == ["a/\(mark)x-large.jpg"])
+        try storage.delete("a/\(mark)x-large.jpg")
+        #expect(directory.files(under: "out").isEmpty)
+        // Two names of 201 bytes each, not one of 403, for the file system's 255-byte limit.
+        let limits = KeyLimits.localDirectory(root: directory.path)
+        try limits.check(String(repeating: "a", count: 201) + "/" + mark + String(repeating: "b", count: 199))
+        #expect(throws: ImagePipeError.self) { try limits.check("a/" + mark + String(repeating: "b", count: 254)) }
     }
 }

@@ -11,7 +11,7 @@ enum NameTargets {
         _ = AttemptHistory.decode(errors)
         let job = JobSource.job(for: source, attempt: 1)
         if let key = JobSource.objectKey(of: source) {
-            require(source.hasSuffix(key), "key '\(key)' is not the end of '\(source)'")
+            require(source.utf8.reversed().starts(with: key.utf8.reversed()), "key '\(key)' is not the end of '\(source)'")
         }
         checkKeys(relativePath: job.relativePath, template: .default)
     }
@@ -41,16 +41,19 @@ enum NameTargets {
     }
 
     /// Every key the template makes for the name is one the destination can hold: relative, and
-    /// resolved segment by segment it never climbs above the destination.
+    /// resolved segment by segment it never climbs above the destination. Segments are cut at `/`
+    /// bytes, as the file system cuts them (not at `/` characters: a `/` and a combining mark after
+    /// it make one character).
     private static func checkKeys(relativePath: String, template: KeyTemplate) {
         let values = KeyTemplate.Values(relativePath: relativePath, sha256: String(repeating: "ab", count: 32))
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
         for variant in ["large", "v"] {
             guard let key = try? template.key(for: values, variant: variant, ext: "jpg") else { continue }
-            require(!key.isEmpty && !key.hasPrefix("/") && key.utf8.count <= 1024 && !key.utf8.contains(0), "key '\(key)'")
+            require(!key.isEmpty && key.utf8.first != slash && key.utf8.count <= 1024 && !key.utf8.contains(0), "key '\(key)'")
             var depth = 0
-            for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
-                require(!segment.isEmpty && segment != ".", "key '\(key)' has an empty or '.' segment")
-                depth += segment == ".." ? -1 : 1
+            for segment in key.utf8.split(separator: slash, omittingEmptySubsequences: false) {
+                require(!segment.isEmpty && !segment.elementsEqual([dot]), "key '\(key)' has an empty or '.' segment")
+                depth += segment.elementsEqual([dot, dot]) ? -1 : 1
                 require(depth > 0, "key '\(key)' from '\(relativePath)' leaves the destination")
             }
         }

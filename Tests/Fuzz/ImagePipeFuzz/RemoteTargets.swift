@@ -32,8 +32,10 @@ enum RemoteTargets {
         let response = HTTPResponse(status: 200, headers: [], body: data)
         if let entries = SupabaseSourceRepository.entries(response) {
             let listed = SupabaseSourceRepository.listed(entries, prefix: "orig", in: folder)
-            for key in listed.folders { require(key.hasPrefix("orig/") && key.count > 5, "folder key '\(key)'") }
-            for object in listed.objects { require(object.location.key.hasPrefix("orig/"), "object key '\(object.location.key)'") }
+            // Compared as bytes: a name that starts with a combining mark joins the `/` in one character.
+            let prefix = Array("orig/".utf8)
+            for key in listed.folders { require(key.utf8.starts(with: prefix) && key.utf8.count > 5, "folder key '\(key)'") }
+            for object in listed.objects { require(object.location.key.utf8.starts(with: prefix), "object key '\(object.location.key)'") }
         }
         _ = SupabaseErrorResponse.failure(HTTPResponse(status: 400, headers: [], body: data))
     }
