@@ -23,7 +23,7 @@ ARCH        := $(shell dpkg --print-architecture 2>/dev/null)
 DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
 
 .PHONY: demo test test-deps format format-check deps build release check-swift clean bench bench-compare bench-thresholds bench-deps \
-	static manual install deb deb-test deb-deps soak
+	static manual install deb deb-test deb-deps soak fuzz fuzz-build fuzz-check
 
 demo: deps release
 	rm -rf out
@@ -38,6 +38,32 @@ test: deps test-deps format-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --filter '$(IN_PROCESS_SUITES)'
 	$(SWIFT) test --skip-build --skip '$(IN_PROCESS_SUITES)'
+	$(MAKE) fuzz-check
+
+# Fuzzing (Tests/Fuzz/README.md): libFuzzer harnesses of every parser of untrusted input, C ones with
+# AddressSanitizer and UBSan, Swift ones with AddressSanitizer, built into .build-fuzz. `make fuzz`
+# runs each for FUZZ_SECONDS (`make fuzz FUZZ_SECONDS=600`; FUZZ_TARGETS="toml s3-xml" for some);
+# an input that crashes, trips a sanitizer, runs past 5 s or holds more than 2 GB is kept in
+# fixtures/fuzz/crashes/TARGET/ and fails the run. `make test` replays every seed and crash input
+# through every harness, fuzzes each for FUZZ_CHECK_SECONDS, and runs the hostile fixtures through
+# `imagepipe batch` built with AddressSanitizer and UBSan (.build-asan).
+FUZZ_SECONDS ?= 15
+FUZZ_CHECK_SECONDS ?= 20
+ASAN_BUILD  := .build-asan
+
+fuzz-build: deps
+	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh build
+
+fuzz: fuzz-build
+	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh run $(FUZZ_SECONDS)
+
+# Swift has no UBSan on Linux: the batch binary gets AddressSanitizer everywhere and UBSan (but for
+# C++'s vptr check) on every C target.
+fuzz-check: fuzz-build
+	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh replay
+	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh run $(FUZZ_CHECK_SECONDS)
+	$(SWIFT) build --scratch-path $(ASAN_BUILD) --product imagepipe --sanitize address -Xcc -fsanitize=undefined -Xcc -fno-sanitize=vptr
+	IMAGEPIPE_SANITIZED_BINARY=$(CURDIR)/$(ASAN_BUILD)/debug/imagepipe $(SWIFT) test --skip-build --filter SanitizedBatchTests
 
 # One layout for all Swift code (swift-format from the toolchain, settings in .ci/swift-format.json:
 # layout only, no rewriting rules). `make format` applies it; `make test` fails on code that differs.
@@ -183,4 +209,4 @@ soak: deps release
 		--plot-copy Benchmarks/soak/soak.svg
 
 clean:
-	rm -rf .build $(STATIC_BUILD) out .bench .soak Benchmarks/.build
+	rm -rf .build $(STATIC_BUILD) .build-fuzz $(ASAN_BUILD) out .bench .soak Benchmarks/.build

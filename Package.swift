@@ -141,6 +141,15 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // libFuzzer harnesses of the Swift parsers of untrusted input (`make fuzz`, Tests/Fuzz/README.md).
+        // Built with -sanitize=fuzzer -D FUZZING by the fuzz build; a plain build replays files through a target.
+        .executableTarget(
+            name: "ImagePipeFuzz",
+            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipePostgres"],
+            path: "Tests/Fuzz/ImagePipeFuzz",
+            swiftSettings: strict
+        ),
+
         .testTarget(
             name: "ImagePipeTests",
             dependencies: ["ImagePipe", "ImagePipeTestKit", "ImagePipeTestSupport"],

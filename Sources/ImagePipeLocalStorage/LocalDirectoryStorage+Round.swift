@@ -61,7 +61,7 @@ extension LocalDirectoryStorage {
             var directory = file.directory
             while true {
                 directories[directory, default: []].append(index)
-                guard directory.utf8.count > root.utf8.count, let slash = directory.lastIndex(of: "/") else { break }
+                guard directory.utf8.count > root.utf8.count, let slash = directory.utf8.lastIndex(of: UInt8(ascii: "/")) else { break }
                 directory = String(directory[..<slash])
             }
         }

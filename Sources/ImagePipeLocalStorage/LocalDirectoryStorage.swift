@@ -115,7 +115,8 @@ public struct LocalDirectoryStorage: StorageRepository {
         try KeyTemplate.validate(key: object.key)
         try keyLimits.check(object.key)
         let path = root + "/" + object.key
-        let directory = String(path[..<path.lastIndex(of: "/")!])
+        // The last `/` byte: a `/` followed by a combining mark is one character, not a `/`.
+        let directory = String(path[..<path.utf8.lastIndex(of: UInt8(ascii: "/"))!])
         // A short fixed-length name, so a key segment at the file system's limit still fits.
         let temporary = directory + "/" + TemporarySweeper.prefix + Self.randomSuffix() + TemporarySweeper.suffix
         // The directory is made only when the file cannot be created for want of it: asking first
@@ -212,9 +213,10 @@ public struct LocalDirectoryStorage: StorageRepository {
         let path = root + "/" + key
         if unlink(path) != 0 && errno != ENOENT { throw Self.failure(errno, "cannot remove \(path)") }
         // Directories the removed file leaves empty go too, up to (not including) the root.
-        var parts = key.split(separator: "/").dropLast()
-        while !parts.isEmpty, rmdir(root + "/" + parts.joined(separator: "/")) == 0 {
-            parts = parts.dropLast()
+        var directory = key[...]
+        while let slash = directory.utf8.lastIndex(of: UInt8(ascii: "/")) {
+            directory = directory[..<slash]
+            guard rmdir(root + "/" + directory) == 0 else { break }
         }
     }
 

@@ -1,6 +1,6 @@
 // A queued source as a producer wrote it (a path or an object URL), and the Job it becomes.
 import Foundation
-import ImagePipe
+package import ImagePipe
 
 /// Turns a queued source into a ``Job``, deciding the name that gives `{dir}` and `{stem}` in keys.
 ///
@@ -13,9 +13,20 @@ import ImagePipe
 ///
 /// The source text is stored as given, so a producer may queue a kind of source that an older worker
 /// cannot read yet: that job fails as an unreadable source rather than being refused at the door.
-enum JobSource {
+package enum JobSource {
+    /// The longest queued source accepted, 4096 bytes (a Linux path's limit; object keys stop at 1024).
+    /// A claim reads no more of the row's text than that, so a producer's mistake (or a hostile
+    /// upload name) cannot make a worker hold a source of any size; a longer one fails at once.
+    package static let maxSourceBytes = 4096
+
+    /// Why a claimed source cannot become a job, or nil when it can.
+    package static func refusal(of source: String) -> ImagePipeError? {
+        guard source.utf8.count > maxSourceBytes else { return nil }
+        return ImagePipeError(.unreadableSource, "the queued source is longer than the \(maxSourceBytes) bytes a source may have")
+    }
+
     /// The job for `source` at `attempt`.
-    static func job(for source: String, attempt: Int) -> Job {
+    package static func job(for source: String, attempt: Int) -> Job {
         if let key = objectKey(of: source) {
             // An object in S3 or Supabase is read through the worker's source repositories.
             if let location = try? ObjectLocation(parsing: source) {
@@ -29,7 +40,7 @@ enum JobSource {
     }
 
     /// The key of an object URL (everything after the bucket), or nil for a local path.
-    static func objectKey(of source: String) -> String? {
+    package static func objectKey(of source: String) -> String? {
         guard let scheme = source.range(of: "://"), !source.hasPrefix("file://") else { return nil }
         let rest = source[scheme.upperBound...]
         guard let slash = rest.firstIndex(of: "/") else { return "" }

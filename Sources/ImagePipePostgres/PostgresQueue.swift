@@ -99,12 +99,29 @@ public final class PostgresQueue: JobQueue {
 
     public func claim(upTo limit: Int) async -> [ClaimedJob] {
         let rows = await database.claim(queue: location.queue, limit: limit, owner: owner, lease: configuration.lease)
+        var claimed: [ClaimedJob] = []
         for row in rows {
+            if let refusal = JobSource.refusal(of: row.source) {
+                await refuse(row, refusal)
+                continue
+            }
             logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": .stringConvertible(row.attempt)])
+            claimed.append(
+                ClaimedJob(
+                    id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt), source: row.source))
         }
-        return rows.map { row in
-            ClaimedJob(id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt), source: row.source)
-        }
+        return claimed
+    }
+
+    /// Fails a claimed job for good without running it (its source is past ``JobSource/maxSourceBytes``);
+    /// retrying could not help, and the worker loop never sees it. Its record names the source's start.
+    private func refuse(_ row: QueueDatabase.ClaimedRow, _ error: ImagePipeError) async {
+        let source = String(row.source.prefix(200)) + "…"
+        logger.error("refused", metadata: ["job": "\(row.id)", "source": "\(source)", "error": "\(error.reason)"])
+        let result = JobResult(source: source, status: .failed, error: error, attempts: row.attempt)
+        _ = await database.discard(
+            QueueDatabase.Fence(id: row.id, attempt: row.attempt), owner: owner,
+            failure: JSONLine.encode(AttemptRecord(result)), result: result.jsonLine())
     }
 
     public func maintain() async {

@@ -37,7 +37,7 @@ extension QueueDatabase {
             SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
                 lease_expires_at = now() + make_interval(secs => $4), started_at = now()
             FROM next WHERE j.id = next.id
-            RETURNING j.id, j.source, j.attempt
+            RETURNING j.id, left(j.source, \(JobSource.maxSourceBytes + 1)), j.attempt
             """
         typealias Row = (Int, String, Int)
 

@@ -144,6 +144,15 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.url("out")), "nothing is created")
     }
 
+    @Test func aFileWithoutEndIsReadOnlyToTheLimit() throws {
+        // /dev/zero was read until memory ran out; a file past 1 MiB is refused having read that much.
+        let endless = try run(["batch", "--config", "/dev/zero", directory.url("src"), "--dest", directory.url("out")])
+        #expect(endless.status == 2, "\(endless)")
+        #expect(
+            endless.stderr.contains("imagepipe: error: /dev/zero: the file is longer than the 1048576 bytes a configuration file may have"),
+            "\(endless.stderr)")
+    }
+
     @Test func aMissingFileOrABadVariableExitsTwoNamingIt() throws {
         let missing = try run(["batch", "--config", directory.url("nope.toml"), directory.url("src"), "--dest", directory.url("out")])
         #expect(missing.status == 2)

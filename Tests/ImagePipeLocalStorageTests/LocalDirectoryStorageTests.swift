@@ -328,3 +328,31 @@ import Testing
         }
     }
 }
+
+/// Keys whose segments start with a combining mark (fixtures/fuzz/crashes/key-template/): a `/` and
+/// the mark after it are one character, so the storage cuts keys into segments at `/` bytes.
+@Suite struct LocalDirectoryStorageSegmentTests {
+    let mark = "\u{301}"
+
+    @Test func suchAKeyIsNeverWrittenOutsideTheDestination() throws {
+        let directory = TemporaryDirectory()
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        #expect(throws: ImagePipeError.self) {
+            try storage.put(StorageObject(key: "../\(mark)x/evil.jpg", body: Data([1]), contentType: "image/jpeg"))
+        }
+        #expect(directory.files().isEmpty, "\(directory.files())")
+    }
+
+    @Test func aKeyWhoseSegmentStartsWithACombiningMarkIsStoredWhereItSays() throws {
+        let directory = TemporaryDirectory()
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        _ = try storage.put(StorageObject(key: "a/\(mark)x-large.jpg", body: Data([1]), contentType: "image/jpeg"))
+        #expect(directory.files(under: "out") == ["a/\(mark)x-large.jpg"])
+        try storage.delete("a/\(mark)x-large.jpg")
+        #expect(directory.files(under: "out").isEmpty)
+        // Two names of 201 bytes each, not one of 403, for the file system's 255-byte limit.
+        let limits = KeyLimits.localDirectory(root: directory.path)
+        try limits.check(String(repeating: "a", count: 201) + "/" + mark + String(repeating: "b", count: 199))
+        #expect(throws: ImagePipeError.self) { try limits.check("a/" + mark + String(repeating: "b", count: 254)) }
+    }
+}

@@ -60,6 +60,23 @@ struct PostgresQueueTests {
         await second.close()
     }
 
+    @Test func aSourceLongerThanTheLimitFailsAtOnceWithoutRunning() async throws {
+        let fixture = try PostgresFixture()
+        try await fixture.enqueue(1)
+        // 100,000 bytes of name (compressed, it passes the index on sources): claims read 4097 of them.
+        _ = try fixture.sql("SELECT imagepipe.enqueue('s3://media/' || repeat('a', 100000) || '.jpg')")
+        let queue = try fixture.queue()
+        try await queue.open(wake: {})
+        let claimed = await queue.claim(upTo: 5)
+        #expect(claimed.map(\.job.relativePath) == ["photo-0.jpg"], "the long source is never handed to the worker")
+        let refused = "FROM imagepipe.jobs WHERE length(source) > 4096"
+        #expect(
+            try fixture.sql("SELECT state, result->>'error_code', result->>'error', length(result->>'source') \(refused)")
+                == "discarded|unreadable_source|the queued source is longer than the 4096 bytes a source may have|201")
+        #expect(try fixture.sql("SELECT errors->0->>'error_code' \(refused)") == "unreadable_source")
+        await queue.close()
+    }
+
     @Test func aRetryWaitsOutItsBackoffInTheDatabase() async throws {
         let fixture = try PostgresFixture()
         try await fixture.enqueue(1)

@@ -134,6 +134,10 @@ import Testing
         #expect(failure(both, publicBaseURL: "cdn.example.com")?.code == .configuration)
         #expect(failure(both.merging(["AWS_MAX_ATTEMPTS": "0"]) { $1 })?.code == .configuration)
         #expect(failure(both, endpoint: "nonsense")?.reason.contains("topsecret") == false)
+        // A file path set to something without end is read only to the 1 MiB limit.
+        #expect(
+            failure(both.merging(["AWS_CONFIG_FILE": "/dev/zero"]) { $1 })?.reason
+                == "/dev/zero is longer than the 1048576 bytes an AWS config or credentials file may have")
     }
 
     @Test func supabaseSettingsComeFromTheEnvironment() throws {

@@ -108,3 +108,55 @@ import Testing
         #expect(reason?.hasPrefix(expected) == true, "\(reason ?? "accepted")")
     }
 }
+
+/// The reader's bounds under hostile files (issue 26, and fixtures/fuzz/crashes/toml/): what it holds
+/// and how deep it recurses are limited, and its time grows with the file, not the file squared.
+@Suite struct ConfigurationDocumentLimitTests {
+    func failure(_ text: String) -> String? {
+        do {
+            _ = try ConfigurationDocument.parse(text, path: "x.toml")
+            return nil
+        } catch {
+            #expect(error.code == .configuration)
+            return error.reason
+        }
+    }
+
+    @Test func aFileLongerThanTheLimitIsRefusedBeforeItIsParsed() {
+        let text = "# " + String(repeating: "x", count: ConfigurationDocument.maxBytes)
+        #expect(failure(text) == "x.toml: the file is longer than the 1048576 bytes a configuration file may have")
+        #expect(failure(String(text.prefix(ConfigurationDocument.maxBytes))) == nil)
+    }
+
+    @Test func arraysNestOnlySoDeep() {
+        // 60,000 brackets ran the stack out (an AddressSanitizer stack-overflow report in the fuzz build).
+        let depth = ConfigurationDocument.maxDepth
+        #expect(failure("a = " + String(repeating: "[", count: depth) + String(repeating: "]", count: depth)) == nil)
+        #expect(failure("a = " + String(repeating: "[", count: depth + 1)) == "x.toml:1: arrays nested more than 32 deep")
+        #expect(failure("a = " + String(repeating: "[", count: 60_000)) == "x.toml:1: arrays nested more than 32 deep")
+    }
+
+    @Test func tablesNestOnlySoDeepWhetherByHeadersOrDottedKeys() {
+        let depth = ConfigurationDocument.maxDepth
+        let deepest = Array(repeating: "t", count: depth).joined(separator: ".")
+        #expect(failure("\(deepest) = 1") == nil)
+        #expect(failure("[\(deepest)]\nk = 1") == nil)
+        #expect(failure("\(deepest).t = 1") == "x.toml:1: tables nested more than 32 deep")
+        #expect(failure("[\(deepest).t]") == "x.toml:1: tables nested more than 32 deep")
+        #expect(failure("[\(deepest)]\nk.k = 1") == "x.toml:2: tables nested more than 32 deep")
+        #expect(failure("a" + String(repeating: ".a", count: 30_000) + " = 1") == "x.toml:1: tables nested more than 32 deep")
+    }
+
+    @Test func manyKeysAndTablesTakeTimeInProportion() throws {
+        // Every key was compared with every key before it: 60,000 keys took over two minutes.
+        let keys = (0..<80_000).map { "k\($0) = 1\n" }.joined()
+        let tables = (0..<60_000).map { "[t\($0)]\n" }.joined()
+        for text in [keys, tables] {
+            #expect(text.utf8.count <= ConfigurationDocument.maxBytes)
+            var table: ConfigurationTable?
+            let elapsed = ContinuousClock().measure { table = try? ConfigurationDocument.parse(text, path: "x.toml") }
+            #expect(table?.entries.count ?? 0 >= 60_000)
+            #expect(elapsed < .seconds(30), "\(elapsed)")
+        }
+    }
+}

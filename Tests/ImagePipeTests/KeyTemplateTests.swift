@@ -1,4 +1,6 @@
+import Foundation
 import ImagePipe
+import ImagePipeTestSupport
 import Testing
 
 @Suite struct KeyTemplateTests {
@@ -54,5 +56,23 @@ import Testing
             #expect(throws: ImagePipeError.self) { try KeyTemplate.validate(key: bad) }
         }
         try KeyTemplate.validate(key: "a/b..c/..d")
+    }
+}
+
+/// Names whose segments start with a combining mark (fixtures/fuzz/crashes/key-template/): a `/` and
+/// the mark after it are one character, so keys are cut into segments at `/` bytes.
+@Suite struct KeyTemplateSegmentTests {
+    let mark = "\u{301}"
+
+    @Test func aDotDotSegmentBehindACombiningMarkIsStillRefused() throws {
+        // Cut at characters, `../\u{301}x` was one segment: the key left the destination.
+        for key in ["../\(mark)x/a.jpg", "a/../../\(mark)b", "/\(mark)etc/passwd", "a//\(mark)b", "a/./\(mark)b"] {
+            #expect(throws: ImagePipeError.self, "\(key)") { try KeyTemplate.validate(key: key) }
+        }
+        let values = KeyTemplate.Values(relativePath: "../\(mark)x/a.jpg", sha256: nil)
+        #expect(throws: ImagePipeError.self) { try KeyTemplate.default.key(for: values, variant: "large", ext: "jpg") }
+        #expect(throws: ImagePipeError.self) { try KeyTemplate("../\(mark){stem}-{variant}.{ext}") }
+        #expect(throws: ImagePipeError.self) { try KeyTemplate("/\(mark){stem}-{variant}.{ext}") }
+        try KeyTemplate.validate(key: "a/\(mark)b/\(mark)..c")
     }
 }

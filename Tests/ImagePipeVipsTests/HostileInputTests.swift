@@ -105,6 +105,21 @@ import Testing
         #expect(header.reason.contains("--max-pixels"))
     }
 
+    /// One bomb per format libvips reads here (fixtures/make-bombs.py): each header declares gigabytes
+    /// of pixels over a few hundred bytes of data, and is refused from that header in moments.
+    @Test(arguments: [
+        ("bomb.jpg", "65000x65000"), ("bomb.webp", "16383x16383"), ("bomb-animated.webp", "16383x16383"),
+        ("bomb.gif", "65535x65535"), ("bomb.tiff", "50000x50000"), ("bomb.heic", "16000x16000"), ("bomb.avif", "16000x16000"),
+    ])
+    func aDecompressionBombOfEachFormatIsRejectedFromItsHeader(_ name: String, _ declared: String) throws {
+        var found: ImagePipeError?
+        let elapsed = ContinuousClock().measure { found = failure("hostile/" + name) }
+        let error = try #require(found, "\(name) must be refused")
+        #expect(error.code == .imageTooLarge, "\(name): \(error)")
+        #expect(error.reason.contains(declared) && error.reason.contains("--max-pixels"), "\(name): \(error.reason)")
+        #expect(elapsed < .seconds(5), "\(name) took \(elapsed): decoded rather than refused?")
+    }
+
     @Test func theLimitIsConfigurable() throws {
         let error = try #require(failure("images/exif-orientation/Landscape_1.jpg", limits: CompressionLimits(maxPixels: 1_000_000)))
         #expect(error.code == .imageTooLarge)

@@ -61,9 +61,24 @@ public struct ConfigurationTable: Sendable, Equatable {
 /// several lines, with comments and a trailing comma). Multi-line strings, inline tables, arrays
 /// of tables and dates are refused with the line they are on, rather than misread.
 public enum ConfigurationDocument {
+    /// The longest file read, 1 MiB: a settings file is a few kilobytes, and a stray binary or log
+    /// named by mistake is refused at once instead of being held whole and parsed.
+    public static let maxBytes = 1 << 20
+
+    /// The deepest nesting of tables (headers and dotted keys together) and of arrays: the parser and
+    /// the values it makes recurse once per level, so a file of `[[[[…` or `a.a.a.…` would otherwise
+    /// run the stack out long before reaching ``maxBytes``.
+    public static let maxDepth = 32
+
     /// The top-level table of `text`; errors name `path` and the line.
     public static func parse(_ text: String, path: String) throws(ImagePipeError) -> ConfigurationTable {
+        guard text.utf8.count <= maxBytes else { throw tooLarge(path) }
         var parser = ConfigurationParser(text: text, path: path)
         return try parser.document()
+    }
+
+    /// The error for a file longer than ``maxBytes``, for readers that stop reading there.
+    public static func tooLarge(_ path: String) -> ImagePipeError {
+        .configuration("\(path): the file is longer than the \(maxBytes) bytes a configuration file may have")
     }
 }

@@ -7,6 +7,9 @@ struct ConfigurationParser {
     private let path: String
     private var index = 0
     private var line = 1
+    /// The tables the last header opened, and the arrays open around the value being read.
+    private var headerDepth = 0
+    private var arrayDepth = 0
 
     init(text: String, path: String) {
         scalars = Array(text.unicodeScalars)
@@ -30,7 +33,7 @@ struct ConfigurationParser {
                 current = try tableHeader(root)
             default:
                 let keyLine = line
-                let key = try dottedKey()
+                let key = try dottedKey(depth: headerDepth)
                 skipBlank()
                 guard peek == "=" else { throw failure("expected '=' after the key '\(key.joined(separator: "."))'") }
                 index += 1
@@ -50,7 +53,8 @@ struct ConfigurationParser {
         if peek == "[" { throw failure("arrays of tables ([[...]]) are not supported") }
         skipBlank()
         let headerLine = line
-        let key = try dottedKey()
+        let key = try dottedKey(depth: 0)
+        headerDepth = key.count
         skipBlank()
         guard peek == "]" else { throw failure("expected ']' to close the table header") }
         index += 1
@@ -58,11 +62,15 @@ struct ConfigurationParser {
         return try root.defineTable(path: key, line: headerLine, parser: self)
     }
 
-    private mutating func dottedKey() throws(ImagePipeError) -> [String] {
+    /// A key of one or more dotted parts, under `depth` tables already open.
+    private mutating func dottedKey(depth: Int) throws(ImagePipeError) -> [String] {
         var parts = [try simpleKey()]
         while true {
             skipBlank()
             guard peek == "." else { return parts }
+            guard depth + parts.count < ConfigurationDocument.maxDepth else {
+                throw failure("tables nested more than \(ConfigurationDocument.maxDepth) deep")
+            }
             index += 1
             skipBlank()
             parts.append(try simpleKey())
@@ -108,6 +116,11 @@ struct ConfigurationParser {
     }
 
     private mutating func array() throws(ImagePipeError) -> [ConfigurationValue] {
+        guard arrayDepth < ConfigurationDocument.maxDepth else {
+            throw failure("arrays nested more than \(ConfigurationDocument.maxDepth) deep")
+        }
+        arrayDepth += 1
+        defer { arrayDepth -= 1 }
         index += 1
         var elements: [ConfigurationValue] = []
         while true {
@@ -273,6 +286,9 @@ final class TableBuilder {
     }
 
     private var items: [(key: String, item: Item)] = []
+    /// Where each key is in `items`: looked up once per key and header, so a table of n keys costs n
+    /// lookups, not n² comparisons.
+    private var positions: [String: Int] = [:]
     private let line: Int
     private var explicit: Bool
 
@@ -295,10 +311,19 @@ final class TableBuilder {
     func insert(path: [String], value: ConfigurationValue, parser: ConfigurationParser) throws(ImagePipeError) {
         let parent = try subtable(path.dropLast(), line: value.line, parser: parser)
         let key = path[path.count - 1]
-        if let existing = parent.items.first(where: { $0.key == key }) {
-            throw parser.failure("'\(path.joined(separator: "."))' is already defined on line \(existing.item.line)", line: value.line)
+        if let existing = parent.item(key) {
+            throw parser.failure("'\(path.joined(separator: "."))' is already defined on line \(existing.line)", line: value.line)
         }
-        parent.items.append((key, .value(value)))
+        parent.append(key, .value(value))
+    }
+
+    private func item(_ key: String) -> Item? {
+        positions[key].map { items[$0].item }
+    }
+
+    private func append(_ key: String, _ item: Item) {
+        positions[key] = items.count
+        items.append((key, item))
     }
 
     /// The table a `[header]` names, created (or completed, when dotted keys made it) here.
@@ -314,15 +339,15 @@ final class TableBuilder {
     private func subtable(_ path: ArraySlice<String>, line: Int, parser: ConfigurationParser) throws(ImagePipeError) -> TableBuilder {
         var table = self
         for (offset, key) in path.enumerated() {
-            if let existing = table.items.first(where: { $0.key == key }) {
-                guard case .table(let next) = existing.item else {
+            if let existing = table.item(key) {
+                guard case .table(let next) = existing else {
                     let name = path.prefix(offset + 1).joined(separator: ".")
-                    throw parser.failure("'\(name)' is a value (line \(existing.item.line)), not a table", line: line)
+                    throw parser.failure("'\(name)' is a value (line \(existing.line)), not a table", line: line)
                 }
                 table = next
             } else {
                 let next = TableBuilder(line: line, explicit: false)
-                table.items.append((key, .table(next)))
+                table.append(key, .table(next))
                 table = next
             }
         }

@@ -21,8 +21,8 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
     public init(_ text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError { .configuration("invalid --key template '\(text)': \(why)") }
         guard !text.isEmpty else { throw bad("it is empty") }
-        guard !text.hasPrefix("/") else { throw bad("keys are relative to the destination; remove the leading '/'") }
-        guard !text.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == ".." || $0 == "." }) else {
+        guard text.utf8.first != Self.slash else { throw bad("keys are relative to the destination; remove the leading '/'") }
+        guard !Self.segments(text).contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }) else {
             throw bad("'..' and '.' segments would leave or blur the destination")
         }
         var rest = Substring(text)
@@ -119,12 +119,21 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
     public static func validate(key: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError { ImagePipeError(.invalidKey, "invalid output key '\(key)': \(why)") }
         guard !key.isEmpty else { throw bad("it is empty") }
-        guard !key.hasPrefix("/") else { throw bad("absolute keys would escape the destination") }
+        guard key.utf8.first != slash else { throw bad("absolute keys would escape the destination") }
         guard key.utf8.count <= 1024 else { throw bad("longer than 1024 bytes") }
         guard !key.utf8.contains(0) else { throw bad("contains a NUL byte") }
-        for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
-            if segment == ".." { throw bad("'..' would escape the destination") }
-            if segment == "." || segment.isEmpty { throw bad("empty or '.' path segment") }
+        for segment in segments(key) {
+            if segment.elementsEqual("..".utf8) { throw bad("'..' would escape the destination") }
+            if segment.elementsEqual(".".utf8) || segment.isEmpty { throw bad("empty or '.' path segment") }
         }
+    }
+
+    private static let slash = UInt8(ascii: "/")
+
+    /// The key's segments, cut at every `/` byte as file systems and object stores cut them. Cut at
+    /// `/` characters, `../\u{301}x` was one segment, not `..`: a `/` and the combining mark after it
+    /// are one character (the key-template fuzz target found this; such a key left the destination).
+    private static func segments(_ key: String) -> [Substring.UTF8View] {
+        key.utf8.split(separator: slash, omittingEmptySubsequences: false)
     }
 }

@@ -18,7 +18,7 @@ extension SourceReader {
     }
 
     /// `jpg`, `png`, `gif`, `webp`, `tif`, `heic` or `avif` from a file's first 16 bytes; nil when unknown.
-    static func signatureExtension(of bytes: [UInt8]) -> String? {
+    package static func signatureExtension(of bytes: [UInt8]) -> String? {
         func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
             bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
         }

@@ -151,10 +151,11 @@ public struct KeyLimits: Sendable, Hashable {
         if key.utf8.count > maxKeyBytes {
             throw ImagePipeError(.invalidKey, "output key '\(key)' is \(key.utf8.count) bytes long; the destination takes at most \(maxKeyBytes)")
         }
-        if let maxSegmentBytes, let long = key.split(separator: "/").first(where: { $0.utf8.count > maxSegmentBytes }) {
+        // Names are cut at `/` bytes, as the file system cuts them (a `/` and a combining mark are one character).
+        if let maxSegmentBytes, let long = key.utf8.split(separator: UInt8(ascii: "/")).first(where: { $0.count > maxSegmentBytes }) {
             throw ImagePipeError(
                 .invalidKey,
-                "output key '\(key)' has a name of \(long.utf8.count) bytes ('\(long.prefix(40))…'); the destination's file system takes at most \(maxSegmentBytes)"
+                "output key '\(key)' has a name of \(long.count) bytes ('\(String(decoding: long, as: UTF8.self).prefix(40))…'); the destination's file system takes at most \(maxSegmentBytes)"
             )
         }
     }

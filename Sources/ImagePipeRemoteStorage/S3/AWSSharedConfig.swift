@@ -85,19 +85,26 @@ public struct AWSSharedConfig: Sendable {
 
 /// The INI dialect of the AWS files: `[section]`, `key = value`, `#`/`;` comments. Indented lines
 /// belong to nested service blocks (`s3 =`), which imagepipe does not read.
-struct INIFile {
-    var sections: [String: [String: String]] = [:]
+package struct INIFile {
+    package var sections: [String: [String: String]] = [:]
+
+    /// The longest file read, 1 MiB: the AWS CLI's files hold a few profiles, and a path set to the
+    /// wrong file (a log, /dev/zero) is refused rather than read until memory runs out.
+    static let maxBytes = 1 << 20
 
     /// Parses the file at `path`; nil when there is none.
     static func load(_ path: String) throws(ImagePipeError) -> INIFile? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let file = FileHandle(forReadingAtPath: path), let data = try? file.read(upToCount: maxBytes + 1) ?? Data() else {
             throw .configuration("cannot read \(path)")
+        }
+        guard data.count <= maxBytes else {
+            throw .configuration("\(path) is longer than the \(maxBytes) bytes an AWS config or credentials file may have")
         }
         return INIFile(parsing: String(decoding: data, as: UTF8.self))
     }
 
-    init(parsing text: String) {
+    package init(parsing text: String) {
         var current: String?
         for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             let line = rawLine.trimmingCharacters(in: .whitespaces)

@@ -28,6 +28,8 @@ public final class S3SourceRepository: SourceRepository {
         try S3BucketName.validate(folder.bucket)
         var objects: [ListedObject] = []
         var token: String?
+        // A store that hands out a token it gave before would have the listing go round for ever.
+        var tokens = Set<String>()
         repeat {
             var query: [(name: String, value: String)] = [("list-type", "2"), ("prefix", folder.key), ("encoding-type", "url")]
             if let token { query.append(("continuation-token", token)) }
@@ -39,17 +41,15 @@ public final class S3SourceRepository: SourceRepository {
             } catch {
                 throw s3.bucketError(folder.bucket, error.failure, permissions: "list it (s3:ListBucket) and read its objects (s3:GetObject)")
             }
-            for entry in XMLText.elements("Contents", in: page) {
-                guard let key = XMLText.first("Key", in: entry).flatMap(Self.urlDecoded) else { continue }
-                objects.append(
-                    ListedObject(
-                        location: folder.sibling(key: key), bytes: XMLText.first("Size", in: entry).flatMap { Int($0) },
-                        etag: FetchedObject.unquoted(XMLText.first("ETag", in: entry))))
-            }
-            guard XMLText.first("IsTruncated", in: page) == "true" else { break }
-            token = XMLText.first("NextContinuationToken", in: page)
-            guard token?.isEmpty == false else {
+            let listed = Self.listingPage(page, in: folder)
+            objects += listed.objects
+            guard listed.isTruncated else { break }
+            token = listed.continuationToken
+            guard let next = token, !next.isEmpty else {
                 throw .configuration("listing \(folder) stopped: the store said there is more but gave no continuation token")
+            }
+            guard tokens.insert(next).inserted else {
+                throw .configuration("listing \(folder) stopped: the store gave the continuation token '\(next.prefix(200))' a second time")
             }
         } while true
         return objects
@@ -85,8 +85,24 @@ public final class S3SourceRepository: SourceRepository {
         }
     }
 
+    /// One ListObjectsV2 page (`encoding-type=url`): its objects as siblings of `folder`, whether the
+    /// store has more, and the token that asks for them. Entries without a key that decodes are left out.
+    package static func listingPage(
+        _ page: String, in folder: ObjectLocation
+    ) -> (objects: [ListedObject], isTruncated: Bool, continuationToken: String?) {
+        var objects: [ListedObject] = []
+        for entry in XMLText.elements("Contents", in: page) {
+            guard let key = XMLText.first("Key", in: entry).flatMap(Self.urlDecoded) else { continue }
+            objects.append(
+                ListedObject(
+                    location: folder.sibling(key: key), bytes: XMLText.first("Size", in: entry).flatMap { Int($0) },
+                    etag: FetchedObject.unquoted(XMLText.first("ETag", in: entry))))
+        }
+        return (objects, XMLText.first("IsTruncated", in: page) == "true", XMLText.first("NextContinuationToken", in: page))
+    }
+
     /// A key as ListObjectsV2 sends it with `encoding-type=url` (form encoding: `+` for a space).
-    static func urlDecoded(_ text: String) -> String? {
-        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    package static func urlDecoded(_ text: String) -> String? {
+        PercentEncoding.decode(text.replacingOccurrences(of: "+", with: " "))
     }
 }

@@ -2,9 +2,9 @@
 import Foundation
 
 /// Supabase's error answers: `{"statusCode": "403", "error": "Unauthorized", "message": "..."}`.
-enum SupabaseErrorResponse {
+package enum SupabaseErrorResponse {
     /// The failure an error response stands for.
-    static func failure(_ response: HTTPResponse) -> RequestFailure {
+    package static func failure(_ response: HTTPResponse) -> RequestFailure {
         var code: String?
         var message: String?
         if let object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] {

@@ -34,24 +34,42 @@ public final class SupabaseSourceRepository: SourceRepository {
             var offset = 0
             while true {
                 let entries = try page(folder.bucket, prefix: prefix, offset: offset)
-                for entry in entries {
-                    guard let name = entry["name"] as? String, !name.isEmpty else { continue }
-                    let key = prefix.isEmpty ? name : prefix + "/" + name
-                    guard entry["id"] is String else {
-                        folders.append(key)
-                        continue
-                    }
-                    let metadata = entry["metadata"] as? [String: Any] ?? [:]
-                    objects.append(
-                        ListedObject(
-                            location: folder.sibling(key: key), bytes: metadata["size"] as? Int,
-                            etag: FetchedObject.unquoted(metadata["eTag"] as? String)))
-                }
+                let listed = Self.listed(entries, prefix: prefix, in: folder)
+                objects += listed.objects
+                folders += listed.folders
                 guard entries.count == configuration.listPageSize else { break }
                 offset += entries.count
             }
         }
         return objects
+    }
+
+    /// The objects and the folders (their keys) among one page of `prefix`'s entries; entries
+    /// without a name are left out.
+    package static func listed(
+        _ entries: [[String: Any]], prefix: String, in folder: ObjectLocation
+    ) -> (objects: [ListedObject], folders: [String]) {
+        var objects: [ListedObject] = []
+        var folders: [String] = []
+        for entry in entries {
+            guard let name = entry["name"] as? String, !name.isEmpty else { continue }
+            let key = prefix.isEmpty ? name : prefix + "/" + name
+            guard entry["id"] is String else {
+                folders.append(key)
+                continue
+            }
+            let metadata = entry["metadata"] as? [String: Any] ?? [:]
+            objects.append(
+                ListedObject(
+                    location: folder.sibling(key: key), bytes: metadata["size"] as? Int,
+                    etag: FetchedObject.unquoted(metadata["eTag"] as? String)))
+        }
+        return (objects, folders)
+    }
+
+    /// A list answer's entries, or nil when it is not a JSON array of objects.
+    package static func entries(_ response: HTTPResponse) -> [[String: Any]]? {
+        (try? JSONSerialization.jsonObject(with: response.body)) as? [[String: Any]]
     }
 
     /// One page of one folder's entries.
@@ -71,7 +89,7 @@ public final class SupabaseSourceRepository: SourceRepository {
         } catch {
             throw .configuration("cannot list \(location): \(error.failure)")
         }
-        guard let entries = (try? JSONSerialization.jsonObject(with: response.body)) as? [[String: Any]] else {
+        guard let entries = Self.entries(response) else {
             throw .configuration("cannot list \(location): the answer is not a list of objects")
         }
         return entries

@@ -21,45 +21,61 @@ public enum XMLText {
 
     /// The content of every `<name>` element as it is written, references not decoded: markup to
     /// look into with ``first(_:in:)``, e.g. each `<Contents>` of a listing.
+    ///
+    /// Tags are found in the UTF-8 bytes: matched as characters, a tag followed by a combining mark
+    /// (`<Message>\u{301}…`) was not found, as its `>` and the mark are one character.
     public static func elements(_ name: String, in xml: String) -> [String] {
         var results: [String] = []
-        var rest = xml[...]
-        let open = "<\(name)>", close = "</\(name)>"
-        while let start = rest.range(of: open) {
-            guard let end = rest.range(of: close, range: start.upperBound..<rest.endIndex) else { break }
-            results.append(String(rest[start.upperBound..<end.lowerBound]))
-            rest = rest[end.upperBound...]
+        let bytes = Array(xml.utf8), open = Array("<\(name)>".utf8), close = Array("</\(name)>".utf8)
+        var from = 0
+        while let start = find(open, in: bytes, from: from) {
+            guard let end = find(close, in: bytes, from: start + open.count) else { break }
+            results.append(String(decoding: bytes[(start + open.count)..<end], as: UTF8.self))
+            from = end + close.count
         }
         return results
+    }
+
+    /// Where `pattern` first starts in `bytes` at or after `from`.
+    private static func find(_ pattern: [UInt8], in bytes: [UInt8], from: Int) -> Int? {
+        guard let first = pattern.first, bytes.count >= pattern.count else { return nil }
+        var index = from
+        while index <= bytes.count - pattern.count {
+            guard let candidate = bytes[index...(bytes.count - pattern.count)].firstIndex(of: first) else { return nil }
+            if bytes[candidate..<(candidate + pattern.count)].elementsEqual(pattern) { return candidate }
+            index = candidate + 1
+        }
+        return nil
     }
 
     /// Text made safe to put between tags.
     public static func escape(_ text: String) -> String { text.markupEscaped }
 
     /// Decodes entity and character references.
+    ///
+    /// Read scalar by scalar, looking at most 10 ahead for a reference's `;`: searching the rest of
+    /// the text from every `&` made a text of many `&` and no `;` cost its length squared.
     public static func unescape(_ text: String) -> String {
-        guard text.contains("&") else { return text }
-        var out = ""
-        var index = text.startIndex
-        while index < text.endIndex {
-            let character = text[index]
-            if character == "&", let semicolon = text[index...].firstIndex(of: ";"),
-                text.distance(from: index, to: semicolon) <= 10
+        guard text.utf8.contains(UInt8(ascii: "&")) else { return text }
+        let scalars = Array(text.unicodeScalars)
+        var out = String.UnicodeScalarView()
+        var index = 0
+        while index < scalars.count {
+            if scalars[index] == "&",
+                let semicolon = scalars[(index + 1)..<min(index + 11, scalars.count)].firstIndex(of: ";"),
+                let decoded = decode(String(String.UnicodeScalarView(scalars[(index + 1)..<semicolon])))
             {
-                let entity = text[text.index(after: index)..<semicolon]
-                if let decoded = decode(entity) {
-                    out.append(decoded)
-                    index = text.index(after: semicolon)
-                    continue
-                }
+                out.append(decoded)
+                index = semicolon + 1
+                continue
             }
-            out.append(character)
-            index = text.index(after: index)
+            out.append(scalars[index])
+            index += 1
         }
-        return out
+        return String(out)
     }
 
-    private static func decode(_ entity: Substring) -> Character? {
+    private static func decode(_ entity: String) -> Unicode.Scalar? {
         switch entity {
         case "amp": return "&"
         case "lt": return "<"
@@ -72,7 +88,7 @@ public enum XMLText {
             let value =
                 digits.hasPrefix("x") || digits.hasPrefix("X")
                 ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
-            return value.flatMap(Unicode.Scalar.init).map(Character.init)
+            return value.flatMap(Unicode.Scalar.init)
         }
     }
 }

@@ -44,10 +44,13 @@ struct ConfigurationFile: Sendable {
         }
         let data: Data
         do {
-            data = try FileHandle(fileDescriptor: descriptor, closeOnDealloc: true).readToEnd() ?? Data()
+            // One byte past the limit tells a file that is too long, however long (/dev/zero) it is.
+            let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+            data = try file.read(upToCount: ConfigurationDocument.maxBytes + 1) ?? Data()
         } catch {
             throw .configuration("cannot read the configuration file \(path): \(IOErrorText.reason(of: error))")
         }
+        guard data.count <= ConfigurationDocument.maxBytes else { throw ConfigurationDocument.tooLarge(path) }
         guard let text = String(data: data, encoding: .utf8) else {
             throw .configuration("the configuration file \(path) is not UTF-8 text")
         }

@@ -1,0 +1,62 @@
+// Fuzz targets for names strangers choose: queued sources and their rows, output keys, file signatures.
+import Foundation
+import ImagePipe
+import ImagePipePostgres
+
+enum NameTargets {
+    /// A PostgreSQL job row's `source` text (a claim reads nothing else of the row: the history of
+    /// attempts stays in SQL). Anything after a NUL is ignored, so older seeds still load. The
+    /// source's name then makes output keys, which must stay inside the destination.
+    static func jobRow(_ data: Data) {
+        let (source, _) = data.twoTexts
+        if JobSource.refusal(of: source) != nil { return }
+        let job = JobSource.job(for: source, attempt: 1)
+        if let key = JobSource.objectKey(of: source) {
+            require(source.utf8.reversed().starts(with: key.utf8.reversed()), "key '\(key)' is not the end of '\(source)'")
+        }
+        checkKeys(relativePath: job.relativePath, template: .default)
+    }
+
+    /// `--key` templates and hostile source names (`..`, `.`, empty segments, percent escapes,
+    /// control characters, leading slashes): the template before a NUL, the name after it.
+    static func keyTemplate(_ data: Data) {
+        let (text, name) = data.twoTexts
+        let template = (try? KeyTemplate(text)) ?? .default
+        checkKeys(relativePath: name, template: template)
+        // The name's bytes as a file delivered to a queue directory: invalid UTF-8 written as %XX.
+        let bytes = data.firstIndex(of: 0).map { data[($0 + 1)...] } ?? data[...]
+        let delivered = RawPath.escape(bytes)
+        if let valid = String(validating: bytes, as: UTF8.self) { require(delivered == valid, "valid UTF-8 was escaped") }
+        checkKeys(relativePath: delivered, template: template)
+        // The same name queued as a path, and as an object's key.
+        checkKeys(relativePath: JobSource.job(for: name, attempt: 1).relativePath, template: template)
+        checkKeys(relativePath: JobSource.job(for: "s3://media/" + name, attempt: 1).relativePath, template: template)
+    }
+
+    /// The signature sniffer on a file's first bytes, as the reader hands them over, and on more.
+    static func sniff(_ data: Data) {
+        let bytes = [UInt8](data)
+        let head = SourceReader.signatureExtension(of: Array(bytes.prefix(16)))
+        require(head == SourceReader.signatureExtension(of: bytes), "the first 16 bytes and the whole file disagree")
+        if let head { require(["jpg", "png", "gif", "webp", "tif", "heic", "avif"].contains(head), "'\(head)'") }
+    }
+
+    /// Every key the template makes for the name is one the destination can hold: relative, and
+    /// resolved segment by segment it never climbs above the destination. Segments are cut at `/`
+    /// bytes, as the file system cuts them (not at `/` characters: a `/` and a combining mark after
+    /// it make one character).
+    private static func checkKeys(relativePath: String, template: KeyTemplate) {
+        let values = KeyTemplate.Values(relativePath: relativePath, sha256: String(repeating: "ab", count: 32))
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        for variant in ["large", "v"] {
+            guard let key = try? template.key(for: values, variant: variant, ext: "jpg") else { continue }
+            require(!key.isEmpty && key.utf8.first != slash && key.utf8.count <= 1024 && !key.utf8.contains(0), "key '\(key)'")
+            var depth = 0
+            for segment in key.utf8.split(separator: slash, omittingEmptySubsequences: false) {
+                require(!segment.isEmpty && !segment.elementsEqual([dot]), "key '\(key)' has an empty or '.' segment")
+                depth += segment.elementsEqual([dot, dot]) ? -1 : 1
+                require(depth > 0, "key '\(key)' from '\(relativePath)' leaves the destination")
+            }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+// Fuzz targets for what object stores answer: S3's XML, listing pages, Supabase's JSON, encoded keys.
+import Foundation
+import ImagePipe
+import ImagePipeRemoteStorage
+
+enum RemoteTargets {
+    /// Error bodies, the multipart answers (`UploadId`, an error inside a 200) and entity decoding.
+    static func s3XML(_ data: Data) {
+        let text = String(decoding: data, as: UTF8.self)
+        _ = S3ErrorResponse.failure(status: 403, body: text)
+        _ = S3ErrorResponse.embeddedError(HTTPResponse(status: 200, headers: [], body: data))
+        _ = XMLText.first("UploadId", in: text)
+        _ = XMLText.all("ETag", in: text)
+        // What the multipart completion escapes reads back as it was.
+        let escaped = XMLText.escape(text)
+        require(XMLText.unescape(escaped) == text, "escaping does not read back")
+        require(XMLText.first("ETag", in: "<ETag>\(escaped)</ETag>") == text, "an escaped element does not read back")
+    }
+
+    /// A ListObjectsV2 page of a folder, as the S3 source lists it.
+    static func s3Listing(_ data: Data) {
+        let folder = ObjectLocation(scheme: "s3", bucket: "media", key: "orig/")
+        let page = S3SourceRepository.listingPage(String(decoding: data, as: UTF8.self), in: folder)
+        for object in page.objects {
+            require(object.location.scheme == "s3" && object.location.bucket == "media", "listed \(object.location)")
+        }
+    }
+
+    /// Supabase's list answers (a JSON array of entries) and its JSON error bodies.
+    static func supabaseJSON(_ data: Data) {
+        let folder = ObjectLocation(scheme: "supabase", bucket: "media", key: "orig/")
+        let response = HTTPResponse(status: 200, headers: [], body: data)
+        if let entries = SupabaseSourceRepository.entries(response) {
+            let listed = SupabaseSourceRepository.listed(entries, prefix: "orig", in: folder)
+            // Compared as bytes: a name that starts with a combining mark joins the `/` in one character.
+            let prefix = Array("orig/".utf8)
+            for key in listed.folders { require(key.utf8.starts(with: prefix) && key.utf8.count > 5, "folder key '\(key)'") }
+            for object in listed.objects { require(object.location.key.utf8.starts(with: prefix), "object key '\(object.location.key)'") }
+        }
+        _ = SupabaseErrorResponse.failure(HTTPResponse(status: 400, headers: [], body: data))
+    }
+
+    /// Keys as listings send them (`encoding-type=url`), keys as requests encode them, and the origin
+    /// a stored object's metadata headers carry.
+    static func percentDecoding(_ data: Data) {
+        let text = String(decoding: data, as: UTF8.self)
+        _ = S3SourceRepository.urlDecoded(text)
+        // Any key encoded for the wire decodes back to itself, spaces and plus signs included.
+        let encoded = PercentEncoding.encode(text)
+        require(S3SourceRepository.urlDecoded(encoded) == text, "'\(text)' encodes to '\(encoded)', which decodes otherwise")
+        let path = PercentEncoding.encodePath(text)
+        let slash = UInt8(ascii: "/")
+        require(path.utf8.filter { $0 == slash }.count == text.utf8.filter { $0 == slash }.count, "'\(text)' has other slashes as '\(path)'")
+        // Metadata headers: one `name: value` per line.
+        var fields: [String: String] = [:]
+        for line in text.split(whereSeparator: \.isNewline) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[String(line[..<colon])] = String(line[line.index(after: colon)...])
+        }
+        if let origin = Origin(metadataFields: fields) {
+            require(origin.sha256.count == 64, "an origin without a full hash")
+        }
+    }
+}

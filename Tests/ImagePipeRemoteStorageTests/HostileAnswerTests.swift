@@ -1,0 +1,79 @@
+// Answers a broken or hostile store could send: read as they are, in time and memory bounded by their size.
+import Foundation
+import ImagePipe
+import ImagePipeRemoteStorage
+import ImagePipeTestSupport
+import Testing
+
+/// What the fuzzers found in the parsers of S3's and Supabase's answers (fixtures/fuzz/crashes/),
+/// and the worst shapes of answers at their size limits.
+@Suite struct HostileAnswerTests {
+    let folder = ObjectLocation(scheme: "s3", bucket: "media", key: "")
+
+    @Test func aKeyThatStartsWithAByteOrderMarkKeepsIt() {
+        // Foundation's percent-decoding dropped it: the listing named another object, `a.jpg`.
+        #expect(S3SourceRepository.urlDecoded("%EF%BB%BFa.jpg") == "\u{FEFF}a.jpg")
+        let page = S3SourceRepository.listingPage("<Contents><Key>%EF%BB%BFa+b.jpg</Key></Contents>", in: folder)
+        #expect(page.objects.map(\.location.key) == ["\u{FEFF}a b.jpg"])
+    }
+
+    @Test(
+        arguments: [
+            ("a%2Bb+c%2F%C3%A9", "a+b c/é"), ("%", nil), ("%4", nil), ("%zz", nil), ("%C3", nil), ("%00", "\u{0}"), ("", ""),
+        ] as [(String, String?)])
+    func keysAreDecodedAsListingsEncodeThem(_ encoded: String, _ key: String?) {
+        #expect(S3SourceRepository.urlDecoded(encoded) == key)
+    }
+
+    @Test func anElementThatStartsWithACombiningMarkIsFound() {
+        // As characters, `>` and the mark after it are one, so the tag was not found.
+        let body = "<Error><Code>NoSuchKey</Code><Message>\u{301}é missing</Message></Error>"
+        #expect(XMLText.first("Message", in: body) == "\u{301}é missing")
+        #expect(XMLText.first("Code", in: "<Code>\u{301}</Code>") == "\u{301}")
+    }
+
+    @Test func referencesAreDecodedScalarByScalar() {
+        #expect(XMLText.unescape("a &lt;b&gt; &amp;amp; &#x263A;&#65;&#x110000;&;&unknown; &") == "a <b> &amp; ☺A&#x110000;&;&unknown; &")
+        // A `;` more than 10 scalars after the `&` ends no reference, as before.
+        #expect(XMLText.unescape("&#000000065;") == "&#000000065;")
+        #expect(XMLText.unescape("&#00000065;") == "A")
+    }
+
+    @Test func anAnswerOfAmpersandsIsDecodedInTimeLinearInItsLength() {
+        // Every `&` searched the rest of the text for a `;`: 1 MiB of them took hours.
+        let text = String(repeating: "&", count: 1 << 20)
+        let elapsed = ContinuousClock().measure { #expect(XMLText.unescape(text) == text) }
+        #expect(elapsed < .seconds(20), "\(elapsed)")
+    }
+}
+
+/// Listings from a store that answers too much or never ends (Support/python/hostile_store.py): each
+/// page is held only up to the client's answer limit (4 MiB), and a listing that would loop stops.
+@Suite struct HostileListingTests {
+    let store: HelperProcess
+
+    init() throws {
+        store = try HelperProcess("hostile_store.py")
+    }
+
+    func listingError(_ bucket: String) throws -> ImagePipeError? {
+        let configuration = S3Configuration(
+            destination: try RemoteDestination(bucket: "out", prefix: ""), region: "us-east-1",
+            endpoint: try ServiceEndpoint(parsing: "http://127.0.0.1:\(store.port)", what: "endpoint"),
+            credentials: AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret"), retry: .fast)
+        let repository = S3SourceRepository(configuration: configuration)
+        return thrownError { () throws(ImagePipeError) in try repository.list(ObjectLocation(scheme: "s3", bucket: bucket, key: "orig/")) }
+    }
+
+    @Test(arguments: ["huge-page", "huge-chunked"])
+    func aListingPageLargerThanTheAnswerLimitIsRefused(_ bucket: String) throws {
+        let error = try #require(try listingError(bucket), "a 5 MiB page must be refused")
+        #expect(error.code == .configuration)
+        #expect(error.reason.contains("the answer is longer than the 4194304 bytes accepted"), "\(error.reason)")
+    }
+
+    @Test func aContinuationTokenGivenTwiceStopsTheListing() throws {
+        let error = try #require(try listingError("same-token"))
+        #expect(error.reason == "listing s3://same-token/orig/ stopped: the store gave the continuation token 'again' a second time")
+    }
+}

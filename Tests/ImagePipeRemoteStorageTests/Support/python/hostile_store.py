@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""An S3 endpoint that answers listings the way a broken or hostile store could, for the limit tests.
+
+Buckets, by name (path-style requests; signatures are not checked):
+  huge-page        a ListObjectsV2 page of 5 MiB, its length declared (Content-Length)
+  huge-chunked     the same page sent in chunks, with no length declared
+  same-token       a truncated page of one object whose continuation token never changes
+Anything else answers 404 NoSuchBucket. Prints {"port"} and exits when standard input closes.
+"""
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from parent_watch import exit_with_parent
+
+HEAD = b'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+ENTRY = b"<Contents><Key>orig/%08d.jpg</Key><Size>10</Size><ETag>&quot;0123456789abcdef0123456789abcdef&quot;</ETag></Contents>"
+
+
+def huge_page():
+    entries = []
+    size = len(HEAD)
+    number = 0
+    while size < 5 << 20:
+        entry = ENTRY % number
+        entries.append(entry)
+        size += len(entry)
+        number += 1
+    return HEAD + b"<IsTruncated>false</IsTruncated>" + b"".join(entries) + b"</ListBucketResult>"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *_):
+        pass
+
+    def do_GET(self):
+        bucket = urlsplit(self.path).path.strip("/").split("/")[0]
+        if bucket == "huge-page":
+            body = huge_page()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif bucket == "huge-chunked":
+            body = huge_page()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for at in range(0, len(body), 1 << 16):
+                    chunk = body[at:at + (1 << 16)]
+                    self.wfile.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+        elif bucket == "same-token":
+            body = (HEAD + b"<IsTruncated>true</IsTruncated>" + ENTRY % 1
+                    + b"<NextContinuationToken>again</NextContinuationToken></ListBucketResult>")
+            self.reply(200, body)
+        else:
+            self.reply(404, b"<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>")
+
+    def reply(self, status, body):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+print(json.dumps({"port": server.server_address[1]}), flush=True)
+
+exit_with_parent()
+server.serve_forever()
