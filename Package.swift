@@ -51,6 +51,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The configuration file's TOML reader, for the command line.
+        .target(name: "ImagePipeTOML", swiftSettings: strict),
         // The image compressor on libvips.
         .target(
             name: "ImagePipeVips",
@@ -132,8 +134,7 @@ let package = Package(
             name: "imagepipe",
             dependencies: [
                 "ImagePipe", "ImagePipeVips", "ImagePipeLocalStorage", "ImagePipeRemoteStorage", "ImagePipeQueue", "ImagePipePostgres",
-                "ImagePipeBench",
-                "ImagePipeMonitoring",
+                "ImagePipeBench", "ImagePipeMonitoring", "ImagePipeTOML",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -145,7 +146,7 @@ let package = Package(
         // Built with -sanitize=fuzzer -D FUZZING by the fuzz build; a plain build replays files through a target.
         .executableTarget(
             name: "ImagePipeFuzz",
-            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipePostgres"],
+            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipePostgres", "ImagePipeTOML"],
             path: "Tests/Fuzz/ImagePipeFuzz",
             swiftSettings: strict
         ),
@@ -206,7 +207,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipeCLITests",
-            dependencies: ["ImagePipe", "ImagePipeVipsTestSupport", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
+            dependencies: ["ImagePipe", "ImagePipeTOML", "ImagePipeVipsTestSupport", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport"],
             swiftSettings: strict
         ),
     ]

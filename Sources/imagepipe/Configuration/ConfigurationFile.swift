@@ -1,6 +1,7 @@
 // The `--config` file: every option of batch and watch, per-command tables and named variant presets, checked key by key.
 import Foundation
 import ImagePipe
+import ImagePipeTOML
 
 /// A configuration file, read and checked against the options the commands declare.
 ///
@@ -50,11 +51,12 @@ struct ConfigurationFile: Sendable {
         } catch {
             throw .configuration("cannot read the configuration file \(path): \(IOErrorText.reason(of: error))")
         }
-        guard data.count <= ConfigurationDocument.maxBytes else { throw ConfigurationDocument.tooLarge(path) }
+        guard data.count <= ConfigurationDocument.maxBytes else { throw .configuration("\(ConfigurationDocument.tooLarge(path))") }
         guard let text = String(data: data, encoding: .utf8) else {
             throw .configuration("the configuration file \(path) is not UTF-8 text")
         }
-        let root = try ConfigurationDocument.parse(text, path: path)
+        let root: ConfigurationTable
+        do { root = try ConfigurationDocument.parse(text, path: path) } catch { throw .configuration("\(error)") }
         self.path = path
         let commandNames = commands.map(\.command)
         var settings: [String: [String: Setting]] = [:]

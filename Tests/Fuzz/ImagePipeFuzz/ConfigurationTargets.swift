@@ -2,6 +2,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeRemoteStorage
+import ImagePipeTOML
 
 enum ConfigurationTargets {
     /// The `--config` file: refused unless UTF-8, as the command line reads it, then parsed.
@@ -13,7 +14,7 @@ enum ConfigurationTargets {
             let lines = text.utf8.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
             visit(table) { value in require(value.line >= 1 && value.line <= lines, "value on line \(value.line) of \(lines)") }
         } catch {
-            require(error.code == .configuration && error.reason.hasPrefix("fuzz.toml:"), "unexpected error: \(error)")
+            require(error.path == "fuzz.toml" && !error.reason.isEmpty, "unexpected error: \(error)")
         }
     }
 

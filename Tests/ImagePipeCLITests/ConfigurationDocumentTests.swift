@@ -1,9 +1,9 @@
-import ImagePipe
+import ImagePipeTOML
 import Testing
 
 /// The configuration file's TOML reader: what it accepts, and errors that point at the line.
 @Suite struct ConfigurationDocumentTests {
-    func parse(_ text: String) throws(ImagePipeError) -> ConfigurationTable {
+    func parse(_ text: String) throws(ConfigurationSyntaxError) -> ConfigurationTable {
         try ConfigurationDocument.parse(text, path: "x.toml")
     }
 
@@ -12,8 +12,8 @@ import Testing
             _ = try parse(text)
             return nil
         } catch {
-            #expect(error.code == .configuration)
-            return error.reason
+            #expect(error.path == "x.toml")
+            return error.description
         }
     }
 
@@ -117,8 +117,8 @@ import Testing
             _ = try ConfigurationDocument.parse(text, path: "x.toml")
             return nil
         } catch {
-            #expect(error.code == .configuration)
-            return error.reason
+            #expect(error.path == "x.toml")
+            return error.description
         }
     }
 

@@ -17,7 +17,7 @@ struct ConfigurationParser {
     }
 
     /// The whole document.
-    mutating func document() throws(ImagePipeError) -> ConfigurationTable {
+    mutating func document() throws(ConfigurationSyntaxError) -> ConfigurationTable {
         let root = TableBuilder(line: 1, explicit: true)
         var current = root
         if peek == "\u{FEFF}" { index += 1 }
@@ -48,7 +48,7 @@ struct ConfigurationParser {
 
     // MARK: Tables and keys
 
-    private mutating func tableHeader(_ root: TableBuilder) throws(ImagePipeError) -> TableBuilder {
+    private mutating func tableHeader(_ root: TableBuilder) throws(ConfigurationSyntaxError) -> TableBuilder {
         index += 1
         if peek == "[" { throw failure("arrays of tables ([[...]]) are not supported") }
         skipBlank()
@@ -63,7 +63,7 @@ struct ConfigurationParser {
     }
 
     /// A key of one or more dotted parts, under `depth` tables already open.
-    private mutating func dottedKey(depth: Int) throws(ImagePipeError) -> [String] {
+    private mutating func dottedKey(depth: Int) throws(ConfigurationSyntaxError) -> [String] {
         var parts = [try simpleKey()]
         while true {
             skipBlank()
@@ -77,7 +77,7 @@ struct ConfigurationParser {
         }
     }
 
-    private mutating func simpleKey() throws(ImagePipeError) -> String {
+    private mutating func simpleKey() throws(ConfigurationSyntaxError) -> String {
         switch peek {
         case "\"": return try basicString()
         case "'": return try literalString()
@@ -96,7 +96,7 @@ struct ConfigurationParser {
 
     // MARK: Values
 
-    private mutating func value(line keyLine: Int) throws(ImagePipeError) -> ConfigurationValue {
+    private mutating func value(line keyLine: Int) throws(ConfigurationSyntaxError) -> ConfigurationValue {
         switch peek {
         case "\"":
             if starts(with: "\"\"\"") { throw failure("multi-line strings (\"\"\") are not supported") }
@@ -115,7 +115,7 @@ struct ConfigurationParser {
         }
     }
 
-    private mutating func array() throws(ImagePipeError) -> [ConfigurationValue] {
+    private mutating func array() throws(ConfigurationSyntaxError) -> [ConfigurationValue] {
         guard arrayDepth < ConfigurationDocument.maxDepth else {
             throw failure("arrays nested more than \(ConfigurationDocument.maxDepth) deep")
         }
@@ -139,7 +139,7 @@ struct ConfigurationParser {
     }
 
     /// Booleans and numbers: everything up to the next space, comma, bracket, comment or line end.
-    private mutating func bareValue() throws(ImagePipeError) -> ConfigurationValue.Content {
+    private mutating func bareValue() throws(ConfigurationSyntaxError) -> ConfigurationValue.Content {
         var word = ""
         while let scalar = peek, !" \t\r\n,]#".unicodeScalars.contains(scalar) {
             word.unicodeScalars.append(scalar)
@@ -153,10 +153,11 @@ struct ConfigurationParser {
         case "nan", "+nan", "-nan": return .float(.nan)
         default: break
         }
-        let digits = word.replacingUnderscoresBetweenDigits()
-        if let digits, let integer = Int(digits) { return .integer(integer) }
-        if let digits, digits.contains(where: { ".eE".contains($0) }), digits.last?.isNumber == true, let float = Double(digits) {
-            return .float(float)
+        switch Self.number(word) {
+        case .integer(let integer): return .integer(integer)
+        case .float(let float): return .float(float)
+        case .tooLarge: throw failure("'\(word)' is past the 64-bit integers TOML allows")
+        case .invalid: break
         }
         if word.contains(":") || word.filter({ $0 == "-" }).count >= 2 {
             throw failure("dates and times are not supported ('\(word)'); quote it to give a string")
@@ -164,7 +165,7 @@ struct ConfigurationParser {
         throw failure("'\(word)' is not a value: strings need quotes, numbers digits, booleans true or false")
     }
 
-    private mutating func basicString() throws(ImagePipeError) -> String {
+    private mutating func basicString() throws(ConfigurationSyntaxError) -> String {
         index += 1
         var text = ""
         while true {
@@ -184,7 +185,7 @@ struct ConfigurationParser {
         }
     }
 
-    private mutating func escape() throws(ImagePipeError) -> Unicode.Scalar {
+    private mutating func escape() throws(ConfigurationSyntaxError) -> Unicode.Scalar {
         guard let scalar = peek else { throw failure("the string is not closed with '\"'") }
         index += 1
         switch scalar {
@@ -211,7 +212,7 @@ struct ConfigurationParser {
         }
     }
 
-    private mutating func literalString() throws(ImagePipeError) -> String {
+    private mutating func literalString() throws(ConfigurationSyntaxError) -> String {
         index += 1
         var text = ""
         while true {
@@ -243,7 +244,7 @@ struct ConfigurationParser {
         while let scalar = peek, scalar != "\n", scalar != "\r" { index += 1 }
     }
 
-    private mutating func newline() throws(ImagePipeError) {
+    private mutating func newline() throws(ConfigurationSyntaxError) {
         if peek == "\r" {
             index += 1
             guard peek == "\n" else { throw failure("a carriage return must be followed by a line feed") }
@@ -253,7 +254,7 @@ struct ConfigurationParser {
     }
 
     /// Inside an array: spaces, line breaks and comments.
-    private mutating func skipBlankLinesAndComments() throws(ImagePipeError) {
+    private mutating func skipBlankLinesAndComments() throws(ConfigurationSyntaxError) {
         while true {
             skipBlank()
             switch peek {
@@ -265,7 +266,7 @@ struct ConfigurationParser {
     }
 
     /// After a key/value pair or a header: blanks, an optional comment, then a line break or the end.
-    private mutating func endOfLine() throws(ImagePipeError) {
+    private mutating func endOfLine() throws(ConfigurationSyntaxError) {
         skipBlank()
         if peek == "#" { skipComment() }
         guard let next = peek else { return }
@@ -273,8 +274,8 @@ struct ConfigurationParser {
         try newline()
     }
 
-    func failure(_ reason: String, line: Int? = nil) -> ImagePipeError {
-        .configuration("\(path):\(line ?? self.line): \(reason)")
+    func failure(_ reason: String, line: Int? = nil) -> ConfigurationSyntaxError {
+        ConfigurationSyntaxError(path: path, line: line ?? self.line, reason: reason)
     }
 }
 
@@ -308,7 +309,7 @@ final class TableBuilder {
     }
 
     /// Sets `path` (a dotted key) to `value`, creating the tables on the way.
-    func insert(path: [String], value: ConfigurationValue, parser: ConfigurationParser) throws(ImagePipeError) {
+    func insert(path: [String], value: ConfigurationValue, parser: ConfigurationParser) throws(ConfigurationSyntaxError) {
         let parent = try subtable(path.dropLast(), line: value.line, parser: parser)
         let key = path[path.count - 1]
         if let existing = parent.item(key) {
@@ -327,7 +328,7 @@ final class TableBuilder {
     }
 
     /// The table a `[header]` names, created (or completed, when dotted keys made it) here.
-    func defineTable(path: [String], line: Int, parser: ConfigurationParser) throws(ImagePipeError) -> TableBuilder {
+    func defineTable(path: [String], line: Int, parser: ConfigurationParser) throws(ConfigurationSyntaxError) -> TableBuilder {
         let table = try subtable(path[...], line: line, parser: parser)
         guard !table.explicit else {
             throw parser.failure("the table [\(path.joined(separator: "."))] is already defined on line \(table.line)", line: line)
@@ -336,7 +337,7 @@ final class TableBuilder {
         return table
     }
 
-    private func subtable(_ path: ArraySlice<String>, line: Int, parser: ConfigurationParser) throws(ImagePipeError) -> TableBuilder {
+    private func subtable(_ path: ArraySlice<String>, line: Int, parser: ConfigurationParser) throws(ConfigurationSyntaxError) -> TableBuilder {
         var table = self
         for (offset, key) in path.enumerated() {
             if let existing = table.item(key) {
@@ -361,23 +362,5 @@ extension TableBuilder.Item {
         case .value(let value): value.line
         case .table(let table): table.line
         }
-    }
-}
-
-extension String {
-    /// The number without TOML's digit separators, or nil when an underscore is not between two digits.
-    fileprivate func replacingUnderscoresBetweenDigits() -> String? {
-        let characters = Array(self)
-        var result = ""
-        for (offset, character) in characters.enumerated() {
-            if character == "_" {
-                guard offset > 0, offset + 1 < characters.count, characters[offset - 1].isNumber, characters[offset + 1].isNumber else {
-                    return nil
-                }
-                continue
-            }
-            result.append(character)
-        }
-        return result
     }
 }

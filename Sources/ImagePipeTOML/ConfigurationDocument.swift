@@ -1,4 +1,5 @@
 // A parsed configuration file: TOML tables and values, each value with the line it was written on.
+// A module of its own: the command line reads it, and the fuzz harness feeds it hostile bytes.
 
 /// A value of a configuration file, and where it was written, so an error can point at its line.
 public struct ConfigurationValue: Sendable, Equatable {
@@ -71,14 +72,14 @@ public enum ConfigurationDocument {
     public static let maxDepth = 32
 
     /// The top-level table of `text`; errors name `path` and the line.
-    public static func parse(_ text: String, path: String) throws(ImagePipeError) -> ConfigurationTable {
+    public static func parse(_ text: String, path: String) throws(ConfigurationSyntaxError) -> ConfigurationTable {
         guard text.utf8.count <= maxBytes else { throw tooLarge(path) }
         var parser = ConfigurationParser(text: text, path: path)
         return try parser.document()
     }
 
     /// The error for a file longer than ``maxBytes``, for readers that stop reading there.
-    public static func tooLarge(_ path: String) -> ImagePipeError {
-        .configuration("\(path): the file is longer than the \(maxBytes) bytes a configuration file may have")
+    public static func tooLarge(_ path: String) -> ConfigurationSyntaxError {
+        ConfigurationSyntaxError(path: path, line: nil, reason: "the file is longer than the \(maxBytes) bytes a configuration file may have")
     }
 }
