@@ -49,6 +49,8 @@ def parse_arguments():
                         help="how far resident memory may rise above its warm-up level (default 0.10: +10%%)")
     parser.add_argument("--thread-allowance", type=int, default=2,
                         help="threads the pools may add after warm-up (default 2; a leak adds one per job or more)")
+    parser.add_argument("--fd-allowance", type=int, default=0,
+                        help="open file descriptors the worker may add after warm-up (default 0)")
     parser.add_argument("--drain-timeout", type=float, default=300.0,
                         help="seconds to wait after the last delivery for every job to end (default 300)")
     parser.add_argument("--plot-copy", help="also copy the plot here (the README's figure)")
@@ -246,7 +248,7 @@ def check(soak):
     half = max(1, len(after) // 2)
     first = [s for s in after[:half] if s["at_rest"]] or [s for s in before if s["at_rest"]] or after[:half]
     second = [s for s in after[half:] if s["at_rest"]] + [samples[-1]]
-    for field, label, allowance in (("fds", "open file descriptors", 0), ("threads", "threads", options.thread_allowance)):
+    for field, label, allowance in (("fds", "open file descriptors", options.fd_allowance), ("threads", "threads", options.thread_allowance)):
         early, late = [s[field] for s in first], [s[field] for s in second]
         everything = [s[field] for s in after]
         goals.append((f"{label} stay flat after warm-up (at rest" + (f", +{allowance} allowed)" if allowance else ")"),

@@ -364,3 +364,10 @@ extension TableBuilder.Item {
         }
     }
 }
+
+extension Unicode.Scalar {
+    /// A letter or digit of ASCII: what a bare key is made of, with `-` and `_`.
+    fileprivate var isASCIIAlphanumeric: Bool {
+        ("a"..."z").contains(self) || ("A"..."Z").contains(self) || ("0"..."9").contains(self)
+    }
+}

@@ -42,10 +42,8 @@ import Testing
         }
     }
 
-    static let systemdAnalyze = "/usr/bin/systemd-analyze"
-
     @Test(
-        .enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze), "systemd-analyze is missing: make test-deps installs systemd"),
+        .requires(.systemdAnalyze),
         arguments: ["imagepipe.service", "imagepipe@.service"])
     func theUnitsVerify(_ unit: String) throws {
         // The units name the installed binary and configuration; here they point at the built ones.
@@ -54,7 +52,7 @@ import Testing
         #expect(text.contains("ExecStart=\(CommandRunner.binary) watch --config /etc/imagepipe/"))
         let path = directory.write(unit, text)
         let instance = unit.replacingOccurrences(of: "@.", with: "@example.")
-        let output = try CommandRunner.run(executable: Self.systemdAnalyze, ["verify", directory.url(instance)])
+        let output = try CommandRunner.run(executable: RequiredTool.systemdAnalyze.located(), ["verify", directory.url(instance)])
         #expect(output.status == 0, "\(output.stderr)")
         // verify reports unknown or malformed settings as warnings, with the file's name, and exits 0.
         let warnings = output.stderr.split(separator: "\n").filter { $0.contains(path) || $0.contains(instance) }

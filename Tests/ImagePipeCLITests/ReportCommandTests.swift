@@ -41,7 +41,7 @@ import Testing
         #expect(html.contains("large: \(large.width)x\(large.height) jpeg, \(BatchSummary.formatBytes(large.bytes)), q\(quality), score"))
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "needs Debian's chromium (make test installs it)"))
+    @Test(.requires(.chromium))
     func chromiumRendersThePageWithItsTotals() throws {
         try makeRun()
         #expect(try CommandRunner.run(["report", directory.url("m.jsonl"), "-o", directory.url("report.html")]).status == 0)

@@ -76,10 +76,7 @@ import Testing
         #expect(files("processing").isEmpty)
     }
 
-    @Test(
-        .enabled(
-            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-            "needs root to run the worker as another user"))
+    @Test(.enabled(if: getuid() == 0, "needs root to run the worker as another user"), .requires(.setpriv))
     func anotherUsersSlowWriterIsWaitedFor() throws {
         // The worker runs as nobody; the producer (this process, root) writes straight into the inbox.
         // Without CAP_LEASE the worker can neither take a lease on root's file nor read root's /proc.

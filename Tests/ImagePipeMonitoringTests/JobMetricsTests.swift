@@ -55,7 +55,7 @@ import CoreMetrics
         }
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"), "needs promtool (make test-deps)"))
+    @Test(.requires(.promtool))
     func everyCatalogueMetricPassesPromtool() throws {
         let factory = CataloguedMetricsFactory(registry: registry)
         let metrics = JobMetrics(factory: factory)

@@ -5,7 +5,7 @@ import Testing
 
 /// `imagepipe bench --also-queue`: two `watch --exit-when-empty` workers on real PostgreSQL, timed
 /// beside `batch` on the same corpus.
-@Suite(.serialized, .enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
+@Suite(.serialized, .requires(PostgresServer.tool))
 struct BenchQueueTests {
     static let fixtures = Fixtures.root
 

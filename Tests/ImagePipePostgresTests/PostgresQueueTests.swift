@@ -8,8 +8,8 @@ import PostgresNIO
 import ImagePipeTestSupport
 import Testing
 
-/// The PostgreSQL queue in-process, on a real PostgreSQL 15 started by the tests.
-@Suite(.enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
+/// The PostgreSQL queue in-process, on a real PostgreSQL started by the tests.
+@Suite(.requires(PostgresServer.tool))
 struct PostgresQueueTests {
     @Test func queuedJobsAreDoneOnceWithTheirResultsAndANotificationEach() async throws {
         let fixture = try PostgresFixture()

@@ -11,7 +11,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(
-        if: PostgresServer.available && ProcessInfo.processInfo.environment["IMAGEPIPE_MEASURE_QUEUE"] != nil,
+        if: PostgresServer.tool.path != nil && ProcessInfo.processInfo.environment["IMAGEPIPE_MEASURE_QUEUE"] != nil,
         "a measurement: set IMAGEPIPE_MEASURE_QUEUE=1"))
 struct QueueMeasurement {
     /// Claim → done with nothing else to do: a compressor that returns at once, storage in memory,

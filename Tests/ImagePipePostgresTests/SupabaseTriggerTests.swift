@@ -6,7 +6,7 @@ import Testing
 
 /// The Supabase trigger of `docs/queues.md`, run as written against a table shaped like Supabase Storage's
 /// `storage.objects`: uploads become jobs, other files and buckets do not.
-@Suite(.enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
+@Suite(.requires(PostgresServer.tool))
 struct SupabaseTriggerTests {
     /// The SQL block `docs/queues.md` marks as tested.
     static func documentedTrigger() throws -> String {

@@ -42,6 +42,13 @@ public enum CommandRunner {
         try run(executable: binary, arguments, in: directory, environment: environment, input: input)
     }
 
+    /// The standard output of `program` (looked up on PATH), trimmed; nil when it is missing or fails.
+    public static func output(of program: String, _ arguments: [String]) -> String? {
+        guard let result = try? run(executable: "/usr/bin/env", [program] + arguments), result.status == 0 else { return nil }
+        let text = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : text
+    }
+
     /// Runs another executable (an oracle such as `python3`) the same way.
     public static func run(
         executable: String, _ arguments: [String], in directory: String? = nil,

@@ -13,9 +13,7 @@ final class NetworkNamespace: Sendable {
     let hostAddress: String
     private let hostInterface: String
 
-    /// Whether namespaces can be made here: root, and iproute2 (`make test` installs it).
-    static let available: Bool = getuid() == 0 && FileManager.default.isExecutableFile(atPath: ip)
-    private static let ip = "/usr/sbin/ip"
+    private static let ip = RequiredTool.ip.path ?? "/usr/sbin/ip"
 
     init() throws {
         let tag = String(UInt32.random(in: 0..<UInt32.max), radix: 36)

@@ -3,7 +3,7 @@ import ImagePipeTestSupport
 import ImagePipePostgres
 import Synchronization
 
-/// A PostgreSQL 15 server of the tests' own: `initdb` into a temporary directory, run as `nobody` on a
+/// A PostgreSQL server of the tests' own: `initdb` into a temporary directory, run as `nobody` on a
 /// free loopback port, stopped and removed when the test process ends (see `python/postgres_server.py`).
 final class PostgresServer: @unchecked Sendable {
     /// One server for the tests that do not stop or restart it; each test uses a database of its own.
@@ -20,16 +20,27 @@ final class PostgresServer: @unchecked Sendable {
     /// Starts a server; `listen` is an address besides loopback to serve, its /24 let in with the password.
     init(fsync: Bool = false, listen: String? = nil) throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/python"
+        let bin = try Self.tool.located()
         helper = try HelperProcess(
             "postgres_server.py", in: directory,
-            ["--fsync", fsync ? "on" : "off"] + (listen.map { ["--listen", $0] } ?? []))
+            ["--bin", bin, "--fsync", fsync ? "on" : "off"] + (listen.map { ["--listen", $0] } ?? []))
         port = helper.port
         password = helper.ready["password"] ?? ""
         root = helper.ready["directory"] ?? ""
     }
 
-    /// Whether the tests can run: PostgreSQL 15 from Debian is installed (`make test` installs it).
-    static let available = FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/15/bin/initdb")
+    /// The server's programs (`initdb`, `pg_ctl`, `psql`): the folder `pg_config --bindir` names,
+    /// or else the newest of Debian's installed versions.
+    static let tool = RequiredTool("PostgreSQL's server programs", package: "postgresql") {
+        let candidates = [CommandRunner.output(of: "pg_config", ["--bindir"])].compactMap { $0 } + installedVersions()
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") }
+    }
+
+    /// `/usr/lib/postgresql/N/bin`, newest first.
+    private static func installedVersions() -> [String] {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        return versions.compactMap(Int.init).sorted(by: >).map { "/usr/lib/postgresql/\($0)/bin" }
+    }
 
     /// A URL for `database` and `queue`, without the password (that goes through `PGPASSWORD`).
     func url(database: String = "postgres", queue: String = "images", host: String = "127.0.0.1") -> String {
@@ -60,4 +71,10 @@ final class PostgresServer: @unchecked Sendable {
 
     /// `pg_ctl restart -m fast`: every connection is dropped.
     func restart() throws { _ = try calls.withLock { _ in try helper.call(["cmd": "restart"]) } }
+
+    /// `pg_ctl stop -m fast`: every connection is dropped and no new one is taken until ``start()``.
+    func stop() throws { _ = try calls.withLock { _ in try helper.call(["cmd": "stop"]) } }
+
+    /// Starts the server ``stop()`` stopped, on the same port.
+    func start() throws { _ = try calls.withLock { _ in try helper.call(["cmd": "start"]) } }
 }

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import tempfile
 
-BIN = "/usr/lib/postgresql/15/bin"
 NOBODY = 65534
 PASSWORD = "imagepipe-test-secret"
 
@@ -38,9 +37,11 @@ def run(command, check=True):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True, help="the folder of initdb, pg_ctl and psql")
     parser.add_argument("--fsync", default="off", help="on for measurements, off (the default) for speed")
     parser.add_argument("--listen", default="", help="an address besides 127.0.0.1 to listen on, with its /24 let in (password)")
     options = parser.parse_args()
+    bin = options.bin
 
     root = tempfile.mkdtemp(prefix="imagepipe-pg-")
     if os.getuid() == 0:
@@ -57,10 +58,10 @@ def main():
         os.chown(pwfile, NOBODY, NOBODY)
 
     def pg_ctl(*arguments, check=True):
-        return run([f"{BIN}/pg_ctl", "-D", data, "-l", os.path.join(root, "server.log"), "-w", "-t", "60"] + list(arguments), check)
+        return run([f"{bin}/pg_ctl", "-D", data, "-l", os.path.join(root, "server.log"), "-w", "-t", "60"] + list(arguments), check)
 
     try:
-        run([f"{BIN}/initdb", "-D", data, "-U", "postgres", "--pwfile", pwfile, "--auth-host=scram-sha-256",
+        run([f"{bin}/initdb", "-D", data, "-U", "postgres", "--pwfile", pwfile, "--auth-host=scram-sha-256",
              "--auth-local=trust", "-E", "UTF8", "--no-sync"])
         listen = "127.0.0.1"
         if options.listen:
@@ -83,7 +84,7 @@ def main():
                 elif name == "start":
                     pg_ctl("-o", settings, "start")
                 elif name == "sql":
-                    out = run([f"{BIN}/psql", "-h", root, "-p", str(port),
+                    out = run([f"{bin}/psql", "-h", root, "-p", str(port),
                                "-U", "postgres", "-d", command.get("database", "postgres"), "-At", "-c", command["sql"]])
                     print(json.dumps({"output": out.stdout.strip()}), flush=True)
                     continue
