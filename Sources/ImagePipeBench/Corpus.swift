@@ -11,13 +11,17 @@ public struct Corpus: Sendable {
     /// Their total size in bytes.
     public var bytes: Int
 
-    /// Lists the images under `directory`.
+    /// Lists the images under `directory`: the files whose first bytes are an image's, as a batch
+    /// tells them (a README or LICENSE beside them is left out: the peers would fail on it).
     public init(directory: String) throws(ImagePipeError) {
-        let scan = try SourceScanner(root: directory).scan()
-        guard !scan.jobs.isEmpty else { throw .configuration("no images in \(directory)") }
+        let jobs = try SourceScanner(root: directory).scan().jobs.filter { job in
+            let head = FileHandle(forReadingAtPath: job.path).flatMap { try? $0.read(upToCount: ImageSignature.headLength) }
+            return head.flatMap { ImageSignature.fileExtension(of: $0) } != nil
+        }
+        guard !jobs.isEmpty else { throw .configuration("no images in \(directory)") }
         self.directory = LocalPath.absolute(directory)
-        self.files = scan.jobs.map(\.relativePath)
-        self.bytes = scan.jobs.reduce(0) { total, job in
+        self.files = jobs.map(\.relativePath)
+        self.bytes = jobs.reduce(0) { total, job in
             total + ((try? FileManager.default.attributesOfItem(atPath: job.path)[.size] as? Int) ?? 0)
         }
     }

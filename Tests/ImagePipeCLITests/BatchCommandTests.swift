@@ -69,15 +69,18 @@ import Testing
 
         let notes = try #require(bySource["notes.txt"])
         #expect(notes["status"] as? String == "skipped" && notes["skip_code"] as? String == "not_an_image")
-        #expect(notes["reason"] as? String == "not an image: extension .txt")
-        #expect(records.first?["source"] as? String == "notes.txt", "skipped entries are written as the scan ends, before any result")
+        #expect(
+            notes["reason"] as? String == "not an image: its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)")
 
         #expect(output.stderr.contains(#"error failed error="corrupt or truncated image data"#), "\(output.stderr)")
         #expect(TextLog.hasLine(output.stderr, "error", "failed", ["source": "broken/cut.jpg", "error_code": "corrupt_image"]))
         #expect(
             TextLog.hasLine(
                 output.stderr, "info", "skipped",
-                ["source": "notes.txt", "skip_code": "not_an_image", "reason": "not an image: extension .txt"]))
+                [
+                    "source": "notes.txt", "skip_code": "not_an_image",
+                    "reason": "not an image: its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)",
+                ]))
         #expect(output.stderr.contains("3 done, 1 failed, 1 skipped (1 not_an_image)"))
         #expect(output.stderr.contains(" of it failed) → "), "the broken file's bytes were read: \(output.stderr)")
         #expect(!output.stderr.contains("\r"), "no progress line when stderr is not a terminal")
@@ -152,7 +155,7 @@ import Testing
         #expect(directory.files(under: "out") == ["abs-t.png", "one/04-Blinds-t.png", "sub/grey-t.png"])
         let bySource = try records(output.stdout)
         #expect(bySource.keys.sorted() == ["abs.jpg", "one/04-Blinds.png", "one/readme.md", "sub/grey.jpg"])
-        #expect(bySource["one/readme.md"]?["skip_code"] as? String == "not_an_image", "a file given directly is still checked by extension")
+        #expect(bySource["one/readme.md"]?["skip_code"] as? String == "not_an_image", "a file given directly is judged by its bytes too")
         #expect(output.stderr.contains("3 done, 0 failed, 1 skipped (1 not_an_image)"))
     }
 
@@ -205,7 +208,13 @@ import Testing
         #expect(TextLog.hasLine(output.stderr, "info", "skipped", ["source": "loop", "reason": "symbolic link to a directory, not followed"]))
         #expect(
             TextLog.hasLine(output.stderr, "info", "skipped", ["source": "gone.jpg", "reason": "dangling symbolic link: No such file or directory"]))
-        #expect(TextLog.hasLine(output.stderr, "info", "skipped", ["source": "notes", "reason": "not an image: no file extension"]))
+        #expect(
+            TextLog.hasLine(
+                output.stderr, "info", "skipped",
+                [
+                    "source": "notes",
+                    "reason": "not an image: its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)",
+                ]))
         #expect(output.stderr.contains("0 done, 0 failed, 4 skipped (1 dangling_link, 2 not_an_image, 1 symlinked_directory)"))
         let bySource = try records(output.stdout)
         #expect(

@@ -213,6 +213,39 @@ struct PostgresWatchCommandTests {
         try await expectOutputsDecode(fixture, count: 300)
     }
 
+    @Test func jobsAreTakenByTheirBytesAndACRLFListIsEnqueuedPathByPath() async throws {
+        let fixture = try PostgresFixture()
+        let sources = [
+            fixture.directory.write("src/3f2a9c1e", Fixtures.data("images/formats/landscape.jpg")),
+            fixture.directory.write("src/upload.dat", Fixtures.data("images/formats/tiny.png")),
+            fixture.directory.write("src/notes.txt", "just some notes\n"),
+            fixture.directory.write("src/x.jpg", "not a jpeg at all\n"),
+        ]
+        let (url, environment) = (fixture.server.url(database: fixture.database), fixture.server.environment)
+        let list = Data(sources.map { $0 + "\r\n" }.joined(separator: "\r\n").utf8)
+        let enqueued = try await offPool { try CommandRunner.run(["enqueue", url, "-"], environment: environment, input: list) }
+        #expect(enqueued.status == 0 && enqueued.stdout.split(separator: "\n").count == 4, "\(enqueued.stderr)")
+        #expect(try fixture.sql("SELECT source FROM imagepipe.jobs ORDER BY id").split(separator: "\n").map(String.init) == sources)
+
+        let worker = try worker(fixture, "worker", Self.smallVariant + ["--exit-when-empty"])
+        #expect(try await offPool { worker.waitForExit(seconds: 60) } == 0, "\(worker.log.suffix(2000))")
+        let rows = try fixture.sql(
+            "SELECT source, state, coalesce(result->>'status', ''), coalesce(result->>'skip_code', result->>'error_code', '') FROM imagepipe.jobs ORDER BY id"
+        ).split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+        #expect(
+            rows == [
+                [sources[0], "done", "done", ""], [sources[1], "done", "done", ""],
+                [sources[2], "done", "skipped", "not_an_image"], [sources[3], "discarded", "failed", "unsupported_format"],
+            ], "\(rows)")
+        try await expectOutputsDecode(fixture, count: 2)
+
+        // A line that is no path stops enqueue, naming it.
+        let bad = try await offPool {
+            try CommandRunner.run(["enqueue", url, "-"], environment: environment, input: Data("a.jpg\n".utf8) + Data([0xFF, 0x0A]))
+        }
+        #expect(bad.status == 2 && bad.stderr.contains("the list standard input, line 2: is not valid UTF-8"), "\(bad.stderr)")
+    }
+
     @Test func thePasswordNeverShowsInLogsOrErrors() async throws {
         let fixture = try PostgresFixture()
         let password = fixture.server.password

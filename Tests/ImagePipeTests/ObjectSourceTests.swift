@@ -38,12 +38,11 @@ import Testing
 
         // Without a trailing slash the URL names the folder photos/, not every key starting with "photos".
         let scan = try scanner([.init("s3://media/photos")], excluding: ["s3://media/photos/web/"]).scan()
-        #expect(scan.jobs.map(\.relativePath) == ["a.PNG", "trip/b.jpg"])
-        #expect(scan.jobs.map(\.path) == ["s3://media/photos/a.PNG", "s3://media/photos/trip/b.jpg"])
+        #expect(scan.jobs.map(\.relativePath) == ["a.PNG", "notes.txt", "trip/b.jpg"])
+        #expect(scan.jobs.map(\.path) == ["s3://media/photos/a.PNG", "s3://media/photos/notes.txt", "s3://media/photos/trip/b.jpg"])
         #expect(scan.jobs.map(\.sourceName) == scan.jobs.map(\.path), "results name an object by its URL")
-        #expect(scan.jobs[1].object?.bytes == 1 && scan.jobs[1].object?.etag == InMemorySources.etag(Data("a".utf8)))
-        #expect(scan.skipped.map(\.source) == ["s3://media/photos/notes.txt"])
-        #expect(scan.skipped.first?.skipCode == .notAnImage && scan.skipped.first?.reason == "not an image: extension .txt")
+        #expect(scan.jobs[2].object?.bytes == 1 && scan.jobs[2].object?.etag == InMemorySources.etag(Data("a".utf8)))
+        #expect(scan.skipped.isEmpty, "an object's first bytes decide when it is read, not its key")
     }
 
     @Test func anObjectURLIsOneSourceByItsNameAndAMissingOneIsAConfigurationError() throws {

@@ -108,10 +108,14 @@ public struct BatchRunner: Sendable {
         let collisions = handler.keyCollisions(in: scan.jobs)
         var interrupted = false
         for index in order {
-            let job = scan.jobs[index]
+            var job = scan.jobs[index]
             if let collision = collisions[index] {
-                deliver(JobResult(source: job.sourceName, status: .failed, error: collision))
-                continue
+                // A file not named as an image takes its clash only if its bytes show it is one.
+                guard !ImageSignature.nameSaysImage(job.relativePath) else {
+                    deliver(JobResult(source: job.sourceName, status: .failed, error: collision))
+                    continue
+                }
+                job.keyCollision = collision
             }
             do {
                 try await pipeline.reserve()
@@ -153,10 +157,13 @@ public struct BatchRunner: Sendable {
             onPlan(JobContext(job: Job(path: skipped.source, relativePath: skipped.source), result: skipped))
         }
         let collisions = handler.keyCollisions(in: scan.jobs)
-        for (index, job) in scan.jobs.enumerated() {
+        for (index, var job) in scan.jobs.enumerated() {
             if let collision = collisions[index] {
-                onPlan(JobContext(job: job, result: JobResult(source: job.sourceName, status: .failed, error: collision)))
-                continue
+                guard !ImageSignature.nameSaysImage(job.relativePath) else {
+                    onPlan(JobContext(job: job, result: JobResult(source: job.sourceName, status: .failed, error: collision)))
+                    continue
+                }
+                job.keyCollision = collision
             }
             var context = JobContext(job: job)
             handler.inspect(&context, reserving: false)

@@ -3,13 +3,13 @@ import Foundation
 
 /// What a batch did.
 public struct BatchSummary: Sendable, Equatable {
-    /// Images found.
+    /// Sources found: every file and object listed, images or not (their bytes tell).
     public var total = 0
     /// Images whose every variant was stored.
     public var done = 0
     /// Images that failed.
     public var failed = 0
-    /// Sources left alone: outputs already up to date, not images by extension, links not followed.
+    /// Sources left alone: outputs already up to date, no images by their bytes, links not followed.
     public var skipped = 0
     /// The skipped sources by why.
     public var skippedBy: [JobResult.SkipCode: Int] = [:]
@@ -43,6 +43,9 @@ public struct BatchSummary: Sendable, Equatable {
             if let code = result.skipCode { skippedBy[code, default: 0] += 1 }
         }
     }
+
+    /// Whether not one source was an image: none done, failed or up to date.
+    public var foundNoImage: Bool { done + failed + skippedBy[.upToDate, default: 0] == 0 }
 
     /// Images finished per second of wall time.
     public var imagesPerSecond: Double {

@@ -7,11 +7,20 @@ extension FileHandler {
     ///
     /// Keys that depend on the content hash cannot be known before reading, and two identical files
     /// writing identical objects are harmless, so such templates are not checked.
+    ///
+    /// Only sources named as images claim keys here: whether another file is an image is known
+    /// once its first bytes are read (``ImageSignature``), and a sidecar (`IMG_1.xmp`) or a note must
+    /// not take `IMG_1.jpg`'s keys. Such a file's clash is returned too; the caller hands it to its
+    /// job (``Job/keyCollision``), which fails with it only if the file turns out to be an image.
     public func keyCollisions(in jobs: [Job]) -> [Int: ImagePipeError] {
         guard !configuration.keyTemplate.usesHash else { return [:] }
         var owners: [String: Job] = [:]
         var collisions: [Int: ImagePipeError] = [:]
-        for (index, job) in jobs.enumerated() {
+        // Files named as images first, in order, so one named otherwise never owns a key before them.
+        let named = jobs.indices.filter { ImageSignature.nameSaysImage(jobs[$0].relativePath) }
+        let others = jobs.indices.filter { !ImageSignature.nameSaysImage(jobs[$0].relativePath) }
+        for index in named + others {
+            let job = jobs[index]
             let values = KeyTemplate.Values(relativePath: job.relativePath, sha256: nil)
             let keys = configuration.variants.compactMap {
                 try? configuration.keyTemplate.key(for: values, variant: $0.name, ext: $0.format.fileExtension)
@@ -23,7 +32,10 @@ extension FileHandler {
                     "output key '\(clash)' is already produced by \(other); add {srcext} or {hash} to --key to keep both")
                 continue
             }
-            for key in keys { owners[key] = job }
+            // Only a file named as an image claims keys: another may turn out to be no image.
+            if ImageSignature.nameSaysImage(job.relativePath) {
+                for key in keys { owners[key] = job }
+            }
         }
         return collisions
     }

@@ -8,7 +8,9 @@ extension FileHandler {
     /// Reads and hashes the source, builds every output key (checked against the destination's key
     /// limits) and looks each up in the destination.
     ///
-    /// The job ends here `skipped` (`up_to_date`) when every output exists from this original with
+    /// The job ends here `skipped` (`not_an_image`) when the source's first bytes are no image's
+    /// and its name does not say it is one (``ImageSignature``: nothing more of it is read), and
+    /// `skipped` (`up_to_date`) when every output exists from this original with
     /// the same settings and ``Configuration/force`` is off; `failed` when a key holds another
     /// original's output (`key_collision`, unless ``Configuration/overwrite``, or
     /// ``Configuration/update`` for an earlier version of the same name), when the source cannot be
@@ -38,7 +40,16 @@ extension FileHandler {
     private func inspectSource(_ context: inout JobContext, reserving: Bool, since start: ContinuousClock.Instant) throws(ImagePipeError) {
         let clock = ContinuousClock()
         let job = context.job
-        let source = try readSource(job)
+        let source: SourceFile
+        switch try readSource(job) {
+        case .image(let file):
+            source = file
+            if let clash = job.keyCollision { throw clash }
+        case .notAnImage(let reason):
+            context.timings.readMs = (clock.now - start).milliseconds
+            context.skip = (.notAnImage, reason)
+            return
+        }
         context.source = source
         let origin = Origin(sha256: source.sha256, source: job.sourceName)
         context.origin = origin
@@ -98,11 +109,23 @@ extension FileHandler {
             keys.append((variant, try configuration.keyTemplate.key(for: values, variant: variant.name, ext: variant.format.fileExtension)))
         }
         if configuration.storeOriginal {
-            let ext = values.sourceExtension.isEmpty ? (SourceReader.sniffExtension(source) ?? "bin") : values.sourceExtension
+            // The name's extension when it is an image's (a `.jpeg` stays one), else the signature's:
+            // an upload named `3f2a9c1e` or `upload.dat` is stored as what it is.
+            let ext =
+                ImageSignature.imageExtensions.contains(values.sourceExtension)
+                ? values.sourceExtension : (Self.signatureExtension(of: source) ?? "bin")
             keys.append((nil, try configuration.keyTemplate.key(for: values, variant: Self.originalVariantName, ext: ext)))
         }
         for (_, key) in keys { try storage.keyLimits.check(key) }
         return keys
+    }
+
+    /// The extension the source's first bytes call for; nil when unknown.
+    static func signatureExtension(of source: SourceFile) -> String? {
+        switch source.content {
+        case .bytes(let data): ImageSignature.fileExtension(of: data.prefix(ImageSignature.headLength))
+        case .file(let opened): (try? opened.read(count: ImageSignature.headLength)).flatMap { ImageSignature.fileExtension(of: $0) }
+        }
     }
 
     /// Gives the job's reserved keys back.

@@ -1,15 +1,19 @@
-// Reading a job's source in stage 1: a local file through SourceReader, an object through its SourceRepository.
+// Reading a job's source in stage 1: a local file through SourceReader, an object through its SourceRepository; ImageSignature judges both.
 import Foundation
 
 extension FileHandler {
-    /// The source's bytes (or, for a large local file, its open descriptor) and SHA-256.
+    /// The source's bytes (or, for a large local file, its open descriptor) and SHA-256, or why it
+    /// is no image (``ImageSignature``, judged on its first bytes under the job's name).
     ///
-    /// A local file is read exactly as ``SourceReader`` reads it (raw path, links followed or not).
-    /// An object is downloaded whole, within ``Configuration/maxSourceBytes``: one listed as larger
-    /// is refused without a request, and the repository refuses one whose answer declares more.
-    func readSource(_ job: Job) throws(ImagePipeError) -> SourceFile {
+    /// A local file is read exactly as ``SourceReader`` reads it (raw path, links followed or not),
+    /// and no further than its first bytes when it is no image. An object is downloaded whole,
+    /// within ``Configuration/maxSourceBytes``: one listed as larger is refused without a request,
+    /// and the repository refuses one whose answer declares more. Its first bytes are judged from
+    /// that download, so no object is asked for twice.
+    func readSource(_ job: Job) throws(ImagePipeError) -> SourceReader.Outcome {
         guard let object = job.object else {
-            return try SourceReader.read(job.sourcePath, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
+            return try SourceReader.read(
+                job.sourcePath, named: job.relativePath, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
         }
         let location = object.location
         guard let repository = sources[location.scheme] else {
@@ -19,9 +23,13 @@ extension FileHandler {
             throw .sourceTooLarge(location.description, bytes: bytes, limit: configuration.maxSourceBytes)
         }
         let fetched = try repository.read(location, maxBytes: configuration.maxSourceBytes)
+        if let reason = ImageSignature.skipReason(head: fetched.data.prefix(ImageSignature.headLength), name: job.relativePath) {
+            return .notAnImage(reason: reason)
+        }
         guard !fetched.data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
-        return SourceFile(
-            content: .bytes(fetched.data), sha256: SHA256Digest.hash(fetched.data).hex,
-            byteCount: fetched.data.count, etag: fetched.etag)
+        return .image(
+            SourceFile(
+                content: .bytes(fetched.data), sha256: SHA256Digest.hash(fetched.data).hex,
+                byteCount: fetched.data.count, etag: fetched.etag))
     }
 }

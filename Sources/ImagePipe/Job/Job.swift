@@ -23,6 +23,10 @@ public struct Job: Sendable {
     /// Tripped when the job's result is no longer wanted (its claim was lost, or it was cancelled):
     /// the pipeline then stops it at its next safe point, before compressing or before storing.
     public var cancellation: JobCancellation?
+    /// A clash with another source's keys, found before a batch started, for a source whose name
+    /// does not say it is an image (`IMG_1.xmp` beside `IMG_1.jpg`): it fails with it only once its
+    /// first bytes show it is an image; as anything else it is skipped like any other non-image.
+    public var keyCollision: ImagePipeError?
 
     /// Creates a job.
     public init(path: String, relativePath: String, attempt: Int = 1, rawPath: RawPath? = nil, followsLinks: Bool = true) {

@@ -17,7 +17,7 @@ public struct JobResult: Sendable, Codable, Equatable {
     public enum SkipCode: String, Sendable, Codable {
         /// Every output already exists from this very original (a re-run).
         case upToDate = "up_to_date"
-        /// The file's extension is not an image's.
+        /// The file's first bytes are no image's, and its name does not say it is one (``ImageSignature``).
         case notAnImage = "not_an_image"
         /// A symbolic link to a directory inside a source folder: not followed, so a cycle cannot trap the scan.
         case symlinkedDirectory = "symlinked_directory"

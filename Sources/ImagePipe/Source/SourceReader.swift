@@ -39,6 +39,28 @@ public enum SourceReader {
     public static func read(
         _ path: RawPath, inMemoryLimit: Int = defaultInMemoryLimit, followingLinks: Bool = true
     ) throws(ImagePipeError) -> SourceFile {
+        switch try read(path, named: nil, inMemoryLimit: inMemoryLimit, followingLinks: followingLinks) {
+        case .image(let file): return file
+        // Never: without a name nothing is judged.
+        case .notAnImage(let reason): throw ImagePipeError(.unsupportedFormat, reason)
+        }
+    }
+
+    /// What reading a source found.
+    public enum Outcome: Sendable {
+        /// A source to decode: its bytes (or descriptor) and hash.
+        case image(SourceFile)
+        /// A file ``ImageSignature`` does not take as an image, with why; only its first bytes were read.
+        case notAnImage(reason: String)
+    }
+
+    /// Reads `path` as ``read(_:inMemoryLimit:followingLinks:)`` does, after its first bytes were
+    /// judged by ``ImageSignature/skipReason(head:name:)`` under `name`: a file that is no image is
+    /// not read further (a folder of videos or documents costs 16 bytes a file), and an empty one is
+    /// `not_an_image` unless its name says it is an image.
+    public static func read(
+        _ path: RawPath, named name: String?, inMemoryLimit: Int = defaultInMemoryLimit, followingLinks: Bool = true
+    ) throws(ImagePipeError) -> Outcome {
         BlockingIO.mayBlock("read \(path)")
         guard let type = path.fileType(followingLinks: followingLinks) else { throw unreadable(errno) }
         guard type == S_IFREG else { throw notARegularFile(path, type, followingLinks: followingLinks) }
@@ -57,10 +79,16 @@ public enum SourceReader {
             throw notARegularFile(path, info.st_mode & S_IFMT, followingLinks: followingLinks)
         }
         let size = Int(info.st_size)
+        // One small read serves the rule and, for a large file, the choice of how it is decoded.
+        var head = [UInt8](repeating: 0, count: size > 0 ? ImageSignature.headLength : 0)
+        let headCount = head.isEmpty ? 0 : pread(fd, &head, head.count, 0)
+        guard headCount >= 0 else { throw unreadable(errno) }
+        head.removeSubrange(headCount...)
+        if let name, let reason = ImageSignature.skipReason(head: head, name: name) { return .notAnImage(reason: reason) }
         guard size > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
 
-        // Only a large file's format is looked at: a small one is read whole whatever it is.
-        if size <= inMemoryLimit || !OpenedFile.isAvailable || isMappedByDecoder(fd) {
+        // A large file's format decides how it is read: a small one is read whole whatever it is.
+        if size <= inMemoryLimit || !OpenedFile.isAvailable || isMappedByDecoder(head) {
             // WebP and GIF files (which libvips maps) and every file where nothing can be kept open.
             guard size <= wholeFileLimit else {
                 throw ImagePipeError(
@@ -73,7 +101,7 @@ public enum SourceReader {
             }.get()
             if got < size { data.removeSubrange(got...) }
             guard got > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
-            return SourceFile(content: .bytes(data), sha256: SHA256Digest.hash(data).hex, byteCount: got)
+            return .image(SourceFile(content: .bytes(data), sha256: SHA256Digest.hash(data).hex, byteCount: got))
         }
 
         var hasher = SHA256Hasher()
@@ -95,7 +123,7 @@ public enum SourceReader {
         guard total == size else { throw OpenedFile.changedError }
         keptOpen = true
         let opened = OpenedFile(taking: fd, byteCount: total, status: info)
-        return SourceFile(content: .file(opened), sha256: hasher.finalize().hex, byteCount: total)
+        return .image(SourceFile(content: .file(opened), sha256: hasher.finalize().hex, byteCount: total))
     }
 
     /// The largest source read whole when it cannot be kept open: a WebP or GIF file, or any file
@@ -105,11 +133,8 @@ public enum SourceReader {
     /// Whether libvips 8.14 maps the file when it decodes it (its WebP and GIF loaders do): a file
     /// cut short under a mapping kills the process (SIGBUS), and those decoders take the file whole
     /// anyway. (Later libvips releases map JPEG files too; imagepipe is built on Debian's 8.14.)
-    private static func isMappedByDecoder(_ fd: Int32) -> Bool {
-        var head = [UInt8](repeating: 0, count: 16)
-        let got = pread(fd, &head, head.count, 0)
-        guard got > 0 else { return false }
-        return ["gif", "webp"].contains(signatureExtension(of: Array(head[..<got])))
+    private static func isMappedByDecoder(_ head: [UInt8]) -> Bool {
+        ["gif", "webp"].contains(ImageSignature.fileExtension(of: head))
     }
 
     private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(ImagePipeError) -> Int {

@@ -1,12 +1,13 @@
-// Finds the images of a batch's inputs in object storage: a folder (prefix) listed recursively, or one object.
+// Finds the sources of a batch's inputs in object storage: a folder (prefix) listed recursively, or one object.
 
 extension SourceScanner {
-    /// Adds the images of one `s3://` or `supabase://` input.
+    /// Adds the sources of one `s3://` or `supabase://` input.
     ///
     /// A URL not ending in `/` that names an existing object is that one source, going by its name
     /// alone (like an absolute file path). Otherwise it names a folder: every object under
     /// `KEY/`, going by its key relative to the folder, filtered as a local folder's files are
-    /// (names starting with `.` left out unreported, other extensions skipped as `not_an_image`).
+    /// (names starting with `.` left out unreported; whether an object is an image is decided by its
+    /// first bytes when it is read, whatever its key).
     /// A URL from a `--from` list is taken as one object without a lookup unless it ends in `/`; a
     /// missing one then fails as that source (`source_not_found`).
     ///
@@ -30,7 +31,7 @@ extension SourceScanner {
                 }
             }
             if let object {
-                add(object, relativePath: String(location.key.split(separator: "/").last ?? ""), into: &result)
+                result.jobs.append(Job(object: object, relativePath: String(location.key.split(separator: "/").last ?? "")))
                 return
             }
         }
@@ -43,7 +44,7 @@ extension SourceScanner {
         // A destination folder inside this one holds outputs, which are not read back as sources.
         let folderURL = folder.description
         let outputs = excluded.filter { $0.hasPrefix(folderURL) && $0.count > folderURL.count }
-        var found = Result(jobs: [], skipped: [], unreadable: [])
+        var found: [Job] = []
         for object in objects {
             let url = object.location.description
             let relative = String(object.location.key.dropFirst(folder.key.count))
@@ -52,18 +53,8 @@ extension SourceScanner {
                 !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
                 !outputs.contains(where: { url.hasPrefix($0) })
             else { continue }
-            add(object, relativePath: relative, into: &found)
+            found.append(Job(object: object, relativePath: relative))
         }
-        result.jobs += found.jobs.sorted { $0.relativePath < $1.relativePath }
-        result.skipped += found.skipped.sorted { $0.source < $1.source }
-    }
-
-    /// A job for an image, a `not_an_image` entry for anything else.
-    private func add(_ object: ListedObject, relativePath: String, into result: inout Result) {
-        if let skip = Self.skipUnlessImage(relativePath, source: object.location.description) {
-            result.skipped.append(skip)
-        } else {
-            result.jobs.append(Job(object: object, relativePath: relativePath))
-        }
+        result.jobs += found.sorted { $0.relativePath < $1.relativePath }
     }
 }

@@ -1,17 +1,17 @@
-// Finds the images of a batch: folders (recursive, hidden files skipped, sorted, the destination left out), files and objects.
+// Finds the sources of a batch: folders (recursive; hidden files, the destination and the manifest left out; sorted), files and objects.
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Lists the image files of a batch's inputs: folders, files, objects and folders in object storage
+/// Lists the files of a batch's inputs: folders, files, objects and folders in object storage
 /// (see `SourceScanner+Objects.swift`), and the lines of a `--from` list.
+///
+/// Every regular file is listed whatever its name: what is an image is decided by its first bytes
+/// when its job reads it (``ImageSignature``), the same way for every kind of source. Names only
+/// leave out what is never a source: hidden files (`.name`, which also covers the temporary files
+/// of a put), the destination and the manifest.
 public struct SourceScanner: Sendable {
-    /// File extensions treated as images (lowercase, without the dot). Other files are counted as skipped.
-    public static let imageExtensions: Set<String> = [
-        "jpg", "jpeg", "jpe", "jfif", "png", "webp", "tif", "tiff", "gif", "heic", "heif", "hif", "avif",
-    ]
-
     /// One path the batch takes sources from: a folder or a file, local or in object storage.
     public struct Input: Sendable, Hashable {
         /// The path as given, relative to the current directory or absolute, or an `s3://` or
@@ -32,8 +32,8 @@ public struct SourceScanner: Sendable {
     public struct Result: Sendable {
         /// The images, as jobs: in the order of the inputs, each folder's sorted by relative path.
         public var jobs: [Job]
-        /// Entries left out, as `skipped` results saying why: not an image by extension, a link to a
-        /// directory (not followed), a dangling link, not a regular file.
+        /// Entries left out, as `skipped` results saying why: a link to a directory (not followed),
+        /// a dangling link, not a regular file.
         public var skipped: [JobResult]
         /// Directories that could not be listed, with the reason.
         public var unreadable: [(path: String, reason: String)]
@@ -41,13 +41,14 @@ public struct SourceScanner: Sendable {
 
     /// The inputs, in the order given.
     public let inputs: [Input]
-    /// Absolute directories not to descend into (e.g. a destination inside the source), and folder
-    /// URLs in object storage whose objects are left out.
+    /// Absolute directories not to descend into (e.g. a destination inside the source), absolute
+    /// files not to list (the manifest being written), and folder URLs in object storage whose
+    /// objects are left out.
     public let excluded: Set<String>
     /// What lists and looks up the inputs that are URLs, by scheme.
     public let sources: [String: any SourceRepository]
 
-    /// Creates a scanner for the inputs, skipping the `excluded` directories (or folder URLs), with
+    /// Creates a scanner for the inputs, skipping the `excluded` directories, files (or folder URLs), with
     /// the repositories that list URL inputs.
     public init(inputs: [Input], excluding excluded: [String] = [], sources: [String: any SourceRepository] = [:]) {
         self.inputs = inputs
@@ -100,12 +101,7 @@ public struct SourceScanner: Sendable {
                 result.skipped += found.skipped
                 result.unreadable += found.unreadable.map { (Self.joined(input.path, $0.path), $0.reason) }
             case S_IFREG:
-                let relative = Self.relativePath(ofFile: input.path)
-                if let skip = Self.skipUnlessImage(relative) {
-                    result.skipped.append(skip)
-                } else {
-                    result.jobs.append(Job(path: path, relativePath: relative))
-                }
+                result.jobs.append(Job(path: path, relativePath: Self.relativePath(ofFile: input.path)))
             default:
                 result.skipped.append(.skipped(Self.relativePath(ofFile: input.path), .notARegularFile, reason: Self.notRegular))
             }
@@ -151,14 +147,10 @@ public struct SourceScanner: Sendable {
                 if mode == S_IFDIR {
                     if !excluded.contains(path) { stack.append((relative, rawPath)) }
                 } else if mode == S_IFREG {
-                    if let skip = Self.skipUnlessImage(relative) {
-                        result.skipped.append(skip)
-                    } else {
-                        result.jobs.append(
-                            Job(
-                                path: path, relativePath: relative, rawPath: rawPath.isValidUTF8 ? nil : rawPath,
-                                followsLinks: true))
-                    }
+                    // The manifest may be written inside a source folder.
+                    if excluded.contains(path) { continue }
+                    result.jobs.append(
+                        Job(path: path, relativePath: relative, rawPath: rawPath.isValidUTF8 ? nil : rawPath, followsLinks: true))
                 } else {
                     result.skipped.append(.skipped(relative, .notARegularFile, reason: Self.notRegular))
                 }
@@ -166,19 +158,6 @@ public struct SourceScanner: Sendable {
         }
         result.jobs.sort { $0.relativePath < $1.relativePath }
         result.skipped.sort { $0.source < $1.source }
-    }
-
-    /// A `not_an_image` result when the name's extension is not an image's; nil for an image. The
-    /// result names the source `source` (an object's URL), else `relative`.
-    static func skipUnlessImage(_ relative: String, source: String? = nil) -> JobResult? {
-        let name = relative.split(separator: "/").last.map(String.init) ?? relative
-        let ext = name.lastIndex(of: ".").map { String(name[name.index(after: $0)...]).lowercased() } ?? ""
-        if Self.imageExtensions.contains(ext) { return nil }
-        return .skipped(
-            source ?? relative, .notAnImage,
-            reason: ext.isEmpty
-                ? "not an image: no file extension"
-                : "not an image: extension .\(ext)")
     }
 
     /// The name a file given directly goes by in keys and manifests: its path as given when that is

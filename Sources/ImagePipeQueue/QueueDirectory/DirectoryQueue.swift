@@ -125,7 +125,23 @@ public final class DirectoryQueue: JobQueue {
 
     public func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String> { [] }
 
+    /// Moves the original into `done/` with its result record. A delivery that is no image
+    /// (skipped, `not_an_image`) goes to `failed/` instead, with a `NAME.error.json` whose
+    /// `skip_code` says so: `done/` holds what variants were made from, and a file in an image
+    /// queue that is no image is a producer's mistake for someone to look at (or to send back
+    /// with `imagepipe retry` once replaced), as it was when the decoder refused it.
     public func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement {
+        if result.skipCode == .notAnImage {
+            let record = FailureRecord(
+                source: job.source, error: result.reason ?? "not an image", errorCode: nil, skipCode: .notAnImage,
+                attempts: job.job.attempt, history: [], result: result)
+            await BlockingIO.run {
+                self.moveOutAndForget(job.id) { () throws(ImagePipeError) in
+                    try self.area.moveOut(job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json")
+                }
+            }
+            return .recorded
+        }
         let record = Data((result.jsonLine() + "\n").utf8)
         await BlockingIO.run {
             self.moveOutAndForget(job.id) { () throws(ImagePipeError) in

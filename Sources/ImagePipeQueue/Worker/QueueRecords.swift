@@ -28,6 +28,9 @@ public struct FailureRecord: Sendable, Codable, Equatable {
     public var error: String
     /// The final error code.
     public var errorCode: ImagePipeError.Code?
+    /// For a delivery that is no image (`not_an_image`), which the result records as skipped: no
+    /// attempt failed, and ``error`` holds the skip's reason.
+    public var skipCode: JobResult.SkipCode? = nil
     /// Attempts made.
     public var attempts: Int
     /// Every failed attempt, oldest first.
@@ -36,7 +39,7 @@ public struct FailureRecord: Sendable, Codable, Equatable {
     public var result: JobResult
 
     enum CodingKeys: String, CodingKey {
-        case source, error, errorCode = "error_code", attempts, history, result
+        case source, error, errorCode = "error_code", skipCode = "skip_code", attempts, history, result
     }
 
     /// One line of JSON with a final newline, in the style of the `done/` records.

@@ -31,7 +31,7 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Also take the folders and files listed in this file, one path per line ('-' for standard input).",
+            "Also take the folders and files listed in this file, one path per line, LF or CRLF ('-' for standard input).",
             valueName: "file"))
     var from: String?
 
@@ -116,9 +116,8 @@ struct BatchCommand: AsyncParsableCommand {
             jobMetrics?.jobFinished(skipped)
             logger.info("skipped", metadata: skipped.logMetadata)
         }
-        if scan.jobs.isEmpty { logger.warning("no images found") }
         logger.debug(
-            "found the sources", metadata: ["images": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count)])
+            "found the sources", metadata: ["files": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count)])
         progressState.started(total: scan.jobs.count, pipeline: runner.pipeline)
 
         let progress = ProgressLine()
@@ -140,6 +139,8 @@ struct BatchCommand: AsyncParsableCommand {
         let summary = await batch.value
         progress.clear()
         await BlockingIO.run { writer?.close() }
+        // Known only now: whether a file is an image is decided by its first bytes as it is read.
+        if summary.foundNoImage, !summary.interrupted { logger.warning("no images found") }
         if service.logFormat == .json {
             // Every line on standard error stays a JSON object: the summary is one more, with its figures as fields.
             logger.notice(
@@ -175,15 +176,9 @@ struct BatchCommand: AsyncParsableCommand {
         return runner
     }
 
-    /// The paths of a `--from` list: one per line, taken as written; empty lines are ignored.
+    /// The paths of a `--from` list (see ``SourceList``: one a line, LF or CRLF, blank lines ignored).
     static func readList(_ path: String) throws(ImagePipeError) -> [SourceScanner.Input] {
-        let data: Data
-        do {
-            data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw .configuration("cannot read the list \(path): \(IOErrorText.reason(of: error))")
-        }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map { SourceScanner.Input(String($0), listed: true) }
+        try SourceList.read(path).map { SourceScanner.Input($0, listed: true) }
     }
 }
 

@@ -10,7 +10,8 @@ struct EnqueueCommand: AsyncParsableCommand {
         abstract: "Add sources to a PostgreSQL queue.",
         discussion: """
             Each SOURCE is a local path or an object URL (s3://BUCKET/KEY, supabase://BUCKET/KEY), stored as \\
-            given; '-' reads one source per line from standard input. Sources are added in batches of \\
+            given; '-' reads one source per line from standard input (LF or CRLF; blank lines are ignored, and \\
+            a line with a NUL byte or invalid UTF-8 stops the command, naming it). Sources are added in batches of \\
             \(EnqueueCommand.batchSize) (one statement each). Prints each new job's ID and source, tab-separated. \\
             The queue's schema is created when missing. The password comes from PGPASSWORD or ~/.pgpass.
             """)
@@ -55,10 +56,15 @@ struct EnqueueCommand: AsyncParsableCommand {
             }
             for source in sources {
                 if source == "-" {
-                    while let line = Swift.readLine(strippingNewline: true) {
-                        if line.isEmpty { continue }
-                        batch.append(line)
-                        if batch.count == Self.batchSize { try await flush() }
+                    // The list reader `batch --from` uses, a batch at a time, off the cooperative pool.
+                    let list = try SourceList(path: "-")
+                    while true {
+                        let lines = try await BlockingIO.run { () throws(ImagePipeError) in try list.next(upTo: Self.batchSize) }
+                        if lines.isEmpty { break }
+                        for line in lines {
+                            batch.append(line)
+                            if batch.count == Self.batchSize { try await flush() }
+                        }
                     }
                 } else {
                     batch.append(source)

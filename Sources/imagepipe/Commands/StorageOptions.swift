@@ -37,6 +37,8 @@ struct StorageOptions: ParsableArguments {
 
     @Flag(
         name: .customLong("with-original"),
-        help: "Also store the untouched original, keyed by --key with {variant} = original and {ext} = its own extension.")
+        help:
+            "Also store the untouched original, keyed by --key with {variant} = original and {ext} = its own extension (its bytes' format's when its name has no image extension)."
+    )
     var withOriginal = false
 }

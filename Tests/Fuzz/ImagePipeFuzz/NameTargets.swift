@@ -33,12 +33,15 @@ enum NameTargets {
         checkKeys(relativePath: JobSource.job(for: "s3://media/" + name, attempt: 1).relativePath, template: template)
     }
 
-    /// The signature sniffer on a file's first bytes, as the reader hands them over, and on more.
+    /// The signature sniffer on a file's first bytes, as the reader hands them over, and on more;
+    /// and the rule that takes every file it recognises, whatever the file is called.
     static func sniff(_ data: Data) {
         let bytes = [UInt8](data)
-        let head = SourceReader.signatureExtension(of: Array(bytes.prefix(16)))
-        require(head == SourceReader.signatureExtension(of: bytes), "the first 16 bytes and the whole file disagree")
+        let head = ImageSignature.fileExtension(of: Array(bytes.prefix(ImageSignature.headLength)))
+        require(head == ImageSignature.fileExtension(of: bytes), "the first 16 bytes and the whole file disagree")
         if let head { require(["jpg", "png", "gif", "webp", "tif", "heic", "avif"].contains(head), "'\(head)'") }
+        let skipped = ImageSignature.skipReason(head: bytes.prefix(ImageSignature.headLength), name: "upload")
+        require((skipped == nil) == (head != nil), "the rule and the sniffer disagree")
     }
 
     /// Every key the template makes for the name is one the destination can hold: relative, and

@@ -1,0 +1,68 @@
+// The one rule of what a source is: its first bytes decide, for every kind of source; its name only where the bytes cannot.
+import Foundation
+
+/// What a source's first bytes say it is, and whether a file is taken as an image.
+///
+/// Every job goes through ``skipReason(head:name:)`` in the FileHandler's inspection, as soon as
+/// the source's first bytes are read: files of a batch, deliveries to a queue directory, paths and
+/// objects queued in PostgreSQL, objects in S3 or Supabase. The bytes decide, not the name: object
+/// keys and upload IDs (`3f2a9c1e`, `upload.dat`) often say nothing or the wrong thing, and the
+/// first 16 bytes cost nothing next to a decode (sharp and imgproxy sniff magic bytes the same way).
+/// A name only matters when it promises an image the bytes do not show: that file is decoded as
+/// before and fails with the decoder's reason, because someone meant it to be an image.
+public enum ImageSignature {
+    /// How many bytes from the start of a file the signatures look at.
+    public static let headLength = 16
+
+    /// The extensions of the formats imagepipe reads (lowercase, without the dot): a file named so
+    /// is meant to be an image, so one whose bytes show none fails instead of being skipped.
+    public static let imageExtensions: Set<String> = [
+        "jpg", "jpeg", "jpe", "jfif", "png", "webp", "tif", "tiff", "gif", "heic", "heif", "hif", "avif",
+    ]
+
+    /// `jpg`, `png`, `gif`, `webp`, `tif`, `heic` or `avif` from a file's first ``headLength``
+    /// bytes (more are ignored); nil when they are no signature of a format imagepipe reads.
+    package static func fileExtension(of bytes: some Collection<UInt8>) -> String? {
+        let bytes = Array(bytes.prefix(headLength))
+        func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
+            bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
+        }
+        if starts([0xFF, 0xD8, 0xFF]) { return "jpg" }
+        if starts([0x89, 0x50, 0x4E, 0x47]) { return "png" }
+        if starts(Array("GIF8".utf8)) { return "gif" }
+        if starts(Array("RIFF".utf8)), starts(Array("WEBP".utf8), at: 8) { return "webp" }
+        // Classic TIFF and BigTIFF (which libtiff reads too), in both byte orders.
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return "tif" }
+        if starts([0x49, 0x49, 0x2B, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2B]) { return "tif" }
+        if starts(Array("ftyp".utf8), at: 4) {
+            let brand = String(decoding: bytes[8..<min(12, bytes.count)], as: UTF8.self)
+            if brand.hasPrefix("avi") { return "avif" }
+            if ["heic", "heix", "hevc", "hevx", "mif1", "msf1", "heim", "heis"].contains(brand) { return "heic" }
+        }
+        return nil
+    }
+
+    /// Whether the name's extension is one of ``imageExtensions`` (of its last path component).
+    public static func nameSaysImage(_ name: String) -> Bool {
+        let last = name.split(separator: "/").last ?? Substring(name)
+        guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return false }
+        return imageExtensions.contains(last[last.index(after: dot)...].lowercased())
+    }
+
+    /// Why a source is skipped as `not_an_image`, or nil when it is taken (and decoded).
+    ///
+    /// Taken: a file whose first bytes are an image's signature, whatever it is called; and a
+    /// file named as an image (`x.jpg`) whatever its bytes, which then fails as it always did
+    /// (`unsupported_format`, `corrupt_image`, `empty_file`) rather than vanish among the skipped.
+    ///
+    /// - Parameters:
+    ///   - head: the file's first bytes (at least ``headLength`` when it has that many; empty for an
+    ///     empty file).
+    ///   - name: the name the source goes by (a relative path or a key); only its extension counts.
+    public static func skipReason(head: some Collection<UInt8>, name: String) -> String? {
+        if fileExtension(of: head) != nil || nameSaysImage(name) { return nil }
+        return head.isEmpty
+            ? "not an image: an empty file"
+            : "not an image: its first bytes match no format imagepipe reads (\(SourceFormat.acceptedList))"
+    }
+}
