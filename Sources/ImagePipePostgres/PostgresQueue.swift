@@ -85,14 +85,14 @@ public final class PostgresQueue: JobQueue {
     public var maintenanceInterval: Duration { max(.seconds(1), configuration.lease / 2) }
     public var heartbeatInterval: Duration? { configuration.lease / 3 }
 
-    public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
+    public func open(signals: QueueSignals) async throws(ImagePipeError) {
         let client = database.client
         // Detached: a task started here would inherit the worker's graceful-shutdown handler, and
         // the client (itself a service) would close its connections at the first SIGTERM, before
         // the jobs in flight are recorded. It lives until ``close()``, after the last one.
         background.withLock { $0.append(Task.detached { await client.run() }) }
         try await database.prepare()
-        background.withLock { $0.append(Task.detached { await self.database.listen(for: self.location.queue, wake: wake) }) }
+        background.withLock { $0.append(Task.detached { await self.database.listen(for: self.location.queue, signals: signals) }) }
         await maintain()
         logger.info("watching", metadata: ["queue": "\(location)", "worker": "\(owner)"])
     }
@@ -135,13 +135,15 @@ public final class PostgresQueue: JobQueue {
         if due { _ = await database.prune(queue: location.queue, olderThan: configuration.retention) }
     }
 
-    public func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String> {
+    public func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome {
         let fences = jobs.compactMap(Self.fence)
         guard let renewed = await database.renew(fences, owner: owner, lease: configuration.lease) else {
             // The database cannot be reached: keep the jobs; their leases may well still hold.
-            return []
+            return HeartbeatOutcome()
         }
-        return Set(fences.filter { !renewed.contains($0.id) }.map { String($0.id) })
+        return HeartbeatOutcome(
+            lost: Set(fences.filter { renewed[$0.id] == nil }.map { String($0.id) }),
+            cancelRequested: Set(renewed.filter(\.value).map { String($0.key) }))
     }
 
     public func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement {
@@ -161,6 +163,11 @@ public final class PostgresQueue: JobQueue {
     public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
         return await database.discard(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine())
+    }
+
+    public func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
+        guard let fence = Self.fence(job) else { return .unrecorded }
+        return await database.cancel(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine())
     }
 
     public func release(_ jobs: [ClaimedJob]) async {

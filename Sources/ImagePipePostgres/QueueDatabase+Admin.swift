@@ -1,32 +1,54 @@
-// What producers and operators do: enqueue sources, count jobs, put discarded jobs back, delete old ones.
-import Foundation
+// What producers and operators do: enqueue sources, look at jobs by state, cancel them, put discarded jobs back, delete old ones.
+public import Foundation
 public import ImagePipe
+public import ImagePipeQueue
 import PostgresNIO
 
 extension QueueDatabase {
-    /// The state of a queue.
-    public struct Status: Sendable, Equatable {
-        /// Jobs per state: `waiting`, `running`, `done`, `discarded` (states without jobs left out).
-        public var counts: [String: Int]
-        /// How long the oldest due job has waited to be claimed, in seconds; nil when none waits.
-        public var oldestWaitingSeconds: Double?
-        /// Jobs finished (done or discarded) in the last minute, per second.
-        public var finishedPerSecond: Double
+    /// When an enqueued job is due.
+    public enum RunAt: Sendable, Equatable {
+        /// At once.
+        case now
+        /// At this time.
+        case at(Date)
+        /// This long after the database's clock says now.
+        case after(Duration)
+    }
+
+    /// What `cancel` did to one job.
+    public enum CancelOutcome: Sendable, Equatable {
+        /// It was waiting: it is cancelled.
+        case cancelled
+        /// It is running: its worker stops it at its next safe point and records it cancelled.
+        case requested
+        /// It had finished already, in this state: nothing changed.
+        case finished(String)
+        /// The queue has no job with this ID.
+        case notFound
     }
 
     /// Adds one job per source through `imagepipe.enqueue`, in one statement; returns each job's ID
-    /// in order, nil where `unique` found the source already waiting or running.
-    public func enqueue(_ sources: [String], unique: Bool) async throws(ImagePipeError) -> [Int?] {
+    /// in order, nil where `unique` found the source already waiting or running. Lower `priority`
+    /// jobs are claimed first.
+    public func enqueue(_ sources: [String], unique: Bool, priority: Int = 0, runAt: RunAt = .now) async throws(ImagePipeError) -> [Int?] {
         guard !sources.isEmpty else { return [] }
+        let (at, delay): (Date?, Double) =
+            switch runAt {
+            case .now: (nil, 0)
+            case .at(let date): (date, 0)
+            case .after(let duration): (nil, duration.timeInterval)
+            }
         let query: PostgresQuery = """
-            SELECT imagepipe.enqueue(s.source, \(location.queue), \(unique))
+            SELECT imagepipe.enqueue(s.source, \(location.queue), \(unique),
+                                     coalesce(\(at)::timestamptz, now() + make_interval(secs => \(delay))), \(priority)::integer)
             FROM unnest(\(sources)::text[]) WITH ORDINALITY AS s(source, n) ORDER BY s.n
             """
         return try await required("enqueue", query, { try $0.decode(Int?.self) })
     }
 
-    /// Counts by state, the oldest due job's wait and the rate over the last minute.
-    public func status() async throws(ImagePipeError) -> Status {
+    /// Counts by state, the oldest due job's wait, the rate over the last minute, and the running
+    /// jobs and latest discarded ones (up to `detailLimit` of each).
+    public func overview(detailLimit: Int = 10) async throws(ImagePipeError) -> QueueOverview {
         let queue = location.queue
         let counts = try await required(
             "status", "SELECT state, count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) GROUP BY state",
@@ -43,20 +65,81 @@ extension QueueDatabase {
             SELECT count(*)::bigint FROM imagepipe.jobs
             WHERE queue = \(queue) AND state IN ('done', 'discarded') AND finished_at > now() - interval '1 minute'
             """, { try $0.decode(Int.self) })
-        return Status(
-            counts: Dictionary(uniqueKeysWithValues: counts), oldestWaitingSeconds: oldest.first ?? nil,
-            finishedPerSecond: Double(recent.first ?? 0) / 60)
+        var byState = Dictionary(uniqueKeysWithValues: QueueOverview.State.allCases.map { ($0, 0) })
+        for (state, count) in counts { if let known = QueueOverview.State(rawValue: state) { byState[known] = count } }
+        let jobs = try await list(.running, limit: detailLimit) + list(.discarded, limit: detailLimit)
+        return QueueOverview(
+            kind: "postgres", queue: location.description, counts: byState, oldestWaitingSeconds: oldest.first ?? nil,
+            finishedPerSecond: Double(recent.first ?? 0) / 60, jobs: jobs)
     }
 
-    /// Puts discarded jobs (all, or those with the given IDs) back to wait, with their attempts and
-    /// errors cleared; returns how many.
+    /// The jobs in `state`, at most `limit`: waiting ones in the order workers claim them, running
+    /// ones longest-running first, finished ones latest first; each with its last error.
+    public func list(_ state: QueueOverview.State, limit: Int) async throws(ImagePipeError) -> [QueueOverview.Job] {
+        let order =
+            switch state {
+            case .waiting: "priority, run_at, id"
+            case .running: "started_at, id"
+            case .done, .discarded, .cancelled: "finished_at DESC, id DESC"
+            }
+        let query = PostgresQuery(
+            unsafeSQL: """
+                SELECT id, left(source, 1000), attempt, priority,
+                    extract(epoch FROM now() - CASE state WHEN 'waiting' THEN least(run_at, now()) WHEN 'running' THEN started_at
+                                                          ELSE finished_at END)::float8,
+                    CASE WHEN state = 'waiting' AND run_at > now() THEN extract(epoch FROM run_at - now())::float8 END,
+                    lease_owner, cancel_requested_at IS NOT NULL,
+                    errors->-1->>'error_code', left(errors->-1->>'error', 2000)
+                FROM imagepipe.jobs WHERE queue = $1 AND state = $2
+                ORDER BY \(order) LIMIT $3
+                """,
+            binds: Self.bindings(location.queue, state.rawValue, limit))
+        typealias Row = (Int, String, Int, Int, Double?, Double?, String?, Bool, String?, String?)
+        return try await required("list", query, { try $0.decode(Row.self) }).map { row in
+            var job = QueueOverview.Job(id: String(row.0), state: state, source: row.1)
+            job.attempts = row.2
+            job.priority = row.3
+            job.ageSeconds = row.4.map { max(0, $0) }
+            job.dueInSeconds = row.5
+            job.owner = row.6
+            job.cancelRequested = state == .running ? row.7 : nil
+            job.errorCode = row.8
+            job.error = row.9
+            return job
+        }
+    }
+
+    /// Cancels jobs of this queue by ID, through `imagepipe.cancel`: a waiting one at once, a
+    /// running one at its worker's next safe point. Returns what happened to each, in order.
+    public func cancel(ids: [Int]) async throws(ImagePipeError) -> [CancelOutcome] {
+        guard !ids.isEmpty else { return [] }
+        // The join reads each job's state before the cancel changes it (one snapshot for the statement).
+        let query: PostgresQuery = """
+            SELECT j.state, CASE WHEN j.id IS NOT NULL THEN imagepipe.cancel(i.id) END
+            FROM unnest(\(ids)::bigint[]) WITH ORDINALITY AS i(id, n)
+            LEFT JOIN imagepipe.jobs AS j ON j.id = i.id AND j.queue = \(location.queue)
+            ORDER BY i.n
+            """
+        return try await required("cancel", query, { try $0.decode((String?, String?).self) }).map { before, done in
+            switch (before, done) {
+            case (nil, _): .notFound
+            case (_, "cancelled"): .cancelled
+            case (_, "requested"): .requested
+            case (let state?, _): .finished(state)
+            }
+        }
+    }
+
+    /// Puts discarded jobs (all, or those with the given IDs, which may also name cancelled ones)
+    /// back to wait, with their attempts and errors cleared; returns how many.
     public func retryDiscarded(ids: [Int]?) async throws(ImagePipeError) -> Int {
         let queue = location.queue
         let query: PostgresQuery = """
             WITH back AS (
                 UPDATE imagepipe.jobs SET state = 'waiting', attempt = 0, run_at = now(), finished_at = NULL,
-                    result = NULL, errors = '[]'
-                WHERE queue = \(queue) AND state = 'discarded' AND (\(ids)::bigint[] IS NULL OR id = ANY(\(ids)::bigint[]))
+                    result = NULL, errors = '[]', cancel_requested_at = NULL
+                WHERE queue = \(queue) AND (\(ids)::bigint[] IS NULL AND state = 'discarded'
+                                            OR id = ANY(\(ids)::bigint[]) AND state IN ('discarded', 'cancelled'))
                 RETURNING id
             )
             SELECT count(*)::bigint FROM back
@@ -66,7 +149,7 @@ extension QueueDatabase {
         return count
     }
 
-    /// Deletes done and discarded jobs of `queue` that finished longer than `age` ago, in slices so
+    /// Deletes done, discarded and cancelled jobs of `queue` that finished longer than `age` ago, in slices so
     /// that no statement holds many rows; returns how many.
     @discardableResult
     public func prune(queue: String, olderThan age: Duration) async -> Int {
@@ -76,7 +159,7 @@ extension QueueDatabase {
                 WITH old AS (
                     DELETE FROM imagepipe.jobs WHERE id IN (
                         SELECT id FROM imagepipe.jobs
-                        WHERE queue = \(queue) AND state IN ('done', 'discarded')
+                        WHERE queue = \(queue) AND state IN ('done', 'discarded', 'cancelled')
                           AND finished_at < now() - make_interval(secs => \(age.timeInterval))
                         LIMIT 10000)
                     RETURNING 1
@@ -103,6 +186,14 @@ extension QueueDatabase {
             "counting waiting jobs", "SELECT count(*)::bigint FROM imagepipe.jobs WHERE queue = \(queue) AND state = 'waiting'",
             { try $0.decode(Int.self) }
         ).first ?? 0
+    }
+
+    private static func bindings(_ queue: String, _ state: String, _ limit: Int) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(queue)
+        bindings.append(state)
+        bindings.append(limit)
+        return bindings
     }
 
     /// One attempt at a statement a command needs; failures become errors.

@@ -29,7 +29,7 @@ extension QueueDatabase {
             WITH next AS (
                 SELECT id FROM imagepipe.jobs
                 WHERE queue = $1 AND state = 'waiting' AND run_at <= now()
-                ORDER BY run_at, id
+                ORDER BY priority, run_at, id
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED
             )
@@ -58,22 +58,23 @@ extension QueueDatabase {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
-    /// Extends the leases `owner` still holds; returns the IDs renewed, or nil when the database
-    /// could not be reached (nothing is known then).
-    func renew(_ fences: [Fence], owner: String, lease: Duration) async -> Set<Int>? {
-        guard !fences.isEmpty else { return [] }
+    /// Extends the leases `owner` still holds; returns the IDs renewed, each with whether someone
+    /// asked to cancel it, or nil when the database could not be reached (nothing is known then).
+    func renew(_ fences: [Fence], owner: String, lease: Duration) async -> [Int: Bool]? {
+        guard !fences.isEmpty else { return [:] }
         let query: PostgresQuery = """
             UPDATE imagepipe.jobs AS j SET lease_expires_at = now() + make_interval(secs => \(lease.timeInterval))
             FROM unnest(\(fences.map(\.id))::bigint[], \(fences.map(\.attempt))::bigint[]) AS h(id, attempt)
             WHERE j.id = h.id AND j.attempt = h.attempt AND j.lease_owner = \(owner) AND j.state = 'running'
-            RETURNING j.id
+            RETURNING j.id, j.cancel_requested_at IS NOT NULL
             """
-        return await once("heartbeat", query, { try $0.decode(Int.self) }).map(Set.init)
+        return await once("heartbeat", query, { try $0.decode((Int, Bool).self) }).map { Dictionary($0, uniquingKeysWith: { $1 }) }
     }
 
     /// Puts back the running jobs of `queue` whose lease expired (their worker died, stalled or lost
     /// the database), recording the lapse as a failed attempt; a job that has used up its attempts
-    /// this way is discarded, so an image that kills its worker cannot go round for ever.
+    /// this way is discarded, so an image that kills its worker cannot go round for ever, and one
+    /// someone asked to cancel is cancelled.
     ///
     /// Any worker runs this; `SKIP LOCKED` and the state check make concurrent runs harmless.
     func takeBackExpired(queue: String, maxAttempts: Int) async {
@@ -85,8 +86,9 @@ extension QueueDatabase {
                 FOR UPDATE SKIP LOCKED
             )
             UPDATE imagepipe.jobs AS j SET
-                state = CASE WHEN j.attempt >= \(maxAttempts) THEN 'discarded' ELSE 'waiting' END,
-                finished_at = CASE WHEN j.attempt >= \(maxAttempts) THEN now() END,
+                state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                             WHEN j.attempt >= \(maxAttempts) THEN 'discarded' ELSE 'waiting' END,
+                finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempt >= \(maxAttempts) THEN now() END,
                 run_at = now(), lease_owner = NULL, lease_expires_at = NULL,
                 errors = j.errors || jsonb_build_array(jsonb_build_object(
                     'attempt', j.attempt, 'error_code', 'lease_expired', 'transient', true,
@@ -96,7 +98,7 @@ extension QueueDatabase {
             RETURNING j.id, j.state
             """
         guard let rows = await once("take back expired leases", query, { try $0.decode((Int, String).self) }), !rows.isEmpty else { return }
-        let discarded = rows.filter { $0.1 == "discarded" }.count
+        let discarded = rows.filter { $0.1 != "waiting" }.count
         logger.notice(
             "took back jobs whose lease expired",
             metadata: [

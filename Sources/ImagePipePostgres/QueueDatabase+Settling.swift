@@ -45,11 +45,14 @@ extension QueueDatabase {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
     }
 
-    /// Puts a job back to wait `delay` before its next attempt, adding `failure` to its history.
+    /// Puts a job back to wait `delay` before its next attempt, adding `failure` to its history; a
+    /// job someone asked to cancel meanwhile is cancelled instead.
     func retry(_ fence: Fence, owner: String, failure: String, after delay: Duration) async -> Settlement {
         let query: PostgresQuery = """
             UPDATE imagepipe.jobs
-            SET state = 'waiting', run_at = now() + make_interval(secs => \(delay.timeInterval)),
+            SET state = CASE WHEN cancel_requested_at IS NULL THEN 'waiting' ELSE 'cancelled' END,
+                finished_at = CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE now() END,
+                run_at = now() + make_interval(secs => \(delay.timeInterval)),
                 lease_owner = NULL, lease_expires_at = NULL, errors = errors || jsonb_build_array(\(failure)::jsonb)
             WHERE id = \(fence.id) AND attempt = \(fence.attempt) AND lease_owner = \(owner) AND state = 'running'
             RETURNING id
@@ -72,18 +75,37 @@ extension QueueDatabase {
         return settlement(await persistently("discard", query, { try $0.decode(Int.self) }))
     }
 
-    /// Gives jobs back unfinished (a shutdown): waiting again at once, the attempt not counted.
+    /// Gives jobs back unfinished (a shutdown): waiting again at once, the attempt not counted; a
+    /// job someone asked to cancel is cancelled instead.
     ///
     /// Tried once: a worker stopping while the database is away leaves its jobs to lease expiry.
     func release(_ fences: [Fence], owner: String, queue: String) async {
         let query: PostgresQuery = """
             UPDATE imagepipe.jobs AS j
-            SET state = 'waiting', attempt = j.attempt - 1, run_at = now(), lease_owner = NULL, lease_expires_at = NULL
+            SET state = CASE WHEN j.cancel_requested_at IS NULL THEN 'waiting' ELSE 'cancelled' END,
+                finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,
+                attempt = j.attempt - 1, run_at = now(), lease_owner = NULL, lease_expires_at = NULL
             FROM unnest(\(fences.map(\.id))::bigint[], \(fences.map(\.attempt))::bigint[]) AS r(id, attempt)
             WHERE j.id = r.id AND j.attempt = r.attempt AND j.lease_owner = \(owner) AND j.state = 'running'
             RETURNING j.id
             """
         if let released = await once("release", query, { try $0.decode(Int.self) }), !released.isEmpty { await notifyWaiting(queue) }
+    }
+
+    /// Records a job stopped at a cancel request: its attempt's `failure` (`cancelled`) added to its
+    /// history, with that attempt's result record. Never retried, never done.
+    func cancel(_ fence: Fence, owner: String, failure: String, result: String) async -> Settlement {
+        let query: PostgresQuery = """
+            WITH settled AS (
+                UPDATE imagepipe.jobs
+                SET state = 'cancelled', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+                    errors = errors || jsonb_build_array(\(failure)::jsonb), result = \(result)::jsonb
+                WHERE id = \(fence.id) AND attempt = \(fence.attempt) AND lease_owner = \(owner) AND state = 'running'
+                RETURNING id
+            )
+            SELECT imagepipe.notify_finished(id) FROM settled
+            """
+        return settlement(await persistently("cancel", query, { try $0.decode(Int.self) }))
     }
 
     private func settlement(_ rows: [Int]?) -> Settlement {

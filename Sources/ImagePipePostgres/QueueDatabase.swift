@@ -1,6 +1,7 @@
 // The queue's statements on one PostgresClient, each retried across lost connections with backoff.
 import Foundation
 public import ImagePipe
+import ImagePipeQueue
 public import Logging
 import PostgresNIO
 import Synchronization
@@ -189,16 +190,27 @@ public final class QueueDatabase: Sendable {
         }
     }
 
-    /// Listens for new jobs of `queue` and calls `wake` for each, and after every (re)connection,
-    /// since notifications sent while not listening are lost. Returns when cancelled.
-    func listen(for queue: String, wake: @escaping @Sendable () -> Void) async {
+    /// Listens for new jobs of `queue` (`imagepipe_jobs`) and calls `signals.wake` for each, and
+    /// after every (re)connection, since notifications sent while not listening are lost; and for
+    /// cancel requests (`imagepipe_cancel`), which ask for the claims to be checked at once rather
+    /// than at the next heartbeat. Returns when cancelled.
+    func listen(for queue: String, signals: QueueSignals) async {
         var attempt = 0
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
-                    try await connection.listen(on: "imagepipe_jobs") { notifications in
-                        wake()
-                        for try await notification in notifications where notification.payload == queue { wake() }
+                    try await connection.listen(on: "imagepipe_jobs") { jobs in
+                        try await connection.listen(on: "imagepipe_cancel") { cancels in
+                            signals.wake()
+                            signals.checkClaims()
+                            try await withThrowingTaskGroup { group in
+                                group.addTask { for try await notification in jobs where notification.payload == queue { signals.wake() } }
+                                group.addTask { for try await _ in cancels { signals.checkClaims() } }
+                                // Either ending means the connection did: listen again on a new one.
+                                try await group.next()
+                                group.cancelAll()
+                            }
+                        }
                     }
                 }
                 attempt = 0

@@ -69,7 +69,75 @@ enum QueueSchema {
             END
             $$
             """,
-        ]
+        ],
+        // 2: priorities, and cancelling jobs (`queue cancel`, `imagepipe.cancel`).
+        [
+            """
+            ALTER TABLE imagepipe.jobs
+                ADD COLUMN priority integer NOT NULL DEFAULT 0,
+                ADD COLUMN cancel_requested_at timestamptz,
+                DROP CONSTRAINT jobs_state_check,
+                ADD CONSTRAINT jobs_state_check CHECK (state IN ('waiting', 'running', 'done', 'discarded', 'cancelled'))
+            """,
+            // Claims take the lowest priority first, then the earliest due: the index reads in that
+            // order, so a claim still stops after the jobs it takes.
+            "DROP INDEX imagepipe.jobs_waiting",
+            "CREATE INDEX jobs_waiting ON imagepipe.jobs (queue, priority, run_at, id) WHERE state = 'waiting'",
+            "DROP INDEX imagepipe.jobs_finished",
+            "CREATE INDEX jobs_finished ON imagepipe.jobs (queue, finished_at) WHERE state IN ('done', 'discarded', 'cancelled')",
+            // A new parameter changes the function's identity: the old one goes, or calls that name
+            // only the first arguments would match both.
+            "DROP FUNCTION imagepipe.enqueue(text, text, boolean, timestamptz)",
+            """
+            CREATE FUNCTION imagepipe.enqueue(source text, queue text DEFAULT 'images', unique_source boolean DEFAULT false,
+                                              run_at timestamptz DEFAULT now(), priority integer DEFAULT 0)
+            RETURNS bigint LANGUAGE plpgsql AS $$
+            DECLARE
+                new_id bigint;
+            BEGIN
+                IF unique_source THEN
+                    -- Two producers adding the same source at once: the second waits for the first's commit.
+                    PERFORM pg_advisory_xact_lock(hashtextextended(enqueue.queue || E'\\n' || enqueue.source, 0));
+                    IF EXISTS (SELECT 1 FROM imagepipe.jobs AS j WHERE j.queue = enqueue.queue AND j.source = enqueue.source
+                               AND j.state IN ('waiting', 'running')) THEN
+                        RETURN NULL;
+                    END IF;
+                END IF;
+                INSERT INTO imagepipe.jobs (queue, source, run_at, priority)
+                VALUES (enqueue.queue, enqueue.source, enqueue.run_at, enqueue.priority)
+                RETURNING id INTO new_id;
+                PERFORM pg_notify('imagepipe_jobs', enqueue.queue);
+                RETURN new_id;
+            END
+            $$
+            """,
+            // A waiting job is cancelled at once; a running one is asked to stop, and its worker
+            // (woken by the notification, or at its next heartbeat) stops it at its next safe point
+            // and records it cancelled. Returns 'cancelled', 'requested', or NULL: nothing to cancel
+            // (finished already, or no such job).
+            """
+            CREATE FUNCTION imagepipe.cancel(job_id bigint) RETURNS text LANGUAGE plpgsql AS $$
+            DECLARE
+                now_state text;
+            BEGIN
+                UPDATE imagepipe.jobs SET
+                    state = CASE WHEN state = 'waiting' THEN 'cancelled' ELSE state END,
+                    finished_at = CASE WHEN state = 'waiting' THEN now() ELSE finished_at END,
+                    cancel_requested_at = coalesce(cancel_requested_at, now())
+                WHERE id = job_id AND state IN ('waiting', 'running')
+                RETURNING state INTO now_state;
+                IF now_state = 'running' THEN
+                    PERFORM pg_notify('imagepipe_cancel', job_id::text);
+                    RETURN 'requested';
+                END IF;
+                IF now_state = 'cancelled' THEN
+                    PERFORM imagepipe.notify_finished(job_id);
+                END IF;
+                RETURN now_state;
+            END
+            $$
+            """,
+        ],
     ]
 
     /// The version this build brings a database to.

@@ -49,10 +49,10 @@ struct PostgresQueueTests {
             try fixture.sql("SELECT errors->0->>'error_code' FROM imagepipe.jobs") == "lease_expired", "the lapse is in the job's history")
 
         let result = JobResult(source: "photo-0.jpg", status: .done)
-        #expect(await first.heartbeat([claimed]) == [claimed.id], "the heartbeat finds the lease gone")
+        #expect(await first.heartbeat([claimed]).lost == [claimed.id], "the heartbeat finds the lease gone")
         #expect(await first.complete(claimed, result: result) == .leaseLost)
         #expect(await first.retry(claimed, failure: AttemptRecord(result), after: .zero) == .leaseLost)
-        #expect(await second.heartbeat([retaken]).isEmpty)
+        #expect(await second.heartbeat([retaken]) == HeartbeatOutcome())
         #expect(await second.complete(retaken, result: result) == .recorded)
         #expect(await second.complete(retaken, result: result) == .leaseLost, "a result is recorded once")
         #expect(try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "done|2")
@@ -162,7 +162,8 @@ struct PostgresQueueTests {
             }
             try await group.waitForAll()
         }
-        #expect(try fixture.sql("SELECT string_agg(version::text, ',') FROM imagepipe.migrations") == "\(QueueSchema.latestVersion)")
+        let versions = (1...QueueSchema.latestVersion).map(String.init).joined(separator: ",")
+        #expect(try fixture.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM imagepipe.migrations") == versions)
         #expect(try fixture.sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_waiting'").hasSuffix("WHERE (state = 'waiting'::text)"))
     }
 

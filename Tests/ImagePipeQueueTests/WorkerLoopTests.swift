@@ -279,8 +279,8 @@ final class MemoryQueue: JobQueue {
     }
     var claimsHeld: Int { state.withLock { $0.claimsHeld } }
 
-    func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
-        state.withLock { $0.wake = wake }
+    func open(signals: QueueSignals) async throws(ImagePipeError) {
+        state.withLock { $0.wake = signals.wake }
     }
 
     func claim(upTo limit: Int) async -> [ClaimedJob] {
@@ -304,10 +304,10 @@ final class MemoryQueue: JobQueue {
 
     func maintain() async {}
 
-    func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String> {
+    func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome {
         state.withLock { state in
             state.heartbeats += 1
-            return state.loseOnHeartbeat ? Set(jobs.map(\.id)) : []
+            return HeartbeatOutcome(lost: state.loseOnHeartbeat ? Set(jobs.map(\.id)) : [])
         }
     }
 

@@ -238,6 +238,24 @@ import Testing
         #expect(machine.held["2"]?.lost == false)
     }
 
+    @Test func aJobAskedToCancelStopsAndIsRecordedCancelledUnlessItGotDoneFirst() {
+        var machine = machine()
+        running(&machine, claiming: 1...3)
+        let asked = machine.handle(.cancelRequested(["1", "2", "9"]), now: t0, available: 100)
+        #expect(asked.contains(.note(.cancelRequested(job("1")))) && asked.contains(.abandon(["1", "2"])), "\(asked)")
+        #expect(machine.handle(.cancelRequested(["1"]), now: t0, available: 100).allSatisfy { if case .abandon = $0 { false } else { true } })
+        #expect(machine.handle(.heartbeatDue, now: t0, available: 100).contains(.renew(jobs(1...3))), "its claim is still renewed")
+        // Stopped at its safe point with a failure that would otherwise be retried: cancelled, not retried.
+        let stopped = failed("1", .cancelled)
+        #expect(machine.handle(.finished("1", stopped), now: t0, available: 100).contains(.settle(job("1"), .cancel, stopped)))
+        let transient = failed("3", .storageUnavailable)
+        if case .retry = machine.decide(transient, attempt: 1) {} else { Issue.record("a job not asked to cancel is retried") }
+        // Done before it reached a safe point: its outputs are all stored, so it is done.
+        #expect(machine.handle(.finished("2", done("2")), now: t0, available: 100).contains(.settle(job("2"), .complete, done("2"))))
+        _ = machine.handle(.settled("1", .recorded), now: t0, available: 100)
+        #expect(machine.cancelled == 1 && machine.failed == 0)
+    }
+
     // MARK: - Stopping
 
     @Test func aGracefulShutdownReleasesTheRetriesAndWaitsForTheJobsInFlight() {

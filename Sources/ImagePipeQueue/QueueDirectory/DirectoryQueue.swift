@@ -83,8 +83,8 @@ public final class DirectoryQueue: JobQueue {
     public var maintenanceInterval: Duration { configuration.rescanInterval }
     public var heartbeatInterval: Duration? { nil }
 
-    public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
-        state.withLock { $0.wake = wake }
+    public func open(signals: QueueSignals) async throws(ImagePipeError) {
+        state.withLock { $0.wake = signals.wake }
         await BlockingIO.run {
             self.recoverAbandoned()
             // Watch before scanning, so nothing delivered in between is missed.
@@ -123,7 +123,7 @@ public final class DirectoryQueue: JobQueue {
         }
     }
 
-    public func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String> { [] }
+    public func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome { HeartbeatOutcome() }
 
     /// Moves the original into `done/` with its result record. A delivery that is no image
     /// (skipped, `not_an_image`) goes to `failed/` instead, with a `NAME.error.json` whose

@@ -22,14 +22,16 @@ public protocol JobQueue: AnyObject, Sendable {
     /// How often the leases of held jobs are renewed; nil when a claim needs no renewal.
     var heartbeatInterval: Duration? { get }
 
-    /// Prepares the queue and starts reporting new work through `wake`, which may be called from any thread.
-    func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError)
+    /// Prepares the queue and starts reporting new work and changed claims through `signals`, whose
+    /// calls may come from any thread.
+    func open(signals: QueueSignals) async throws(ImagePipeError)
     /// Claims at most `limit` jobs that are due; fewer (or none) when fewer are there.
     func claim(upTo limit: Int) async -> [ClaimedJob]
     /// Periodic upkeep; see ``maintenanceInterval``.
     func maintain() async
-    /// Renews the claims on `jobs`; returns the IDs of those this worker no longer holds.
-    func heartbeat(_ jobs: [ClaimedJob]) async -> Set<String>
+    /// Renews the claims on `jobs`; returns those this worker no longer holds, and those someone
+    /// asked to cancel.
+    func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome
     /// Records a job's success.
     func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement
     /// Schedules another attempt of a job whose attempt failed for a reason that may pass, adding
@@ -38,6 +40,10 @@ public protocol JobQueue: AnyObject, Sendable {
     /// Records a job's permanent failure: its last attempt's `failure` added to its history, and
     /// the last attempt's result record.
     func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement
+    /// Records a job stopped because someone asked to cancel it (see ``HeartbeatOutcome/cancelRequested``):
+    /// its attempt's `failure` added to its history, with that attempt's result record. The default,
+    /// for queues that never ask, discards it.
+    func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement
     /// Gives jobs back unfinished, for other workers (a shutdown).
     func release(_ jobs: [ClaimedJob]) async
     /// Jobs waiting to be claimed, for the status line; nil when not known.
@@ -53,6 +59,44 @@ public protocol JobQueue: AnyObject, Sendable {
 
 extension JobQueue {
     public func check() async throws(ImagePipeError) -> Int? { await waitingCount() }
+
+    public func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
+        await discard(job, failure: failure, result: result)
+    }
+
+    /// Opens the queue with only a wake-up for new work.
+    public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
+        try await open(signals: QueueSignals(wake: wake))
+    }
+}
+
+/// How a queue tells its loop that something changed outside it.
+public struct QueueSignals: Sendable {
+    /// New work may be there (a delivery, an enqueued job): claim.
+    public var wake: @Sendable () -> Void
+    /// A held job may have changed outside this worker (someone asked to cancel it): renew the
+    /// claims now, which reports what changed.
+    public var checkClaims: @Sendable () -> Void
+
+    /// Signals to the loop; `checkClaims` does nothing unless given.
+    public init(wake: @escaping @Sendable () -> Void, checkClaims: @escaping @Sendable () -> Void = {}) {
+        self.wake = wake
+        self.checkClaims = checkClaims
+    }
+}
+
+/// What renewing the claims found.
+public struct HeartbeatOutcome: Sendable, Equatable {
+    /// Jobs this worker no longer holds: another worker took them over.
+    public var lost: Set<String>
+    /// Jobs someone asked to cancel: their work stops at its next safe point and they end cancelled.
+    public var cancelRequested: Set<String>
+
+    /// An outcome; nothing lost and nothing to cancel by default.
+    public init(lost: Set<String> = [], cancelRequested: Set<String> = []) {
+        self.lost = lost
+        self.cancelRequested = cancelRequested
+    }
 }
 
 /// How settling a job went.

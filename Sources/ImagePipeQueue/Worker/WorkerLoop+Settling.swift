@@ -41,6 +41,12 @@ extension WorkerLoop {
         case .release:
             await queue.release([claimed])
             outcome = .released
+        case .cancel:
+            outcome = settled(await queue.cancel(claimed, failure: AttemptRecord(result), result: result), claimed)
+            if outcome == .recorded {
+                logger.notice("cancelled", metadata: Self.metadata(result, claimed))
+                observer?.jobFinished(result)
+            }
         }
         events.send(.settled(claimed.id, outcome))
     }
@@ -87,6 +93,10 @@ extension WorkerLoop {
             logger.notice("storage takes objects again: claiming resumed")
         case .leaseLost(let claimed):
             logLeaseLost(claimed)
+        case .cancelRequested(let claimed):
+            logger.notice(
+                "cancel requested: the job stops at its next safe point",
+                metadata: ["job": "\(claimed.id)", "source": "\(claimed.source)", "attempt": .stringConvertible(claimed.job.attempt)])
         case .queueEmpty:
             logger.notice("the queue is empty: stopping", metadata: ["queue": "\(queue.displayName)"])
         case .draining:

@@ -139,7 +139,8 @@ public final class WorkerLoop: Service, Sendable {
     public func run() async throws {
         let room = pipeline.capacity.addRoomListener { [events] in events.send(.wake) }
         defer { pipeline.capacity.removeRoomListener(room) }
-        try await queue.open(wake: { [events] in events.send(.wake) })
+        try await queue.open(
+            signals: QueueSignals(wake: { [events] in events.send(.wake) }, checkClaims: { [events] in events.send(.heartbeatDue) }))
         var machine = Machine(limits: limits, now: clock.now)
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
@@ -217,8 +218,9 @@ public final class WorkerLoop: Service, Sendable {
             break
         case .renew(let jobs):
             group.addTask {
-                let lost = await self.queue.heartbeat(jobs)
-                if !lost.isEmpty { self.events.send(.leaseLost(lost)) }
+                let outcome = await self.queue.heartbeat(jobs)
+                if !outcome.lost.isEmpty { self.events.send(.leaseLost(outcome.lost)) }
+                if !outcome.cancelRequested.isEmpty { self.events.send(.cancelRequested(outcome.cancelRequested)) }
             }
         case .checkEmpty:
             group.addTask { self.events.send(.emptyChecked(waiting: await self.queue.waitingCount())) }

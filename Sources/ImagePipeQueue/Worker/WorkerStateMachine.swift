@@ -96,6 +96,9 @@ public struct WorkerStateMachine: ~Copyable {
         public var handedOff = false
         /// A heartbeat found the claim taken by another worker: its result will be dropped.
         public var lost = false
+        /// Someone asked to cancel it: its work stops at its next safe point, and unless it got
+        /// done first, it is recorded cancelled.
+        public var cancelRequested = false
 
         /// Whether it counts against the pipeline's room: all but a job handed off whose result
         /// (if any) did not fail.
@@ -120,6 +123,8 @@ public struct WorkerStateMachine: ~Copyable {
         case discard
         /// Give the job back unfinished: it failed for a reason that may pass while the worker stops.
         case release
+        /// Record it cancelled: someone asked, and it stopped before it was done.
+        case cancel
     }
 
     /// How a settlement went.
@@ -160,6 +165,8 @@ public struct WorkerStateMachine: ~Copyable {
         case heartbeatDue
         /// A heartbeat found these claims taken by other workers.
         case leaseLost(Set<String>)
+        /// A heartbeat found that someone asked to cancel these jobs.
+        case cancelRequested(Set<String>)
         /// The queue said how many jobs wait (nil: unknown).
         case emptyChecked(waiting: Int?)
         /// A graceful shutdown began.
@@ -188,6 +195,8 @@ public struct WorkerStateMachine: ~Copyable {
         case resumed
         /// A heartbeat found this job's claim taken.
         case leaseLost(ClaimedJob)
+        /// Someone asked to cancel this job: it stops at its next safe point.
+        case cancelRequested(ClaimedJob)
         /// Nothing is held or waiting: stopping (`exitWhenEmpty`).
         case queueEmpty
         /// A graceful shutdown began.
@@ -228,8 +237,8 @@ public struct WorkerStateMachine: ~Copyable {
     public private(set) var lifecycle: Lifecycle = .opening
     /// The jobs held, by ID.
     public private(set) var held: [String: Held] = [:]
-    /// Jobs recorded as done or skipped, and failed for good.
-    public private(set) var done = 0, failed = 0
+    /// Jobs recorded as done or skipped, failed for good, and cancelled.
+    public private(set) var done = 0, failed = 0, cancelled = 0
     /// How many times the loop looked for work: a loop that spins shows here.
     public private(set) var looks = 0
     /// When the loop last looked for work.
@@ -308,6 +317,15 @@ public struct WorkerStateMachine: ~Copyable {
                 return job.claimed
             }
             actions = lost.map { .note(.leaseLost($0)) } + (lost.isEmpty ? [] : [.abandon(lost.map(\.id))])
+        case .cancelRequested(let ids):
+            // Only work under way can stop: a job whose result is being recorded has ended (the
+            // queue's own records turn a retry or a give-back of it into cancelled).
+            let asked = ids.sorted().compactMap { id -> ClaimedJob? in
+                guard let job = held[id], job.phase == .running, !job.lost, !job.cancelRequested else { return nil }
+                held[id]?.cancelRequested = true
+                return job.claimed
+            }
+            actions = asked.map { .note(.cancelRequested($0)) } + (asked.isEmpty ? [] : [.abandon(asked.map(\.id))])
         case .emptyChecked(let waiting):
             checkingEmpty = false
             if waiting == 0 && held.isEmpty && lifecycle == .running {
@@ -347,7 +365,8 @@ public struct WorkerStateMachine: ~Copyable {
         }
         var actions: [Action] = []
         if let note = noteStorage(result, now: now) { actions.append(.note(note)) }
-        let decision = decide(result, attempt: job.claimed.job.attempt)
+        // A job asked to cancel that got done first is done: its outputs are all stored.
+        let decision = job.cancelRequested && result.status == .failed ? .cancel : decide(result, attempt: job.claimed.job.attempt)
         job.phase = .settling(decision)
         // A failure counts as work again at once: it may become a retry this worker holds.
         if result.status == .failed { job.handedOff = false }
@@ -371,6 +390,7 @@ public struct WorkerStateMachine: ~Copyable {
             switch job.phase {
             case .settling(.complete): done += 1
             case .settling(.discard): failed += 1
+            case .settling(.cancel): cancelled += 1
             default: break
             }
             held[id] = nil

@@ -9,10 +9,11 @@ struct EnqueueCommand: AsyncParsableCommand {
         commandName: "enqueue",
         abstract: "Add sources to a PostgreSQL queue.",
         discussion: """
-            Each SOURCE is a local path or an object URL (s3://BUCKET/KEY, supabase://BUCKET/KEY), stored as \\
-            given; '-' reads one source per line from standard input (LF or CRLF; blank lines are ignored, and \\
-            a line with a NUL byte or invalid UTF-8 stops the command, naming it). Sources are added in batches of \\
-            \(EnqueueCommand.batchSize) (one statement each). Prints each new job's ID and source, tab-separated. \\
+            Each SOURCE is a local path or an object URL (s3://BUCKET/KEY, supabase://BUCKET/KEY), stored as \
+            given; '-' reads one source per line from standard input (LF or CRLF; blank lines are ignored, and \
+            a line with a NUL byte or invalid UTF-8 stops the command, naming it). Sources are added in batches of \
+            \(EnqueueCommand.batchSize) (one statement each). Prints each new job's ID and source, tab-separated. \
+            --priority orders claims (lower first, then the earliest due); --run-at delays the jobs. \
             The queue's schema is created when missing. The password comes from PGPASSWORD or ~/.pgpass.
             """)
 
@@ -28,20 +29,33 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Add no job for a source that is already waiting or running.")
     var unique = false
 
+    // Unconditional: a negative priority (`--priority -1`) is a value, not an option.
+    @Option(name: .long, parsing: .unconditional, help: "Claim order: jobs with a lower number are claimed first (as in River and Oban).")
+    var priority = 0
+
+    @Option(
+        name: .customLong("run-at"),
+        help: ArgumentHelp("When the jobs are due: +DURATION (+90s, +30m, +2h, +1d) or a time (2025-06-01T09:00:00Z).", valueName: "time"),
+        transform: { try TimeArgument.runAt($0) })
+    var runAt: QueueDatabase.RunAt = .now
+
     func validate() throws {
         guard !sources.isEmpty else { throw ValidationError("name at least one source, or '-' for standard input") }
+        guard Int(Int32.min)...Int(Int32.max) ~= priority else {
+            throw ValidationError("--priority \(priority) is out of range: from \(Int32.min) to \(Int32.max)")
+        }
     }
 
     func run() async throws {
         let location = try PostgresLocation(parsing: queue)
-        let sources = self.sources, unique = self.unique
+        let (sources, unique, priority, runAt) = (self.sources, self.unique, self.priority, self.runAt)
         let (added, skipped) = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
             database throws(ImagePipeError) in
             var added = 0, skipped = 0
             var batch: [String] = []
             func flush() async throws(ImagePipeError) {
                 guard !batch.isEmpty else { return }
-                let ids = try await database.enqueue(batch, unique: unique)
+                let ids = try await database.enqueue(batch, unique: unique, priority: priority, runAt: runAt)
                 var lines = ""
                 for (source, id) in zip(batch, ids) {
                     if let id {

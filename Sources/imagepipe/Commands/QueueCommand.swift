@@ -1,81 +1,30 @@
-// `imagepipe queue status|retry|prune`: look after a PostgreSQL queue.
+// `imagepipe queue status|list|retry|cancel|prune`: look after a queue directory or a PostgreSQL queue without SQL.
 import ArgumentParser
 import Foundation
 import ImagePipe
-import ImagePipePostgres
+import ImagePipeQueue
 
 struct QueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
-        abstract: "Look after a PostgreSQL queue: status, retry, prune.",
-        subcommands: [Status.self, Retry.self, Prune.self])
+        abstract: "Look after a queue directory or a PostgreSQL queue: status, list, retry, cancel, prune.",
+        discussion: """
+            QUEUE is a queue directory or postgres://USER@HOST:PORT/DATABASE?queue=NAME. Both kinds name job states \
+            alike: waiting (a directory's inbox/), running (processing/), done (done/), discarded (failed/) and \
+            cancelled (PostgreSQL only). A command that does not apply to a kind of queue exits 2 and says so.
+            """,
+        subcommands: [Status.self, List.self, Retry.self, Cancel.self, Prune.self])
 
-    struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Print the jobs by state, how long the oldest due job has waited, and jobs finished per second over the last minute.")
+    /// The help of every subcommand's QUEUE argument.
+    static let queueHelp = ArgumentHelp(
+        "A queue directory, or postgres://USER@HOST:PORT/DATABASE?queue=NAME (the password from PGPASSWORD or ~/.pgpass).",
+        valueName: "queue")
 
-        @Argument(help: ArgumentHelp("postgres://USER@HOST:PORT/DATABASE?queue=NAME", valueName: "queue"))
-        var queue: String
-
-        func run() async throws {
-            let location = try PostgresLocation(parsing: queue)
-            let status = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
-                database throws(ImagePipeError) in
-                try await database.status()
-            }
-            print("queue \(location.queue)")
-            for state in ["waiting", "running", "done", "discarded"] {
-                print("\(state)\t\(status.counts[state] ?? 0)")
-            }
-            print("oldest_waiting_s\t\(status.oldestWaitingSeconds.map { String(format: "%.1f", $0) } ?? "-")")
-            print("jobs_per_s\t\(String(format: "%.2f", status.finishedPerSecond))")
+    /// `--state`: a state's name, or why the name is not one.
+    static func state(_ text: String) throws -> QueueOverview.State {
+        guard let state = QueueOverview.State(rawValue: text) else {
+            throw ValidationError("--state '\(text)' is not a state: waiting, running, done, discarded or cancelled")
         }
-    }
-
-    struct Retry: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Put discarded jobs (all, or those with the given IDs) back to wait, their attempts and errors cleared.")
-
-        @Argument(help: ArgumentHelp("postgres://USER@HOST:PORT/DATABASE?queue=NAME", valueName: "queue"))
-        var queue: String
-
-        @Argument(help: "Job IDs (default: every discarded job).")
-        var ids: [Int] = []
-
-        func run() async throws {
-            let location = try PostgresLocation(parsing: queue)
-            let ids = self.ids.isEmpty ? nil : self.ids
-            let count = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
-                database throws(ImagePipeError) in
-                try await database.retryDiscarded(ids: ids)
-            }
-            FileHandle.standardError.write(Data("imagepipe: put \(count) discarded job(s) back to wait\n".utf8))
-            if let ids, count < ids.count { throw ExitCode(1) }
-        }
-    }
-
-    struct Prune: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Delete done and discarded jobs that finished longer ago than the retention.")
-
-        @Argument(help: ArgumentHelp("postgres://USER@HOST:PORT/DATABASE?queue=NAME", valueName: "queue"))
-        var queue: String
-
-        @Option(name: .customLong("older-than"), help: "Days a finished job is kept.")
-        var days: Double = 7
-
-        func validate() throws {
-            guard days >= 0 else { throw ValidationError("--older-than cannot be negative") }
-        }
-
-        func run() async throws {
-            let location = try PostgresLocation(parsing: queue)
-            let age = Duration.seconds(days * 86_400)
-            let count = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
-                database throws(ImagePipeError) in
-                await database.prune(queue: location.queue, olderThan: age)
-            }
-            FileHandle.standardError.write(Data("imagepipe: deleted \(count) finished job(s)\n".utf8))
-        }
+        return state
     }
 }

@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
+import ImagePipePostgres
 import ImagePipeQueue
 
 struct RetryCommand: ParsableCommand {
@@ -13,7 +14,8 @@ struct RetryCommand: ParsableCommand {
             stands for every job under it) back to the inbox and removes its error record, printing each move. \
             Safe while workers run. An inbox file of the same name is never replaced: the job gets a numbered \
             name beside it. Exit status: 0 when every job was moved, 1 when a path matched nothing or a move \
-            failed, 2 when QUEUE_DIR is not a queue directory.
+            failed, 2 when QUEUE_DIR is not a queue directory. `imagepipe queue retry` does the same, and \
+            also takes a PostgreSQL queue.
             """)
 
     @Argument(help: "The queue directory.")
@@ -23,12 +25,22 @@ struct RetryCommand: ParsableCommand {
     var paths: [String] = []
 
     func run() throws {
+        if PostgresLocation.isURL(queueDirectory) {
+            throw ImagePipeError.configuration(
+                "imagepipe retry takes a queue directory; for a PostgreSQL queue use `imagepipe queue retry postgres://... [ID ...]`")
+        }
         let root = LocalPath.absolute(queueDirectory)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root + "/failed", isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ImagePipeError.configuration("\(root) is not a queue directory: it has no failed/ folder")
         }
-        let failed = FailedJobs(queue: try QueueDirectory(root: root))
+        try Self.retry(paths, in: try QueueDirectory(root: root))
+    }
+
+    /// Moves the failed jobs at `paths` (all when empty) back to the inbox, printing each move;
+    /// exits 1 when a path matched nothing or a move failed.
+    static func retry(_ paths: [String], in queue: QueueDirectory) throws {
+        let failed = FailedJobs(queue: queue)
         let (jobs, unknown) = paths.isEmpty ? (failed.list(), []) : failed.select(paths)
         for path in unknown { printError("no failed job at \(path)") }
 
@@ -47,7 +59,7 @@ struct RetryCommand: ParsableCommand {
         if problems > 0 { throw ExitCode(1) }
     }
 
-    private func printError(_ line: String) {
+    private static func printError(_ line: String) {
         FileHandle.standardError.write(Data("imagepipe: \(line)\n".utf8))
     }
 }

@@ -67,8 +67,16 @@ struct WatchCommand: AsyncParsableCommand {
         name: .customLong("lease"), help: "PostgreSQL: seconds a claimed job stays this worker's without a heartbeat (renewed every third of it).")
     var lease: Double = 30
 
-    @Option(name: .customLong("retention"), help: "PostgreSQL: days done and discarded jobs are kept before workers delete them.")
+    @Option(name: .customLong("retention"), help: "PostgreSQL: days done, discarded and cancelled jobs are kept before workers delete them.")
     var retentionDays: Double = 7
+
+    @Option(
+        name: .customLong("keep-done"),
+        help: ArgumentHelp(
+            "Queue directory: delete jobs from done/ (originals and records) once they finished this long ago: 90s, 30m, 12h, 7d; "
+                + "a bare number is days (default: keep them).", valueName: "age"),
+        transform: { try TimeArgument.age($0, option: "--keep-done") })
+    var keepDone: Duration?
 
     func validate() throws {
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
@@ -78,6 +86,10 @@ struct WatchCommand: AsyncParsableCommand {
         guard rescanInterval > 0 else { throw ValidationError("--rescan-interval must be positive") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
         guard retentionDays >= 0 else { throw ValidationError("--retention cannot be negative") }
+        if keepDone != nil && PostgresLocation.isURL(queue) {
+            throw ValidationError(
+                "--keep-done does not apply to a PostgreSQL queue: its workers delete finished jobs after --retention days")
+        }
     }
 
     func run() async throws {
@@ -117,8 +129,11 @@ struct WatchCommand: AsyncParsableCommand {
         // is empty with --exit-when-empty) stops the rest gracefully.
         // The group owns the deadlines: jobs in flight get --shutdown-timeout after the first
         // signal, then the worker is cancelled, which gives back what still runs.
+        // The cleaner of done/ stops after the worker: a graceful shutdown goes in reverse order.
+        let cleaner = (jobs as? DirectoryQueue).flatMap { queue in keepDone.map { DoneCleaner(queue: queue.directory, keep: $0, logger: logger) } }
         let services =
             (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
+            + (cleaner.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
             + [.init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
         configuration.maximumGracefulShutdownDuration = .seconds(shutdownTimeout)

@@ -1,0 +1,67 @@
+// `imagepipe queue list`: the jobs in a state, each with its age, source, worker or last error.
+import ArgumentParser
+import Foundation
+import ImagePipe
+import ImagePipePostgres
+import ImagePipeQueue
+
+extension QueueCommand {
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List jobs by state: ID, state, age, source, and what matters in that state (the worker, the last error).",
+            discussion: """
+                One tab-separated line per job (with --json, one JSON object per line). Waiting jobs come in the order \
+                they are claimed, running ones longest-running first, finished ones latest first. A job's ID is what \
+                `queue retry` and `queue cancel` take: a PostgreSQL row's ID, a path relative to the directory's folder.
+                """)
+
+        @Argument(help: QueueCommand.queueHelp)
+        var queue: String
+
+        @Option(
+            name: .long, help: "waiting, running, done, discarded or cancelled (repeat for several; default: all).",
+            transform: QueueCommand.state)
+        var state: [QueueOverview.State] = []
+
+        @Option(name: .long, help: "Jobs listed per state at most.")
+        var limit = 100
+
+        @Flag(name: .long, help: "One JSON object per job instead of tab-separated lines.")
+        var json = false
+
+        func validate() throws {
+            guard limit >= 1 else { throw ValidationError("--limit must be at least 1") }
+        }
+
+        func run() async throws {
+            let target = try QueueTarget(queue)
+            let states = state.isEmpty ? QueueOverview.State.allCases : state
+            var lines = ""
+            for state in states {
+                // One more than shown tells whether there are more.
+                let jobs: [QueueOverview.Job]
+                switch target {
+                case .directory(let directory):
+                    if state == .cancelled {
+                        guard self.state.isEmpty else {
+                            throw target.unsupported("--state cancelled", "only PostgreSQL jobs can be cancelled")
+                        }
+                        continue
+                    }
+                    let limit = self.limit
+                    jobs = await BlockingIO.run { directory.jobs(in: state, limit: limit + 1) }
+                case .postgres(let location):
+                    let limit = self.limit
+                    jobs = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in
+                        try await database.list(state, limit: limit + 1)
+                    }
+                }
+                for job in jobs.prefix(limit) { lines += (json ? JSONLine.encode(job) : job.line) + "\n" }
+                if jobs.count > limit {
+                    FileHandle.standardError.write(Data("imagepipe: more \(state.rawValue) jobs than --limit \(limit) shows\n".utf8))
+                }
+            }
+            FileHandle.standardOutput.write(Data(lines.utf8))
+        }
+    }
+}

@@ -1,0 +1,31 @@
+// `imagepipe queue status`: jobs by state, the oldest wait, the rate, who runs what and why jobs failed.
+import ArgumentParser
+import Foundation
+import ImagePipe
+import ImagePipePostgres
+import ImagePipeQueue
+
+extension QueueCommand {
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the jobs by state, how long the oldest due job has waited, jobs finished per second over the last minute, "
+                + "then the running jobs (who runs each, for how long) and the latest discarded ones with their errors.")
+
+        @Argument(help: QueueCommand.queueHelp)
+        var queue: String
+
+        @Flag(name: .long, help: "Print one JSON object instead of lines.")
+        var json = false
+
+        func run() async throws {
+            let overview: QueueOverview
+            switch try QueueTarget(queue) {
+            case .directory(let directory):
+                overview = await BlockingIO.run { directory.overview() }
+            case .postgres(let location):
+                overview = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in try await database.overview() }
+            }
+            FileHandle.standardOutput.write(Data((json ? JSONLine.encode(overview) + "\n" : overview.text).utf8))
+        }
+    }
+}

@@ -1,0 +1,60 @@
+// How `queue status` and `queue list` print a queue for people: one `KEY<TAB>VALUE` line per count, one tab-separated line per job.
+import Foundation
+import ImagePipe
+import ImagePipeQueue
+
+extension QueueOverview {
+    /// `queue`, a line per state, `oldest_waiting_s`, `jobs_per_s`, then the running jobs and the
+    /// latest discarded ones after a blank line (see ``QueueOverview/Job/line``).
+    var text: String {
+        var lines = ["queue\t\(queue)"]
+        for state in State.allCases { if let count = counts[state] { lines.append("\(state.rawValue)\t\(count)") } }
+        lines.append("oldest_waiting_s\t\(oldestWaitingSeconds.map { String(format: "%.1f", $0) } ?? "-")")
+        lines.append("jobs_per_s\t\(String(format: "%.2f", finishedPerSecond))")
+        if !jobs.isEmpty { lines += [""] + jobs.map(\.line) }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+extension QueueOverview.Job {
+    /// `ID  STATE  AGE  SOURCE  DETAIL`, tab-separated: the age is how long it has waited, run or
+    /// been finished; the detail says what matters in its state (who runs it, why it failed).
+    var line: String {
+        let age = ageSeconds.map(Self.age) ?? "-"
+        return [id, state.rawValue, age, Self.oneLine(source), Self.oneLine(detail)].joined(separator: "\t")
+    }
+
+    /// What matters about the job in its state.
+    var detail: String {
+        var parts: [String] = []
+        if let priority, priority != 0 { parts.append("priority \(priority)") }
+        if let dueInSeconds { parts.append("due in \(Self.age(dueInSeconds))") }
+        switch state {
+        case .running:
+            if let attempts { parts.append("attempt \(attempts)") }
+            if let owner { parts.append("worker \(owner)") }
+            if cancelRequested == true { parts.append("cancel requested") }
+        case .discarded, .cancelled:
+            if let attempts, attempts > 0 { parts.append("after \(attempts) attempt\(attempts == 1 ? "" : "s")") }
+        case .waiting, .done:
+            break
+        }
+        if let error { parts.append(errorCode.map { "\($0): \(error)" } ?? error) }
+        return parts.isEmpty ? "-" : parts.joined(separator: ", ")
+    }
+
+    /// `12.3 s`, `4.5 min`, `3.2 h`, `2.0 d`.
+    static func age(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<60: String(format: "%.1f s", seconds)
+        case ..<3600: String(format: "%.1f min", seconds / 60)
+        case ..<86_400: String(format: "%.1f h", seconds / 3600)
+        default: String(format: "%.1f d", seconds / 86_400)
+        }
+    }
+
+    /// Tabs and line breaks inside a field would break the columns.
+    private static func oneLine(_ text: String) -> String {
+        String(text.map { $0 == "\t" || $0.isNewline ? " " : $0 })
+    }
+}

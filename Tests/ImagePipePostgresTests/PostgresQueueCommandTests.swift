@@ -1,0 +1,152 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import ImagePipe
+@testable import ImagePipePostgres
+import ImagePipeTestSupport
+import Testing
+
+/// `imagepipe queue list|cancel|status` and `enqueue --priority|--run-at` on PostgreSQL: the built
+/// binary, real PostgreSQL, a real worker.
+@Suite(.serialized, .enabled(if: PostgresServer.available, "needs PostgreSQL 15 (make test installs it)"))
+struct PostgresQueueCommandTests {
+    static let smallVariant = ["--variant", "t=32x32,jpeg,q70"]
+
+    func run(
+        _ fixture: PostgresFixture, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:]
+    ) async throws
+        -> CommandRunner.Output
+    {
+        let all = fixture.server.environment.merging(environment) { $1 }
+        return try await offPool { try CommandRunner.run(arguments, environment: all, input: input) }
+    }
+
+    func worker(_ fixture: PostgresFixture, _ name: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> WorkerProcess {
+        try WorkerProcess(
+            [
+                "watch", fixture.server.url(database: fixture.database), "--dest", fixture.directory.url("out"), "--jobs", "1",
+                "--uploads", "1", "--status-interval", "0", "--lease", "30", "--shutdown-timeout", "5",
+            ] + Self.smallVariant + extra,
+            log: fixture.directory.url(name + ".log"), environment: fixture.server.environment.merging(environment) { $1 })
+    }
+
+    /// Copies of tiny.png under `names`, their absolute paths.
+    func sources(_ fixture: PostgresFixture, _ names: [String]) -> [String] {
+        names.map { fixture.directory.write("src/\($0).png", Fixtures.data("images/formats/tiny.png")) }
+    }
+
+    @Test func aLowerPriorityNumberIsClaimedFirstAndRunAtDelaysAJob() async throws {
+        let fixture = try PostgresFixture()
+        let url = fixture.server.url(database: fixture.database)
+        // Six ordinary jobs, then an urgent one enqueued last: a worker whose pipeline holds three
+        // claims the urgent one in its first claim, before ordinary ones enqueued earlier.
+        let ordinary = try await run(fixture, ["enqueue", url, "--priority", "5"] + sources(fixture, (0..<6).map { "ordinary-\($0)" }))
+        #expect(ordinary.status == 0, "\(ordinary)")
+        let urgent = try await run(fixture, ["enqueue", url, "--priority", "-1"] + sources(fixture, ["urgent"]))
+        let urgentID = try #require(urgent.stdout.split(separator: "\t").first.map(String.init), "\(urgent)")
+        let waiting = try await run(fixture, ["queue", "list", url, "--state", "waiting"])
+        #expect(waiting.stdout.hasPrefix("\(urgentID)\twaiting\t") && waiting.stdout.contains("priority -1"), "\(waiting)")
+
+        let first = try worker(fixture, "worker", ["--exit-when-empty"])
+        #expect(try await offPool { first.waitForExit(seconds: 60) } == 0, "\(first.log)")
+        #expect(try fixture.states() == ["done": 7])
+        // The first claim's jobs share one started_at.
+        #expect(try fixture.sql("SELECT started_at = (SELECT min(started_at) FROM imagepipe.jobs) FROM imagepipe.jobs WHERE id = \(urgentID)") == "t")
+        #expect(try fixture.sql("SELECT count(*) FROM imagepipe.jobs WHERE started_at > (SELECT min(started_at) FROM imagepipe.jobs)") != "0")
+
+        let later = try await run(fixture, ["enqueue", url, "--run-at", "+1h"] + sources(fixture, ["later"]))
+        let laterID = try #require(later.stdout.split(separator: "\t").first.map(String.init), "\(later)")
+        #expect(
+            try fixture.sql(
+                "SELECT run_at BETWEEN now() + interval '59 minutes' AND now() + interval '61 minutes' FROM imagepipe.jobs WHERE id = \(laterID)")
+                == "t")
+        let fixed = try await run(fixture, ["enqueue", url, "--run-at", "2031-02-03T04:05:06Z"] + sources(fixture, ["fixed"]))
+        let fixedID = try #require(fixed.stdout.split(separator: "\t").first.map(String.init), "\(fixed)")
+        #expect(try fixture.sql("SELECT run_at = '2031-02-03T04:05:06Z' FROM imagepipe.jobs WHERE id = \(fixedID)") == "t")
+        let list = try await run(fixture, ["queue", "list", url, "--state", "waiting", "--json"])
+        let due = list.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(due.count == 2 && due.allSatisfy { ($0["due_in_s"] as? Double ?? 0) > 3500 }, "\(list)")
+        // A worker leaves jobs that are not due.
+        let idle = try worker(fixture, "idle")
+        #expect(try await offPool { idle.waitForLog("watching") }, "\(idle.log)")
+        #expect(try fixture.states() == ["done": 7, "waiting": 2])
+        idle.send(SIGTERM)
+        #expect(try await offPool { idle.waitForExit(seconds: 30) } == 0)
+
+        let bad = try await run(fixture, ["enqueue", url, "--run-at", "tomorrow", "x.jpg"])
+        #expect(bad.status == 2 && bad.stderr.contains("--run-at 'tomorrow' is neither"), "\(bad)")
+    }
+
+    @Test func listShowsDiscardedJobsWithTheirLastErrorAndCancelStopsAWaitingJob() async throws {
+        let fixture = try PostgresFixture()
+        let url = fixture.server.url(database: fixture.database)
+        let broken = fixture.directory.write("src/broken.jpg", Fixtures.data("hostile/truncated.jpg"))
+        #expect(try await run(fixture, ["enqueue", url, broken]).status == 0)
+        let first = try worker(fixture, "worker", ["--exit-when-empty"])
+        #expect(try await offPool { first.waitForExit(seconds: 60) } == 0, "\(first.log)")
+        let discarded = try await run(fixture, ["queue", "list", url, "--state", "discarded"])
+        #expect(discarded.status == 0, "\(discarded)")
+        let fields = discarded.stdout.split(separator: "\n").first?.split(separator: "\t").map(String.init) ?? []
+        #expect(fields.count == 5 && fields[1] == "discarded" && fields[3] == broken, "\(discarded.stdout)")
+        #expect(fields.last?.hasPrefix("after 1 attempt, corrupt_image: ") == true, "\(fields)")
+
+        let waiting = try await run(fixture, ["enqueue", url, "--run-at", "+1h"] + sources(fixture, ["a"]))
+        let id = try #require(Int(waiting.stdout.split(separator: "\t").first ?? ""), "\(waiting)")
+        let cancel = try await run(fixture, ["queue", "cancel", url, "\(id)"])
+        #expect(cancel.status == 0 && cancel.stdout == "\(id)\tcancelled\n", "\(cancel)")
+        #expect(try fixture.sql("SELECT state, finished_at IS NOT NULL FROM imagepipe.jobs WHERE id = \(id)") == "cancelled|t")
+        let again = try await run(fixture, ["queue", "cancel", url, "\(id)", "999999"])
+        #expect(again.status == 1 && again.stderr.contains("job \(id) is cancelled already") && again.stderr.contains("no job 999999"), "\(again)")
+        let status = try await run(fixture, ["queue", "status", url, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], "\(status)")
+        #expect(object["counts"] as? [String: Int] == ["waiting": 0, "running": 0, "done": 0, "discarded": 1, "cancelled": 1])
+        // A cancelled job can be run after all; prune deletes cancelled jobs with the other finished ones.
+        let retry = try await run(fixture, ["queue", "retry", url, "\(id)"])
+        #expect(retry.status == 0 && retry.stderr.contains("put 1 discarded job(s) back"), "\(retry)")
+        #expect(try fixture.sql("SELECT state, cancel_requested_at IS NULL FROM imagepipe.jobs WHERE id = \(id)") == "waiting|t")
+        #expect(try await run(fixture, ["queue", "cancel", url, "\(id)"]).status == 0)
+        let pruned = try await run(fixture, ["queue", "prune", url, "--older-than", "0s"])
+        #expect(pruned.status == 0 && pruned.stderr.contains("deleted 2 finished job(s)"), "\(pruned)")
+    }
+
+    /// A running job held in its first stage (its source is read from a server that answers only when
+    /// told) is cancelled: its worker hears of it, the job stops at its next safe point once the read
+    /// returns, nothing is stored, and it ends cancelled, not retried.
+    @Test func cancellingARunningJobStopsItAtItsNextSafePointAndRecordsItCancelled() async throws {
+        let fixture = try PostgresFixture()
+        let url = fixture.server.url(database: fixture.database)
+        let held = try HelperProcess(
+            "held_source.py", in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Support/python",
+            ["--file", Fixtures.root + "/images/formats/landscape.jpg"])
+        let enqueued = try await run(fixture, ["enqueue", url, "supabase://uploads/2024/photo.jpg"])
+        let id = try #require(Int(enqueued.stdout.split(separator: "\t").first ?? ""), "\(enqueued)")
+        let running = try worker(
+            fixture, "worker", ["--log-level", "debug"],
+            environment: ["SUPABASE_URL": "http://127.0.0.1:\(held.port)", "SUPABASE_SERVICE_ROLE_KEY": "test-key"])
+        try await offPool { _ = try held.call(["cmd": "wait_request"]) }
+        #expect(try fixture.sql("SELECT state FROM imagepipe.jobs WHERE id = \(id)") == "running")
+
+        let cancel = try await run(fixture, ["queue", "cancel", url, "\(id)"])
+        #expect(cancel.status == 0 && cancel.stdout == "\(id)\tcancel_requested\n", "\(cancel)")
+        let listed = try await run(fixture, ["queue", "list", url, "--state", "running"])
+        #expect(listed.stdout.contains("cancel requested"), "\(listed)")
+        // The lease is 30 s: the worker hears of the request by its notification, not a heartbeat.
+        #expect(try await offPool { running.waitForLog("cancel requested: the job stops at its next safe point", seconds: 10) }, "\(running.log)")
+        #expect(try fixture.sql("SELECT state FROM imagepipe.jobs WHERE id = \(id)") == "running", "it runs until its next safe point")
+        try await offPool { _ = try held.call(["cmd": "release"]) }
+
+        #expect(
+            try await fixture.eventually(seconds: 30) { try fixture.sql("SELECT state FROM imagepipe.jobs WHERE id = \(id)") == "cancelled" },
+            "\(running.log)")
+        #expect(
+            try fixture.sql(
+                "SELECT attempt, errors->-1->>'error_code', result->>'status', result->>'error_code' FROM imagepipe.jobs WHERE id = \(id)")
+                == "1|cancelled|failed|cancelled")
+        #expect(fixture.directory.files(under: "out").isEmpty, "nothing was stored after the safe point")
+        #expect(running.log.contains("cancelled"))
+        running.send(SIGTERM)
+        #expect(try await offPool { running.waitForExit(seconds: 30) } == 0, "\(running.log)")
+        #expect(try fixture.sql("SELECT state, attempt FROM imagepipe.jobs WHERE id = \(id)") == "cancelled|1", "never retried")
+    }
+}
