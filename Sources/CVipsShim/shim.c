@@ -126,6 +126,14 @@ int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, int to_s
         NULL);
 }
 
+int ipv_resize_exact(VipsImage *in, int width, int height, VipsImage **out) {
+    mark_errors();
+    return vips_thumbnail_image(in, out, width,
+        "height", height,
+        "size", VIPS_SIZE_FORCE,
+        NULL);
+}
+
 int ipv_to_srgb8(VipsImage *in, VipsImage **out) {
     mark_errors();
     VipsImage *srgb = NULL;

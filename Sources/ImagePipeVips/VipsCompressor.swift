@@ -112,7 +112,7 @@ public struct VipsCompressor: ImageCompressor {
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
         for (variant, output) in zip(variants, plan.outputs) {
-            let resized = try resize(decoded, to: output, byWidth: ResizePlan.fitsByWidth(displayed, variant.box), crop: variant.fit == .cover)
+            let resized = try resize(decoded, to: output, crop: variant.fit == .cover)
             encoded.append(try encode(resized, as: variant))
         }
         var compressed = CompressedImage(
@@ -233,15 +233,21 @@ public struct VipsCompressor: ImageCompressor {
         return VipsImageHandle(out)
     }
 
-    /// Resizes the in-memory intermediate to one variant's size; the intermediate itself when it already is.
-    private func resize(_ image: VipsImageHandle, to size: PixelSize, byWidth: Bool, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
+    /// Resizes the in-memory intermediate to one variant's planned size exactly; the intermediate
+    /// itself when it already is.
+    ///
+    /// A fit to one side would let libvips round the other from the intermediate's rounded size, a
+    /// pixel away from the variant's size made alone (a 2048 px variant 1472 px high beside a banner,
+    /// 1473 without it): the size is forced instead, which moves the aspect by under a pixel.
+    private func resize(_ image: VipsImageHandle, to size: PixelSize, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
         if image.size == size { return image }
         var out: UnsafeMutablePointer<VipsImage>?
-        let box = Self.box(for: size, byWidth: byWidth, crop: crop)
         // The decoded copy is sRGB already and its profile forgotten.
-        guard ipv_thumbnail_image(image.pointer, box.width, box.height, crop ? 1 : 0, 0, &out) == 0, let out else {
-            throw decodeError()
-        }
+        let status =
+            crop
+            ? ipv_thumbnail_image(image.pointer, Int32(size.width), Int32(size.height), 1, 0, &out)
+            : ipv_resize_exact(image.pointer, Int32(size.width), Int32(size.height), &out)
+        guard status == 0, let out else { throw decodeError() }
         return VipsImageHandle(out)
     }
 
@@ -309,7 +315,7 @@ public struct VipsCompressor: ImageCompressor {
     /// What to ask libvips for so it produces `target`: for a crop, the box itself. For a fit, only the
     /// side that limits it (`byWidth`), the other left unbounded, so libvips' rounding of the other
     /// side can neither shave a pixel off the limiting one nor push the image out of its box.
-    static func box(for target: PixelSize, byWidth: Bool, crop: Bool) -> (width: Int32, height: Int32) {
+    package static func box(for target: PixelSize, byWidth: Bool, crop: Bool) -> (width: Int32, height: Int32) {
         let unbounded = Int32(VariantSpec.unbounded)
         if crop { return (Int32(target.width), Int32(target.height)) }
         return byWidth ? (Int32(target.width), unbounded) : (unbounded, Int32(target.height))

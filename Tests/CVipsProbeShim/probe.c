@@ -40,3 +40,34 @@ void ipv_leave_errors(int count) {
     for (int i = 0; i < count; i++)
         vips_error("probe", "an error nobody took back, number %d of %d", i + 1, count);
 }
+
+/* libvips' own thumbnail of a black width x height image into a box, shrinking only, cropped at the
+ * centre or not: the size it makes is the oracle for imagepipe's geometry. Nothing is computed; the
+ * size is in the result's header. */
+int ipv_thumbnail_size(int width, int height, int box_width, int box_height, int crop, int *out_width, int *out_height) {
+    VipsImage *black = NULL, *out = NULL;
+    if (vips_black(&black, width, height, "bands", 3, NULL))
+        return -1;
+    int status = vips_thumbnail_image(black, &out, box_width,
+        "height", box_height,
+        "size", VIPS_SIZE_DOWN,
+        "crop", crop ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE,
+        NULL);
+    g_object_unref(black);
+    if (status)
+        return -1;
+    *out_width = out->Xsize;
+    *out_height = out->Ysize;
+    g_object_unref(out);
+    return 0;
+}
+
+/* A black width x height JPEG (quality 50), for tests that need an image of an awkward size. */
+int ipv_black_jpeg(int width, int height, void **buf, size_t *len) {
+    VipsImage *black = NULL;
+    if (vips_black(&black, width, height, "bands", 3, NULL))
+        return -1;
+    int status = vips_jpegsave_buffer(black, buf, len, "Q", 50, NULL);
+    g_object_unref(black);
+    return status;
+}

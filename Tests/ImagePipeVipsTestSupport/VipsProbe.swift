@@ -123,6 +123,34 @@ public enum VipsProbe {
             variants: variants, sourceBytes: data.count)
     }
 
+    /// The size libvips' own thumbnail makes of an image of `size` asked for `box` (shrinking only;
+    /// `crop`: cover, centred). The image is black and never computed: only its size matters.
+    public static func thumbnailSize(of size: PixelSize, box: (width: Int32, height: Int32), crop: Bool) throws(ImagePipeError) -> PixelSize {
+        try Vips.ensureStarted()
+        var width: Int32 = 0, height: Int32 = 0
+        guard ipv_thumbnail_size(Int32(size.width), Int32(size.height), box.width, box.height, crop ? 1 : 0, &width, &height) == 0 else {
+            throw ImagePipeError(.corruptImage, Vips.takeError() ?? "thumbnail failed")
+        }
+        return PixelSize(width: Int(width), height: Int(height))
+    }
+
+    /// A black JPEG of `size`.
+    public static func blackJPEG(_ size: PixelSize) throws(ImagePipeError) -> Data {
+        try Vips.ensureStarted()
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard ipv_black_jpeg(Int32(size.width), Int32(size.height), &buffer, &length) == 0, let buffer else {
+            throw ImagePipeError(.encodeFailed, Vips.takeError() ?? "jpegsave failed")
+        }
+        defer { g_free(buffer) }
+        return Data(bytes: buffer, count: length)
+    }
+
+    /// What the compressor asks libvips for to make `target` (the limiting side, or the box for a crop).
+    public static func compressorBox(for target: PixelSize, byWidth: Bool, crop: Bool) -> (width: Int32, height: Int32) {
+        VipsCompressor.box(for: target, byWidth: byWidth, crop: crop)
+    }
+
     /// Decodes `data` and describes it.
     public static func info(_ data: Data) throws(ImagePipeError) -> Info {
         let image = try decode(data)

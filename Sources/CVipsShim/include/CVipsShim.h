@@ -42,6 +42,9 @@ int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int
 int ipv_thumbnail_file(const char *path, int width, int height, int crop, int to_srgb, VipsImage **out);
 /// The same from an image already decoded into memory.
 int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, int to_srgb, VipsImage **out);
+/// Resizes `in` to exactly width x height (libvips' thumbnail with size=force): a variant made from a
+/// shared decode comes out at the size it would have alone, the aspect off by under a pixel at most.
+int ipv_resize_exact(VipsImage *in, int width, int height, VipsImage **out);
 
 /// Converts any interpretation and depth (grey, 16-bit, CMYK, LAB) to 8-bit sRGB, keeping alpha.
 int ipv_to_srgb8(VipsImage *in, VipsImage **out);

@@ -48,10 +48,11 @@ public struct ResizePlan: Sendable, Equatable {
             decodesByWidth = Self.fitsByWidth(source, variants[largest].box)
         } else {
             // Otherwise one common scale, large enough for every variant, rounded up on both sides.
-            decodeSize = Self.scaledUp(source, by: scales.max() ?? 1)
-            // Fitting by the side with the larger scale keeps the other one at least as large too.
-            decodesByWidth =
-                Double(decodeSize.width) / Double(source.width) >= Double(decodeSize.height) / Double(source.height)
+            let needed = Self.scaledUp(source, by: scales.max() ?? 1)
+            // Fitting by the side with the larger scale keeps the other one at least as large too;
+            // libvips rounds that other side, so the decode can be a few pixels larger than needed.
+            decodesByWidth = Double(needed.width) / Double(source.width) >= Double(needed.height) / Double(source.height)
+            decodeSize = Self.resized(source, to: needed, byWidth: decodesByWidth)
         }
     }
 

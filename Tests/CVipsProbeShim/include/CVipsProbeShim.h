@@ -15,5 +15,10 @@ int ipv_has_field(VipsImage *image, const char *name);
 /// Writes `count` lines to libvips' error buffer and takes none of them back, as calls that fail
 /// or warn without anyone asking why do.
 void ipv_leave_errors(int count);
+/// The size libvips' thumbnail makes of a black width x height image in a box (shrinking only;
+/// `crop`: cover, centred); 0 on success, -1 on error.
+int ipv_thumbnail_size(int width, int height, int box_width, int box_height, int crop, int *out_width, int *out_height);
+/// A black width x height JPEG in a buffer the caller frees with g_free; 0 on success.
+int ipv_black_jpeg(int width, int height, void **buf, size_t *len);
 
 #endif

@@ -1,0 +1,91 @@
+// ResizePlan against libvips itself: the sizes imagepipe plans are the sizes libvips' thumbnail makes.
+import ImagePipe
+import ImagePipeTestSupport
+import ImagePipeVipsTestSupport
+import Testing
+
+/// `ResizePlan` models libvips' rounding to plan one decode for every variant. Its own tests check it
+/// against that model; these ask libvips (on black images, whose pixels are never computed) for the
+/// sizes the compressor's calls make, over awkward and random source sizes.
+@Suite struct ResizePlanOracleTests {
+    static let banner = VariantSpec(name: "banner", width: 1200, height: 400, fit: .cover, format: .jpeg, quality: 80)
+    static let strip = VariantSpec(name: "strip", width: 962, height: 40, fit: .inside, format: .jpeg, quality: 80)
+    static let column = VariantSpec(name: "column", width: 30, height: 900, fit: .inside, format: .webp, quality: 80)
+    static let variantSets: [[VariantSpec]] = [
+        Preset.web, Preset.web + [banner], [Preset.web[0], strip, Preset.web[2]], [Preset.web[0], column, strip],
+    ]
+
+    func size(_ width: Int, _ height: Int) -> PixelSize { PixelSize(width: width, height: height) }
+
+    func sources(using generator: inout SeededRandom) -> [PixelSize] {
+        var sources = [
+            size(4000, 3000), size(3000, 4000), size(6000, 4000), size(1999, 1333), size(20000, 700), size(333, 999),
+            size(2049, 2047), size(641, 321), size(12000, 500), size(1, 1), size(1, 5000), size(5000, 1), size(319, 320),
+        ]
+        for _ in 0..<300 {
+            let long = Int.random(in: 1...30000, using: &generator), short = Int.random(in: 1...9000, using: &generator)
+            sources.append(Bool.random(using: &generator) ? size(long, short) : size(short, long))
+        }
+        return sources
+    }
+
+    @Test func eachVariantAloneComesOutAtItsPlannedSize() throws {
+        var generator = SeededRandom.fromEnvironment()
+        let seed = generator.seed
+        let every = Dictionary(Self.variantSets.joined().map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }).values
+        for source in sources(using: &generator) {
+            // Fits only: libvips computes a crop's whole input into memory first (a 30000x9000 one is
+            // 800 MB), and a crop's size is the box, or imagepipe's own rule for a smaller source,
+            // which the compressor test below checks on real images.
+            for variant in every.sorted(by: { $0.name < $1.name }) where variant.fit == .inside {
+                // One variant: decoded straight to its own size, as the compressor does.
+                let planned = ResizePlan(source: source, variants: [variant]).outputs[0]
+                let box = VipsProbe.compressorBox(for: planned, byWidth: ResizePlan.fitsByWidth(source, variant.box), crop: false)
+                let made = try VipsProbe.thumbnailSize(of: source, box: box, crop: false)
+                #expect(made == planned, "\(source) \(variant.name): libvips made \(made) (IMAGEPIPE_TEST_SEED=\(seed))")
+                // libvips asked for the variant's whole box agrees on what fits inside it.
+                let whole = try VipsProbe.thumbnailSize(of: source, box: (Int32(variant.width), Int32(variant.height)), crop: false)
+                #expect(whole == planned, "\(source) \(variant.name) in its box: libvips made \(whole) (IMAGEPIPE_TEST_SEED=\(seed))")
+            }
+        }
+    }
+
+    @Test func theSharedDecodeIsTheSizeLibvipsMakes() throws {
+        var generator = SeededRandom.fromEnvironment()
+        let seed = generator.seed
+        for source in sources(using: &generator) {
+            for variants in Self.variantSets {
+                let plan = ResizePlan(source: source, variants: variants)
+                let box = VipsProbe.compressorBox(for: plan.decodeSize, byWidth: plan.decodesByWidth, crop: false)
+                let decoded = try VipsProbe.thumbnailSize(of: source, box: box, crop: false)
+                #expect(decoded == plan.decodeSize, "\(source): decoded at \(decoded), planned \(plan.decodeSize) (IMAGEPIPE_TEST_SEED=\(seed))")
+                for output in plan.outputs {
+                    #expect(decoded.width >= output.width && decoded.height >= output.height, "\(source): \(decoded) cannot serve \(output)")
+                }
+            }
+        }
+    }
+
+    /// The compressor on real JPEGs of sizes where a shared decode is a few pixels off the variants'
+    /// own scale: each variant comes out at the size it has when made alone, and as planned.
+    @Test(arguments: [(12000, 500), (2051, 307), (4999, 3331)])
+    func aVariantsSizeDoesNotDependOnTheOthers(_ width: Int, _ height: Int) throws {
+        let source = size(width, height)
+        let jpeg = try VipsProbe.blackJPEG(source)
+        var aloneSizes: [String: PixelSize] = [:]
+        for variants in Self.variantSets {
+            let together = try Fixtures.compress(bytes: jpeg, variants)
+            let plan = ResizePlan(source: source, variants: variants)
+            for (variant, output) in zip(variants, plan.outputs) {
+                if aloneSizes[variant.name] == nil { aloneSizes[variant.name] = try Fixtures.compress(bytes: jpeg, [variant]).variants[0].size }
+                let alone = aloneSizes[variant.name]!
+                let made = together.output(variant.name)
+                let decoded = try VipsProbe.info(made.data)
+                #expect(
+                    made.size == output && decoded.width == output.width && decoded.height == output.height,
+                    "\(source) \(variant.name): \(made.size), planned \(output)")
+                #expect(alone == output, "\(source) \(variant.name) alone: \(alone), planned \(output)")
+            }
+        }
+    }
+}
