@@ -16,12 +16,13 @@ import subprocess
 import sys
 import time
 
-# Bad deliveries, each with the error code its record in failed/ must carry. Files from fixtures/hostile
-# are read from there; None means the content is made here.
+# Bad deliveries, each with the code its record in failed/ must carry: an error code, or for a file
+# that is no image and not named as one, the skip code. Files from fixtures/hostile are read from
+# there; None means the content is made here.
 BAD_FILES = [
     ("truncated.jpg", "hostile/truncated.jpg", "corrupt_image"),
     ("empty.jpg", None, "empty_file"),
-    ("notes.txt", None, "unsupported_format"),
+    ("notes.txt", None, "not_an_image"),
     ("truncated.png", "hostile/truncated.png", "corrupt_image"),
 ]
 MADE_CONTENT = {"empty.jpg": b"", "notes.txt": b"not an image: a text file delivered by mistake\n"}
@@ -277,8 +278,9 @@ def check(soak):
         except (FileNotFoundError, json.JSONDecodeError) as problem:
             wrong.append(f"{name}: {problem}")
             continue
-        if name not in failed or error.get("error_code") != code or not error.get("error"):
-            wrong.append(f"{name}: {error.get('error_code')} ({error.get('error')!r}), expected {code}")
+        given = error.get("error_code") or error.get("skip_code")
+        if name not in failed or given != code or not (error.get("error") or error.get("reason")):
+            wrong.append(f"{name}: {given} ({error.get('error') or error.get('reason')!r}), expected {code}")
     bad = sum(1 for _, code in soak.deliveries if code is not None)
     goals.append(("each good image in done/, each bad file in failed/ with an .error.json naming its reason", not wrong,
                   f"{len(soak.deliveries) - bad} good, {bad} bad" + (f"; wrong: {'; '.join(wrong[:5])}" if wrong else "")))

@@ -196,7 +196,6 @@ struct ConfigurationParser {
         case "n": return "\n"
         case "f": return "\u{0C}"
         case "r": return "\r"
-        case "e": return "\u{1B}"
         case "u", "U":
             let count = scalar == "u" ? 4 : 8
             guard index + count <= scalars.count else { throw failure("\\\(scalar) needs \(count) hexadecimal digits") }
