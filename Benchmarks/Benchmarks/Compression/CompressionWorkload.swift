@@ -13,6 +13,8 @@ enum CompressionWorkload: String, CaseIterable, Sendable {
     case independentDecodesWebPreset = "independent decodes web preset"
     /// One 1600-pixel JPEG variant.
     case jpeg1600 = "jpeg 1600"
+    /// The same as baseline JPEG, the default before progressive: what progressive costs.
+    case jpeg1600Baseline = "jpeg 1600 baseline"
     /// One 1600-pixel WebP variant.
     case webp1600 = "webp 1600"
     /// One 1600-pixel AVIF variant.
@@ -27,6 +29,8 @@ enum CompressionWorkload: String, CaseIterable, Sendable {
         switch self {
         case .decodeOnceWebPreset, .independentDecodesWebPreset: Preset.web
         case .jpeg1600: [VariantSpec(name: "photo", width: 1600, height: 1600, format: .jpeg, quality: 80)]
+        case .jpeg1600Baseline:
+            [VariantSpec(name: "photo", width: 1600, height: 1600, format: .jpeg, quality: 80, options: EncoderOptions(progressive: false))]
         case .webp1600: [VariantSpec(name: "photo", width: 1600, height: 1600, format: .webp, quality: 78)]
         case .avif1600: [VariantSpec(name: "photo", width: 1600, height: 1600, format: .avif, quality: 60)]
         case .png1600: [VariantSpec(name: "photo", width: 1600, height: 1600, format: .png, quality: 100)]
