@@ -3,16 +3,29 @@ import Foundation
 import ImagePipe
 import ImagePipeVips
 import Logging
+import Synchronization
 
 /// Builds the services a command runs with.
 enum CompositionRoot {
     /// Installs the console log handler at the requested level and format and returns the root logger.
+    ///
+    /// swift-log allows one bootstrap per process and stops the process on a second: a command that
+    /// opens its database once per state (`queue list` over every state) asks again, so only the
+    /// first call installs the handler.
     static func bootstrapLogging(level: String, format: LogFormat = .text) -> Logger {
-        let level = Logger.Level(rawValue: level.lowercased()) ?? .info
-        let redaction = SecretRedaction()
-        LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, logLevel: level, format: format, redaction: redaction) }
+        let first = bootstrapped.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        if first {
+            let level = Logger.Level(rawValue: level.lowercased()) ?? .info
+            let redaction = SecretRedaction()
+            LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, logLevel: level, format: format, redaction: redaction) }
+        }
         return Logger(label: "imagepipe")
     }
+
+    private static let bootstrapped = Mutex(false)
 
     /// The FileHandler for a set of job options, reading the sources that are URLs among `sources`
     /// from object storage (up to `maxSourceBytes` each).

@@ -90,6 +90,14 @@ struct PostgresQueueCommandTests {
         let fields = discarded.stdout.split(separator: "\n").first?.split(separator: "\t").map(String.init) ?? []
         #expect(fields.count == 5 && fields[1] == "discarded" && fields[3] == broken, "\(discarded.stdout)")
         #expect(fields.last?.hasPrefix("after 1 attempt, corrupt_image: ") == true, "\(fields)")
+        // Every state, as without --state, and two of them: the same job, once (its age aside).
+        func withoutAge(_ text: String) -> [[String]] {
+            text.split(separator: "\n").map { line in line.split(separator: "\t").enumerated().filter { $0.offset != 2 }.map { String($0.element) } }
+        }
+        for states in [[], ["--state", "waiting", "--state", "discarded"]] {
+            let all = try await run(fixture, ["queue", "list", url] + states)
+            #expect(all.status == 0 && withoutAge(all.stdout) == withoutAge(discarded.stdout), "\(states): \(all)")
+        }
 
         let waiting = try await run(fixture, ["enqueue", url, "--run-at", "+1h"] + sources(fixture, ["a"]))
         let id = try #require(Int(waiting.stdout.split(separator: "\t").first ?? ""), "\(waiting)")
