@@ -131,8 +131,8 @@ extension QueueDatabase {
     }
 
     /// Puts discarded jobs (all, or those with the given IDs, which may also name cancelled ones)
-    /// back to wait, with their attempts and errors cleared; returns how many.
-    public func retryDiscarded(ids: [Int]?) async throws(ImagePipeError) -> Int {
+    /// back to wait, with their attempts and errors cleared; returns the IDs put back.
+    public func retryDiscarded(ids: [Int]?) async throws(ImagePipeError) -> [Int] {
         let queue = location.queue
         let query: PostgresQuery = """
             WITH back AS (
@@ -142,11 +142,11 @@ extension QueueDatabase {
                                             OR id = ANY(\(ids)::bigint[]) AND state IN ('discarded', 'cancelled'))
                 RETURNING id
             )
-            SELECT count(*)::bigint FROM back
+            SELECT id FROM back ORDER BY id
             """
-        let count = try await required("retry", query, { try $0.decode(Int.self) }).first ?? 0
-        if count > 0 { await notifyWaiting(queue) }
-        return count
+        let back = try await required("retry", query, { try $0.decode(Int.self) })
+        if !back.isEmpty { await notifyWaiting(queue) }
+        return back
     }
 
     /// Deletes done, discarded and cancelled jobs of `queue` that finished longer than `age` ago, in slices so

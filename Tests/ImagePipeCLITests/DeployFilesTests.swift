@@ -15,9 +15,12 @@ import Testing
         #expect(watch.status == 0, "\(watch.stderr)")
         #expect(watch.stdout.contains("queue = \"/var/lib/imagepipe/queue\"  # \(example):"), "\(watch.stdout)")
         #expect(watch.stdout.contains("preset = \"gallery\"  # \(example):"))
+        // Watch serves uploads, whose names strangers choose: its keys come from the content.
+        #expect(watch.stdout.contains("key = \"{dir}/{stem}-{hash}-{variant}.{ext}\"  # \(example):"), "\(watch.stdout)")
 
         let batch = try CommandRunner.run(["config", "batch", "--config", example, directory.path], environment: [:])
         #expect(batch.status == 0, "\(batch.stderr)")
+        #expect(batch.stdout.contains("key = \"{dir}/{stem}-{variant}.{ext}\"  # \(example):"), "\(batch.stdout)")
     }
 
     @Test(arguments: [

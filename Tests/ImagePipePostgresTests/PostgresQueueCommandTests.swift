@@ -112,6 +112,8 @@ struct PostgresQueueCommandTests {
         // A cancelled job can be run after all; prune deletes cancelled jobs with the other finished ones.
         let retry = try await run(fixture, ["queue", "retry", url, "\(id)"])
         #expect(retry.status == 0 && retry.stderr.contains("put 1 discarded job(s) back"), "\(retry)")
+        let unknown = try await run(fixture, ["queue", "retry", url, "999999"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("job 999999 was not put back"), "\(unknown)")
         #expect(try fixture.sql("SELECT state, cancel_requested_at IS NULL FROM imagepipe.jobs WHERE id = \(id)") == "waiting|t")
         #expect(try await run(fixture, ["queue", "cancel", url, "\(id)"]).status == 0)
         let pruned = try await run(fixture, ["queue", "prune", url, "--older-than", "0s"])

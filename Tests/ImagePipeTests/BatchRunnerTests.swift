@@ -133,7 +133,18 @@ import Testing
         summary.add(.skipped("c", .notAnImage, reason: "no extension"))
         summary.add(.skipped("d", .notAnImage, reason: "no extension"))
         #expect(summary.lines[0].hasPrefix("0 done, 1 failed, 3 skipped (1 dangling_link, 2 not_an_image) in "))
-        #expect(summary.lines[1] == "2.0 kB in (2.0 kB of it failed) → 0 B out (ratio 0.000)")
+        #expect(!summary.lines[0].contains("images/s"), "nothing was done: no rate")
+        #expect(summary.lines[1] == "2.0 kB in (2.0 kB of it failed) → 0 B out")
+    }
+
+    @Test func aReRunThatFindsEverythingUpToDateIsOneLineAndItsRateCountsOnlyImagesDone() {
+        var summary = BatchSummary()
+        for name in ["a.jpg", "b.jpg"] { summary.add(.skipped(name, .upToDate, reason: "outputs in place")) }
+        summary.wallTime = .seconds(2)
+        #expect(summary.lines == ["0 done, 0 failed, 2 skipped (2 up_to_date) in 2.00 s"])
+        summary.add(JobResult(source: "c.png", status: .failed, error: ImagePipeError(.corruptImage, "bad"), bytes: 10))
+        summary.add(JobResult(source: "d.png", status: .done, bytes: 10))
+        #expect(summary.imagesPerSecond == 0.5, "one image done in 2 s; the failure is not work done")
     }
 
     @Test func theProgressLineShowsFailures() {

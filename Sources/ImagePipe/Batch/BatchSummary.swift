@@ -47,10 +47,11 @@ public struct BatchSummary: Sendable, Equatable {
     /// Whether not one source was an image: none done, failed or up to date.
     public var foundNoImage: Bool { done + failed + skippedBy[.upToDate, default: 0] == 0 }
 
-    /// Images finished per second of wall time.
+    /// Images done per second of wall time: failures and skips are no work done, and counting them
+    /// made a batch of failures look fast.
     public var imagesPerSecond: Double {
         let seconds = wallTime.milliseconds / 1000
-        return seconds > 0 ? Double(done + failed) / seconds : 0
+        return seconds > 0 ? Double(done) / seconds : 0
     }
 
     /// Output bytes over input bytes of the done images.
@@ -65,10 +66,14 @@ public struct BatchSummary: Sendable, Equatable {
             let reasons = skippedBy.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
             first += ", \(skipped) skipped (\(reasons.joined(separator: ", ")))"
         }
-        first += String(format: " in %.2f s (%.2f images/s)", seconds, imagesPerSecond)
+        first += String(format: " in %.2f s", seconds)
+        if done > 0 { first += String(format: " (%.2f images/s)", imagesPerSecond) }
+        // A re-run that found everything up to date read no image: one line says all there is.
+        guard bytesIn > 0 || done + failed > 0 else { return [first] }
         var second = "\(Self.formatBytes(bytesIn)) in"
         if bytesIn > bytesInDone { second += " (\(Self.formatBytes(bytesIn - bytesInDone)) of it failed)" }
-        second += " → \(Self.formatBytes(bytesOut)) out" + String(format: " (ratio %.3f)", ratio)
+        second += " → \(Self.formatBytes(bytesOut)) out"
+        if done > 0 { second += String(format: " (ratio %.3f)", ratio) }
         return [first, second]
     }
 

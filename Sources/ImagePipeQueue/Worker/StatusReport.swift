@@ -5,21 +5,20 @@ import ImagePipe
 
 /// Formats the status line, with the rate since the previous one.
 struct StatusReport: Sendable {
-    private var last: (at: ContinuousClock.Instant, finished: Int)
+    private var last: (at: ContinuousClock.Instant, done: Int)
 
     init(startedAt: ContinuousClock.Instant) {
         last = (startedAt, 0)
     }
 
     /// The status line's fields for now (`waiting` only when known). The rate counts only jobs
-    /// recorded since the previous line.
+    /// recorded done since the previous line: failures are no work done.
     mutating func fields(
         waiting: Int?, statistics: WorkerLoop.Statistics, at now: ContinuousClock.Instant
     ) -> Logger.Metadata {
-        let finished = statistics.done + statistics.failed
         let seconds = (now - last.at).timeInterval
-        let rate = seconds > 0 ? Double(finished - last.finished) / seconds : 0
-        last = (now, finished)
+        let rate = seconds > 0 ? Double(statistics.done - last.done) / seconds : 0
+        last = (now, statistics.done)
         var fields: Logger.Metadata = [
             "in_flight": .stringConvertible(statistics.inFlight), "retrying": .stringConvertible(statistics.retrying),
             "done": .stringConvertible(statistics.done), "failed": .stringConvertible(statistics.failed),

@@ -129,6 +129,9 @@ struct BatchCommand: AsyncParsableCommand {
                 progressState.finishedOne()
                 switch result.status {
                 case .failed: logger.error("failed", metadata: result.logMetadata)
+                // Up to date is what a re-run expects of most images: the summary counts them, and
+                // a line each would bury the few that were not.
+                case .skipped where result.skipCode == .upToDate: logger.debug("skipped", metadata: result.logMetadata)
                 case .skipped: logger.info("skipped", metadata: result.logMetadata)
                 case .done: logger.debug("done", metadata: result.logMetadata)
                 }

@@ -36,11 +36,18 @@ extension QueueCommand {
                     ids.append(id)
                 }
                 let named = ids.isEmpty ? nil : ids
-                let count = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in
+                let back = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in
                     try await database.retryDiscarded(ids: named)
                 }
-                FileHandle.standardError.write(Data("imagepipe: put \(count) discarded job(s) back to wait\n".utf8))
-                if let named, count < named.count { throw ExitCode(1) }
+                var message = "imagepipe: put \(back.count) discarded job(s) back to wait\n"
+                // Each ID asked for that did not go back is named: missing, or neither discarded nor cancelled.
+                let left = (named ?? []).filter { !back.contains($0) }
+                for id in left {
+                    message +=
+                        "imagepipe: job \(id) was not put back: no such job in the queue \(location.queue), or it is not discarded or cancelled\n"
+                }
+                FileHandle.standardError.write(Data(message.utf8))
+                if !left.isEmpty { throw ExitCode(1) }
             }
         }
     }
