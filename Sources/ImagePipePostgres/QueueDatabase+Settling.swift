@@ -62,17 +62,7 @@ extension QueueDatabase {
 
     /// Discards a job: its last attempt's `failure` added to its history, and that attempt's result record.
     func discard(_ fence: Fence, owner: String, failure: String, result: String) async -> Settlement {
-        let query: PostgresQuery = """
-            WITH settled AS (
-                UPDATE imagepipe.jobs
-                SET state = 'discarded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
-                    errors = errors || jsonb_build_array(\(failure)::jsonb), result = \(result)::jsonb
-                WHERE id = \(fence.id) AND attempt = \(fence.attempt) AND lease_owner = \(owner) AND state = 'running'
-                RETURNING id
-            )
-            SELECT imagepipe.notify_finished(id) FROM settled
-            """
-        return settlement(await persistently("discard", query, { try $0.decode(Int.self) }))
+        await end(fence, as: "discarded", owner: owner, failure: failure, result: result)
     }
 
     /// Gives jobs back unfinished (a shutdown): waiting again at once, the attempt not counted; a
@@ -95,17 +85,23 @@ extension QueueDatabase {
     /// Records a job stopped at a cancel request: its attempt's `failure` (`cancelled`) added to its
     /// history, with that attempt's result record. Never retried, never done.
     func cancel(_ fence: Fence, owner: String, failure: String, result: String) async -> Settlement {
+        await end(fence, as: "cancelled", owner: owner, failure: failure, result: result)
+    }
+
+    /// Ends a running job for good in `state` (`discarded` or `cancelled`), fenced by its attempt and
+    /// owner, and tells listeners it finished.
+    private func end(_ fence: Fence, as state: String, owner: String, failure: String, result: String) async -> Settlement {
         let query: PostgresQuery = """
             WITH settled AS (
                 UPDATE imagepipe.jobs
-                SET state = 'cancelled', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+                SET state = \(state), finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
                     errors = errors || jsonb_build_array(\(failure)::jsonb), result = \(result)::jsonb
                 WHERE id = \(fence.id) AND attempt = \(fence.attempt) AND lease_owner = \(owner) AND state = 'running'
                 RETURNING id
             )
             SELECT imagepipe.notify_finished(id) FROM settled
             """
-        return settlement(await persistently("cancel", query, { try $0.decode(Int.self) }))
+        return settlement(await persistently(state, query, { try $0.decode(Int.self) }))
     }
 
     private func settlement(_ rows: [Int]?) -> Settlement {
