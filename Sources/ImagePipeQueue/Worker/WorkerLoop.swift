@@ -139,8 +139,7 @@ public final class WorkerLoop: Service, Sendable {
     public func run() async throws {
         let room = pipeline.capacity.addRoomListener { [events] in events.send(.wake) }
         defer { pipeline.capacity.removeRoomListener(room) }
-        try await queue.open(
-            signals: QueueSignals(wake: { [events] in events.send(.wake) }, checkClaims: { [events] in events.send(.heartbeatDue) }))
+        guard try await openQueue() else { return }
         var machine = Machine(limits: limits, now: clock.now)
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
@@ -181,6 +180,22 @@ public final class WorkerLoop: Service, Sendable {
         await logStatus()
         await queue.close()
         logger.notice("stopped")
+    }
+
+    /// Opens the queue; false when a stop came first. Opening waits for a database that cannot be
+    /// reached yet, for as long as it takes: a stop (graceful or not) ends that wait at once, since
+    /// nothing was claimed and nothing needs giving back.
+    private func openQueue() async throws -> Bool {
+        let signals = QueueSignals(wake: { [events] in events.send(.wake) }, checkClaims: { [events] in events.send(.heartbeatDue) })
+        do {
+            try await cancelWhenGracefulShutdown { [queue] in try await queue.open(signals: signals) }
+            return true
+        } catch {
+            guard Task.isShuttingDownGracefully || Task.isCancelled else { throw error }
+            await queue.close()
+            logger.notice("stopped before the queue was open: no job was claimed", metadata: ["queue": "\(queue.displayName)"])
+            return false
+        }
     }
 
     /// Copies what monitoring and tests read.

@@ -21,8 +21,10 @@ struct WatchCommand: AsyncParsableCommand {
             Deliver by writing elsewhere (or under a name starting with '.') and renaming into inbox/. Names \
             starting with '.' or ending in .part, .tmp or .crdownload are ignored.
             SIGTERM, SIGINT or SIGHUP stops claiming, lets jobs in flight finish within --shutdown-timeout, \
-            returns the rest to the inbox and exits 0; a second SIGTERM or SIGINT returns every job to the \
-            inbox at once. Symbolic links, FIFOs and other files that are not regular files go to failed/.
+            returns the rest to the queue (a directory's inbox, or waiting in PostgreSQL) and exits 0; a second \
+            SIGTERM or SIGINT returns every job at once. A stop while the queue is still being opened (a database \
+            that cannot be reached yet) exits 0 at once. Symbolic links, FIFOs and other files that are not \
+            regular files go to failed/.
             """)
 
     @Argument(help: ArgumentHelp("The queue: a directory, or postgres://USER@HOST:PORT/DATABASE?queue=NAME.", valueName: "queue"))
