@@ -125,6 +125,7 @@ public final class PostgresQueue: JobQueue {
     }
 
     public func maintain() async {
+        await database.probe()
         await database.takeBackExpired(queue: location.queue, maxAttempts: configuration.maxAttempts)
         let now = ContinuousClock.now
         let due = lastPrune.withLock { last in
@@ -180,8 +181,13 @@ public final class PostgresQueue: JobQueue {
         await database.waitingCount(queue: location.queue)
     }
 
+    /// Fails at once, saying since when and why, while the database is lost (the loop's own
+    /// statements and probes notice it coming back); else a fresh connection and a count must answer.
     public func check() async throws(ImagePipeError) -> Int? {
-        try await database.checkedWaitingCount(queue: location.queue)
+        if let lost = database.lostReason { throw ImagePipeError(.storageUnavailable, lost) }
+        await database.probe()
+        if let lost = database.lostReason { throw ImagePipeError(.storageUnavailable, lost) }
+        return try await database.checkedWaitingCount(queue: location.queue)
     }
 
     public func close() async {

@@ -27,8 +27,10 @@ public final class QueueDatabase: Sendable {
     let logger: Logger
     /// How long one statement may take before it counts as failed (a hung connection).
     let statementTimeout: Duration = .seconds(10)
-    /// Consecutive failures to reach the database, for one log line per outage.
-    private let failures = Mutex(0)
+    /// Whether the database is lost now, for one log line when an outage begins and one when it ends.
+    private let outage = Mutex(DatabaseOutage())
+    /// When the last fresh connection was tried (see ``probe()``).
+    private let lastProbe = Mutex<ContinuousClock.Instant?>(nil)
     /// Backoff between reconnection attempts: up to 0.1 s doubling to 5 s, with full jitter.
     let reconnect = RetryPolicy(maxAttempts: .max, baseDelay: .milliseconds(100), maxDelay: .seconds(5))
 
@@ -150,21 +152,48 @@ public final class QueueDatabase: Sendable {
         return true
     }
 
-    private func noteUnreachable(_ failure: DatabaseFailure) {
-        if failures.withLock({ count in
-            defer { count += 1 }; return count == 0
-        }) {
+    private func noteUnreachable(_ failure: DatabaseFailure, _ channel: DatabaseOutage.Channel = .statements) {
+        if outage.withLock({ $0.failed(channel, reason: failure.reason, at: Date()) }) {
             logger.warning(
                 "lost PostgreSQL; reconnecting with backoff, jobs whose leases hold are kept",
                 metadata: ["queue": "\(location)", "reason": "\(failure.reason)"])
         }
     }
 
-    private func noteReachable() {
-        if failures.withLock({ count in
-            defer { count = 0 }; return count > 0
-        }) {
+    private func noteReachable(_ channel: DatabaseOutage.Channel = .statements) {
+        let (ended, connectionsFailing) = outage.withLock { ($0.answered(channel), $0.failing.contains(.connections)) }
+        if ended {
             logger.notice("PostgreSQL reachable again", metadata: ["queue": "\(location)"])
+        } else if channel == .statements && connectionsFailing {
+            // Statements answer again: see at once whether new connections are taken too.
+            Task { await self.probe() }
+        }
+    }
+
+    /// Why the queue is not ready while the database is lost; nil while it answers.
+    var lostReason: String? { outage.withLock { $0.readiness(at: Date()) } }
+
+    /// Opens and closes one fresh connection, at most one every two seconds: a server shutting down
+    /// (or gone) refuses it even while the pool's open connections still answer statements, and
+    /// the outage is logged when that happens rather than once the worker lets go of them.
+    func probe() async {
+        let now = ContinuousClock.now
+        let due = lastProbe.withLock { last in
+            guard last.map({ now - $0 >= .seconds(2) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        do {
+            try await timed { [location, logger] in
+                let connection = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(), id: 0, logger: logger)
+                try? await connection.close()
+            }
+            noteReachable(.connections)
+        } catch {
+            let failure = DatabaseFailure(error)
+            // A wrong password now (changed while running) says nothing about the server being there.
+            if failure.transient { noteUnreachable(failure, .connections) }
         }
     }
 

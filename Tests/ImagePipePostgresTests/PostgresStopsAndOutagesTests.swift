@@ -37,4 +37,59 @@ struct PostgresStopsAndOutagesTests {
             #expect(!log.contains("inbox") && !log.contains("processing/"), "no queue-directory wording: \(log)")
         }
     }
+
+    @Test func anIdleWorkerLogsTheLostDatabaseWhenItGoesAndWhenItComesBackAndIsNotReadyMeanwhile() async throws {
+        let server = try PostgresServer()
+        let fixture = try PostgresFixture(server: server)
+        let url = server.url(database: fixture.database)
+        let worker = try worker(
+            url, fixture.directory, "idle", ["--metrics-address", "127.0.0.1:0", "--check-interval", "1", "--variant", "t=32x32,jpeg,q70"],
+            environment: server.environment)
+        let address = try #require(try await offPool { worker.monitoringAddress() }, "\(worker.log)")
+        let ready = { LoopbackHTTP.get("http://\(address)/readyz") }
+        #expect(try await fixture.eventually { ready().status == 200 }, "\(worker.log)")
+
+        try await offPool { try server.stop() }
+        // The worker only polls: the outage is logged when it happens, not when the worker stops.
+        #expect(try await offPool { worker.waitForLog("lost PostgreSQL", seconds: 20) }, "\(worker.log)")
+        #expect(TextLog.hasLine(worker.log, "warning", "lost PostgreSQL; reconnecting with backoff, jobs whose leases hold are kept", ["queue": url]))
+        var answer = ready()
+        #expect(try await fixture.eventually(seconds: 10) {
+            answer = ready()
+            return answer.status == 503 && answer.body.contains("queue: lost PostgreSQL")
+        }, "\(answer) \(worker.log)")
+        #expect(worker.process.isRunning)
+
+        try await offPool { try server.start() }
+        #expect(try await offPool { worker.waitForLog("PostgreSQL reachable again", seconds: 30) }, "\(worker.log)")
+        #expect(try await fixture.eventually(seconds: 15) { ready().status == 200 }, "\(ready())")
+        // And it works again: a job queued now is done.
+        let source = fixture.directory.write("src/photo.png", Fixtures.data("images/formats/tiny.png"))
+        let enqueue = try await offPool { try CommandRunner.run(["enqueue", url, source], environment: server.environment) }
+        #expect(enqueue.status == 0, "\(enqueue.stderr)")
+        #expect(try await fixture.eventually { try fixture.states() == ["done": 1] }, "\(worker.log)")
+        worker.send(SIGTERM)
+        #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0, "\(worker.log)")
+        let lost = worker.log.split(separator: "\n").count { $0.contains(" warning lost PostgreSQL;") }
+        #expect(lost == 1, "one line for one outage: \(worker.log)")
+    }
+
+    @Test func aServerShuttingDownIsSeenWhileTheWorkersOwnConnectionsStillAnswer() async throws {
+        let server = try PostgresServer()
+        let fixture = try PostgresFixture(server: server)
+        let url = server.url(database: fixture.database)
+        // No monitoring: the worker's own upkeep (every half lease) tries a fresh connection.
+        let worker = try worker(url, fixture.directory, "smart", ["--lease", "4", "--variant", "t=32x32,jpeg,q70"], environment: server.environment)
+        #expect(try await offPool { worker.waitForLog("watching") }, "\(worker.log)")
+        // A smart shutdown (docker stop, pg_ctl's old default) refuses new connections and waits
+        // for the open ones to close; the worker's pooled connections go on answering its polls.
+        try await offPool { try server.stopSmart() }
+        #expect(try await offPool { worker.waitForLog("lost PostgreSQL", seconds: 20) }, "\(worker.log)")
+        #expect(worker.log.contains("shutting down"), "the reason is the server's: \(worker.log)")
+        #expect(worker.process.isRunning)
+        worker.send(SIGTERM)
+        #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0, "\(worker.log)")
+        // Once the worker has let go, the server finishes its shutdown.
+        try await offPool { try server.waitUntilStopped() }
+    }
 }

@@ -75,6 +75,13 @@ final class PostgresServer: @unchecked Sendable {
     /// `pg_ctl stop -m fast`: every connection is dropped and no new one is taken until ``start()``.
     func stop() throws { _ = try calls.withLock { _ in try helper.call(["cmd": "stop"]) } }
 
+    /// `pg_ctl stop -m smart`, not waiting: new connections are refused at once, while the server
+    /// waits for its clients' open connections to close before it goes (as after `docker stop`).
+    func stopSmart() throws { _ = try calls.withLock { _ in try helper.call(["cmd": "stop-smart"]) } }
+
+    /// Waits until a server stopping has gone (its `postmaster.pid` removed), up to a minute.
+    func waitUntilStopped() throws { _ = try calls.withLock { _ in try helper.call(["cmd": "wait-stopped"]) } }
+
     /// Starts the server ``stop()`` stopped, on the same port.
     func start() throws { _ = try calls.withLock { _ in try helper.call(["cmd": "start"]) } }
 }

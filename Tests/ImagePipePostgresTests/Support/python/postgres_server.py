@@ -3,7 +3,7 @@
 Runs initdb into a new temporary directory and starts the server on a free loopback port, as the
 unprivileged user `nobody` when started as root (PostgreSQL refuses to run as root). Prints one JSON
 line when ready, then answers one JSON command per line on standard input: restart, stop, start,
-sql. When standard input closes (the test process ended, even by a crash), the server is stopped
+stop-smart, wait-stopped, sql. When standard input closes (the test process ended, even by a crash), the server is stopped
 and its directory removed.
 """
 import argparse
@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 NOBODY = 65534
 PASSWORD = "imagepipe-test-secret"
@@ -81,6 +82,16 @@ def main():
                     pg_ctl("-m", "fast", "restart")
                 elif name == "stop":
                     pg_ctl("-m", "fast", "stop")
+                elif name == "stop-smart":
+                    # Without waiting: a smart shutdown ends only once every client has disconnected.
+                    run([f"{bin}/pg_ctl", "-D", data, "-m", "smart", "-W", "stop"])
+                elif name == "wait-stopped":
+                    for _ in range(600):
+                        if not os.path.exists(os.path.join(data, "postmaster.pid")):
+                            break
+                        time.sleep(0.1)
+                    else:
+                        raise subprocess.CalledProcessError(1, "wait-stopped", "the server is still running")
                 elif name == "start":
                     pg_ctl("-o", settings, "start")
                 elif name == "sql":
