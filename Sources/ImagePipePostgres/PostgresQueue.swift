@@ -52,6 +52,9 @@ public final class PostgresQueue: JobQueue {
     let logger: Logger
     private let background = Mutex<[Task<Void, Never>]>([])
     private let lastPrune = Mutex<ContinuousClock.Instant?>(nil)
+    /// Other workers' leases as first seen by ``remainder(dueWithin:)``, by job and attempt: a lease
+    /// that moved since was renewed, so its worker is alive.
+    private let leasesSeen = Mutex<[String: Double]>([:])
     /// Successes that arrive while one statement records others go together in the next.
     private let completions: GroupCommitter<Completion, Settlement>
 
@@ -183,6 +186,31 @@ public final class PostgresQueue: JobQueue {
 
     /// Fails at once, saying since when and why, while the database is lost (the loop's own
     /// statements and probes notice it coming back); else a fresh connection and a count must answer.
+    /// Takes back expired leases first, then counts waiting jobs due within `horizon` and after it,
+    /// and the running jobs of other workers whose lease has not been renewed since this worker
+    /// first saw it: a live worker renews within a third of its lease, a dead one's lease expires
+    /// and its job is taken back, so the wait for them is bounded by the lease.
+    public func remainder(dueWithin horizon: Duration) async -> QueueRemainder? {
+        await database.takeBackExpired(queue: location.queue, maxAttempts: configuration.maxAttempts)
+        guard let state = await database.remainder(queue: location.queue, owner: owner, horizon: horizon) else { return nil }
+        let unconfirmed = leasesSeen.withLock { seen in
+            // Keyed by job and attempt: a job claimed again is a new claim to watch.
+            let current = Dictionary(state.leases.map { ("\($0.id):\($0.attempt)", $0.expires) }, uniquingKeysWith: max)
+            seen = seen.filter { current[$0.key] != nil }
+            var unconfirmed = 0
+            for (key, expires) in current {
+                if let first = seen[key] {
+                    if expires <= first { unconfirmed += 1 }
+                } else {
+                    seen[key] = expires
+                    unconfirmed += 1
+                }
+            }
+            return unconfirmed
+        }
+        return QueueRemainder(due: state.due, later: state.later, unconfirmed: unconfirmed)
+    }
+
     public func check() async throws(ImagePipeError) -> Int? {
         if let lost = database.lostReason { throw ImagePipeError(.storageUnavailable, lost) }
         await database.probe()

@@ -107,6 +107,36 @@ extension QueueDatabase {
         if discarded < rows.count { await notifyWaiting(queue) }
     }
 
+    /// What is left in a queue for a worker about to call it empty.
+    struct Remainder: Sendable {
+        /// Waiting jobs due within the horizon, and after it.
+        var due: Int
+        var later: Int
+        /// The running jobs of other workers, with their lease's expiry (seconds since 1970).
+        var leases: [(id: Int, attempt: Int, expires: Double)]
+    }
+
+    /// Counts `queue`'s waiting jobs due within `horizon` and after it, and lists the leases of the
+    /// jobs other workers than `owner` run; nil when the database cannot be reached.
+    func remainder(queue: String, owner: String, horizon: Duration) async -> Remainder? {
+        let query: PostgresQuery = """
+            SELECT state, id, attempt, run_at <= now() + make_interval(secs => \(horizon.timeInterval)),
+                   extract(epoch FROM lease_expires_at)::float8
+            FROM imagepipe.jobs
+            WHERE queue = \(queue) AND (state = 'waiting' OR (state = 'running' AND lease_owner IS DISTINCT FROM \(owner)))
+            """
+        guard let rows = await once("what is left", query, { try $0.decode((String, Int, Int, Bool, Double?).self) }) else { return nil }
+        var remainder = Remainder(due: 0, later: 0, leases: [])
+        for (state, id, attempt, soon, expires) in rows {
+            if state == "waiting" {
+                if soon { remainder.due += 1 } else { remainder.later += 1 }
+            } else {
+                remainder.leases.append((id, attempt, expires ?? 0))
+            }
+        }
+        return remainder
+    }
+
     /// Wakes idle workers of `queue`.
     func notifyWaiting(_ queue: String) async {
         _ = await once("notify", "SELECT pg_notify('imagepipe_jobs', \(queue))::text", { try $0.decode(String.self) })

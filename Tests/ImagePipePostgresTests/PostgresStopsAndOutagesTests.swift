@@ -38,6 +38,51 @@ struct PostgresStopsAndOutagesTests {
         }
     }
 
+    @Test func aWorkerWorkingOffTheBacklogWaitsForTheJobsOfAKilledWorkerAndDoesThem() async throws {
+        let fixture = try PostgresFixture()
+        let url = fixture.server.url(database: fixture.database)
+        let environment = fixture.server.environment
+        let slow = ["--variant", "a=1800x1800,avif,q60", "--lease", "5"]
+        func enqueue(_ fixtureName: String, as name: String) async throws {
+            let source = fixture.directory.write("src/" + name, Fixtures.data(fixtureName))
+            let output = try await offPool { try CommandRunner.run(["enqueue", url, source], environment: environment) }
+            #expect(output.status == 0, "\(output.stderr)")
+        }
+        try await enqueue("images/exif-orientation/Landscape_1.jpg", as: "big.jpg")
+        let dying = try worker(url, fixture.directory, "dying", slow, environment: environment)
+        #expect(try await fixture.eventually { try fixture.states() == ["running": 1] }, "\(dying.log)")
+        dying.send(SIGKILL)
+        #expect(try await offPool { dying.waitForExit(seconds: 10) } == 128 + SIGKILL)
+        // Its job stays running under its lease; the backlog a cron job then works off is two more.
+        try await enqueue("images/formats/tiny.png", as: "a.png")
+        try await enqueue("images/formats/tiny.png", as: "b.png")
+        let survivor = try worker(url, fixture.directory, "survivor", slow + ["--exit-when-empty"], environment: environment)
+        #expect(try await offPool { survivor.waitForExit(seconds: 120) } == 0, "\(survivor.log)")
+        #expect(try fixture.states() == ["done": 3], "nothing left undone when it says the queue is empty: \(survivor.log)")
+        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code' FROM imagepipe.jobs WHERE source LIKE '%big.jpg'") == "2|lease_expired")
+        #expect(survivor.log.contains("jobs other workers hold may come back"), "\(survivor.log)")
+        #expect(TextLog.hasLine(survivor.log, "notice", "the queue is empty: stopping", ["queue": url]), "\(survivor.log)")
+    }
+
+    @Test func exitWhenEmptyLeavesJobsQueuedForLaterAndSaysSo() async throws {
+        let fixture = try PostgresFixture()
+        let url = fixture.server.url(database: fixture.database)
+        let now = fixture.directory.write("src/now.png", Fixtures.data("images/formats/tiny.png"))
+        let later = fixture.directory.write("src/later.png", Fixtures.data("images/formats/tiny.png"))
+        let soon = fixture.directory.write("src/soon.png", Fixtures.data("images/formats/tiny.png"))
+        for (source, at) in [(now, [String]()), (later, ["--run-at", "+2h"]), (soon, ["--run-at", "+3s"])] {
+            let output = try await offPool { try CommandRunner.run(["enqueue", url, source] + at, environment: fixture.server.environment) }
+            #expect(output.status == 0, "\(output.stderr)")
+        }
+        let worker = try worker(url, fixture.directory, "backlog", ["--exit-when-empty", "--variant", "t=32x32,jpeg,q70"], environment: fixture.server.environment)
+        #expect(try await offPool { worker.waitForExit(seconds: 60) } == 0, "\(worker.log)")
+        // Due within a minute (the longest retry backoff) is waited for; two hours from now is not.
+        #expect(try fixture.sql("SELECT source, state FROM imagepipe.jobs ORDER BY id") == "\(now)|done\n\(later)|waiting\n\(soon)|done")
+        #expect(
+            TextLog.hasLine(worker.log, "notice", "no job is due: stopping; jobs queued for later stay waiting", ["queue": url, "later": "1"]),
+            "\(worker.log)")
+    }
+
     @Test func anIdleWorkerLogsTheLostDatabaseWhenItGoesAndWhenItComesBackAndIsNotReadyMeanwhile() async throws {
         let server = try PostgresServer()
         let fixture = try PostgresFixture(server: server)

@@ -329,25 +329,72 @@ import Testing
         _ = machine.handle(.settled("1", .keptForRetry(after: .seconds(10))), now: t0, available: 100)
         // The claim came back short and the queue is empty, but this worker holds a retry.
         let short = machine.handle(.claimed([], asked: 4), now: t0, available: 100)
-        #expect(!short.contains(.checkEmpty))
+        #expect(!short.contains(.checkEmpty(dueWithin: .seconds(10))))
         let rerun = machine.handle(.tick(t0 + .seconds(10)), now: t0 + .seconds(10), available: 100)
         #expect(rerun.contains(.rerun([job("1", attempt: 2)])))
         // The poll interval has passed too: the queue is asked again, and has nothing.
         #expect(claim(rerun) == 3)
-        #expect(!machine.handle(.claimed([], asked: 3), now: t0 + .seconds(10), available: 100).contains(.checkEmpty))
+        #expect(!machine.handle(.claimed([], asked: 3), now: t0 + .seconds(10), available: 100).contains(.checkEmpty(dueWithin: .seconds(10))))
         _ = machine.handle(.finished("1", done("1")), now: t0 + .seconds(10), available: 100)
         let settled = machine.handle(.settled("1", .recorded), now: t0 + .seconds(10), available: 100)
-        #expect(settled.contains(.checkEmpty))
-        #expect(machine.handle(.emptyChecked(waiting: 0), now: t0 + .seconds(10), available: 100) == [.note(.queueEmpty), .finish])
+        #expect(settled.contains(.checkEmpty(dueWithin: .seconds(10))))
+        #expect(machine.handle(.emptyChecked(QueueRemainder(due: 0)), now: t0 + .seconds(10), available: 100) == [.note(.queueEmpty(later: 0)), .finish])
     }
 
     @Test func exitWhenEmptyGoesOnWhenSomethingWaits() {
         var machine = machine(exitWhenEmpty: true)
         _ = machine.handle(.opened, now: t0, available: 100)
-        #expect(machine.handle(.claimed([], asked: 4), now: t0, available: 100).contains(.checkEmpty))
-        #expect(machine.handle(.emptyChecked(waiting: 3), now: t0, available: 100).allSatisfy { $0 != .finish })
-        #expect(machine.handle(.emptyChecked(waiting: nil), now: t0, available: 100).allSatisfy { $0 != .finish }, "unknown is not empty")
+        #expect(machine.handle(.claimed([], asked: 4), now: t0, available: 100).contains(.checkEmpty(dueWithin: .seconds(10))))
+        #expect(machine.handle(.emptyChecked(QueueRemainder(due: 3)), now: t0, available: 100).allSatisfy { $0 != .finish })
+        #expect(machine.handle(.emptyChecked(nil), now: t0, available: 100).allSatisfy { $0 != .finish }, "unknown is not empty")
         #expect(machine.lifecycle == .running)
+    }
+
+    @Test func exitWhenEmptyAsksAgainOnlyAfterThePollInterval() {
+        var machine = machine(exitWhenEmpty: true)
+        _ = machine.handle(.opened, now: t0, available: 100)
+        #expect(machine.handle(.claimed([], asked: 4), now: t0, available: 100).contains(.checkEmpty(dueWithin: .seconds(10))))
+        // Something is due soon (a retry after its backoff): not empty, and not asked again at once.
+        let answered = machine.handle(.emptyChecked(QueueRemainder(due: 1)), now: t0, available: 100)
+        #expect(!answered.contains(.checkEmpty(dueWithin: .seconds(10))) && wakeAt(answered) == t0 + .seconds(1))
+        let early = machine.handle(.tick(t0 + .milliseconds(500)), now: t0 + .milliseconds(500), available: 100)
+        #expect(!early.contains { if case .checkEmpty = $0 { true } else { false } })
+        let poll = machine.handle(.tick(t0 + .seconds(1)), now: t0 + .seconds(1), available: 100)
+        #expect(claim(poll) == 4)
+        #expect(machine.handle(.claimed([], asked: 4), now: t0 + .seconds(1), available: 100).contains(.checkEmpty(dueWithin: .seconds(10))))
+    }
+
+    @Test func exitWhenEmptyWaitsForJobsOtherWorkersHoldUntilTheyAreConfirmedOrComeBack() {
+        var machine = machine(exitWhenEmpty: true)
+        _ = machine.handle(.opened, now: t0, available: 100)
+        _ = machine.handle(.claimed([], asked: 4), now: t0, available: 100)
+        // Nothing waits, but two jobs run under leases nobody has renewed since: their worker may be dead.
+        let first = machine.handle(.emptyChecked(QueueRemainder(due: 0, unconfirmed: 2)), now: t0, available: 100)
+        #expect(first.contains(.note(.awaitingOthers(2))) && !first.contains(.finish))
+        _ = machine.handle(.tick(t0 + .seconds(1)), now: t0 + .seconds(1), available: 100)
+        _ = machine.handle(.claimed([], asked: 4), now: t0 + .seconds(1), available: 100)
+        let again = machine.handle(.emptyChecked(QueueRemainder(due: 0, unconfirmed: 2)), now: t0 + .seconds(1), available: 100)
+        #expect(!again.contains { if case .note = $0 { true } else { false } }, "said once")
+        // Their lease expired and they were taken back: this worker claims and runs them.
+        _ = machine.handle(.tick(t0 + .seconds(2)), now: t0 + .seconds(2), available: 100)
+        let back = machine.handle(.claimed(jobs(1...2), asked: 4), now: t0 + .seconds(2), available: 98)
+        #expect(back.contains(.submit(jobs(1...2))))
+        var settling: [Machine.Action] = []
+        for id in ["1", "2"] {
+            settling += machine.handle(.finished(id, done(id)), now: t0 + .seconds(3), available: 100)
+            settling += machine.handle(.settled(id, .recorded), now: t0 + .seconds(3), available: 100)
+        }
+        #expect(settling.contains(.checkEmpty(dueWithin: .seconds(10))), "holding nothing again, it asks")
+        #expect(machine.handle(.emptyChecked(QueueRemainder(due: 0)), now: t0 + .seconds(3), available: 100) == [.note(.queueEmpty(later: 0)), .finish])
+        #expect(machine.done == 2)
+    }
+
+    @Test func exitWhenEmptyLeavesJobsQueuedForLaterAndSaysHowMany() {
+        // The horizon is the longest retry backoff: jobs due within it are waited for, later ones are not.
+        var machine = machine(retry: .init(maxAttempts: 5, baseDelay: .seconds(1), maxDelay: .seconds(60)), exitWhenEmpty: true)
+        _ = machine.handle(.opened, now: t0, available: 100)
+        #expect(machine.handle(.claimed([], asked: 4), now: t0, available: 100).contains(.checkEmpty(dueWithin: .seconds(60))))
+        #expect(machine.handle(.emptyChecked(QueueRemainder(due: 0, later: 3)), now: t0, available: 100) == [.note(.queueEmpty(later: 3)), .finish])
     }
 
     // MARK: - Every event in every state
@@ -385,7 +432,7 @@ import Testing
             .opened, .wake, .tick(t0 + .seconds(1)), .claimed(jobs(7...8), asked: 2), .claimed([], asked: 2), .rerunDeferred(["3"]),
             .handedOff("1"), .finished("1", done("1")), .finished("1", failed("1", .storageUnavailable)), .finished("9", done("9")),
             .settled("2", .recorded), .settled("2", .unrecorded), .settled("9", .recorded), .heartbeatDue, .leaseLost(["1"]),
-            .emptyChecked(waiting: 0), .gracefulShutdown, .stopNow(.requested), .stopNow(.cancelled),
+            .emptyChecked(QueueRemainder(due: 0)), .emptyChecked(QueueRemainder(due: 0, later: 2, unconfirmed: 1)), .gracefulShutdown, .stopNow(.requested), .stopNow(.cancelled),
         ]
     }
 

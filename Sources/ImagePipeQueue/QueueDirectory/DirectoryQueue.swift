@@ -189,6 +189,15 @@ public final class DirectoryQueue: JobQueue {
         await BlockingIO.run { max(self.pendingCount, self.directory.scanInbox().count) }
     }
 
+    /// The inbox's files, once the jobs of dead workers' claim areas are back in it: a worker that
+    /// died an instant ago has left its jobs for this one, not for nobody.
+    public func remainder(dueWithin horizon: Duration) async -> QueueRemainder? {
+        await BlockingIO.run {
+            self.recoverAbandoned()
+            return QueueRemainder(due: max(self.pendingCount, self.directory.scanInbox().count))
+        }
+    }
+
     /// The inbox and this worker's claim area must still be directories it may use (a volume can go away).
     public func check() async throws(ImagePipeError) -> Int? {
         try await BlockingIO.run { () throws(ImagePipeError) in try self.checkFolders() }

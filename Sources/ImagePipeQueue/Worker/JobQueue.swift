@@ -48,6 +48,11 @@ public protocol JobQueue: AnyObject, Sendable {
     func release(_ jobs: [ClaimedJob]) async
     /// Jobs waiting to be claimed, for the status line; nil when not known.
     func waitingCount() async -> Int?
+    /// What is left for a worker about to call the queue empty (`--exit-when-empty`): jobs due now
+    /// or within `horizon`, jobs due only later, and jobs other workers hold that may yet come back.
+    /// Claims of dead workers that can be taken back now are taken back first. Nil when not known.
+    /// The default counts every waiting job as due, for queues whose claims cannot outlive a worker.
+    func remainder(dueWithin horizon: Duration) async -> QueueRemainder?
     /// Checks that the queue can be reached now (a readiness check) and returns the jobs waiting,
     /// nil when not known. The default is ``waitingCount()``, for queues that cannot become unreachable.
     ///
@@ -58,6 +63,10 @@ public protocol JobQueue: AnyObject, Sendable {
 }
 
 extension JobQueue {
+    public func remainder(dueWithin horizon: Duration) async -> QueueRemainder? {
+        await waitingCount().map { QueueRemainder(due: $0) }
+    }
+
     public func check() async throws(ImagePipeError) -> Int? { await waitingCount() }
 
     public func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
@@ -82,6 +91,24 @@ public struct QueueSignals: Sendable {
     public init(wake: @escaping @Sendable () -> Void, checkClaims: @escaping @Sendable () -> Void = {}) {
         self.wake = wake
         self.checkClaims = checkClaims
+    }
+}
+
+/// What is left in a queue, for a worker that holds nothing and would stop once it is empty.
+public struct QueueRemainder: Sendable, Equatable {
+    /// Jobs waiting that are due now or within the horizon asked for (retries after their backoff).
+    public var due: Int
+    /// Jobs waiting for a time past the horizon (delayed when they were queued).
+    public var later: Int
+    /// Jobs other workers hold whose claims have not shown to be alive since this worker first saw
+    /// them: if their worker died, they come back once their lease expires.
+    public var unconfirmed: Int
+
+    /// A remainder; nothing later and nothing unconfirmed by default.
+    public init(due: Int, later: Int = 0, unconfirmed: Int = 0) {
+        self.due = due
+        self.later = later
+        self.unconfirmed = unconfirmed
     }
 }
 

@@ -97,8 +97,16 @@ extension WorkerLoop {
             logger.notice(
                 "cancel requested: the job stops at its next safe point",
                 metadata: ["job": "\(claimed.id)", "source": "\(claimed.source)", "attempt": .stringConvertible(claimed.job.attempt)])
+        case .queueEmpty(let later) where later > 0:
+            logger.notice(
+                "no job is due: stopping; jobs queued for later stay waiting",
+                metadata: ["queue": "\(queue.displayName)", "later": .stringConvertible(later)])
         case .queueEmpty:
             logger.notice("the queue is empty: stopping", metadata: ["queue": "\(queue.displayName)"])
+        case .awaitingOthers(let count):
+            logger.notice(
+                "nothing is left here, but jobs other workers hold may come back: waiting until their claims are renewed or taken back",
+                metadata: ["queue": "\(queue.displayName)", "jobs": .stringConvertible(count)])
         case .draining:
             logger.notice("shutting down: no new claims, waiting for jobs in flight")
         case .stoppingNow:

@@ -28,9 +28,10 @@ public final class WorkerLoop: Service, Sendable {
         /// How long claiming pauses after a job finds the storage full; the pause doubles while the
         /// storage stays full, up to the retry policy's longest delay.
         public var fullStoragePause: Duration
-        /// Stop (as on a graceful shutdown) once this worker holds no job and none is waiting in the
-        /// queue: a backlog worked off by a cron job or a benchmark. Jobs other workers are running
-        /// stay theirs to finish.
+        /// Stop (as on a graceful shutdown) once this worker holds no job, none is due within the
+        /// retry policy's longest backoff, and no job another worker holds may come back (see
+        /// ``JobQueue/remainder(dueWithin:)``): a backlog worked off by a cron job or a benchmark.
+        /// Jobs live workers are running stay theirs to finish.
         public var exitWhenEmpty: Bool
 
         /// Creates settings: 5 attempts, status every 30 s, a 5 s first pause when the storage is
@@ -237,8 +238,8 @@ public final class WorkerLoop: Service, Sendable {
                 if !outcome.lost.isEmpty { self.events.send(.leaseLost(outcome.lost)) }
                 if !outcome.cancelRequested.isEmpty { self.events.send(.cancelRequested(outcome.cancelRequested)) }
             }
-        case .checkEmpty:
-            group.addTask { self.events.send(.emptyChecked(waiting: await self.queue.waitingCount())) }
+        case .checkEmpty(let horizon):
+            group.addTask { self.events.send(.emptyChecked(await self.queue.remainder(dueWithin: horizon))) }
         case .wakeAt(let deadline):
             // One alarm at a time, the earliest asked for; a later one comes with the next look.
             guard alarm.map({ deadline < $0 }) ?? true else { return }

@@ -147,8 +147,8 @@ extension WorkerStateMachine {
         case leaseLost(Set<String>)
         /// A heartbeat found that someone asked to cancel these jobs.
         case cancelRequested(Set<String>)
-        /// The queue said how many jobs wait (nil: unknown).
-        case emptyChecked(waiting: Int?)
+        /// The queue said what is left in it (nil: unknown).
+        case emptyChecked(QueueRemainder?)
         /// A graceful shutdown began.
         case gracefulShutdown
         /// Stop at once.
@@ -177,8 +177,12 @@ extension WorkerStateMachine {
         case leaseLost(ClaimedJob)
         /// Someone asked to cancel this job: it stops at its next safe point.
         case cancelRequested(ClaimedJob)
-        /// Nothing is held or waiting: stopping (`exitWhenEmpty`).
-        case queueEmpty
+        /// Nothing is held, due or possibly coming back: stopping (`exitWhenEmpty`); `later` jobs
+        /// wait for a time past the horizon.
+        case queueEmpty(later: Int)
+        /// Nothing is held or due, but jobs other workers hold may come back (their claims have
+        /// not shown to be alive yet): the worker waits for their leases before it stops.
+        case awaitingOthers(Int)
         /// A graceful shutdown began.
         case draining
         /// A stop at once was asked for.
@@ -201,8 +205,9 @@ extension WorkerStateMachine {
         case renew([ClaimedJob])
         /// Stop these jobs' work at their next safe point: their results are not wanted.
         case abandon([String])
-        /// Ask the queue how many jobs wait, then report ``Event/emptyChecked(waiting:)``.
-        case checkEmpty
+        /// Ask the queue what is left (jobs due within this horizon, jobs that may come back),
+        /// then report ``Event/emptyChecked(_:)``.
+        case checkEmpty(dueWithin: Duration)
         /// Report ``Event/tick(_:)`` at this time unless something happens first.
         case wakeAt(Instant)
         /// Log this.

@@ -44,6 +44,8 @@ public struct WorkerStateMachine: ~Copyable {
     private var shortClaimAt: Instant?
     private var fullStorage: (streak: Int, until: Instant)?
     private var checkingEmpty = false
+    private var lastEmptyCheck: Instant?
+    private var awaitingOthers = false
     private var stoppedAt: Instant?
 
     /// A loop about to open its queue at `now`.
@@ -117,13 +119,8 @@ public struct WorkerStateMachine: ~Copyable {
                 return job.claimed
             }
             actions = asked.map { .note(.cancelRequested($0)) } + (asked.isEmpty ? [] : [.abandon(asked.map(\.id))])
-        case .emptyChecked(let waiting):
-            checkingEmpty = false
-            if waiting == 0 && held.isEmpty && lifecycle == .running {
-                actions = [.note(.queueEmpty)] + beginDraining(logged: false)
-            } else {
-                actions = []
-            }
+        case .emptyChecked(let remainder):
+            actions = emptyChecked(remainder)
         case .gracefulShutdown:
             actions = beginDraining(logged: true)
         case .stopNow(let reason):
@@ -190,6 +187,18 @@ public struct WorkerStateMachine: ~Copyable {
             held[id] = nil
             return []
         }
+    }
+
+    /// Stops once nothing is held, nothing is due within the horizon and nothing other workers hold
+    /// may come back to the queue; jobs due later stay for a later run, and are named.
+    private mutating func emptyChecked(_ remainder: QueueRemainder?) -> [Action] {
+        checkingEmpty = false
+        guard let remainder, remainder.due == 0, held.isEmpty, lifecycle == .running else { return [] }
+        guard remainder.unconfirmed == 0 else {
+            defer { awaitingOthers = true }
+            return awaitingOthers ? [] : [.note(.awaitingOthers(remainder.unconfirmed))]
+        }
+        return [.note(.queueEmpty(later: remainder.later))] + beginDraining(logged: false)
     }
 
     private mutating func beginDraining(logged: Bool) -> [Action] {
@@ -264,9 +273,13 @@ public struct WorkerStateMachine: ~Copyable {
                 actions.append(.claim(upTo: count))
             }
         }
-        if limits.exitWhenEmpty && held.isEmpty && claimStartedAt == nil && !queueMayHaveMore && !checkingEmpty {
+        // Asked at most once per poll interval: an answer that is not empty must not make the loop
+        // ask again at once.
+        let emptyCheckDue = lastEmptyCheck.map { now >= $0 + limits.pollInterval } ?? true
+        if limits.exitWhenEmpty && held.isEmpty && claimStartedAt == nil && !queueMayHaveMore && !checkingEmpty && emptyCheckDue {
             checkingEmpty = true
-            actions.append(.checkEmpty)
+            lastEmptyCheck = now
+            actions.append(.checkEmpty(dueWithin: limits.retry.maxDelay))
         }
         actions.append(.wakeAt(nextLook(now: now, retriesWaitForRoom: due.count > reruns.count)))
         return actions

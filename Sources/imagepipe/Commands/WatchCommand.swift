@@ -61,8 +61,9 @@ struct WatchCommand: AsyncParsableCommand {
     @Flag(
         name: .customLong("exit-when-empty"),
         help: ArgumentHelp(
-            "Exit (0) once nothing is waiting in the queue and this worker holds no job: work off a backlog, then stop. "
-                + "Jobs other workers are running stay theirs."))
+            "Exit (0) once this worker holds no job and nothing is due within a minute: work off a backlog, then stop. "
+                + "Jobs of a worker that died are taken back and done first (within a lease); jobs of live workers stay "
+                + "theirs; jobs queued for later stay waiting."))
     var exitWhenEmpty = false
 
     @Option(
