@@ -179,7 +179,7 @@ import Testing
         var machine = machine(retry: .init(maxAttempts: 20, baseDelay: .seconds(1), maxDelay: .seconds(60)))
         running(&machine, claiming: 1...2)
         let first = machine.handle(.finished("1", failed("1", .storageFull, "No space left on device")), now: t0, available: 100)
-        #expect(first.contains(.note(.paused(.seconds(5), error: "No space left on device"))))
+        #expect(first.contains(.note(.paused(.seconds(5), code: .storageFull, error: "No space left on device"))))
         #expect(claim(first) == nil && machine.pausedUntil == t0 + .seconds(5))
         _ = machine.handle(.settled("1", .keptForRetry(after: .seconds(20))), now: t0, available: 100)
         // A second in a row lengthens the pause without another line.
@@ -194,6 +194,30 @@ import Testing
         let rerun = machine.handle(.tick(t0 + .seconds(20)), now: t0 + .seconds(20), available: 100)
         #expect(rerun.contains(.rerun([job("1", attempt: 2), job("2", attempt: 2)])))
         #expect(machine.handle(.finished("1", done("1")), now: t0 + .seconds(21), available: 100).contains(.note(.resumed)))
+    }
+
+    @Test func aStoreThatStaysUnreachableThroughItsRetriesPausesClaimingUntilAJobIsStored() {
+        var machine = machine(retry: .init(maxAttempts: 20, baseDelay: .seconds(1), maxDelay: .seconds(60)))
+        running(&machine, claiming: 1...2)
+        let first = machine.handle(.finished("1", failed("1", .storageUnavailable, "connection refused")), now: t0, available: 100)
+        #expect(first.contains(.note(.paused(.seconds(5), code: .storageUnavailable, error: "connection refused"))))
+        #expect(claim(first) == nil && machine.pausedUntil == t0 + .seconds(5))
+        _ = machine.handle(.settled("1", .requeued), now: t0, available: 100)
+        _ = machine.handle(.finished("2", failed("2", .storageUnavailable)), now: t0, available: 100)
+        #expect(machine.pausedUntil == t0 + .seconds(10), "longer while it stays so")
+        _ = machine.handle(.settled("2", .requeued), now: t0, available: 100)
+        #expect(claim(machine.handle(.wake, now: t0 + .seconds(9), available: 100)) == nil)
+        // The pause ends: one claim, whose job is stored, resumes claiming for good.
+        let after = machine.handle(.tick(t0 + .seconds(10)), now: t0 + .seconds(10), available: 100)
+        #expect(claim(after) == 4)
+        _ = machine.handle(.claimed([job("3")], asked: 4), now: t0 + .seconds(10), available: 99)
+        #expect(machine.handle(.finished("3", done("3")), now: t0 + .seconds(11), available: 100).contains(.note(.resumed)))
+        #expect(machine.pausedUntil == nil)
+        // A failure that says nothing about the store does not pause.
+        _ = machine.handle(.settled("3", .recorded), now: t0 + .seconds(11), available: 100)
+        _ = machine.handle(.claimed([job("4")], asked: 4), now: t0 + .seconds(11), available: 99)
+        _ = machine.handle(.finished("4", failed("4", .corruptImage)), now: t0 + .seconds(11), available: 100)
+        #expect(machine.pausedUntil == nil)
     }
 
     // MARK: - Results

@@ -93,7 +93,7 @@ public struct BatchRunner: Sendable {
         // time, and may block (a manifest's write).
         let delivery = DispatchQueue(label: "imagepipe.batch.results")
         let deliver: @Sendable (JobResult) -> Void = { [pipeline] result in
-            if result.errorCode == .storageFull, let error = result.failure { pipeline.halt(error) }
+            if let error = result.failure, Self.halts(error) { pipeline.halt(error) }
             let (finished, failed) = collected.withLock { collected -> (Int, Int) in
                 collected.summary.add(result)
                 collected.finished += 1
@@ -108,6 +108,9 @@ public struct BatchRunner: Sendable {
         let collisions = handler.keyCollisions(in: scan.jobs)
         var interrupted = false
         for index in order {
+            // A store that stays unreachable past a job's retries halts the batch: the rest are not
+            // started, rather than each decoded and then failed after its own retries.
+            if pipeline.haltReason?.code == .storageUnavailable { break }
             var job = scan.jobs[index]
             if let collision = collisions[index] {
                 // A file not named as an image takes its clash only if its bytes show it is one.
@@ -123,6 +126,10 @@ public struct BatchRunner: Sendable {
                 interrupted = true
                 break
             }
+            if pipeline.haltReason?.code == .storageUnavailable {
+                pipeline.cancelReservation()
+                break
+            }
             pipeline.submit(job) { event in
                 if case .finished(let result) = event { deliver(result) }
             }
@@ -132,8 +139,19 @@ public struct BatchRunner: Sendable {
         return collected.withLock { collected in
             collected.summary.wallTime = .now - started
             collected.summary.interrupted = interrupted
+            if let halt = pipeline.haltReason, halt.code == .storageUnavailable {
+                collected.summary.halted = halt
+                collected.summary.notStarted = total - collected.finished
+            }
             return collected.summary
         }
+    }
+
+    /// Whether a job's failure halts the batch: the destination is full, or a store stayed
+    /// unreachable through every retry of a request (`storage_unavailable` is only reported once
+    /// they are spent), which the next images would meet too.
+    static func halts(_ error: ImagePipeError) -> Bool {
+        error.code == .storageFull || error.code == .storageUnavailable
     }
 
     /// The order jobs start in: largest source first (longest processing time first), so the batch

@@ -23,6 +23,10 @@ public struct BatchSummary: Sendable, Equatable {
     public var wallTime: Duration = .zero
     /// Whether the batch was stopped (Ctrl-C) before every image was started.
     public var interrupted = false
+    /// Why the batch halted before starting every image: a store stayed unreachable.
+    public var halted: ImagePipeError?
+    /// Images a halted batch did not start: no result and no manifest line; the next run does them.
+    public var notStarted = 0
 
     /// Creates an empty summary.
     public init() {}
@@ -68,13 +72,16 @@ public struct BatchSummary: Sendable, Equatable {
         }
         first += String(format: " in %.2f s", seconds)
         if done > 0 { first += String(format: " (%.2f images/s)", imagesPerSecond) }
+        let halt = halted.map { halted in
+            "halted: \(halted.code) (\(halted.reason)); \(notStarted) image(s) not started, run the batch again once the store answers"
+        }
         // A re-run that found everything up to date read no image: one line says all there is.
-        guard bytesIn > 0 || done + failed > 0 else { return [first] }
+        guard bytesIn > 0 || done + failed > 0 else { return [first] + (halt.map { [$0] } ?? []) }
         var second = "\(Self.formatBytes(bytesIn)) in"
         if bytesIn > bytesInDone { second += " (\(Self.formatBytes(bytesIn - bytesInDone)) of it failed)" }
         second += " → \(Self.formatBytes(bytesOut)) out"
         if done > 0 { second += String(format: " (ratio %.3f)", ratio) }
-        return [first, second]
+        return [first, second] + (halt.map { [$0] } ?? [])
     }
 
     /// Bytes in B, kB, MB or GB (powers of 1000).

@@ -72,6 +72,12 @@ public final class JobPipeline: Sendable {
         }
         transfers.async { [self, context] in
             var context = context
+            // A store that cannot be reached would only fail the inspection's look-ups too, each
+            // after its retries: the job ends before it reads or asks anything.
+            if let halt = halted.withLock({ $0 }), halt.code == .storageUnavailable {
+                context.failure = Self.notProcessed(halt)
+                return finish(handler.end(context))
+            }
             // Inspection writes nothing, so even a halted pipeline still reports what is up to date.
             handler.inspect(&context)
             if !context.hasEnded, let halt = halted.withLock({ $0 }) { context.failure = Self.notProcessed(halt) }
@@ -100,10 +106,14 @@ public final class JobPipeline: Sendable {
 
     /// Stops compressing: every job not yet decoded fails with `error` once it has been inspected
     /// (a batch whose destination is full need not decode the rest; those already up to date are
-    /// still reported skipped).
+    /// still reported skipped). A `storage_unavailable` halt ends jobs before their inspection,
+    /// which would ask the store that cannot be reached.
     public func halt(_ error: ImagePipeError) {
         halted.withLock { if $0 == nil { $0 = error } }
     }
+
+    /// Why the pipeline was halted, if it was.
+    public var haltReason: ImagePipeError? { halted.withLock { $0 } }
 
     /// Suspends until every admitted job has ended.
     public func idle() async { await capacity.idle() }

@@ -85,10 +85,17 @@ extension WorkerLoop {
     /// Logs what the state machine found worth a line.
     func log(_ note: Machine.Note) {
         switch note {
-        case .paused(let pause, let error):
-            logger.warning(
-                "storage is full: no new claims for a while, longer while it stays full; jobs held retry as usual",
-                metadata: ["pause_ms": .stringConvertible(Int(pause.milliseconds.rounded())), "error": "\(error)"])
+        case .paused(let pause, let code, let error):
+            let metadata: Logger.Metadata = [
+                "pause_ms": .stringConvertible(Int(pause.milliseconds.rounded())), "error_code": "\(code)", "error": "\(error)",
+            ]
+            if code == .storageFull {
+                logger.warning("storage is full: no new claims for a while, longer while it stays full; jobs held retry as usual", metadata: metadata)
+            } else {
+                logger.warning(
+                    "storage cannot be reached: no new claims for a while, longer while it stays so; jobs held retry as usual",
+                    metadata: metadata)
+            }
         case .resumed:
             logger.notice("storage takes objects again: claiming resumed")
         case .leaseLost(let claimed):

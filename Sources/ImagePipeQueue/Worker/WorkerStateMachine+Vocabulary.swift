@@ -169,8 +169,8 @@ extension WorkerStateMachine {
 
     /// Something worth one log line.
     public enum Note: Sendable, Equatable {
-        /// Claiming pauses: the storage is full.
-        case paused(Duration, error: String)
+        /// Claiming pauses: the storage is full (`storage_full`) or cannot be reached (`storage_unavailable`).
+        case paused(Duration, code: ImagePipeError.Code, error: String)
         /// Claiming resumed: the storage takes objects again.
         case resumed
         /// A heartbeat found this job's claim taken.

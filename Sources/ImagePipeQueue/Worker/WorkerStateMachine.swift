@@ -325,17 +325,19 @@ public struct WorkerStateMachine: ~Copyable {
         return .retry(after: limits.retry.delay(afterAttempt: attempt))
     }
 
-    /// A stored job ends a pause; a `storage_full` one starts or lengthens it.
+    /// A stored job ends a pause; a `storage_full` one starts or lengthens it, as does a
+    /// `storage_unavailable` one (reported only once a request's retries are spent: the store
+    /// stayed down through them, and the next claims would only meet it too).
     private mutating func noteStorage(_ result: JobResult, now: Instant) -> Note? {
         if result.status == .done {
             guard fullStorage != nil else { return nil }
             fullStorage = nil
             return .resumed
         }
-        guard result.errorCode == .storageFull else { return nil }
+        guard let code = result.errorCode, code == .storageFull || code == .storageUnavailable else { return nil }
         let streak = (fullStorage?.streak ?? 0) + 1
         let pause = min(limits.retry.maxDelay, limits.fullStoragePause * (1 << min(30, streak - 1)))
         fullStorage = (streak, now + pause)
-        return streak == 1 ? .paused(pause, error: result.error ?? "") : nil
+        return streak == 1 ? .paused(pause, code: code, error: result.error ?? "") : nil
     }
 }

@@ -154,12 +154,13 @@ struct BatchCommand: AsyncParsableCommand {
                     "input_bytes": .stringConvertible(summary.bytesIn), "output_bytes": .stringConvertible(summary.bytesOut),
                     "wall_ms": .stringConvertible(Int(summary.wallTime.milliseconds.rounded())),
                     "interrupted": .stringConvertible(summary.interrupted),
+                    "not_started": .stringConvertible(summary.notStarted),
                 ])
         } else {
             for line in summary.lines { Console.shared.line("imagepipe: " + line) }
         }
         if summary.interrupted { throw ExitCode(130) }
-        if summary.failed > 0 { throw ExitCode(1) }
+        if summary.failed > 0 || summary.notStarted > 0 { throw ExitCode(1) }
     }
 
     /// Reads the sources and checks them, then builds the handler and the runner. Blocking I/O.

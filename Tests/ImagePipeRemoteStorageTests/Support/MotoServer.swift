@@ -20,6 +20,12 @@ final class MotoServer: Sendable {
     private let checker: HelperProcess
     private let checkerLock = Mutex(())
 
+    /// A server of the caller's own, to stop in the middle of a run (``stop()``); without signature checking.
+    static func dedicated() throws -> MotoServer { try MotoServer(auth: false) }
+
+    /// Stops the server: every later request is refused (an outage of the store).
+    func stop() { process.stop() }
+
     private init(auth: Bool) throws {
         process = try HelperProcess("moto_server.py", auth ? ["--auth"] : [])
         credentials = AWSCredentials(accessKeyID: process.ready["access_key"] ?? "", secretAccessKey: process.ready["secret_key"] ?? "")

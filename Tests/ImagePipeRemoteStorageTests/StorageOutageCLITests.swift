@@ -1,0 +1,45 @@
+// An S3 destination that goes away in the middle of a batch: the real binary against a moto server that is stopped.
+import Foundation
+import ImagePipe
+import ImagePipeTestSupport
+import Testing
+
+/// `imagepipe batch` into S3 when the store stops answering part-way.
+@Suite struct StorageOutageCLITests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-s3-outage")
+
+    @Test func aStoreThatGoesAwayHaltsTheBatchAfterOneJobsRetriesAndLeavesTheRestNotStarted() throws {
+        let moto = try MotoServer.dedicated()
+        let bucket = try moto.makeBucket()
+        let count = 60
+        let photo = Fixtures.data("images/formats/small-400x300.jpg")
+        for index in 0..<count { directory.write(String(format: "src/photo-%03d.jpg", index), photo) }
+        let manifest = directory.url("manifest.jsonl")
+        let batch = try WorkerProcess(
+            [
+                "batch", directory.url("src"), "--dest", "s3://\(bucket)/site", "--endpoint", moto.endpoint, "--region", "us-east-1",
+                "--manifest", manifest, "--variant", "t=200x200,jpeg,q70", "--jobs", "1", "--uploads", "1",
+            ],
+            log: directory.url("batch.log"),
+            environment: ["AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "HOME": directory.path])
+        let lines = { ((try? String(contentsOfFile: manifest, encoding: .utf8)) ?? "").split(separator: "\n") }
+        #expect(eventually(seconds: 60) { lines().count >= 5 }, "\(batch.log)")
+        moto.stop()
+        // One job's requests use up their retries (three attempts, a few seconds), then the batch
+        // halts; it used to go through every remaining image, each failing after its own retries.
+        let status = batch.waitForExit(seconds: 60)
+        #expect(status == 1, "\(batch.log.suffix(3000))")
+        let records = try lines().map { try JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
+        let done = records.filter { $0.status == .done }.count
+        let unavailable = records.filter { $0.errorCode == .storageUnavailable }
+        #expect(done >= 5 && done < count)
+        // The job that met the outage, and the few already admitted (the pipeline's room), fail;
+        // none of the rest is started, so none of them has a line in the manifest.
+        #expect(!unavailable.isEmpty && unavailable.count <= 4, "\(unavailable.map { $0.error ?? "" })")
+        #expect(records.count < count - 10)
+        let log = batch.log
+        let notStarted = count - records.count
+        #expect(log.contains("halted: storage_unavailable ("), "\(log.suffix(2000))")
+        #expect(log.contains("\(notStarted) image(s) not started, run the batch again once the store answers"), "\(log.suffix(2000))")
+    }
+}
