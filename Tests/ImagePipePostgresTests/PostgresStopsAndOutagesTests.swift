@@ -11,7 +11,9 @@ import Testing
 @Suite(.serialized, .requires(PostgresServer.tool))
 struct PostgresStopsAndOutagesTests {
     /// Starts `imagepipe watch` on `url` with small, quick settings and `extra`.
-    func worker(_ url: String, _ directory: TemporaryDirectory, _ name: String, _ extra: [String], environment: [String: String]) throws
+    func worker(
+        _ url: String, _ directory: TemporaryDirectory, _ name: String, _ extra: [String], environment: [String: String]
+    ) throws
         -> WorkerProcess
     {
         try WorkerProcess(
@@ -74,7 +76,8 @@ struct PostgresStopsAndOutagesTests {
             let output = try await offPool { try CommandRunner.run(["enqueue", url, source] + at, environment: fixture.server.environment) }
             #expect(output.status == 0, "\(output.stderr)")
         }
-        let worker = try worker(url, fixture.directory, "backlog", ["--exit-when-empty", "--variant", "t=32x32,jpeg,q70"], environment: fixture.server.environment)
+        let worker = try worker(
+            url, fixture.directory, "backlog", ["--exit-when-empty", "--variant", "t=32x32,jpeg,q70"], environment: fixture.server.environment)
         #expect(try await offPool { worker.waitForExit(seconds: 60) } == 0, "\(worker.log)")
         // Due within a minute (the longest retry backoff) is waited for; two hours from now is not.
         #expect(try fixture.sql("SELECT source, state FROM imagepipe.jobs ORDER BY id") == "\(now)|done\n\(later)|waiting\n\(soon)|done")
@@ -99,10 +102,11 @@ struct PostgresStopsAndOutagesTests {
         #expect(try await offPool { worker.waitForLog("lost PostgreSQL", seconds: 20) }, "\(worker.log)")
         #expect(TextLog.hasLine(worker.log, "warning", "lost PostgreSQL; reconnecting with backoff, jobs whose leases hold are kept", ["queue": url]))
         var answer = ready()
-        #expect(try await fixture.eventually(seconds: 10) {
-            answer = ready()
-            return answer.status == 503 && answer.body.contains("queue: lost PostgreSQL")
-        }, "\(answer) \(worker.log)")
+        #expect(
+            try await fixture.eventually(seconds: 10) {
+                answer = ready()
+                return answer.status == 503 && answer.body.contains("queue: lost PostgreSQL")
+            }, "\(answer) \(worker.log)")
         #expect(worker.process.isRunning)
 
         try await offPool { try server.start() }

@@ -43,3 +43,49 @@ import Testing
         #expect(log.contains("\(notStarted) image(s) not started, run the batch again once the store answers"), "\(log.suffix(2000))")
     }
 }
+
+extension StorageOutageCLITests {
+    @Test func aWatchWorkerPausesClaimingWhileTheStoreIsDownAndResumesWhenItIsBack() throws {
+        var moto = try MotoServer.dedicated()
+        let port = moto.port
+        let bucket = try moto.makeBucket()
+        let queue = directory.url("queue")
+        try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
+        let worker = try WorkerProcess(
+            [
+                "watch", queue, "--dest", "s3://\(bucket)/site", "--endpoint", moto.endpoint, "--region", "us-east-1",
+                "--variant", "t=200x200,jpeg,q70", "--jobs", "1", "--uploads", "1", "--status-interval", "0", "--retry-delay", "0.2",
+                "--max-attempts", "50",
+            ],
+            log: directory.url("worker.log"),
+            environment: ["AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "HOME": directory.path])
+        let photo = Fixtures.data("images/formats/small-400x300.jpg")
+        func deliver(_ name: String) {
+            let hidden = queue + "/inbox/." + name
+            FileManager.default.createFile(atPath: hidden, contents: photo)
+            rename(hidden, queue + "/inbox/" + name)
+        }
+        deliver("first.jpg")
+        #expect(eventually { FileManager.default.fileExists(atPath: queue + "/done/first.jpg.json") }, "\(worker.log)")
+
+        moto.stop()
+        for index in 0..<6 { deliver("during-\(index).jpg") }
+        // The first job to meet the outage (after its requests' retries) pauses claiming.
+        #expect(worker.waitForLog("storage cannot be reached: no new claims", seconds: 60), "\(worker.log)")
+        #expect(
+            TextLog.hasLine(
+                worker.log, "warning", "storage cannot be reached: no new claims for a while, longer while it stays so; jobs held retry as usual",
+                ["error_code": "storage_unavailable"]), "\(worker.log)")
+
+        // The store comes back where it was, with its bucket: the held retries are stored, claiming resumes.
+        moto = try MotoServer.dedicated(port: port)
+        _ = try moto.makeBucket(bucket)
+        #expect(worker.waitForLog("storage takes objects again: claiming resumed", seconds: 60), "\(worker.log)")
+        let done = (0..<6).map { queue + "/done/during-\($0).jpg.json" }
+        #expect(eventually(seconds: 90) { done.allSatisfy { FileManager.default.fileExists(atPath: $0) } }, "\(worker.log)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: queue + "/failed").isEmpty)
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 30) == 0, "\(worker.log)")
+        withExtendedLifetime(moto) {}
+    }
+}

@@ -20,14 +20,15 @@ final class MotoServer: Sendable {
     private let checker: HelperProcess
     private let checkerLock = Mutex(())
 
-    /// A server of the caller's own, to stop in the middle of a run (``stop()``); without signature checking.
-    static func dedicated() throws -> MotoServer { try MotoServer(auth: false) }
+    /// A server of the caller's own, to stop in the middle of a run (``stop()``); without signature
+    /// checking, on `port` when given (a server started again where one was stopped).
+    static func dedicated(port: Int? = nil) throws -> MotoServer { try MotoServer(auth: false, port: port) }
 
     /// Stops the server: every later request is refused (an outage of the store).
     func stop() { process.stop() }
 
-    private init(auth: Bool) throws {
-        process = try HelperProcess("moto_server.py", auth ? ["--auth"] : [])
+    private init(auth: Bool, port: Int? = nil) throws {
+        process = try HelperProcess("moto_server.py", (auth ? ["--auth"] : []) + (port.map { ["--port", "\($0)"] } ?? []))
         credentials = AWSCredentials(accessKeyID: process.ready["access_key"] ?? "", secretAccessKey: process.ready["secret_key"] ?? "")
         checker = try HelperProcess("s3_client.py", ["http://127.0.0.1:\(process.port)", credentials.accessKeyID, credentials.secretAccessKey])
     }
@@ -35,9 +36,9 @@ final class MotoServer: Sendable {
     var port: Int { process.port }
     var endpoint: String { "http://127.0.0.1:\(port)" }
 
-    /// A new empty bucket with a unique name.
-    func makeBucket() throws -> String {
-        let name = "test-" + UUID().uuidString.prefix(13).lowercased()
+    /// A new empty bucket, with a unique name unless given.
+    func makeBucket(_ given: String? = nil) throws -> String {
+        let name = given ?? "test-" + UUID().uuidString.prefix(13).lowercased()
         _ = try check(["op": "create_bucket", "bucket": name])
         return name
     }

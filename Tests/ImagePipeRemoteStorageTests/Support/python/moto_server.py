@@ -15,6 +15,7 @@ from parent_watch import exit_with_parent
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--auth", action="store_true", help="check SigV4 signatures and IAM permissions")
+parser.add_argument("--port", type=int, default=0, help="the port to listen on (0: a free one)")
 args = parser.parse_args()
 
 FREE_CALLS = 3  # create_user, put_user_policy, create_access_key
@@ -24,7 +25,7 @@ if args.auth:
 
 from moto.server import ThreadedMotoServer  # noqa: E402
 
-server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
 server.start()
 host, port = server.get_host_and_port()
 endpoint = f"http://127.0.0.1:{port}"
