@@ -100,7 +100,8 @@ struct PostgresQueueTests {
         let running = RunningLoop(
             fixture.loop(
                 try fixture.queue(), storage: storage,
-                retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(300))))
+                // Each failure also pauses claiming (the store did not answer): briefly here.
+                retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(300)), storagePause: .milliseconds(100)))
         #expect(try await fixture.eventually { try fixture.states() == ["done": 3] })
         await running.stop()
         let rows = try fixture.sql("SELECT attempt, jsonb_array_length(errors), result->>'attempts' FROM imagepipe.jobs ORDER BY id")

@@ -56,13 +56,13 @@ struct PostgresFixture {
     func loop(
         _ queue: PostgresQueue, compressor: any ImageCompressor = ScriptedCompressor(),
         storage: any StorageRepository = InMemoryStorage(), retry: RetryPolicy = .init(maxAttempts: 3, baseDelay: .milliseconds(50)),
-        jobs: Int = 2
+        jobs: Int = 2, storagePause: Duration = .seconds(5)
     ) -> WorkerLoop {
         let handler = FileHandler(
             compressor: compressor, storage: storage, configuration: .init(variants: [try! VariantSpec(parsing: "t=32x32,jpeg,q70")]))
         return WorkerLoop(
             queue: queue, pipeline: JobPipeline(handler: handler, limits: .init(jobs: jobs, uploads: 2)),
-            configuration: .init(retry: retry, statusInterval: .zero), logger: .quiet)
+            configuration: .init(retry: retry, statusInterval: .zero, fullStoragePause: storagePause), logger: .quiet)
     }
 
     /// Polls until `condition` holds, without blocking a thread of the cooperative pool.
