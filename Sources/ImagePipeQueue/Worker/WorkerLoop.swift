@@ -137,7 +137,7 @@ public final class WorkerLoop: Service, Sendable {
     }
 
     public func run() async throws {
-        let room = pipeline.capacity.addRoomListener { [events] in events.send(.wake) }
+        let room = pipeline.capacity.addRoomListener { [events] in events.send(.roomReturned) }
         defer { pipeline.capacity.removeRoomListener(room) }
         try await queue.open(
             signals: QueueSignals(wake: { [events] in events.send(.wake) }, checkClaims: { [events] in events.send(.heartbeatDue) }))

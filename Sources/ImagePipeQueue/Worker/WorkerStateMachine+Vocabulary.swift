@@ -127,8 +127,10 @@ extension WorkerStateMachine {
     public enum Event: Sendable {
         /// The queue is open.
         case opened
-        /// The queue has new work, or the pipeline has room again.
+        /// The queue has new work.
         case wake
+        /// The pipeline has room again: a look, which says nothing about the queue.
+        case roomReturned
         /// A time asked for with ``Action/wakeAt(_:)`` has come.
         case tick(Instant)
         /// A claim for `asked` jobs came back with these (each holding a pipeline place).
