@@ -88,6 +88,7 @@ public struct BatchRunner: Sendable {
         collected.withLock {
             $0.summary.total = total
             for skipped in scan.skipped { $0.summary.add(skipped) }
+            $0.summary.hidden = scan.hidden.count
         }
         // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a
         // time, and may block (a manifest's write).

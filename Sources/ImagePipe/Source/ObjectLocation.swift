@@ -3,8 +3,10 @@ import Foundation
 
 /// A bucket and a key under one of the schemes imagepipe reads sources from.
 ///
-/// The key is taken exactly as written, not percent-decoded: `s3://media/trip/a b.jpg` names the
-/// key `trip/a b.jpg`, and that is also how the source is named in results.
+/// The key is taken exactly as written, not percent-decoded nor normalised: `s3://media/trip/a b.jpg`
+/// names the key `trip/a b.jpg`, `s3://media//a.jpg` the key `/a.jpg` and `s3://media/a/../b.jpg`
+/// the key `a/../b.jpg` (each an object of its own in a store), and that is also how the source is
+/// named in results.
 public struct ObjectLocation: Sendable, Hashable, CustomStringConvertible {
     /// The schemes sources can be read from.
     public static let schemes: Set<String> = ["s3", "supabase"]
@@ -29,7 +31,7 @@ public struct ObjectLocation: Sendable, Hashable, CustomStringConvertible {
         return schemes.contains(text[..<separator.lowerBound].lowercased())
     }
 
-    /// Parses `SCHEME://BUCKET[/KEY]`.
+    /// Parses `SCHEME://BUCKET[/KEY]`: the key is everything after the one `/` that ends the bucket.
     ///
     /// - Throws: `configuration` naming the text when it is not such a URL or names no bucket.
     public init(parsing text: String) throws(ImagePipeError) {
@@ -48,7 +50,7 @@ public struct ObjectLocation: Sendable, Hashable, CustomStringConvertible {
         }
         self.init(
             scheme: text[..<separator.lowerBound].lowercased(), bucket: String(bucket),
-            key: String(rest.dropFirst(bucket.count).drop { $0 == "/" }))
+            key: String(rest.dropFirst(bucket.count + 1)))
     }
 
     /// The location as a folder: the key with a trailing `/` (unless it is the whole bucket).

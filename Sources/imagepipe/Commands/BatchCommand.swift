@@ -116,8 +116,17 @@ struct BatchCommand: AsyncParsableCommand {
             jobMetrics?.jobFinished(skipped)
             logger.info("skipped", metadata: skipped.logMetadata)
         }
+        // Hidden names are routine (`.DS_Store`, a put's temporary file): the summary counts them,
+        // and the debug log names each, so one a stranger chose is never left out unsaid.
+        for name in scan.hidden {
+            logger.debug("left out a hidden name", metadata: ["source": "\(name)"])
+        }
         logger.debug(
-            "found the sources", metadata: ["files": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count)])
+            "found the sources",
+            metadata: [
+                "files": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count),
+                "hidden": .stringConvertible(scan.hidden.count),
+            ])
         progressState.started(total: scan.jobs.count, pipeline: runner.pipeline)
 
         let progress = ProgressLine()
@@ -151,6 +160,7 @@ struct BatchCommand: AsyncParsableCommand {
                 metadata: [
                     "total": .stringConvertible(summary.total), "done": .stringConvertible(summary.done),
                     "failed": .stringConvertible(summary.failed), "skipped": .stringConvertible(summary.skipped),
+                    "hidden": .stringConvertible(summary.hidden),
                     "input_bytes": .stringConvertible(summary.bytesIn), "output_bytes": .stringConvertible(summary.bytesOut),
                     "wall_ms": .stringConvertible(Int(summary.wallTime.milliseconds.rounded())),
                     "interrupted": .stringConvertible(summary.interrupted),
