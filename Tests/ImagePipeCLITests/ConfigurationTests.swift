@@ -126,7 +126,7 @@ import Testing
         ("jobs = [1, 2]", "imagepipe.toml:2: jobs: takes one value, not an array"),
         ("overwrite = \"yes\"", "imagepipe.toml:2: overwrite: expects true or false, not a string"),
         ("variant = [\"bad\"]", "imagepipe.toml:2: variant: invalid --variant 'bad'"),
-        ("preset = \"nope\"", "imagepipe.toml:2: preset: unknown preset 'nope'; presets: web, web-auto"),
+        ("preset = \"nope\"", "imagepipe.toml:2: preset: unknown preset 'nope' (presets: web, web-auto)"),
         ("key = \"../{stem}.{ext}\"", "imagepipe.toml:2: key:"),
         ("\n\n[presets]\nx = [\"a=10x,png\",\n  \"a=20x,png\"]", "imagepipe.toml:5: presets.x: variant name 'a' is used twice"),
         ("[presets]\nweb = [\"a=10x,png\"]", "imagepipe.toml:3: presets.web: 'web' is a built-in preset"),
