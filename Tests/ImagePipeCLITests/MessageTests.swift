@@ -26,6 +26,16 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.url("out")))
     }
 
+    @Test func aWebAddressIsRefusedAsASourceKindNotAsAMissingFile() throws {
+        let output = try CommandRunner.run(
+            ["batch", "https://example.com/a.jpg", "--dest", directory.url("out")], environment: [:])
+        #expect(output.status == 2, "\(output)")
+        #expect(output.stderr.contains("source https://example.com/a.jpg: https:// sources are not supported"), "\(output.stderr)")
+        #expect(output.stderr.contains("s3://") && output.stderr.contains("supabase://") && output.stderr.contains("--from"))
+        #expect(!output.stderr.contains("does not exist"), "\(output.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.url("out")), "nothing is created")
+    }
+
     @Test func aMisspeltPresetGetsASuggestionAsAConfigurationKeyDoes() throws {
         let output = try CommandRunner.run(["batch", photos(), "--dest", directory.url("out"), "--preset", "wbe"], environment: [:])
         #expect(output.status == 2, "\(output)")
