@@ -132,6 +132,30 @@ import Testing
         #expect(worker.waitForExit(seconds: 30) == 0, "\(worker.log)")
     }
 
+    /// The worker's last status line and `queue status` count the same jobs under the same words: a
+    /// delivery that is no image lands in failed/, so both call it discarded.
+    @Test func theStatusLineAndQueueStatusAgree() throws {
+        InboxDelivery.deliver(Fixtures.data("images/formats/tiny.png"), to: queue + "/inbox", as: "tiny.png")
+        InboxDelivery.deliver(Fixtures.data("hostile/truncated.jpg"), to: queue + "/inbox", as: "broken.jpg")
+        InboxDelivery.deliver(Data("a shopping list, not a picture\n".utf8), to: queue + "/inbox", as: "notes.txt")
+        let run = try CommandRunner.run([
+            "watch", queue, "--dest", directory.url("out"), "--variant", "t=32x32,jpeg,q70", "--jobs", "1", "--exit-when-empty",
+            "--status-interval", "0", "--log-format", "json",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let statusLines = run.stderr.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }.filter { $0["message"] as? String == "status" }
+        let last = try #require(statusLines.last, "\(run.stderr)")
+        func count(_ key: String) -> Int? { (last[key] as? Int) ?? (last[key] as? String).flatMap(Int.init) }
+        let queueStatus = try CommandRunner.run(["queue", "status", queue, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(queueStatus.stdout.utf8)) as? [String: Any])
+        let counts = try #require(object["counts"] as? [String: Int], "\(queueStatus.stdout)")
+        #expect(counts["done"] == 1 && counts["discarded"] == 2, "\(counts)")
+        #expect(count("done") == counts["done"] && count("discarded") == counts["discarded"], "\(last) against \(counts)")
+        #expect(count("cancelled") == 0 && last["failed"] == nil, "\(last)")
+    }
+
     @Test func commandsThatDoNotApplyToAKindOfQueueSaySo() throws {
         let retry = try CommandRunner.run(["retry", "postgres://imagepipe@127.0.0.1:1/app"])
         #expect(retry.status == 2 && retry.stderr.contains("use `imagepipe queue retry postgres://"), "\(retry)")
