@@ -109,6 +109,9 @@ import Testing
         let withFailed = try CommandRunner.run(["queue", "prune", queue, "--older-than", "2h", "--include-failed"])
         #expect(withFailed.status == 0 && withFailed.stderr.contains("deleted 1 finished job(s)"), "\(withFailed)")
         #expect(directory.files(under: "queue/failed").isEmpty)
+        let all = try CommandRunner.run(["queue", "prune", queue, "--older-than", "0s"])
+        #expect(all.status == 0 && all.stderr.contains("deleted 1 finished job(s)"), "\(all)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: queue + "/done")) == [], "done/2024 went with its last job")
         let bad = try CommandRunner.run(["queue", "prune", queue, "--older-than", "soon"])
         #expect(bad.status == 2 && bad.stderr.contains("--older-than 'soon' is not a duration"), "\(bad)")
     }
@@ -122,12 +125,16 @@ import Testing
             ], log: directory.url("worker.log"))
         #expect(worker.waitForLog("watching"), "\(worker.log)")
         InboxDelivery.deliver(Fixtures.data("hostile/truncated.jpg"), to: queue + "/inbox", as: "broken.jpg")
-        InboxDelivery.deliver(Fixtures.data("images/formats/tiny.png"), to: queue + "/inbox", as: "tiny.png")
-        #expect(eventually(seconds: 30) { FileManager.default.fileExists(atPath: queue + "/done/tiny.png.json") }, "\(worker.log)")
+        InboxDelivery.deliver(Fixtures.data("images/formats/tiny.png"), to: queue + "/inbox", as: "2024/05/tiny.png")
+        #expect(eventually(seconds: 30) { FileManager.default.fileExists(atPath: queue + "/done/2024/05/tiny.png.json") }, "\(worker.log)")
         #expect(eventually(seconds: 30) { directory.files(under: "queue/done").isEmpty }, "\(worker.log)")
+        // The dated folders the jobs came in go too, once empty: done/ does not fill up with empty folders.
+        #expect(
+            eventually(seconds: 30) { (try? FileManager.default.contentsOfDirectory(atPath: queue + "/done")) == [] },
+            "\((try? FileManager.default.subpathsOfDirectory(atPath: queue + "/done")) ?? [])")
         #expect(worker.waitForLog("deleted done jobs past their retention"), "\(worker.log)")
         #expect(directory.files(under: "queue/failed") == ["broken.jpg", "broken.jpg.error.json"])
-        #expect(FileManager.default.fileExists(atPath: directory.url("out/tiny-t.jpg")), "the outputs stay")
+        #expect(FileManager.default.fileExists(atPath: directory.url("out/2024/05/tiny-t.jpg")), "the outputs stay")
         worker.send(SIGTERM)
         #expect(worker.waitForExit(seconds: 30) == 0, "\(worker.log)")
     }
