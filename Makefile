@@ -24,10 +24,14 @@ DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.li
 .PHONY: demo test test-deps format format-check deps build release check-swift clean bench bench-check bench-compare bench-thresholds bench-deps \
 	static install install-files deb deb-package deb-test deb-deps soak fuzz fuzz-build fuzz-check
 
+# The README's first example, as written there: the same folder, destination and manifest.
 demo: deps release
 	rm -rf out
-	$(RELEASE_BIN) batch fixtures/images --dest out --manifest out/manifest.jsonl
-	@echo "variants in ./out, one JSON line per image in ./out/manifest.jsonl"
+	$(RELEASE_BIN) batch fixtures/images/formats --dest out --manifest out/manifest.jsonl
+	$(RELEASE_BIN) srcset out/manifest.jsonl --base-url . > out/pictures.html
+	$(RELEASE_BIN) report out/manifest.jsonl -o out/report.html
+	@echo "the binary: $(RELEASE_BIN) (make install puts it on PATH); variants in ./out, one JSON line per image in"
+	@echo "./out/manifest.jsonl, <picture> markup in ./out/pictures.html, the report in ./out/report.html"
 
 # Two runs of the one test binary: the suites that run workers and pipelines in-process (async,
 # on Swift's cooperative pool, which imagepipe never blocks), then the rest, whose synchronous tests
