@@ -161,6 +161,18 @@ public struct Timings: Sendable, Codable, Equatable {
         case queueMs = "queue_ms", readMs = "read_ms", checkMs = "check_ms", decodeMs = "decode_ms", encodeMs = "encode_ms"
         case storeMs = "store_ms", totalMs = "total_ms"
     }
+
+    /// Written to hundredths of a millisecond: a sum of clock readings is no more precise than that,
+    /// and `12.000000001` in a record reads as a bug.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        for (key, value) in [
+            (CodingKeys.queueMs, queueMs), (.readMs, readMs), (.checkMs, checkMs), (.decodeMs, decodeMs), (.encodeMs, encodeMs),
+            (.storeMs, storeMs), (.totalMs, totalMs),
+        ] {
+            try container.encode((value * 100).rounded() / 100, forKey: key)
+        }
+    }
 }
 
 extension JobResult {

@@ -31,6 +31,32 @@ public struct ObjectLocation: Sendable, Hashable, CustomStringConvertible {
         return schemes.contains(text[..<separator.lowerBound].lowercased())
     }
 
+    /// What a source may be, for messages that refuse one.
+    public static let supportedSources =
+        "local files and folders, s3://BUCKET/KEY, supabase://BUCKET/KEY, or a list of them (--from FILE)"
+
+    /// What a worker's environment needs before it reads sources of `scheme`: a worker on a
+    /// PostgreSQL queue reads only the kinds of object store it has settings for.
+    public static func settingsHint(_ scheme: String) -> String {
+        switch scheme {
+        case "s3": "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) in its environment"
+        case "supabase": "set SUPABASE_URL and SUPABASE_SERVICE_ROLE_KEY (or SUPABASE_KEY) in its environment"
+        default: "sources are \(supportedSources)"
+        }
+    }
+
+    /// The scheme of a URL that imagepipe cannot read sources from (`https` in
+    /// `https://example.com/a.jpg`), or nil for a local path or a supported URL. Without it such a
+    /// URL would be taken for a local path and reported as a file that does not exist.
+    public static func unsupportedScheme(of text: String) -> String? {
+        guard let separator = text.range(of: "://") else { return nil }
+        let scheme = text[..<separator.lowerBound]
+        guard let first = scheme.first, first.isASCII, first.isLetter,
+            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+.-".contains($0)) })
+        else { return nil }
+        return schemes.contains(scheme.lowercased()) ? nil : scheme.lowercased()
+    }
+
     /// Parses `SCHEME://BUCKET[/KEY]`: the key is everything after the one `/` that ends the bucket.
     ///
     /// - Throws: `configuration` naming the text when it is not such a URL or names no bucket.

@@ -68,6 +68,12 @@ public struct SourceScanner: Sendable {
     /// Checks that every local input given on the command line exists, and that every URL is one,
     /// before anything is created or read. (URLs are looked up when they are scanned.)
     public func check() throws(ImagePipeError) {
+        for input in inputs where !input.listed {
+            guard let scheme = ObjectLocation.unsupportedScheme(of: input.path) else { continue }
+            let downloading = scheme.hasPrefix("http") ? " (download it first, e.g. with curl -O)" : ""
+            throw .configuration(
+                "source \(input.path): \(scheme):// sources are not supported\(downloading); sources are \(ObjectLocation.supportedSources)")
+        }
         for input in inputs where ObjectLocation.isURL(input.path) {
             _ = try ObjectLocation(parsing: input.path)
         }
