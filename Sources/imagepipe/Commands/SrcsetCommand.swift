@@ -9,8 +9,11 @@ struct SrcsetCommand: ParsableCommand {
         abstract: "Print a <picture> element with srcsets and a placeholder for every original in a manifest.",
         discussion: """
             Reads a manifest written by `batch --manifest` (or the done/ records of a queue, one per line) and \
-            prints, for each original done, a <picture> with a <source> per modern format (AVIF, WebP) and an \
-            <img> in the fallback format, each with a srcset of the variants' URLs and widths. Variants cropped \
+            prints, for each original done or up to date, a <picture> with a <source> per modern format (AVIF, WebP) and an \
+            <img> in the fallback format, each with a srcset of the variants' URLs and widths; a <source> also \
+            offers the widths only later formats have, so no browser gets a smaller image for taking a newer \
+            format. A line that is not a manifest record is an error naming it, and so is a manifest with no \
+            image to show (exit status 2). Variants cropped \
             to another aspect ratio (cover thumbnails) are left out of the srcsets. The placeholder is the \
             <img>'s background colour and its data-thumbhash attribute. With --json, one JSON object per \
             original (sources, candidates, crops, placeholder) for a template engine.
@@ -26,8 +29,11 @@ struct SrcsetCommand: ParsableCommand {
     var sizes: String = "100vw"
 
     func run() throws {
-        for result in try ManifestReader.read(manifest) {
-            guard let markup = PictureMarkup(result) else { continue }
+        let results = try ManifestReader.read(manifest)
+        let pictures = results.compactMap(PictureMarkup.init)
+        // Printing nothing with exit 0 would look like a page with no images to fill.
+        if pictures.isEmpty { throw ManifestContents(results: results, name: manifest == "-" ? "standard input" : manifest).nothingToShow }
+        for markup in pictures {
             if json {
                 print(JSONLine.encode(markup))
             } else {
