@@ -1,5 +1,5 @@
 // Whether an image file reaches its format's end marker: a file cut short, found without decoding, for `--dry-run`.
-import Foundation
+public import Foundation
 
 /// Walks a JPEG's segments, a PNG's chunks or a WebP's RIFF header to the end the format defines.
 ///
@@ -11,7 +11,7 @@ public enum ImageEnd {
     public static func missing(in content: SourceImage.Content, format: SourceFormat) -> String? {
         let bytes = Bytes(content)
         switch format {
-        case .jpeg: return jpegEnds(bytes) ? nil : "image data ends early: the JPEG has no end-of-image marker (the file is cut short)"
+        case .jpeg: return jpegEnd(bytes) != nil ? nil : "image data ends early: the JPEG has no end-of-image marker (the file is cut short)"
         case .png: return pngEnds(bytes) ? nil : "image data ends early: the PNG stops before its IEND chunk (the file is cut short)"
         case .webp:
             guard let declared = bytes.littleEndian32(at: 4), bytes.count < declared + 8 else { return nil }
@@ -20,29 +20,36 @@ public enum ImageEnd {
         }
     }
 
+    /// Where a JPEG ends: the offset just past its end-of-image marker, found as ``missing(in:format:)``
+    /// finds it; nil when the file stops first or is no JPEG.
+    package static func endOfJPEG(_ data: Data) -> Int? {
+        jpegEnd(Bytes(.bytes(data)))
+    }
+
     /// Segment by segment to EOI; in entropy-coded data a 0xFF byte is followed by 0x00 (stuffing),
     /// a restart marker or the next marker, so the walk needs no decoding.
-    private static func jpegEnds(_ bytes: Bytes) -> Bool {
-        guard bytes.byte(at: 0) == 0xFF, bytes.byte(at: 1) == 0xD8 else { return true }
+    private static func jpegEnd(_ bytes: Bytes) -> Int? {
+        guard bytes.byte(at: 0) == 0xFF, bytes.byte(at: 1) == 0xD8 else { return nil }
         var position = 2
         while true {
             // Fill bytes (0xFF) may precede a marker.
-            guard bytes.byte(at: position) == 0xFF else { return false }
+            guard bytes.byte(at: position) == 0xFF else { return nil }
             while bytes.byte(at: position + 1) == 0xFF { position += 1 }
-            guard let marker = bytes.byte(at: position + 1) else { return false }
+            guard let marker = bytes.byte(at: position + 1) else { return nil }
             position += 2
             switch marker {
-            case 0xD9: return true
+            case 0xD9: return position
             case 0x01, 0xD0...0xD7: continue
             default: break
             }
-            guard let high = bytes.byte(at: position), let low = bytes.byte(at: position + 1) else { return false }
+            // A segment's length counts its own two bytes.
+            guard let high = bytes.byte(at: position), let low = bytes.byte(at: position + 1), Int(high) << 8 | Int(low) >= 2 else { return nil }
             position += Int(high) << 8 | Int(low)
-            guard position <= bytes.count else { return false }
+            guard position <= bytes.count else { return nil }
             if marker == 0xDA {
                 // Entropy-coded data up to the next marker.
                 while true {
-                    guard let byte = bytes.byte(at: position) else { return false }
+                    guard let byte = bytes.byte(at: position) else { return nil }
                     if byte == 0xFF, let next = bytes.byte(at: position + 1), next != 0x00, !(0xD0...0xD7).contains(next), next != 0xFF {
                         break
                     }

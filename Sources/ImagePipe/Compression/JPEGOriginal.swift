@@ -1,9 +1,9 @@
 // A JPEG original's own bytes with its metadata removed, for a variant the original already is, and smaller.
-import Foundation
+package import Foundation
 
 /// Rewrites a JPEG without decoding it: the segments that say how to decode the pixels stay, the
 /// rest (EXIF, XMP, IPTC, comments, embedded thumbnails, data after the end-of-image marker) go.
-enum JPEGOriginal {
+package enum JPEGOriginal {
     /// The original without metadata; nil when its pixels would not show as its encoded variant
     /// does: not 8-bit, CMYK or YCCK (4 components), an ICC profile that is not sRGB (the variant is
     /// converted from it), or a file that does not parse to its end-of-image marker.
@@ -12,7 +12,7 @@ enum JPEGOriginal {
     /// an EXIF orientation other than 1 as a minimal EXIF with that one tag, so the picture shows
     /// upright where the variant did (every current browser applies it; the variant was turned by
     /// imagepipe instead).
-    static func stripped(_ data: Data, isSRGB: (Data) -> Bool) -> Data? {
+    package static func stripped(_ data: Data, isSRGB: (Data) -> Bool) -> Data? {
         let bytes = [UInt8](data)
         guard bytes.count > 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
         var kept: [UInt8] = []
@@ -26,8 +26,10 @@ enum JPEGOriginal {
             guard position + 3 < bytes.count else { return nil }
             let marker = bytes[position + 1]
             if marker == 0xD9 || marker == 0x01 || (0xD0...0xD7).contains(marker) { return nil }
-            let end = position + 2 + (Int(bytes[position + 2]) << 8 | Int(bytes[position + 3]))
-            guard end <= bytes.count else { return nil }
+            // A segment's length counts its own two bytes.
+            let length = Int(bytes[position + 2]) << 8 | Int(bytes[position + 3])
+            let end = position + 2 + length
+            guard length >= 2, end <= bytes.count else { return nil }
             let segment = bytes[position..<end]
             let payload = bytes[(position + 4)..<end]
             switch marker {
@@ -46,7 +48,8 @@ enum JPEGOriginal {
                 guard payload.count >= 6, payload.first == 8, [1, 3].contains(payload[payload.startIndex + 5]) else { return nil }
                 kept += segment
             case 0xDA:
-                guard let eoi = Self.endOfImage(bytes, from: end) else { return nil }
+                // The scans up to the end-of-image marker, found by the walk --dry-run uses.
+                guard let eoi = ImageEnd.endOfJPEG(data), eoi > end else { return nil }
                 kept += bytes[position..<eoi]
                 if !profiles.isEmpty {
                     guard profiles.count == 1, isSRGB(profiles[0]) else { return nil }
@@ -58,28 +61,6 @@ enum JPEGOriginal {
             }
             position = end
         }
-    }
-
-    /// Where the image ends (just past EOI), walking entropy-coded data and the segments between
-    /// scans; nil when the file stops first.
-    private static func endOfImage(_ bytes: [UInt8], from start: Int) -> Int? {
-        var position = start
-        while position + 1 < bytes.count {
-            guard bytes[position] == 0xFF else {
-                position += 1
-                continue
-            }
-            let next = bytes[position + 1]
-            switch next {
-            case 0x00, 0xFF, 0xD0...0xD7: position += 1
-            case 0xD9: return position + 2
-            default:
-                // A segment between scans (tables, the next SOS): skip it, then entropy data again.
-                guard position + 3 < bytes.count else { return nil }
-                position += 2 + (Int(bytes[position + 2]) << 8 | Int(bytes[position + 3]))
-            }
-        }
-        return nil
     }
 
     /// The Orientation tag (0x0112) of IFD0 in TIFF-structured EXIF data.
