@@ -45,7 +45,9 @@ struct BatchCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Redo sources whose outputs are all in place from the same original (skipped otherwise).")
     var force = false
 
-    @Flag(name: .customLong("dry-run"), help: "List each source and the keys it would write (or why not), touching nothing.")
+    @Flag(
+        name: .customLong("dry-run"),
+        help: "List each source and the keys it would write, or why it would be skipped or fail (from its header and end, not decoded), touching nothing.")
     var dryRun = false
 
     @Option(
@@ -85,15 +87,17 @@ struct BatchCommand: AsyncParsableCommand {
         // cooperative pool, as is the dry run's reading and hashing.
         let runner = try await BlockingIO.run { () throws(ImagePipeError) in try prepare(logger: logger) }
         if dryRun {
-            let failures = try await BlockingIO.run { () throws(ImagePipeError) -> Int in
-                var failures = 0
+            let counts = try await BlockingIO.run { () throws(ImagePipeError) -> [DryRunLine.Action: Int] in
+                var counts: [DryRunLine.Action: Int] = [:]
                 try runner.plan { inspected in
-                    if inspected.failure != nil { failures += 1 }
-                    print(DryRunLine(inspected).text)
+                    let line = DryRunLine(inspected)
+                    counts[line.action, default: 0] += 1
+                    print(line.text)
                 }
-                return failures
+                return counts
             }
-            if failures > 0 { throw ExitCode(1) }
+            Console.shared.line("imagepipe: " + DryRunLine.Action.summary(counts))
+            if counts[.fail, default: 0] > 0 { throw ExitCode(1) }
             return
         }
 

@@ -10,8 +10,11 @@ struct SrcsetCommand: ParsableCommand {
         abstract: "Print a <picture> element with srcsets and a placeholder for every original in a manifest.",
         discussion: """
             Reads a manifest written by `batch --manifest` (or the done/ records of a queue, one per line) and \
-            prints, for each original done, a <picture> with a <source> per modern format (AVIF, WebP) and an \
-            <img> in the fallback format, each with a srcset of the variants' URLs and widths. Variants cropped \
+            prints, for each original done or up to date, a <picture> with a <source> per modern format (AVIF, WebP) and an \
+            <img> in the fallback format, each with a srcset of the variants' URLs and widths; a <source> also \
+            offers the widths only later formats have, so no browser gets a smaller image for taking a newer \
+            format. A line that is not a manifest record is an error naming it, and so is a manifest with no \
+            image to show (exit status 2). Variants cropped \
             to another aspect ratio (cover thumbnails) are left out of the srcsets. The placeholder is the \
             <img>'s background colour and its data-thumbhash attribute. With --json, one JSON object per \
             original (sources, candidates, crops, placeholder) for a template engine.
@@ -39,15 +42,22 @@ struct SrcsetCommand: ParsableCommand {
     var baseURL: String?
 
     func run() throws {
-        var localURLs = 0
-        for var result in try ManifestReader.read(manifest) {
-            if let baseURL {
-                for index in result.variants.indices {
-                    result.variants[index].url = RemoteDestination.publicURL(base: baseURL, key: result.variants[index].key)
+        var results = try ManifestReader.read(manifest)
+        if let baseURL {
+            for resultIndex in results.indices {
+                for index in results[resultIndex].variants.indices {
+                    let key = results[resultIndex].variants[index].key
+                    results[resultIndex].variants[index].url = RemoteDestination.publicURL(base: baseURL, key: key)
                 }
             }
-            guard let markup = PictureMarkup(result) else { continue }
-            localURLs += result.variants.filter { $0.url.hasPrefix("file:") || $0.url.hasPrefix("/") }.count
+        }
+        let pictures = results.compactMap(PictureMarkup.init)
+        // Printing nothing with exit 0 would look like a page with no images to fill.
+        if pictures.isEmpty { throw ManifestContents(results: results, name: manifest == "-" ? "standard input" : manifest).nothingToShow }
+        let localURLs = results.reduce(0) { count, result in
+            count + result.variants.filter { $0.url.hasPrefix("file:") || $0.url.hasPrefix("/") }.count
+        }
+        for markup in pictures {
             if json {
                 print(JSONLine.encode(markup))
             } else {
