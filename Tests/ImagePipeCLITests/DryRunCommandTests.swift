@@ -57,7 +57,9 @@ import Testing
                 case .failed: ("fail", record.errorCode?.description ?? "")
                 }
             let guess = predicted[record.source]
-            #expect(guess?.action == expected.action && guess?.code == expected.code, "\(record.source): predicted \(String(describing: guess)), ran \(expected)")
+            #expect(
+                guess?.action == expected.action && guess?.code == expected.code,
+                "\(record.source): predicted \(String(describing: guess)), ran \(expected)")
         }
     }
 }

@@ -78,7 +78,8 @@ import Testing
 
     @Test func srcsetAndReportRefuseWhatIsNotAManifestNamingTheLine() throws {
         photos(1, in: "in")
-        #expect(try CommandRunner.run(["batch", directory.url("in"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl")]).status == 0)
+        #expect(
+            try CommandRunner.run(["batch", directory.url("in"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl")]).status == 0)
         let manifest = try String(contentsOfFile: directory.url("m.jsonl"), encoding: .utf8)
         directory.write("some.log", "2026-01-01T00:00:00Z info started\n")
         directory.write("mixed.jsonl", manifest + "\n{\"level\":\"info\",\"message\":\"done\"}\n")
@@ -86,13 +87,17 @@ import Testing
             let log = try CommandRunner.run([command[0], directory.url("some.log")] + command.dropFirst())
             #expect(log.status == 2 && log.stderr.contains("\(directory.url("some.log")), line 1: not an imagepipe manifest record"), "\(log.stderr)")
             let mixed = try CommandRunner.run([command[0], directory.url("mixed.jsonl")] + command.dropFirst())
-            #expect(mixed.status == 2 && mixed.stderr.contains("mixed.jsonl, line 3: not an imagepipe manifest record (no \"source\")"), "\(mixed.stderr)")
+            #expect(
+                mixed.status == 2 && mixed.stderr.contains("mixed.jsonl, line 3: not an imagepipe manifest record (no \"source\")"), "\(mixed.stderr)"
+            )
         }
         #expect(!FileManager.default.fileExists(atPath: directory.url("r.html")), "no page written")
 
         // A manifest with records but nothing to show says so, instead of printing nothing.
         directory.write("dummy/notes.txt", "not an image")
-        #expect(try CommandRunner.run(["batch", directory.url("dummy"), "--dest", directory.url("out2"), "--manifest", directory.url("none.jsonl")]).status == 0)
+        #expect(
+            try CommandRunner.run(["batch", directory.url("dummy"), "--dest", directory.url("out2"), "--manifest", directory.url("none.jsonl")])
+                .status == 0)
         let none = try CommandRunner.run(["srcset", directory.url("none.jsonl")])
         #expect(none.status == 2 && none.stderr.contains("has no image to show: of its 1 records, 1 skipped (not_an_image)"), "\(none.stderr)")
     }

@@ -47,7 +47,9 @@ import Testing
             #expect(info.metadata == ["exif-data"])
             #expect(try VipsProbe.header(output.data, "orientation") == "6")
             let minimalEXIF = Data([0xFF, 0xE1, 0x00, 0x22]) + Data("Exif\0\0MM".utf8)
-            #expect(output.data.range(of: minimalEXIF) != nil && output.data.range(of: Data([0xFF, 0xE1])) == output.data.range(of: minimalEXIF.prefix(2)))
+            #expect(
+                output.data.range(of: minimalEXIF) != nil
+                    && output.data.range(of: Data([0xFF, 0xE1])) == output.data.range(of: minimalEXIF.prefix(2)))
         }
     }
 }

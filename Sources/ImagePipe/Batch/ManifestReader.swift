@@ -25,7 +25,9 @@ public enum ManifestReader {
             do {
                 results.append(try decoder.decode(JobResult.self, from: Data(line)))
             } catch {
-                throw .configuration("\(name), line \(index + 1): not an imagepipe manifest record (\(reason(error, line: line))); expected the JSON lines `batch --manifest` writes")
+                throw .configuration(
+                    "\(name), line \(index + 1): not an imagepipe manifest record (\(reason(error, line: line))); expected the JSON lines `batch --manifest` writes"
+                )
             }
         }
         return results

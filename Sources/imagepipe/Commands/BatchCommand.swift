@@ -47,7 +47,9 @@ struct BatchCommand: AsyncParsableCommand {
 
     @Flag(
         name: .customLong("dry-run"),
-        help: "List each source and the keys it would write, or why it would be skipped or fail (from its header and end, not decoded), touching nothing.")
+        help:
+            "List each source and the keys it would write, or why it would be skipped or fail (from its header and end, not decoded), touching nothing."
+    )
     var dryRun = false
 
     @Option(

@@ -24,7 +24,8 @@ struct ManifestContents {
         var reason = "\(name) has no image to show: of its \(results.count) records, " + parts.joined(separator: ", ")
         if results.contains(where: { $0.skipCode == .upToDate }) {
             // Outputs written before origins recorded the original's size and placeholder.
-            reason += ". Its up-to-date images' outputs do not record their original (they were made by an earlier "
+            reason +=
+                ". Its up-to-date images' outputs do not record their original (they were made by an earlier "
                 + "imagepipe): run the batch once with --force to record it"
         }
         return ImagePipeError(.configuration, reason)
