@@ -9,8 +9,7 @@ extension VipsCompressor {
     ///
     /// Re-encoding an already compressed photo at the same size cannot add detail, only bytes: a
     /// 352 kB camera JPEG came out 395 kB at quality 82. The original's pixels are what the
-    /// variant would show (same size, 8-bit, sRGB or no profile, upright or turned by a kept
-    /// orientation tag), so the smaller file is the better variant. Such a variant has no quality or
+    /// variant would show (same size, 8-bit, sRGB or no profile, upright), so the smaller file is the better variant. Such a variant has no quality or
     /// score of its own and is marked ``EncodedVariant/keptOriginal``.
     func keepingSmallerOriginal(_ compressed: CompressedImage, source: SourceImage) -> CompressedImage {
         guard compressed.sourceFormat == .jpeg,

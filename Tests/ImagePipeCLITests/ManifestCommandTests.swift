@@ -45,6 +45,21 @@ import Testing
         #expect(again.status == 0, "\(again.stderr)")
     }
 
+    @Test func runsThatShareDevNullAsTheirManifestAllRun() throws {
+        // /dev/null is no file to lock or empty: every run may write to it at once.
+        photos(14, in: "a")
+        photos(1, in: "b")
+        let first = try WorkerProcess(
+            ["batch", directory.url("a"), "--dest", directory.url("out-a"), "--manifest", "/dev/null", "--jobs", "1"],
+            log: directory.url("first.log"))
+        #expect(eventually(seconds: 60) { first.log.contains("done") || directory.files(under: "out-a").count > 0 }, "\(first.log)")
+        first.send(SIGSTOP)
+        let second = try CommandRunner.run(["batch", directory.url("b"), "--dest", directory.url("out-b"), "--manifest", "/dev/null"])
+        first.send(SIGCONT)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(first.waitForExit(seconds: 120) == 0, "\(first.log)")
+    }
+
     @Test func aReRunsManifestShowsTheSameImagesInSrcsetAndReport() throws {
         photos(2, in: "in")
         CommandRunner.copyFixture("images/exif-orientation/Landscape_6.jpg", to: directory, as: "in/turned.jpg")

@@ -96,7 +96,9 @@ struct MonitoringCommandTests {
         #expect(PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body).value("imagepipe_ready") == 0)
         #expect(LoopbackHTTP.get("http://\(address)/healthz").status == 200)
         try FileManager.default.removeItem(atPath: out)
-        try FileManager.default.moveItem(atPath: out + ".away", toPath: out)
+        // rename(2), not moveItem: the worker's readiness check may make the destination again
+        // in between, as an empty folder, which rename replaces.
+        #expect(rename(out + ".away", out) == 0, "\(String(cString: strerror(errno)))")
         #expect(eventually { LoopbackHTTP.get("http://\(address)/readyz").status == 200 }, "\(worker.log)")
         #expect(worker.log.contains("readiness check failed") && worker.log.contains("readiness check passes again"))
 

@@ -45,8 +45,11 @@ public final class ManifestWriter: Sendable {
         }
         // Two runs appending to one file through their own offsets overwrite each other's lines and
         // leave a broken file; the lock (released when the descriptor closes, also when the process
-        // dies) makes the second one stop instead, at once and with the reason.
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        // dies) makes the second one stop instead, at once and with the reason. Only a regular file
+        // is locked and emptied: /dev/null or a pipe is shared by every run and cannot be emptied.
+        var status = stat()
+        let isRegular = fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+        if isRegular, flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let error = errno
             Glibc.close(fd)
             throw .configuration(
@@ -54,7 +57,7 @@ public final class ManifestWriter: Sendable {
                     ? "the manifest \(absolute) is being written by another imagepipe process; give this run its own --manifest, or wait for that one to end"
                     : "cannot lock the manifest \(absolute): \(String(cString: strerror(error)))")
         }
-        guard ftruncate(fd, 0) == 0 else {
+        guard !isRegular || ftruncate(fd, 0) == 0 else {
             let error = errno
             Glibc.close(fd)
             throw .configuration("cannot empty the manifest \(absolute): \(String(cString: strerror(error)))")

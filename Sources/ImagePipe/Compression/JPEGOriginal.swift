@@ -6,12 +6,11 @@ package import Foundation
 package enum JPEGOriginal {
     /// The original without metadata; nil when its pixels would not show as its encoded variant
     /// does: not 8-bit, CMYK or YCCK (4 components), an ICC profile that is not sRGB (the variant is
-    /// converted from it), or a file that does not parse to its end-of-image marker.
+    /// converted from it), an EXIF orientation other than 1 (a variant's pixels are upright, as its
+    /// record's width and height say: a viewer or CDN that drops the tag would show a turned picture
+    /// on its side), or a file that does not parse to its end-of-image marker.
     ///
-    /// Kept: JFIF (APP0), Adobe (APP14: how to read the colours), the tables, frame and scans, and
-    /// an EXIF orientation other than 1 as a minimal EXIF with that one tag, so the picture shows
-    /// upright where the variant did (every current browser applies it; the variant was turned by
-    /// imagepipe instead).
+    /// Kept: JFIF (APP0), Adobe (APP14: how to read the colours), the tables, frame and scans.
     package static func stripped(_ data: Data, isSRGB: (Data) -> Bool) -> Data? {
         let bytes = [UInt8](data)
         guard bytes.count > 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
@@ -54,8 +53,8 @@ package enum JPEGOriginal {
                 if !profiles.isEmpty {
                     guard profiles.count == 1, isSRGB(profiles[0]) else { return nil }
                 }
-                let exif = orientation == 1 ? [] : Self.exif(orientation: orientation)
-                return Data([0xFF, 0xD8] + jfif + exif + kept)
+                guard orientation == 1 else { return nil }
+                return Data([0xFF, 0xD8] + jfif + kept)
             default:
                 kept += segment
             }
@@ -79,18 +78,5 @@ package enum JPEGOriginal {
             if tag == 0x0112, let value = read(entry + 8, 2), (1...8).contains(value) { return value }
         }
         return nil
-    }
-
-    /// An APP1 segment holding an EXIF IFD0 with only the orientation.
-    private static func exif(orientation: Int) -> [UInt8] {
-        let tiff: [UInt8] = [
-            0x4D, 0x4D, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x08,  // big-endian TIFF header, IFD0 at 8
-            0x00, 0x01,  // one entry
-            0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, UInt8(orientation), 0x00, 0x00,  // Orientation, SHORT, 1
-            0x00, 0x00, 0x00, 0x00,  // no next IFD
-        ]
-        let payload = Array("Exif\0\0".utf8) + tiff
-        let length = payload.count + 2
-        return [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload
     }
 }
