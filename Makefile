@@ -15,20 +15,23 @@ STATIC_BIN  := $(STATIC_BUILD)/release/imagepipe
 PREFIX      ?= /usr/local
 DESTDIR     ?=
 ZSH_COMPLETIONS := $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
-MANUAL_DIR  := .build/plugins/GenerateManual/outputs/imagepipe
-DEB_DIR     := .build/deb
-DEB_ROOT    := $(DEB_DIR)/root
+DEB_DIR     ?= .build/deb
+DEB_ROOT    = $(DEB_DIR)/root
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null)
 # The Debian mirror this machine's apt uses, for the package test's Debian 12 root.
 DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
 
 .PHONY: demo test test-deps format format-check deps build release check-swift clean bench bench-check bench-compare bench-thresholds bench-deps \
-	static manual install deb deb-test deb-deps soak fuzz fuzz-build fuzz-check
+	static install install-files deb deb-package deb-test deb-deps soak fuzz fuzz-build fuzz-check
 
+# The README's first example, as written there: the same folder, destination and manifest.
 demo: deps release
 	rm -rf out
-	$(RELEASE_BIN) batch fixtures/images --dest out --manifest out/manifest.jsonl
-	@echo "variants in ./out, one JSON line per image in ./out/manifest.jsonl"
+	$(RELEASE_BIN) batch fixtures/images/formats --dest out --manifest out/manifest.jsonl
+	$(RELEASE_BIN) srcset out/manifest.jsonl --base-url . > out/pictures.html
+	$(RELEASE_BIN) report out/manifest.jsonl -o out/report.html
+	@echo "the binary: $(RELEASE_BIN) (make install puts it on PATH); variants in ./out, one JSON line per image in"
+	@echo "./out/manifest.jsonl, <picture> markup in ./out/pictures.html, the report in ./out/report.html"
 
 # Two runs of the one test binary: the suites that run workers and pipelines in-process (async,
 # on Swift's cooperative pool, which imagepipe never blocks), then the rest, whose synchronous tests
@@ -84,8 +87,8 @@ format-check:
 # temporary directory), moto's S3 server and boto3 (servers started on loopback), the reference
 # `ssimulacra2` and `thumbhash` packages (oracles for the scores and placeholders), iproute2 (a
 # worker on a second host in a network namespace), Chromium (renders the report), and Prometheus
-# with promtool and curl (check and scrape the metrics endpoint), and strace (the order of fsyncs
-# and renames under `batch`).
+# with promtool and curl (check and scrape the metrics endpoint), strace (the order of fsyncs and
+# renames under `batch`), and dpkg-dev, groff and binutils (the package made from the test build, the manual).
 test-deps:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 		echo "installing postgresql for the PostgreSQL queue tests"; \
@@ -108,6 +111,9 @@ test-deps:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus curl; }
 	@command -v strace >/dev/null || { echo "installing strace for the test that checks the order of fsyncs and renames"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends strace; }
+	@{ command -v dpkg-shlibdeps && command -v groff && command -v objdump; } >/dev/null || { \
+		echo "installing dpkg-dev, groff-base and binutils for the package and manual tests"; $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dpkg-dev groff-base binutils; }
 	@command -v systemd-analyze >/dev/null || { echo "installing systemd for systemd-analyze verify of deploy/"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd; }
 
@@ -158,46 +164,59 @@ static: deps
 	@if ldd $(STATIC_BIN) | grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|not found'; then \
 		echo "$(STATIC_BIN) still needs the libraries above"; exit 1; fi
 
-# The man page, by argument-parser's generate-manual plugin. Not made by `make install`: the plugin
-# builds every product of the package in release mode first (a second release build, 10 minutes on
-# two cores); `make manual` before `make install` or `make deb` adds it.
-manual: deps
-	$(SWIFT) package --disable-sandbox plugin generate-manual --authors "imagepipe maintainers"
-
+# The man page is deploy/imagepipe.1, written by hand (a test checks that it names every command and
+# that groff finds nothing to warn about); installed gzipped.
 install: static
-	install -Dm755 $(STATIC_BIN) $(DESTDIR)$(PREFIX)/bin/imagepipe
+	$(MAKE) install-files INSTALL_BIN=$(STATIC_BIN)
+
+# What `make install` puts in place, for a binary already built (INSTALL_BIN).
+INSTALL_BIN ?= $(STATIC_BIN)
+install-files:
+	install -Dm755 $(INSTALL_BIN) $(DESTDIR)$(PREFIX)/bin/imagepipe
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(ZSH_COMPLETIONS) \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/doc/imagepipe
-	$(STATIC_BIN) --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/imagepipe
-	$(STATIC_BIN) --generate-completion-script zsh > $(DESTDIR)$(ZSH_COMPLETIONS)/_imagepipe
-	$(STATIC_BIN) --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/imagepipe.fish
-	if [ -f $(MANUAL_DIR)/imagepipe.1 ]; then gzip -9n < $(MANUAL_DIR)/imagepipe.1 > $(DESTDIR)$(PREFIX)/share/man/man1/imagepipe.1.gz; fi
+	$(INSTALL_BIN) --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/imagepipe
+	$(INSTALL_BIN) --generate-completion-script zsh > $(DESTDIR)$(ZSH_COMPLETIONS)/_imagepipe
+	$(INSTALL_BIN) --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/imagepipe.fish
+	gzip -9n < deploy/imagepipe.1 > $(DESTDIR)$(PREFIX)/share/man/man1/imagepipe.1.gz
 	for unit in imagepipe.service imagepipe@.service; do \
 		sed 's|/usr/bin/imagepipe|$(PREFIX)/bin/imagepipe|' deploy/$$unit > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$unit; \
 	done
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/system/imagepipe*.service $(DESTDIR)$(PREFIX)/share/bash-completion/completions/imagepipe \
-		$(DESTDIR)$(ZSH_COMPLETIONS)/_imagepipe $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/imagepipe.fish
+		$(DESTDIR)$(ZSH_COMPLETIONS)/_imagepipe $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/imagepipe.fish \
+		$(DESTDIR)$(PREFIX)/share/man/man1/imagepipe.1.gz
 	install -m644 deploy/imagepipe.example.toml $(DESTDIR)$(PREFIX)/share/doc/imagepipe/imagepipe.example.toml
+	install -m644 deploy/debian/copyright $(DESTDIR)$(PREFIX)/share/doc/imagepipe/copyright
 
 # A Debian package of `make install PREFIX=/usr`, the example as /etc/imagepipe/imagepipe.toml, and its
 # runtime dependencies as dpkg-shlibdeps finds them from the libraries the binary links.
-deb: deb-deps
+deb: deb-deps static
+	$(MAKE) deb-package DEB_BIN=$(STATIC_BIN)
+
+# The packaging of a binary already built (DEB_BIN): DeployFilesTests packages the debug build this
+# way, with DEB_SHLIBDEPS_FLAGS=--ignore-missing-info for the Swift libraries no Debian package has.
+DEB_BIN ?= $(STATIC_BIN)
+MAINTAINER ?= imagepipe maintainers <maintainers@imagepipe.invalid>
+DEB_SHLIBDEPS_FLAGS ?=
+deb-package:
 	rm -rf $(DEB_DIR)
-	$(MAKE) install PREFIX=/usr DESTDIR=$(CURDIR)/$(DEB_ROOT)
+	$(MAKE) install-files PREFIX=/usr DESTDIR=$(abspath $(DEB_ROOT)) INSTALL_BIN=$(abspath $(DEB_BIN))
 	strip --strip-unneeded $(DEB_ROOT)/usr/bin/imagepipe
 	install -Dm644 deploy/imagepipe.example.toml $(DEB_ROOT)/etc/imagepipe/imagepipe.toml
 	install -d $(DEB_ROOT)/DEBIAN
 	install -m755 deploy/debian/postinst deploy/debian/postrm $(DEB_ROOT)/DEBIAN/
 	install -m644 deploy/debian/conffiles $(DEB_ROOT)/DEBIAN/
+	cd $(DEB_ROOT) && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum > DEBIAN/md5sums
 	mkdir -p $(DEB_DIR)/debian && printf 'Source: imagepipe\n\nPackage: imagepipe\nArchitecture: any\n' > $(DEB_DIR)/debian/control
-	cd $(DEB_DIR) && dpkg-shlibdeps -O root/usr/bin/imagepipe | sed -n 's/^shlibs:Depends=//p' > depends
+	cd $(DEB_DIR) && dpkg-shlibdeps $(DEB_SHLIBDEPS_FLAGS) -O root/usr/bin/imagepipe | sed -n 's/^shlibs:Depends=//p' > depends
 	@test -s $(DEB_DIR)/depends || { echo "dpkg-shlibdeps found no dependencies"; exit 1; }
-	version=$$($(STATIC_BIN) --version); \
+	version=$$($(DEB_BIN) --version); \
 	sed -e "s/@VERSION@/$$version/" -e "s/@ARCH@/$(ARCH)/" -e "s/@DEPENDS@/$$(cat $(DEB_DIR)/depends), passwd/" \
+		-e "s|@MAINTAINER@|$(MAINTAINER)|" \
 		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1)/" deploy/debian/control.in > $(DEB_ROOT)/DEBIAN/control; \
-	dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB_DIR)/imagepipe_$${version}_$(ARCH).deb
-	@ls -l $(DEB_DIR)/*.deb && dpkg-deb --field $(DEB_DIR)/*.deb Depends
+	dpkg-deb --root-owner-group $(DPKG_DEB_FLAGS) --build $(DEB_ROOT) $(DEB_DIR)/imagepipe_$${version}_$(ARCH).deb
+	@ls -l $(DEB_DIR)/*.deb && dpkg-deb --field $(DEB_DIR)/*.deb Maintainer Depends
 
 # Installs the package on a Debian 12 root made by debootstrap from the mirror apt uses (no Swift
 # there) and runs `imagepipe batch` on the fixtures inside it. Not part of `make test`: the static

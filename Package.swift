@@ -122,7 +122,7 @@ let package = Package(
         // Scratch folders, waiting, running the built binary:
         .target(name: "ImagePipeTestSupport", path: "Tests/ImagePipeTestSupport", swiftSettings: strict),
         // Decoding outputs back, through libvips calls only tests make:
-        .target(name: "CVipsProbeShim", dependencies: ["CLibVips"], path: "Tests/CVipsProbeShim"),
+        .target(name: "CVipsProbeShim", dependencies: ["CLibVips", "CVipsShim"], path: "Tests/CVipsProbeShim"),
         .target(
             name: "ImagePipeVipsTestSupport",
             dependencies: ["ImagePipe", "ImagePipeVips", "CVipsProbeShim", "CVipsShim", "CLibVips"],

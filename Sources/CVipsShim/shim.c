@@ -9,6 +9,14 @@
 
 static void mark_errors(void);
 
+/* libvips 8.14 compiles an Orc program for each resize it builds (reducev) under its global lock,
+ * but frees it when the image is disposed without that lock, and liborc 0.4.33 edits its list of
+ * code memory in both: a free on one compression thread beside a compile on the other corrupted
+ * that list (a SIGSEGV in orc_code_allocate_codemem). Every resize is built, and every image let
+ * go, under this one lock; building is cheap (the pixels are made later, outside it), and the
+ * lock cannot be libvips' own, which disposing an image takes too. */
+static GMutex programs_lock;
+
 int ipv_init(const char *argv0) {
     int status = VIPS_INIT(argv0 ? argv0 : "imagepipe");
     // Off from the start, not only once configured: large sources are opened as /proc/self/fd/N,
@@ -95,7 +103,8 @@ static const char *export_profile(int to_srgb) {
 int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int to_srgb, VipsImage **out) {
     mark_errors();
     // libvips 8.14 does not forward fail_on to buffer loaders; the loader option string does.
-    return vips_thumbnail_buffer((void *) buf, len, out, width,
+    g_mutex_lock(&programs_lock);
+    int status = vips_thumbnail_buffer((void *) buf, len, out, width,
         "option_string", "fail_on=truncated",
         "height", height,
         "size", VIPS_SIZE_DOWN,
@@ -103,35 +112,46 @@ int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int
         "fail_on", VIPS_FAIL_ON_TRUNCATED,
         "export_profile", export_profile(to_srgb),
         NULL);
+    g_mutex_unlock(&programs_lock);
+    return status;
 }
 
 int ipv_thumbnail_file(const char *path, int width, int height, int crop, int to_srgb, VipsImage **out) {
     mark_errors();
-    return vips_thumbnail(path, out, width,
+    g_mutex_lock(&programs_lock);
+    int status = vips_thumbnail(path, out, width,
         "height", height,
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
         "fail_on", VIPS_FAIL_ON_TRUNCATED,
         "export_profile", export_profile(to_srgb),
         NULL);
+    g_mutex_unlock(&programs_lock);
+    return status;
 }
 
 int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, int to_srgb, VipsImage **out) {
     mark_errors();
-    return vips_thumbnail_image(in, out, width,
+    g_mutex_lock(&programs_lock);
+    int status = vips_thumbnail_image(in, out, width,
         "height", height,
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
         "export_profile", export_profile(to_srgb),
         NULL);
+    g_mutex_unlock(&programs_lock);
+    return status;
 }
 
 int ipv_resize_exact(VipsImage *in, int width, int height, VipsImage **out) {
     mark_errors();
-    return vips_thumbnail_image(in, out, width,
+    g_mutex_lock(&programs_lock);
+    int status = vips_thumbnail_image(in, out, width,
         "height", height,
         "size", VIPS_SIZE_FORCE,
         NULL);
+    g_mutex_unlock(&programs_lock);
+    return status;
 }
 
 int ipv_to_srgb8(VipsImage *in, VipsImage **out) {
@@ -320,8 +340,11 @@ void ipv_free(void *p) {
 }
 
 void ipv_unref(VipsImage *image) {
-    if (image)
+    if (image) {
+        g_mutex_lock(&programs_lock);
         g_object_unref(image);
+        g_mutex_unlock(&programs_lock);
+    }
 }
 
 void ipv_thread_done(void) {

@@ -67,6 +67,9 @@ extension Peer {
             var command = [
                 executable, "batch", remoteCorpus ?? corpus.directory, "--dest", target,
                 "--manifest", manifest, "--jobs", "\(job.workers)", "--log-level", "error",
+                // Every peer encodes every variant: so does imagepipe here, for bytes and scores
+                // that compare like for like (a kept original has no score of its own).
+                "--always-encode",
             ]
             for variant in job.variants { command += ["--variant", variant.specString] }
             return command

@@ -54,7 +54,20 @@ public final class MonitoringServer: Service, Sendable {
             throw error
         } catch {
             try? group.syncShutdownGracefully()
-            throw .configuration("cannot listen on \(address) (--metrics-address): \(error)")
+            throw .configuration(
+                "cannot listen on \(address), the metrics address set by --metrics-address (or IMAGEPIPE_METRICS_ADDRESS, "
+                    + "or metrics-address in the --config file): \(Self.reason(of: error))")
+        }
+    }
+
+    /// Why a bind failed, in words a user can act on rather than the socket call's name and errno.
+    static func reason(of error: any Error) -> String {
+        guard let ioError = error as? IOError else { return "\(error)" }
+        switch ioError.errnoCode {
+        case EADDRINUSE: return "the address is already in use (another worker or program listens there); choose another port"
+        case EADDRNOTAVAIL: return "the address is not one of this host's"
+        case EACCES: return "permission denied (ports below 1024 need privileges); choose a port above 1024"
+        default: return String(cString: strerror(ioError.errnoCode))
         }
     }
 

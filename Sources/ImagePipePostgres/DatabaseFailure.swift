@@ -16,6 +16,7 @@ struct DatabaseFailure: Error {
     let reason: String
 
     init(_ error: any Error) {
+        let error = Self.unwrapped(error)
         guard let error = error as? PSQLError else {
             transient = !(error is CancellationError)
             misconfigured = false
@@ -24,11 +25,11 @@ struct DatabaseFailure: Error {
         }
         if error.code == .server, let info = error.serverInfo {
             let state = info[.sqlState] ?? ""
-            reason = "\(info[.message] ?? "server error") (SQLSTATE \(state))"
+            reason = "\(info[.message] ?? "server error") (SQLSTATE \(state))" + Self.hint(forState: state)
             // 57P01-57P03: the server is shutting down or starting; 08: connection exceptions; 53300: too many connections.
             transient = state.hasPrefix("57P") || state.hasPrefix("08") || state == "53300"
-            // 28: authorisation; 3D000: no such database.
-            misconfigured = state.hasPrefix("28") || state == "3D000"
+            // 28: authorisation; 3D000: no such database; 42501: the role may not create the schema.
+            misconfigured = state.hasPrefix("28") || state == "3D000" || state == "42501"
             return
         }
         switch error.code {
@@ -40,6 +41,28 @@ struct DatabaseFailure: Error {
             misconfigured = false
         }
         reason = "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
+    }
+
+    /// A transaction (the schema's migration) wraps what failed in it, and its description is a
+    /// struct dump: the failure inside is what is classified and said.
+    private static func unwrapped(_ error: any Error) -> any Error {
+        guard let transaction = error as? PostgresTransactionError,
+            let inner = transaction.beginError ?? transaction.closureError ?? transaction.commitError
+        else { return error }
+        return unwrapped(inner)
+    }
+
+    /// What to do about a setup error, after the server's own message (docs/queues.md, "Setting up
+    /// PostgreSQL", has the statements).
+    static func hint(forState state: String) -> String {
+        switch state {
+        case "28000", "28P01":
+            "; check the role and its password (in the URL, PGPASSWORD or ~/.pgpass): createuser --pwprompt ROLE makes one"
+        case "3D000": "; create it first: createdb --owner ROLE DATABASE"
+        case "42501":
+            "; the role needs to own the database, or GRANT CREATE ON DATABASE, the first time, to create the imagepipe schema"
+        default: ""
+        }
     }
 
     /// The failure as imagepipe's error.

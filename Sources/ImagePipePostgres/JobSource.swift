@@ -6,7 +6,9 @@ package import ImagePipe
 ///
 /// - An object URL (`s3://BUCKET/KEY`, `supabase://BUCKET/KEY`) goes by its key without the bucket:
 ///   `s3://uploads/2024/trip/a.jpg` gives `2024/trip/a.jpg`, and is read from object storage with the
-///   worker's credentials for that kind of store.
+///   worker's credentials for that kind of store. The key is taken as written (`.`, `..` and empty
+///   segments too): the object read is the one it names, and an output key made from it that would
+///   leave the destination fails the job with `invalid_key`.
 /// - A local path goes by the rule of a file named to `imagepipe batch`: a relative path as given
 ///   (relative to the worker's working directory; `./` and doubled slashes dropped), an absolute one
 ///   (or one through `..`) by its file name alone. `file://` URLs are local paths.

@@ -158,7 +158,7 @@ public final class PostgresQueue: JobQueue {
     public func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition {
         guard let fence = Self.fence(job) else { return .unrecorded }
         switch await database.retry(fence, owner: owner, failure: JSONLine.encode(failure), after: delay) {
-        case .recorded: return .requeued
+        case .recorded, .recordedDiscarded: return .requeued
         case .leaseLost: return .leaseLost
         case .unrecorded: return .unrecorded
         }

@@ -44,31 +44,53 @@ public final class QueueDatabase: Sendable {
     }
 
     /// Connects to `location`, brings the schema up to date, and runs `body` with the database.
+    ///
+    /// With `creating` false (the commands that look after a queue: `queue status` and the rest), a
+    /// database without imagepipe's schema is an error rather than given one: a command that reads
+    /// must not leave a schema behind in a database it was pointed at by mistake.
     public static func run<T: Sendable>(
-        _ location: PostgresLocation, logger: Logger,
+        _ location: PostgresLocation, logger: Logger, creating: Bool = true,
         _ body: @Sendable (QueueDatabase) async throws(ImagePipeError) -> T
     ) async throws(ImagePipeError) -> T {
         let database = try QueueDatabase(location: location, logger: logger)
         let client = database.client
         let running = Task { await client.run() }
         defer { running.cancel() }
-        try await database.prepare(retrying: false)
+        try await database.prepare(retrying: false, creating: creating)
         return try await body(database)
     }
 
     /// Brings the schema up to date. Waits for a database that cannot be reached yet (unless
     /// `retrying` is false); a wrong password, role or database name is a configuration error at once.
-    func prepare(retrying: Bool = true) async throws(ImagePipeError) {
+    /// Without `creating`, a database with no imagepipe schema is refused, and an up-to-date one
+    /// is only read.
+    func prepare(retrying: Bool = true, creating: Bool = true) async throws(ImagePipeError) {
         var attempt = 0
         while true {
             do {
                 // One plain connection first: the pool would report a wrong password only as its
                 // circuit breaker tripping, after a minute of retries.
                 let probe = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(), id: 0, logger: logger)
+                let version: Int?
+                do {
+                    version = creating ? nil : try await QueueSchema.version(on: probe, logger: logger)
+                } catch {
+                    try? await probe.close()
+                    throw error
+                }
                 try? await probe.close()
-                try await QueueSchema.migrate(client, logger: logger)
+                if !creating, version == nil {
+                    throw ImagePipeError.configuration(
+                        "no imagepipe queue here: \(location) has no imagepipe schema (imagepipe watch or imagepipe enqueue "
+                            + "creates it; check the database name)")
+                }
+                if creating || (version ?? 0) < QueueSchema.latestVersion {
+                    try await QueueSchema.migrate(client, logger: logger)
+                }
                 if attempt > 0 { logger.notice("PostgreSQL reachable again", metadata: ["queue": "\(location)"]) }
                 return
+            } catch let error as ImagePipeError {
+                throw error
             } catch {
                 let failure = DatabaseFailure(error)
                 guard retrying, failure.transient, !Task.isCancelled else {

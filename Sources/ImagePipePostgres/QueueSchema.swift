@@ -143,6 +143,21 @@ enum QueueSchema {
     /// The version this build brings a database to.
     static var latestVersion: Int { migrations.count }
 
+    /// The schema's version, or nil when the database has no imagepipe schema; only reads.
+    static func version(on connection: PostgresConnection, logger: Logger) async throws -> Int? {
+        let exists = try await connection.query("SELECT to_regclass('imagepipe.migrations') IS NOT NULL", logger: logger)
+        var found = false
+        for try await value in exists.decode(Bool.self) { found = value }
+        guard found else { return nil }
+        var current = 0
+        for try await version in try await connection.query("SELECT coalesce(max(version), 0) FROM imagepipe.migrations", logger: logger)
+            .decode(Int.self)
+        {
+            current = version
+        }
+        return current
+    }
+
     /// Brings the schema up to date; returns the version it was at.
     @discardableResult
     static func migrate(_ client: PostgresClient, logger: Logger) async throws -> Int {

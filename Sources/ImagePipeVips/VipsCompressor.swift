@@ -19,6 +19,10 @@ public struct VipsCompressor: ImageCompressor {
         /// gives each image; `auto` variants always are, and with it record their output's full score
         /// where the search used sampled rows. Costs one score per variant.
         public var scoreEveryVariant = false
+        /// Whether a JPEG variant that would be larger than its JPEG original, at the original's
+        /// size, is the original's bytes without metadata instead (``VipsCompressor/keepingSmallerOriginal(_:source:)``);
+        /// off with `--always-encode`.
+        public var keepsSmallerOriginal = true
         /// PNG zlib level, 0–9.
         public var pngCompression: Int = 6
         /// Whether plain JPEGs that need no resizing skip libvips (see ``VipsCompressor/compressDirectly(_:variants:limits:memory:)``);
@@ -80,10 +84,24 @@ public struct VipsCompressor: ImageCompressor {
     /// The steps, in pipeline order. A plain JPEG that needs no resizing takes the direct path
     /// (libjpeg alone, same bytes); everything else: header, format and size checks, working
     /// memory, one decode, placeholder, then each variant resized from the decode and encoded.
+    /// A variant that comes out larger than its original, of its format and size, is then the
+    /// original's own bytes (``keepingSmallerOriginal(_:source:)``).
     public func compress(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> CompressedImage {
-        if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) { return direct }
+        var compressed: CompressedImage
+        if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) {
+            compressed = direct
+        } else {
+            compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory)
+        }
+        if configuration.keepsSmallerOriginal { compressed = keepingSmallerOriginal(compressed, source: source) }
+        return compressed
+    }
+
+    private func makeVariants(
+        _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) throws(ImagePipeError) -> CompressedImage {
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
         var heldMuch = false
         defer {
@@ -125,7 +143,7 @@ public struct VipsCompressor: ImageCompressor {
     // MARK: - Steps, in pipeline order
 
     /// Opens the source without decoding pixels.
-    private func openHeader(_ source: SourceImage) throws(ImagePipeError) -> VipsImageHandle {
+    func openHeader(_ source: SourceImage) throws(ImagePipeError) -> VipsImageHandle {
         let pointer: UnsafeMutablePointer<VipsImage>?
         switch source.content {
         case .bytes(let data):
@@ -157,7 +175,7 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// Refuses a source whose declared size is over the pixel limit, before any pixel is decoded.
-    private static func checkPixels(_ header: VipsImageHandle, _ limits: CompressionLimits) throws(ImagePipeError) {
+    static func checkPixels(_ header: VipsImageHandle, _ limits: CompressionLimits) throws(ImagePipeError) {
         let stored = header.size
         guard stored.area <= limits.maxPixels else {
             throw ImagePipeError(

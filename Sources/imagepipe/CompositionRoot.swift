@@ -47,6 +47,7 @@ enum CompositionRoot {
             force: force)
         var encoders = VipsCompressor.Configuration()
         encoders.scoreEveryVariant = options.score
+        encoders.keepsSmallerOriginal = !options.alwaysEncode
         let sourceURLs = sources.filter(ObjectLocation.isURL)
         return FileHandler(
             compressor: try VipsCompressor(configuration: encoders),

@@ -45,6 +45,7 @@ enum Main {
 /// and the `--config` file (see ``ConfiguredCommandLine``); help requests are answered as typed.
 private func parse(_ arguments: [String]) throws -> any ParsableCommand {
     let helpRequests: Set = ["--help", "-h", "--experimental-dump-help"]
+    try checkSubcommand(arguments.first)
     guard let name = arguments.first, ConfiguredCommandLine.commands.contains(name),
         !arguments.contains(where: helpRequests.contains)
     else {
@@ -53,6 +54,18 @@ private func parse(_ arguments: [String]) throws -> any ParsableCommand {
     let line = try ConfiguredCommandLine(command: name, arguments: Array(arguments.dropFirst()))
     line.warnAboutUnknownVariables()
     return try line.parse()
+}
+
+/// Refuses a first word that names no command, before argument-parser reads it: the root command takes
+/// no arguments, so it would report the first option after the misspelt command (`imagepipe bach photos
+/// --dest x` said "Unknown option '--dest'") instead of the command itself.
+private func checkSubcommand(_ word: String?) throws(ImagePipeError) {
+    guard let word, !word.hasPrefix("-") else { return }
+    let names = ImagePipeCommand.configuration.subcommands.map { $0._commandName }
+    guard !names.contains(word), word != "help" else { return }
+    throw .configuration(
+        "unknown command '\(word)' (commands: \(names.joined(separator: ", ")); imagepipe --help tells what each does)"
+            + NameSuggestion.hint(for: word, among: names))
 }
 
 /// Blocks SIGTERM, SIGINT and SIGHUP in this thread and every thread started after it, and ignores

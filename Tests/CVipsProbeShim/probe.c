@@ -1,5 +1,6 @@
 // libvips calls that only tests and benchmarks make (see CVipsProbeShim.h).
 #include "CVipsProbeShim.h"
+#include "CVipsShim.h"
 
 VipsImage *ipv_decode_buffer(const void *buf, size_t len) {
     VipsImage *image = vips_image_new_from_buffer(buf, len, "", "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
@@ -48,17 +49,15 @@ int ipv_thumbnail_size(int width, int height, int box_width, int box_height, int
     VipsImage *black = NULL, *out = NULL;
     if (vips_black(&black, width, height, "bands", 3, NULL))
         return -1;
-    int status = vips_thumbnail_image(black, &out, box_width,
-        "height", box_height,
-        "size", VIPS_SIZE_DOWN,
-        "crop", crop ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE,
-        NULL);
-    g_object_unref(black);
+    // Through the compressor's own entry points: they hold the lock that keeps resizes built here
+    // from racing the compressor's in the same process (see shim.c).
+    int status = ipv_thumbnail_image(black, box_width, box_height, crop, 0, &out);
+    ipv_unref(black);
     if (status)
         return -1;
     *out_width = out->Xsize;
     *out_height = out->Ysize;
-    g_object_unref(out);
+    ipv_unref(out);
     return 0;
 }
 

@@ -126,7 +126,7 @@ import Testing
         ("jobs = [1, 2]", "imagepipe.toml:2: jobs: takes one value, not an array"),
         ("overwrite = \"yes\"", "imagepipe.toml:2: overwrite: expects true or false, not a string"),
         ("variant = [\"bad\"]", "imagepipe.toml:2: variant: invalid --variant 'bad'"),
-        ("preset = \"nope\"", "imagepipe.toml:2: preset: unknown preset 'nope'; presets: web, web-auto"),
+        ("preset = \"nope\"", "imagepipe.toml:2: preset: unknown preset 'nope' (presets: web, web-auto)"),
         ("key = \"../{stem}.{ext}\"", "imagepipe.toml:2: key:"),
         ("\n\n[presets]\nx = [\"a=10x,png\",\n  \"a=20x,png\"]", "imagepipe.toml:5: presets.x: variant name 'a' is used twice"),
         ("[presets]\nweb = [\"a=10x,png\"]", "imagepipe.toml:3: presets.web: 'web' is a built-in preset"),
@@ -211,7 +211,13 @@ import Testing
             "PGPASSWORD": "pg-secret-value",
             "AWS_ENDPOINT_URL": "http://minio:url-secret-value@127.0.0.1:9000/?x=1&password=query-secret-value",
         ]
-        let output = try run(["config", "watch", "--config", file, "--preset", "avatars"], environment: environment)
+        // Such an endpoint is refused by the run with an s3:// destination, and so by config, which
+        // checks as the run does; with a local one it is not used, and only printed, masked.
+        let refused = try run(["config", "watch", "--config", file], environment: environment)
+        #expect(refused.status == 2 && refused.stderr.contains("must not contain a user name or password"), "\(refused)")
+        #expect(!refused.stderr.contains("url-secret-value") && !refused.stdout.contains("url-secret-value"))
+        let output = try run(
+            ["config", "watch", "--config", file, "--preset", "avatars", "--dest", directory.url("out")], environment: environment)
         #expect(output.status == 0, "\(output.stderr)")
         for secret in [
             "file-password", "aws-secret-value", "supabase-secret-value", "pg-secret-value", "url-secret-value",

@@ -78,4 +78,25 @@ import Testing
         for (name, secret) in secrets { #expect(!log.contains(secret), "\(name) in \(log)") }
         if format == "json" { _ = objects(log) }
     }
+
+    /// Timings are sums of clock readings: a record that says `"queue_ms":12.000000001` reads as a
+    /// bug. Every millisecond figure in the manifest has at most two decimals.
+    @Test func timingsAreWrittenToHundredthsOfAMillisecond() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/a.jpg")
+        CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/b.png")
+        let output = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl"),
+            "--variant", "t=64x,webp,q70", "--variant", "u=32x,jpeg,q70",
+        ])
+        #expect(output.status == 0, "\(output.stderr)")
+        let manifest = try String(contentsOfFile: directory.url("m.jsonl"), encoding: .utf8)
+        let figure = try Regex(#""([a-z]+_ms)":(-?[0-9.eE+-]+)"#)
+        var seen = 0
+        for match in manifest.matches(of: figure) {
+            let text = String(match.output[2].substring ?? "")
+            seen += 1
+            #expect(text.wholeMatch(of: /[0-9]+(\.[0-9]{1,2})?/) != nil, "\(match.output[1].substring ?? ""): \(text)")
+        }
+        #expect(seen >= 14, "every stage of both images: \(manifest)")
+    }
 }

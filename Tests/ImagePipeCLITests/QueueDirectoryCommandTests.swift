@@ -109,6 +109,9 @@ import Testing
         let withFailed = try CommandRunner.run(["queue", "prune", queue, "--older-than", "2h", "--include-failed"])
         #expect(withFailed.status == 0 && withFailed.stderr.contains("deleted 1 finished job(s)"), "\(withFailed)")
         #expect(directory.files(under: "queue/failed").isEmpty)
+        let all = try CommandRunner.run(["queue", "prune", queue, "--older-than", "0s"])
+        #expect(all.status == 0 && all.stderr.contains("deleted 1 finished job(s)"), "\(all)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: queue + "/done")) == [], "done/2024 went with its last job")
         let bad = try CommandRunner.run(["queue", "prune", queue, "--older-than", "soon"])
         #expect(bad.status == 2 && bad.stderr.contains("--older-than 'soon' is not a duration"), "\(bad)")
     }
@@ -122,14 +125,42 @@ import Testing
             ], log: directory.url("worker.log"))
         #expect(worker.waitForLog("watching"), "\(worker.log)")
         InboxDelivery.deliver(Fixtures.data("hostile/truncated.jpg"), to: queue + "/inbox", as: "broken.jpg")
-        InboxDelivery.deliver(Fixtures.data("images/formats/tiny.png"), to: queue + "/inbox", as: "tiny.png")
-        #expect(eventually(seconds: 30) { FileManager.default.fileExists(atPath: queue + "/done/tiny.png.json") }, "\(worker.log)")
+        InboxDelivery.deliver(Fixtures.data("images/formats/tiny.png"), to: queue + "/inbox", as: "2024/05/tiny.png")
+        #expect(eventually(seconds: 30) { FileManager.default.fileExists(atPath: queue + "/done/2024/05/tiny.png.json") }, "\(worker.log)")
         #expect(eventually(seconds: 30) { directory.files(under: "queue/done").isEmpty }, "\(worker.log)")
+        // The dated folders the jobs came in go too, once empty: done/ does not fill up with empty folders.
+        #expect(
+            eventually(seconds: 30) { (try? FileManager.default.contentsOfDirectory(atPath: queue + "/done")) == [] },
+            "\((try? FileManager.default.subpathsOfDirectory(atPath: queue + "/done")) ?? [])")
         #expect(worker.waitForLog("deleted done jobs past their retention"), "\(worker.log)")
         #expect(directory.files(under: "queue/failed") == ["broken.jpg", "broken.jpg.error.json"])
-        #expect(FileManager.default.fileExists(atPath: directory.url("out/tiny-t.jpg")), "the outputs stay")
+        #expect(FileManager.default.fileExists(atPath: directory.url("out/2024/05/tiny-t.jpg")), "the outputs stay")
         worker.send(SIGTERM)
         #expect(worker.waitForExit(seconds: 30) == 0, "\(worker.log)")
+    }
+
+    /// The worker's last status line and `queue status` count the same jobs under the same words: a
+    /// delivery that is no image lands in failed/, so both call it discarded.
+    @Test func theStatusLineAndQueueStatusAgree() throws {
+        InboxDelivery.deliver(Fixtures.data("images/formats/tiny.png"), to: queue + "/inbox", as: "tiny.png")
+        InboxDelivery.deliver(Fixtures.data("hostile/truncated.jpg"), to: queue + "/inbox", as: "broken.jpg")
+        InboxDelivery.deliver(Data("a shopping list, not a picture\n".utf8), to: queue + "/inbox", as: "notes.txt")
+        let run = try CommandRunner.run([
+            "watch", queue, "--dest", directory.url("out"), "--variant", "t=32x32,jpeg,q70", "--jobs", "1", "--exit-when-empty",
+            "--status-interval", "0", "--log-format", "json",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let statusLines = run.stderr.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }.filter { $0["message"] as? String == "status" }
+        let last = try #require(statusLines.last, "\(run.stderr)")
+        func count(_ key: String) -> Int? { (last[key] as? Int) ?? (last[key] as? String).flatMap(Int.init) }
+        let queueStatus = try CommandRunner.run(["queue", "status", queue, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(queueStatus.stdout.utf8)) as? [String: Any])
+        let counts = try #require(object["counts"] as? [String: Int], "\(queueStatus.stdout)")
+        #expect(counts["done"] == 1 && counts["discarded"] == 2, "\(counts)")
+        #expect(count("done") == counts["done"] && count("discarded") == counts["discarded"], "\(last) against \(counts)")
+        #expect(count("cancelled") == 0 && last["failed"] == nil, "\(last)")
     }
 
     @Test func commandsThatDoNotApplyToAKindOfQueueSaySo() throws {

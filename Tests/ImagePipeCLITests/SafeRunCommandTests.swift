@@ -112,7 +112,7 @@ import Testing
         let lines = output.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 2)
         let hash = SHA256Digest.hash(try Data(contentsOf: URL(fileURLWithPath: directory.url("src/landscape.jpg")))).hex.prefix(16)
-        #expect(lines[0] == "write  landscape.jpg → \(hash)/large.jpg, \(hash)/medium.webp, \(hash)/thumb.webp", "\(lines)")
+        #expect(lines[0] == "write  landscape.jpg (900x600 jpeg) → \(hash)/large.jpg, \(hash)/medium.webp, \(hash)/thumb.webp", "\(lines)")
         #expect(!FileManager.default.fileExists(atPath: directory.url("out")), "not even the destination is created")
 
         #expect(try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out")]).status == 0)
@@ -178,7 +178,9 @@ import Testing
         CommandRunner.copyFixture("images/formats/tall.jpg", to: directory, as: "two/photo.jpg")
         #expect(try CommandRunner.run(["batch", directory.url("one"), "--dest", directory.url("out")]).status == 0)
         let dry = try CommandRunner.run(["batch", directory.url("two"), "--dest", directory.url("out"), "--dry-run", "--overwrite"])
-        #expect(dry.status == 0 && dry.stdout.hasPrefix("write  photo.jpg → photo-large.jpg (replaces another original's)"), "\(dry.stdout)")
+        #expect(
+            dry.status == 0 && dry.stdout.hasPrefix("write  photo.jpg (150x2400 jpeg) → photo-large.jpg (replaces another original's)"),
+            "\(dry.stdout)")
         #expect(!dry.stderr.contains("replacing"), "a dry run replaces nothing, so it says nothing of replacing")
         let failing = try CommandRunner.run(["batch", directory.url("two"), "--dest", directory.url("out"), "--dry-run"])
         #expect(failing.status == 1)

@@ -51,6 +51,26 @@ import Testing
         #expect(output.stdout.contains("turned &amp; co"), "names are escaped")
     }
 
+    /// A local destination records file:// URLs, which no visitor can load: `--base-url` says where
+    /// the folder is served, and without it the command says so instead of printing them silently.
+    @Test func baseURLReplacesTheLocalFileURLsAndTheirAbsenceIsSaid() throws {
+        let manifest = try batch()
+        let local = try CommandRunner.run(["srcset", manifest])
+        #expect(local.status == 0, "\(local.stderr)")
+        #expect(local.stdout.contains("srcset=\"file://"), "\(local.stdout)")
+        #expect(local.stderr.contains("their URLs are file:// URLs") && local.stderr.contains("--base-url"), "\(local.stderr)")
+
+        let served = try CommandRunner.run(["srcset", manifest, "--base-url", "https://cdn.example.com/img/"])
+        #expect(served.status == 0 && served.stderr.isEmpty, "\(served.stderr)")
+        #expect(served.stdout.contains("https://cdn.example.com/img/photo-big.jpg 800w"), "\(served.stdout)")
+        #expect(served.stdout.contains("https://cdn.example.com/img/turned%20%26%20co-small.jpg 400w"), "\(served.stdout)")
+        #expect(!served.stdout.contains("file://"), "\(served.stdout)")
+        let rooted = try CommandRunner.run(["srcset", manifest, "--base-url", "/images", "--json"])
+        #expect(
+            rooted.status == 0 && rooted.stdout.contains("\"url\":\"\\/images\\/photo-big.jpg\"")
+                || rooted.stdout.contains("\"url\":\"/images/photo-big.jpg\""), "\(rooted.stdout)")
+    }
+
     @Test func jsonGivesTheSameForATemplateEngine() throws {
         let output = try CommandRunner.run(["srcset", try batch(), "--json"])
         #expect(output.status == 0, "\(output.stderr)")

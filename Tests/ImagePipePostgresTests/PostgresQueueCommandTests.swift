@@ -159,4 +159,37 @@ struct PostgresQueueCommandTests {
         #expect(try await offPool { running.waitForExit(seconds: 30) } == 0, "\(running.log)")
         #expect(try fixture.sql("SELECT state, attempt FROM imagepipe.jobs WHERE id = \(id)") == "cancelled|1", "never retried")
     }
+
+    /// `queue status` on a database that has no queue says so and leaves it as it was; a role that
+    /// may not create the schema gets the reason and what to do, not a driver's struct dump.
+    @Test func aReadOnlyCommandCreatesNothingAndAWrongRoleIsNamedWithTheReason() async throws {
+        let fixture = try PostgresFixture()
+        let url = fixture.server.url(database: fixture.database)
+        let status = try await run(fixture, ["queue", "status", url])
+        #expect(status.status == 2, "\(status)")
+        #expect(status.stderr.contains("no imagepipe queue here: postgres://postgres@127.0.0.1:"), "\(status.stderr)")
+        #expect(try fixture.sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'imagepipe'") == "0", "no schema was created")
+        for command in [["queue", "list", url], ["queue", "prune", url, "--older-than", "1d"]] {
+            let output = try await run(fixture, command)
+            #expect(output.status == 2 && output.stderr.contains("no imagepipe queue here"), "\(command): \(output)")
+        }
+        #expect(try fixture.sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'imagepipe'") == "0")
+
+        // A role that can log in but may not create the schema in this database (PostgreSQL grants
+        // PUBLIC no CREATE on a database).
+        let role = "r_" + fixture.database
+        try fixture.server.sql("CREATE ROLE \(role) LOGIN PASSWORD 'role-secret'")
+        let roleURL = "postgres://\(role):role-secret@127.0.0.1:\(fixture.server.port)/\(fixture.database)?queue=images&sslmode=disable"
+        let enqueue = try await run(fixture, ["enqueue", roleURL] + sources(fixture, ["a"]), environment: ["PGPASSWORD": ""])
+        #expect(enqueue.status == 2, "\(enqueue)")
+        #expect(enqueue.stderr.contains("cannot open the queue postgres://\(role)@127.0.0.1:"), "\(enqueue.stderr)")
+        #expect(enqueue.stderr.contains("permission denied") && enqueue.stderr.contains("GRANT CREATE ON DATABASE"), "\(enqueue.stderr)")
+        #expect(!enqueue.stderr.contains("PostgresTransactionError") && !enqueue.stderr.contains("role-secret"), "\(enqueue.stderr)")
+        // A database that does not exist, and a role that does not: each named, with what to run.
+        let noDatabase = try await run(fixture, ["enqueue", fixture.server.url(database: fixture.database + "x")] + sources(fixture, ["b"]))
+        #expect(noDatabase.status == 2 && noDatabase.stderr.contains("does not exist") && noDatabase.stderr.contains("createdb"), "\(noDatabase)")
+        let noRole = "postgres://nobody_\(fixture.database):x@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
+        let wrongRole = try await run(fixture, ["queue", "status", noRole])
+        #expect(wrongRole.status == 2 && wrongRole.stderr.contains("check the role and its password"), "\(wrongRole)")
+    }
 }

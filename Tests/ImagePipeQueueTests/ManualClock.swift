@@ -22,6 +22,11 @@ final class ManualClock: WorkerClock {
     /// Sleepers waiting for a later instant.
     var sleeping: Int { state.withLock { $0.sleepers.count } }
 
+    /// Sleepers that `advance(by: duration)` would wake.
+    func sleepers(dueWithin duration: Duration) -> Int {
+        state.withLock { state in state.sleepers.values.count { $0.deadline <= state.now + duration } }
+    }
+
     func sleep(until deadline: ContinuousClock.Instant) async throws {
         let id = state.withLock { state in
             state.next += 1

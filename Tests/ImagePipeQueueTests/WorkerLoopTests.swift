@@ -73,14 +73,10 @@ import Testing
         // The job outlasts the heartbeat by far, however slowly a loaded machine gets to it.
         let loop = makeLoop(queue, compressor: ScriptedCompressor(work: .seconds(5)), clock: clock)
         try await RunningWorker.run(loop) { worker in
-            #expect(await eventually { worker.statistics.inFlight == 1 && clock.sleeping >= 2 })
-            // A second at a time until the heartbeat comes: on a loaded machine its timer may start
-            // sleeping only after the first second was given.
-            #expect(
-                await eventually {
-                    clock.advance(by: .seconds(1))
-                    return queue.heartbeats > 0
-                })
+            // The heartbeat's timer is asleep (the loop's other timers wait far longer).
+            #expect(await eventually { worker.statistics.inFlight == 1 && clock.sleepers(dueWithin: .seconds(1)) >= 1 })
+            clock.advance(by: .seconds(1))
+            #expect(await eventually { queue.heartbeats > 0 })
             #expect(await eventually { worker.statistics.inFlight == 0 })
             #expect(queue.completed.isEmpty, "a lost job's result is never handed to the queue")
         }

@@ -60,7 +60,7 @@ import Testing
         #expect(claim(narrow.handle(.opened, now: t0, available: 2)) == 2, "a pipeline shared with another worker has less")
         var none = machine()
         #expect(claim(none.handle(.opened, now: t0, available: 0)) == nil)
-        #expect(claim(none.handle(.wake, now: t0, available: 3)) == 3, "room given back wakes the loop, which claims then")
+        #expect(claim(none.handle(.roomReturned, now: t0, available: 3)) == 3, "room given back wakes the loop, which claims then")
     }
 
     @Test func claimedJobsAreSubmittedAndOneClaimRunsAtATime() {
@@ -331,7 +331,7 @@ import Testing
 
     var events: [Machine.Event] {
         [
-            .opened, .wake, .tick(t0 + .seconds(1)), .claimed(jobs(7...8), asked: 2), .claimed([], asked: 2), .rerunDeferred(["3"]),
+            .opened, .wake, .roomReturned, .tick(t0 + .seconds(1)), .claimed(jobs(7...8), asked: 2), .claimed([], asked: 2), .rerunDeferred(["3"]),
             .handedOff("1"), .finished("1", done("1")), .finished("1", failed("1", .storageUnavailable)), .finished("9", done("9")),
             .settled("2", .recorded), .settled("2", .unrecorded), .settled("9", .recorded), .heartbeatDue, .leaseLost(["1"]),
             .emptyChecked(QueueRemainder(due: 0)), .emptyChecked(QueueRemainder(due: 0, later: 2, unconfirmed: 1)), .gracefulShutdown,

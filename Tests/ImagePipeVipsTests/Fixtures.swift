@@ -11,6 +11,15 @@ extension Fixtures {
         return try! VipsCompressor()
     }()
 
+    /// Encoding only: every variant encoded, also one a JPEG original at its own size would be
+    /// smaller as (for tests of the encoders themselves).
+    static let encoder: VipsCompressor = {
+        _ = compressor
+        var configuration = VipsCompressor.Configuration()
+        configuration.keepsSmallerOriginal = false
+        return try! VipsCompressor(configuration: configuration)
+    }()
+
     /// Compresses a fixture (or any bytes) with the given variants.
     static func compress(
         _ relative: String, _ variants: [VariantSpec] = Preset.web,

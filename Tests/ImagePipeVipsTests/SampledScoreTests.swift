@@ -16,7 +16,10 @@ import Testing
     func sampledScoresStayWithinTheDocumentedErrorOfFullScores(_ spec: String) throws {
         for (source, box) in [("images/exif-orientation/Landscape_1.jpg", 1800), ("images/exif-orientation/Landscape_6.jpg", 1800)] {
             let reference = try reference(source, box: box)
-            let encoded = try Fixtures.compress(source, [Fixtures.variant("e=\(box)x\(box),\(spec)")]).variants[0].data
+            let encoded = try Fixtures.encoder.compress(
+                SourceImage(name: source, content: .bytes(Fixtures.data(source))), variants: [Fixtures.variant("e=\(box)x\(box),\(spec)")],
+                limits: .default
+            ).variants[0].data
             let full = try VipsProbe.ssimulacra2(reference: reference, distorted: encoded)
             let sampled = try VipsProbe.sampledSSIMULACRA2(reference: reference, distorted: encoded)
             #expect(sampled.sampled, "\(source) has 1024 rows or more, so its fine scales are sampled")

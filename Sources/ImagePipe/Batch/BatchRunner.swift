@@ -88,6 +88,7 @@ public struct BatchRunner: Sendable {
         collected.withLock {
             $0.summary.total = total
             for skipped in scan.skipped { $0.summary.add(skipped) }
+            $0.summary.hidden = scan.hidden.count
         }
         // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a
         // time, and may block (a manifest's write).
@@ -167,8 +168,8 @@ public struct BatchRunner: Sendable {
     }
 
     /// What a run would do to each source, in path order, touching nothing: reads and hashes each
-    /// source and looks up its outputs in the destination, but neither probes, decodes nor writes.
-    /// Blocking I/O.
+    /// source, looks up its outputs in the destination and reads its header and end
+    /// (``FileHandler/predict(_:)``), but neither probes, decodes nor writes. Blocking I/O.
     public func plan(onPlan: (JobContext) -> Void) throws(ImagePipeError) {
         let scan = try scanner.scan()
         for skipped in scan.skipped {
@@ -185,6 +186,7 @@ public struct BatchRunner: Sendable {
             }
             var context = JobContext(job: job)
             handler.inspect(&context, reserving: false)
+            handler.predict(&context)
             onPlan(context)
         }
     }

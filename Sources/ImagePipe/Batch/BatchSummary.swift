@@ -13,6 +13,9 @@ public struct BatchSummary: Sendable, Equatable {
     public var skipped = 0
     /// The skipped sources by why.
     public var skippedBy: [JobResult.SkipCode: Int] = [:]
+    /// Hidden names the folders held, left out unread (``SourceScanner/isHidden(_:)``): not
+    /// sources, so not in `total`, but said, so a name like `..%2Fx.jpg` is not lost unseen.
+    public var hidden = 0
     /// Bytes of the sources read, done or failed.
     public var bytesIn = 0
     /// Bytes of the sources that were done: the base of the compression ratio.
@@ -62,7 +65,7 @@ public struct BatchSummary: Sendable, Equatable {
     public var ratio: Double { bytesInDone > 0 ? Double(bytesOut) / Double(bytesInDone) : 0 }
 
     /// The summary as printed at the end of a batch, e.g. `3 done, 1 failed, 2 skipped (1 dangling_link,
-    /// 1 not_an_image) in 1.20 s (3.33 images/s)` and `4.1 MB in (1.0 MB of it failed) → 900.0 kB out (ratio 0.290)`.
+    /// 1 not_an_image), 1 hidden left out in 1.20 s (3.33 images/s)` and `4.1 MB in (1.0 MB of it failed) → 900.0 kB out (ratio 0.290)`.
     public var lines: [String] {
         let seconds = wallTime.milliseconds / 1000
         var first = (interrupted ? "interrupted after " : "") + "\(done) done, \(failed) failed"
@@ -70,6 +73,7 @@ public struct BatchSummary: Sendable, Equatable {
             let reasons = skippedBy.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
             first += ", \(skipped) skipped (\(reasons.joined(separator: ", ")))"
         }
+        if hidden > 0 { first += ", \(hidden) hidden left out" }
         first += String(format: " in %.2f s", seconds)
         if done > 0 { first += String(format: " (%.2f images/s)", imagesPerSecond) }
         let halt = halted.map { halted in

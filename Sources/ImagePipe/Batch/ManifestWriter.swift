@@ -19,7 +19,11 @@ public final class ManifestWriter: Sendable {
         self.sink = sink
     }
 
-    /// Opens (and truncates) `path`, or standard output for `-`.
+    /// Opens `path` (standard output for `-`), takes an exclusive lock on it and only then empties
+    /// it, so a second run given the same manifest is refused before it touches the first run's lines.
+    ///
+    /// - Throws: `configuration` when the file cannot be written, or another process (a batch still
+    ///   running) holds its lock.
     public init(path: String) throws(ImagePipeError) {
         sink = nil
         if path == "-" {
@@ -34,9 +38,29 @@ public final class ManifestWriter: Sendable {
         } catch {
             throw .configuration("cannot create manifest directory \(directory): \(IOErrorText.reason(of: error))")
         }
-        let fd = open(absolute, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // Not O_TRUNC: the file is emptied only once its lock is held, so a refused run leaves it whole.
+        let fd = open(absolute, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw .configuration("cannot write manifest \(absolute): \(String(cString: strerror(errno)))")
+        }
+        // Two runs appending to one file through their own offsets overwrite each other's lines and
+        // leave a broken file; the lock (released when the descriptor closes, also when the process
+        // dies) makes the second one stop instead, at once and with the reason. Only a regular file
+        // is locked and emptied: /dev/null or a pipe is shared by every run and cannot be emptied.
+        var status = stat()
+        let isRegular = fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+        if isRegular, flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let error = errno
+            Glibc.close(fd)
+            throw .configuration(
+                error == EWOULDBLOCK
+                    ? "the manifest \(absolute) is being written by another imagepipe process; give this run its own --manifest, or wait for that one to end"
+                    : "cannot lock the manifest \(absolute): \(String(cString: strerror(error)))")
+        }
+        guard !isRegular || ftruncate(fd, 0) == 0 else {
+            let error = errno
+            Glibc.close(fd)
+            throw .configuration("cannot empty the manifest \(absolute): \(String(cString: strerror(error)))")
         }
         handle = Mutex(FileHandle(fileDescriptor: fd, closeOnDealloc: true))
         ownsHandle = true

@@ -20,11 +20,20 @@ public protocol ImageCompressor: Sendable {
     /// Called when the pipeline has no job in flight: a chance to give memory back to the system
     /// that busy moments keep for the next image.
     func releaseMemory()
+
+    /// Reads `source`'s header without decoding pixels and refuses it as ``compress(_:variants:limits:memory:)``
+    /// would from what the header shows (a format not accepted, more pixels than `limits` allow, a
+    /// header that cannot be read). `--dry-run` predicts a run with it. Nil when the compressor
+    /// cannot tell without decoding.
+    func readHeader(_ source: SourceImage, limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader?
 }
 
 extension ImageCompressor {
     /// Keeps nothing back by default.
     public func releaseMemory() {}
+
+    /// Cannot tell by default.
+    public func readHeader(_ source: SourceImage, limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? { nil }
 
     /// Compresses outside a pipeline, with no limit on working memory.
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
@@ -42,6 +51,20 @@ public struct CompressionLimits: Sendable, Hashable {
 
     /// Creates limits.
     public init(maxPixels: Int) { self.maxPixels = maxPixels }
+}
+
+/// What a source's header says, read without decoding pixels.
+public struct SourceHeader: Sendable, Hashable {
+    /// The format, as the decoder would read it.
+    public var format: SourceFormat
+    /// The size as displayed (after orientation).
+    public var size: PixelSize
+
+    /// Creates a header.
+    public init(format: SourceFormat, size: PixelSize) {
+        self.format = format
+        self.size = size
+    }
 }
 
 /// The bytes of a source image, in memory or in a file kept open.
@@ -105,6 +128,9 @@ public struct EncodedVariant: Sendable {
     public var score: Double?
     /// Encodes made to choose the quality (`auto`); 1 otherwise.
     public var encodes: Int = 1
+    /// Whether the bytes are the original's own, its metadata removed, because encoding made them
+    /// larger at the same size (then ``quality`` and ``score`` are nil).
+    public var keptOriginal = false
 
     /// Creates an encoded variant.
     public init(spec: VariantSpec, size: PixelSize, data: Data) {

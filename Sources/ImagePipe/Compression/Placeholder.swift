@@ -4,7 +4,7 @@ import Synchronization
 
 /// A placeholder for one original: a ThumbHash (a ~25-byte blurred preview that keeps the aspect
 /// ratio and alpha, https://evanw.github.io/thumbhash/) and the dominant colour as `#rrggbb`.
-public struct Placeholder: Sendable, Codable, Equatable {
+public struct Placeholder: Sendable, Codable, Hashable {
     /// The ThumbHash, base64.
     public var thumbHash: String
     /// The most common colour, `#rrggbb`: the mean of the pixels in the fullest of 4096 colour bins
@@ -14,6 +14,12 @@ public struct Placeholder: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case thumbHash = "thumbhash", color
+    }
+
+    /// A placeholder as recorded (read back from a manifest or an object's origin).
+    public init(thumbHash: String, color: String) {
+        self.thumbHash = thumbHash
+        self.color = color
     }
 
     /// The placeholder of an image given as at most 100x100 RGBA pixels, row by row.

@@ -238,7 +238,8 @@ public enum Preset {
         }
         guard let named else {
             let all = names + defined.map(\.name)
-            throw .configuration("unknown preset '\(preset)'; presets: \(all.joined(separator: ", "))")
+            throw .configuration(
+                "unknown preset '\(preset)' (presets: \(all.joined(separator: ", ")))\(NameSuggestion.hint(for: preset, among: all))")
         }
         let variants = try specs.isEmpty ? named : specs.map { (text) throws(ImagePipeError) in try VariantSpec(parsing: text) }
         try validate(variants)

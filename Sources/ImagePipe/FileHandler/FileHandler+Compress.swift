@@ -7,7 +7,7 @@ extension FileHandler {
     public func compress(_ context: inout JobContext, memory: WorkingMemory = .unlimited) {
         guard !context.hasEnded else { return }
         context.timings.queueMs += (ContinuousClock.now - context.inspectedAt).milliseconds
-        guard let source = context.source, let origin = context.origin else {
+        guard let source = context.source, var origin = context.origin else {
             context.failure = ImagePipeError(.unreadableSource, "the source was not read")
             return
         }
@@ -35,11 +35,16 @@ extension FileHandler {
         context.timings.decodeMs = compressed.decodeTime.milliseconds
         context.timings.encodeMs = compressed.encodeTime.milliseconds
 
+        // Every output records the original too, so a re-run that skips it can still describe it.
+        origin.image = Origin.Image(
+            width: compressed.sourceSize.width, height: compressed.sourceSize.height, format: compressed.sourceFormat,
+            placeholder: compressed.placeholder)
         for (index, encoded) in compressed.variants.enumerated() {
             made(&context.outputs[index], origin, encoded.size, encoded.data, encoded.spec.format.contentType)
             context.outputs[index].quality = encoded.quality
             context.outputs[index].score = encoded.score.map { ($0 * 100).rounded() / 100 }
-            context.outputs[index].encodes = encoded.spec.isAuto ? encoded.encodes : nil
+            context.outputs[index].encodes = encoded.spec.isAuto && !encoded.keptOriginal ? encoded.encodes : nil
+            context.outputs[index].keptOriginal = encoded.keptOriginal
         }
         if configuration.storeOriginal, let index = context.outputs.indices.last, context.outputs[index].spec == nil {
             do {

@@ -17,7 +17,8 @@ extension FileHandler {
         }
         let location = object.location
         guard let repository = sources[location.scheme] else {
-            throw ImagePipeError(.unreadableSource, "\(location): no source repository reads \(location.scheme):// sources here")
+            throw ImagePipeError(
+                .unreadableSource, "\(location): this worker reads no \(location.scheme):// sources: \(ObjectLocation.settingsHint(location.scheme))")
         }
         if let bytes = object.bytes, bytes > configuration.maxSourceBytes {
             throw .sourceTooLarge(location.description, bytes: bytes, limit: configuration.maxSourceBytes)

@@ -28,9 +28,13 @@ extension FileHandler {
         }
         for index in 0..<puts.count {
             schedule { [self] in
-                let object = puts.take(index)
-                let key = object.key
-                storage.put(object) { outcome in finish(puts.record(index, outcome.mapError { $0.prefixed("storing \(key)") })) }
+                // The object's bytes go out of scope before the job may finish and give its room
+                // back, so no more jobs' outputs are alive than the room allows.
+                do {
+                    let object = puts.take(index)
+                    let key = object.key
+                    storage.put(object) { outcome in finish(puts.record(index, outcome.mapError { $0.prefixed("storing \(key)") })) }
+                }
                 finish(puts.returned())
             }
         }

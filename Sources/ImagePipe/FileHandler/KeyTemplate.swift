@@ -65,10 +65,12 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
             self.sha256 = sha256
         }
 
-        /// Splits a relative source path such as `2024/trip/IMG 1.HEIC` into its parts.
+        /// Splits a relative source path such as `2024/trip/IMG 1.HEIC` into its parts. Nothing is
+        /// cleaned up: a name with a leading `/` (an object key `orig//a.jpg` listed under `orig/`)
+        /// keeps it as its `{dir}`, so a key made from it is refused rather than taken for `a.jpg`'s.
         public init(relativePath: String, sha256: String?) {
             let slash = relativePath.lastIndex(of: "/")
-            dir = slash.map { String(relativePath[..<$0]) } ?? ""
+            dir = slash.map { $0 == relativePath.startIndex ? "/" : String(relativePath[..<$0]) } ?? ""
             let name = slash.map { String(relativePath[relativePath.index(after: $0)...]) } ?? relativePath
             if let dot = name.lastIndex(of: "."), dot != name.startIndex {
                 stem = String(name[..<dot])
@@ -114,14 +116,21 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
         return result
     }
 
-    /// Rejects keys that are empty, absolute, contain `.` or `..` segments, empty segments or NUL,
-    /// or are longer than the 1024 bytes object stores accept.
+    /// Rejects keys that are empty, absolute, contain `.` or `..` segments, empty segments or
+    /// control characters (U+0000 to U+001F and U+007F), or are longer than the 1024 bytes object
+    /// stores accept. Nothing is cleaned up instead: `a/./b` and `a//b` would become `a/b`, another
+    /// source's key, and a control character (a newline in a file name) has no place in a key that
+    /// ends up in logs, manifests and HTML.
     public static func validate(key: String) throws(ImagePipeError) {
-        func bad(_ why: String) -> ImagePipeError { ImagePipeError(.invalidKey, "invalid output key '\(key)': \(why)") }
+        func bad(_ why: String) -> ImagePipeError {
+            ImagePipeError(.invalidKey, "invalid output key '\(escaped(key))': \(why)")
+        }
         guard !key.isEmpty else { throw bad("it is empty") }
         guard key.utf8.first != slash else { throw bad("absolute keys would escape the destination") }
         guard key.utf8.count <= 1024 else { throw bad("longer than 1024 bytes") }
-        guard !key.utf8.contains(0) else { throw bad("contains a NUL byte") }
+        if let control = key.unicodeScalars.first(where: isControl) {
+            throw bad(control.value == 0 ? "contains a NUL byte" : "contains the control character U+\(hex(control))")
+        }
         for segment in segments(key) {
             if segment.elementsEqual("..".utf8) { throw bad("'..' would escape the destination") }
             if segment.elementsEqual(".".utf8) || segment.isEmpty { throw bad("empty or '.' path segment") }
@@ -129,6 +138,28 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static let slash = UInt8(ascii: "/")
+
+    /// C0 controls and DEL: a key may hold any other character.
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || scalar.value == 0x7F }
+
+    private static func hex(_ scalar: Unicode.Scalar) -> String {
+        let digits = String(scalar.value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    /// The key as an error message shows it: control characters as `\u{XX}`, so a hostile name
+    /// cannot break a log line.
+    private static func escaped(_ key: String) -> String {
+        var text = ""
+        for scalar in key.unicodeScalars {
+            if isControl(scalar) {
+                text += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else {
+                text.unicodeScalars.append(scalar)
+            }
+        }
+        return text
+    }
 
     /// The key's segments, cut at every `/` byte as file systems and object stores cut them. Cut at
     /// `/` characters, `../\u{301}x` was one segment, not `..`: a `/` and the combining mark after it

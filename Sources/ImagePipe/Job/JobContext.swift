@@ -25,6 +25,8 @@ public struct JobContext: Sendable {
         public var quality: Int?
         public var score: Double?
         public var encodes: Int?
+        /// Whether it is the original's own bytes, smaller than its encode (compression).
+        public var keptOriginal = false
         /// What the store did with it.
         public var stored: Result<StoredObject, ImagePipeError>?
 
@@ -103,6 +105,14 @@ public struct JobContext: Sendable {
         case .skipped:
             result.skipCode = skip?.code
             result.reason = skip?.reason
+            // Outputs in place describe their original as the run that made them did (outputs
+            // written before imagepipe recorded it leave these out).
+            if skip?.code == .upToDate, let image = outputs.lazy.compactMap(\.existing?.origin?.image).first {
+                result.format = image.format
+                result.width = image.width
+                result.height = image.height
+                result.placeholder = image.placeholder
+            }
             for output in outputs {
                 guard let existing = output.existing else { continue }
                 guard let spec = output.spec else {
@@ -125,7 +135,8 @@ public struct JobContext: Sendable {
                     VariantRecord(
                         name: spec.name, key: object.key, url: object.url, format: spec.format,
                         width: output.size?.width ?? 0, height: output.size?.height ?? 0, bytes: object.bytes,
-                        quality: output.quality, score: output.score, encodes: output.encodes))
+                        quality: output.quality, score: output.score, encodes: output.encodes,
+                        keptOriginal: output.keptOriginal ? true : nil))
             }
             result.placeholder = placeholder
         }

@@ -46,7 +46,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var sha256: String?
     /// The source format as decoded.
     public var format: SourceFormat?
-    /// The source width as displayed (after orientation).
+    /// The source width as displayed (after orientation); also on a skip as up to date, from what
+    /// its outputs recorded.
     public var width: Int?
     /// The source height as displayed (after orientation).
     public var height: Int?
@@ -58,7 +59,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var variants: [VariantRecord]
     /// The stored copy of the original, when originals are stored too.
     public var original: StoredObject?
-    /// What a page shows while the image loads (only when done).
+    /// What a page shows while the image loads (when done, and when skipped as up to date with
+    /// outputs that recorded it).
     public var placeholder: Placeholder?
     /// Where the time went.
     public var timings: Timings
@@ -118,11 +120,14 @@ public struct VariantRecord: Sendable, Codable, Equatable {
     public var score: Double?
     /// Encodes made to choose the quality (only with `auto`).
     public var encodes: Int?
+    /// True when the variant is the original's own bytes with its metadata removed, which were
+    /// smaller than encoding it at the same size (then it has no quality or score); absent otherwise.
+    public var keptOriginal: Bool?
 
     /// Creates a record.
     public init(
         name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int,
-        quality: Int? = nil, score: Double? = nil, encodes: Int? = nil
+        quality: Int? = nil, score: Double? = nil, encodes: Int? = nil, keptOriginal: Bool? = nil
     ) {
         self.name = name
         self.key = key
@@ -134,6 +139,11 @@ public struct VariantRecord: Sendable, Codable, Equatable {
         self.quality = quality
         self.score = score
         self.encodes = encodes
+        self.keptOriginal = keptOriginal
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, key, url, format, width, height, bytes, quality, score, encodes, keptOriginal = "kept_original"
     }
 }
 
@@ -161,6 +171,18 @@ public struct Timings: Sendable, Codable, Equatable {
         case queueMs = "queue_ms", readMs = "read_ms", checkMs = "check_ms", decodeMs = "decode_ms", encodeMs = "encode_ms"
         case storeMs = "store_ms", totalMs = "total_ms"
     }
+
+    /// Written to hundredths of a millisecond: a sum of clock readings is no more precise than that,
+    /// and `12.000000001` in a record reads as a bug.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        for (key, value) in [
+            (CodingKeys.queueMs, queueMs), (.readMs, readMs), (.checkMs, checkMs), (.decodeMs, decodeMs), (.encodeMs, encodeMs),
+            (.storeMs, storeMs), (.totalMs, totalMs),
+        ] {
+            try container.encode((value * 100).rounded() / 100, forKey: key)
+        }
+    }
 }
 
 extension JobResult {
@@ -170,6 +192,14 @@ extension JobResult {
         result.skipCode = code
         result.reason = reason
         return result
+    }
+
+    /// Whether the record describes outputs a page can show: done, or skipped as up to date with
+    /// every output in place and the original's size recorded with them (outputs written by an
+    /// earlier imagepipe lack it).
+    public var showsOutputs: Bool {
+        guard !variants.isEmpty, (width ?? 0) > 0, (height ?? 0) > 0 else { return false }
+        return status == .done || (status == .skipped && skipCode == .upToDate)
     }
 
     /// The failure as the error it was, when this result is a failure.

@@ -6,8 +6,9 @@ extension SourceScanner {
     /// A URL not ending in `/` that names an existing object is that one source, going by its name
     /// alone (like an absolute file path). Otherwise it names a folder: every object under
     /// `KEY/`, going by its key relative to the folder, filtered as a local folder's files are
-    /// (names starting with `.` left out unreported; whether an object is an image is decided by its
-    /// first bytes when it is read, whatever its key).
+    /// (hidden names left out and counted, see ``SourceScanner/isHidden(_:)``; whether an object is
+    /// an image is decided by its first bytes when it is read, whatever its key). Keys are taken as
+    /// they are: `.` and `..` segments, empty segments, `%` and control characters included.
     /// A URL from a `--from` list is taken as one object without a lookup unless it ends in `/`; a
     /// missing one then fails as that source (`source_not_found`).
     ///
@@ -45,16 +46,19 @@ extension SourceScanner {
         let folderURL = folder.description
         let outputs = excluded.filter { $0.hasPrefix(folderURL) && $0.count > folderURL.count }
         var found: [Job] = []
+        var hidden: [String] = []
         for object in objects {
             let url = object.location.description
             let relative = String(object.location.key.dropFirst(folder.key.count))
             // Keys ending in `/` are the empty markers consoles create for folders.
-            guard !relative.isEmpty, !relative.hasSuffix("/"),
-                !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
-                !outputs.contains(where: { url.hasPrefix($0) })
-            else { continue }
+            guard !relative.isEmpty, !relative.hasSuffix("/"), !outputs.contains(where: { url.hasPrefix($0) }) else { continue }
+            if Self.isHidden(relative) {
+                hidden.append(url)
+                continue
+            }
             found.append(Job(object: object, relativePath: relative))
         }
         result.jobs += found.sorted { $0.relativePath < $1.relativePath }
+        result.hidden += hidden.sorted()
     }
 }

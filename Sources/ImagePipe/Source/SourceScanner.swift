@@ -37,6 +37,10 @@ public struct SourceScanner: Sendable {
         public var skipped: [JobResult]
         /// Directories that could not be listed, with the reason.
         public var unreadable: [(path: String, reason: String)]
+        /// Hidden names left out of folders (see ``isHidden(_:)``), by the name they would have
+        /// gone by: a file's or directory's path relative to its folder, an object's URL. Never
+        /// read, but counted in the summary, so none is left out unsaid.
+        public var hidden: [String] = []
     }
 
     /// The inputs, in the order given.
@@ -64,6 +68,12 @@ public struct SourceScanner: Sendable {
     /// Checks that every local input given on the command line exists, and that every URL is one,
     /// before anything is created or read. (URLs are looked up when they are scanned.)
     public func check() throws(ImagePipeError) {
+        for input in inputs where !input.listed {
+            guard let scheme = ObjectLocation.unsupportedScheme(of: input.path) else { continue }
+            let downloading = scheme.hasPrefix("http") ? " (download it first, e.g. with curl -O)" : ""
+            throw .configuration(
+                "source \(input.path): \(scheme):// sources are not supported\(downloading); sources are \(ObjectLocation.supportedSources)")
+        }
         for input in inputs where ObjectLocation.isURL(input.path) {
             _ = try ObjectLocation(parsing: input.path)
         }
@@ -100,6 +110,7 @@ public struct SourceScanner: Sendable {
                 result.jobs += found.jobs
                 result.skipped += found.skipped
                 result.unreadable += found.unreadable.map { (Self.joined(input.path, $0.path), $0.reason) }
+                result.hidden += found.hidden
             case S_IFREG:
                 result.jobs.append(Job(path: path, relativePath: Self.relativePath(ofFile: input.path)))
             default:
@@ -123,9 +134,13 @@ public struct SourceScanner: Sendable {
                 result.unreadable.append((relativeDirectory, error.reason))
                 continue
             }
-            for entry in entries where !entry.isHidden {
+            for entry in entries {
                 let name = entry.escapedName
                 let relative = relativeDirectory.isEmpty ? name : relativeDirectory + "/" + name
+                if entry.isHidden {
+                    result.hidden.append(relative)
+                    continue
+                }
                 let rawPath = directory.appending(entry.name)
                 let path = rawPath.escaped
                 var mode = entry.type
@@ -158,6 +173,16 @@ public struct SourceScanner: Sendable {
         }
         result.jobs.sort { $0.relativePath < $1.relativePath }
         result.skipped.sort { $0.source < $1.source }
+        result.hidden.sort()
+    }
+
+    /// Whether a name in a folder is hidden: one of its `/`-separated segments starts with `.`
+    /// (`.DS_Store`, `.cache/a.jpg`, a put's `.name.tmp`), except the segments `.` and `..`
+    /// themselves. In a file system those never appear in a listed name; in an object key they are
+    /// ordinary characters naming an object of its own (`orig/./a.jpg` is not `orig/a.jpg`), which
+    /// is listed and read like any other.
+    public static func isHidden(_ relativePath: some StringProtocol) -> Bool {
+        relativePath.split(separator: "/").contains { $0.hasPrefix(".") && $0 != "." && $0 != ".." }
     }
 
     /// The name a file given directly goes by in keys and manifests: its path as given when that is

@@ -48,36 +48,6 @@ public protocol StorageRepository: Sendable {
     var location: String { get }
 }
 
-/// Which original an object was made from, stored with the object (an extended attribute on local
-/// files, user metadata on S3 and Supabase).
-public struct Origin: Sendable, Hashable, Codable {
-    /// Hex SHA-256 of the original's bytes.
-    public var sha256: String
-    /// The original's name as the job knew it (its relative path), for messages naming both sides
-    /// of a collision.
-    public var source: String
-    /// The object's pixel size, so a skipped re-run can still report it without decoding.
-    public var width: Int?
-    /// See ``width``.
-    public var height: Int?
-    /// What the object is: the variant's spec (`large=2048x2048,jpeg,q82`) or `original`, so a
-    /// re-run after a variant's settings changed makes it again instead of skipping it.
-    public var variant: String?
-
-    /// Creates an origin.
-    public init(sha256: String, source: String, width: Int? = nil, height: Int? = nil, variant: String? = nil) {
-        self.sha256 = sha256
-        self.source = source
-        self.width = width
-        self.height = height
-        self.variant = variant
-    }
-
-    /// Whether `other` was made from the same original bytes (names may differ: a re-delivery
-    /// under another name of the same file is the same original).
-    public func isSameOriginal(as other: Origin?) -> Bool { other?.sha256 == sha256 }
-}
-
 extension StorageObject {
     /// The rule for a put that finds `holder`'s object under its key, as ``policy`` says: true keeps
     /// the object there (the same original's identical output, when the key was to be new), false
@@ -247,31 +217,5 @@ extension ImagePipeError {
             "output key '\(key)' already holds an image made from '\(existing.source)' (sha256 "
                 + "\(existing.sha256.prefix(16))…); '\(source)' would replace it. "
                 + "Add {hash} to --key to give each original its own keys, or pass --overwrite to replace it")
-    }
-}
-
-extension Origin {
-    /// The origin as plain ASCII name–value pairs, for stores whose object metadata travels in HTTP
-    /// headers: `imagepipe-sha256`, `imagepipe-source` (percent-encoded UTF-8, at most 200
-    /// characters of the name), `imagepipe-size` (`WxH`) and `imagepipe-variant` (percent-encoded).
-    public var metadataFields: [String: String] {
-        // S3 takes 2 KB of user metadata in all: a very long name is cut (it only serves messages).
-        var fields = ["imagepipe-sha256": sha256, "imagepipe-source": PercentEncoding.encodePath(String(source.prefix(200)))]
-        if let width, let height { fields["imagepipe-size"] = "\(width)x\(height)" }
-        if let variant { fields["imagepipe-variant"] = PercentEncoding.encodePath(variant) }
-        return fields
-    }
-
-    /// Reads ``metadataFields`` back (names are matched without regard to case); nil when the
-    /// object carries no origin.
-    public init?(metadataFields fields: [String: String]) {
-        let lowered = Dictionary(fields.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
-        guard let sha256 = lowered["imagepipe-sha256"], sha256.count == 64 else { return nil }
-        let source = lowered["imagepipe-source"].flatMap { $0.removingPercentEncoding } ?? ""
-        let size = lowered["imagepipe-size"]?.split(separator: "x").compactMap { Int($0) }
-        self.init(
-            sha256: sha256, source: source,
-            width: size?.count == 2 ? size?[0] : nil, height: size?.count == 2 ? size?[1] : nil,
-            variant: lowered["imagepipe-variant"].flatMap { $0.removingPercentEncoding })
     }
 }

@@ -99,7 +99,7 @@ public final class ClaimArea: Sendable {
         let source = pathOf(relative)
         let target = directory + "/" + relative
         try DurableFile.makeParent(of: target)
-        var number = 0
+        var number = 0, parentRemakes = 0
         while true {
             let candidate = number == 0 ? target : FileMoves.numbered(target, number)
             if FileMoves.sameFile(source, candidate) {
@@ -114,6 +114,11 @@ public final class ClaimArea: Sendable {
             } else if errno == EEXIST {
                 // Another worker took this name between the check and the link.
                 number += 1
+                continue
+            } else if errno == ENOENT, FileMoves.exists(source), parentRemakes < 3 {
+                // A prune removed the folder as empty between its making and the link: make it again.
+                parentRemakes += 1
+                try DurableFile.makeParent(of: target)
                 continue
             } else if errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP || errno == EMLINK {
                 // No hard links here (some network filesystems): record first, then a rename.

@@ -140,7 +140,7 @@ public final class DirectoryQueue: JobQueue {
                     try self.area.moveOut(job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json")
                 }
             }
-            return .recorded
+            return .recordedDiscarded
         }
         let record = Data((result.jsonLine() + "\n").utf8)
         await BlockingIO.run {

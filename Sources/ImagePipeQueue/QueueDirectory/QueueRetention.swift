@@ -21,6 +21,8 @@ public struct QueueRetention: Sendable {
         public var deleted: [String] = []
         /// Files that could not be deleted, each with the reason.
         public var problems: [String] = []
+        /// Folders left empty and removed, relative to the queue root (`done/2024/05`).
+        public var removedFolders: [String] = []
     }
 
     /// The queue.
@@ -55,8 +57,28 @@ public struct QueueRetention: Sendable {
                 // A record whose original is gone: a prune cut short, or the pair just deleted.
                 _ = remove(folder + "/" + name, &outcome)
             }
+            removeEmptyFolders(under: folder, label: label, &outcome)
         }
         return outcome
+    }
+
+    /// Removes the folders under `folder` that hold nothing (dated folders of deliveries whose jobs
+    /// were all pruned), deepest first; `folder` itself stays. A worker that is moving a job into a
+    /// folder removed meanwhile makes it again (``ClaimArea/moveOut(_:into:record:suffix:)``), and
+    /// rmdir refuses a folder that is not empty, so this never loses a file.
+    private func removeEmptyFolders(under folder: String, label: String, _ outcome: inout Outcome) {
+        func visit(_ relative: RawPath) -> Bool {
+            let path = relative.bytes.isEmpty ? RawPath(folder) : RawPath(folder).appending(relative)
+            guard let entries = try? DirectoryListing.entries(of: path) else { return false }
+            var remaining = entries.count
+            for entry in entries where entry.isDirectory {
+                if visit(relative.appending(entry.name)) { remaining -= 1 }
+            }
+            guard !relative.bytes.isEmpty, remaining == 0, path.withCString({ rmdir($0) }) == 0 else { return false }
+            outcome.removedFolders.append(label + "/" + relative.escaped)
+            return true
+        }
+        _ = visit(RawPath(bytes: []))
     }
 
     private func remove(_ path: String, _ outcome: inout Outcome) -> Bool {

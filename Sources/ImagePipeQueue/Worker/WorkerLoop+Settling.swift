@@ -10,7 +10,7 @@ extension WorkerLoop {
         switch decision {
         case .complete:
             outcome = settled(await queue.complete(claimed, result: result), claimed)
-            if outcome == .recorded {
+            if outcome == .recorded || outcome == .recordedDiscarded {
                 logger.info(result.status == .skipped ? "skipped" : "done", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
             }
@@ -67,6 +67,7 @@ extension WorkerLoop {
     private func settled(_ settlement: Settlement, _ claimed: ClaimedJob) -> Machine.Settled {
         switch settlement {
         case .recorded: return .recorded
+        case .recordedDiscarded: return .recordedDiscarded
         case .leaseLost:
             logLeaseLost(claimed)
             return .leaseLost

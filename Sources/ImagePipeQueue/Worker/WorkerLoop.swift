@@ -55,8 +55,10 @@ public final class WorkerLoop: Service, Sendable {
         public var retrying = 0
         /// Jobs recorded as done.
         public var done = 0
-        /// Jobs recorded as failed for good.
+        /// Jobs recorded as failed for good (`discarded`, as `queue status` calls them).
         public var failed = 0
+        /// Jobs recorded as cancelled.
+        public var cancelled = 0
         /// Rounds of queue upkeep finished (a queue directory's rescan, PostgreSQL's take-back of
         /// expired leases): what a test waits for to know the queue was looked at again.
         public var upkeeps = 0
@@ -138,7 +140,7 @@ public final class WorkerLoop: Service, Sendable {
     }
 
     public func run() async throws {
-        let room = pipeline.capacity.addRoomListener { [events] in events.send(.wake) }
+        let room = pipeline.capacity.addRoomListener { [events] in events.send(.roomReturned) }
         defer { pipeline.capacity.removeRoomListener(room) }
         guard try await openQueue() else { return }
         var machine = Machine(limits: limits, now: clock.now)
@@ -203,7 +205,7 @@ public final class WorkerLoop: Service, Sendable {
     private func publish(_ machine: borrowing Machine) {
         let statistics = Statistics(
             inFlight: machine.inFlight, retrying: machine.retrying, done: machine.done, failed: machine.failed,
-            looks: machine.looks)
+            cancelled: machine.cancelled, looks: machine.looks)
         let (lastLook, claimStartedAt, stopping) = (machine.lastLook, machine.claimStartedAt, machine.isStopping)
         snapshot.withLock { snapshot in
             let upkeeps = snapshot.statistics.upkeeps

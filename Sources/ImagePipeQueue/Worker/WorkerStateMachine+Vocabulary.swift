@@ -111,6 +111,8 @@ extension WorkerStateMachine {
     public enum Settled: Sendable, Equatable {
         /// The outcome is recorded (done, skipped or failed for good).
         case recorded
+        /// A completed job is recorded among the discarded ones (see ``Settlement/recordedDiscarded``).
+        case recordedDiscarded
         /// The queue keeps the job and hands it out again after the delay, to any worker.
         case requeued
         /// This worker keeps the job and runs it again after the delay (a queue directory).
@@ -127,8 +129,10 @@ extension WorkerStateMachine {
     public enum Event: Sendable {
         /// The queue is open.
         case opened
-        /// The queue has new work, or the pipeline has room again.
+        /// The queue has new work.
         case wake
+        /// The pipeline has room again: a look, which says nothing about the queue.
+        case roomReturned
         /// A time asked for with ``Action/wakeAt(_:)`` has come.
         case tick(Instant)
         /// A claim for `asked` jobs came back with these (each holding a pipeline place).

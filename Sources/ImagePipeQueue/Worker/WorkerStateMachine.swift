@@ -41,6 +41,9 @@ public struct WorkerStateMachine: ~Copyable {
     /// Whether the queue may have more to give: not after a claim came back short, until it says
     /// it has new work or its poll interval has passed.
     private var queueMayHaveMore = true
+    /// A wake that came while a claim was in flight: that claim may have looked before the new work
+    /// was there, so its coming back short does not mean the queue is empty.
+    private var wokenDuringClaim = false
     private var shortClaimAt: Instant?
     private var fullStorage: (streak: Int, until: Instant)?
     private var checkingEmpty = false
@@ -79,6 +82,9 @@ public struct WorkerStateMachine: ~Copyable {
             actions = []
         case .wake:
             queueMayHaveMore = true
+            if claimStartedAt != nil { wokenDuringClaim = true }
+            actions = []
+        case .roomReturned:
             actions = []
         case .tick:
             if let shortClaimAt, now >= shortClaimAt + limits.pollInterval { queueMayHaveMore = true }
@@ -131,7 +137,8 @@ public struct WorkerStateMachine: ~Copyable {
 
     private mutating func claimed(_ jobs: [ClaimedJob], asked: Int, now: Instant) -> [Action] {
         claimStartedAt = nil
-        queueMayHaveMore = jobs.count >= asked
+        queueMayHaveMore = jobs.count >= asked || wokenDuringClaim
+        wokenDuringClaim = false
         shortClaimAt = queueMayHaveMore ? nil : now
         guard !jobs.isEmpty else { return [] }
         switch lifecycle {
@@ -164,7 +171,9 @@ public struct WorkerStateMachine: ~Copyable {
     }
 
     private mutating func settled(_ id: String, _ outcome: Settled, now: Instant) -> [Action] {
-        guard let job = held[id] else { return [] }
+        // A job put back in the queue can be claimed again before its settlement's answer comes
+        // back: the answer is then about the attempt before, and the new attempt stays held.
+        guard let job = held[id], case .settling = job.phase else { return [] }
         switch outcome {
         case .keptForRetry(let delay):
             guard lifecycle == .running || lifecycle == .opening else {
@@ -174,8 +183,9 @@ public struct WorkerStateMachine: ~Copyable {
             held[id]?.phase = .waitingRetry(until: now + delay)
             held[id]?.handedOff = false
             return []
-        case .recorded:
+        case .recorded, .recordedDiscarded:
             switch job.phase {
+            case .settling(.complete) where outcome == .recordedDiscarded: failed += 1
             case .settling(.complete): done += 1
             case .settling(.discard): failed += 1
             case .settling(.cancel): cancelled += 1

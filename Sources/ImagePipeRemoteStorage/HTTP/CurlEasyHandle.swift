@@ -50,6 +50,9 @@ final class CurlEasyHandle: @unchecked Sendable {
         let code: CURLcode = try withExtendedLifetime(state) { () throws(TransportError) -> CURLcode in
             let context = Unmanaged.passUnretained(state).toOpaque()
             try Self.require(ipc_setopt_string(raw, CURLOPT_URL, request.url), "CURLOPT_URL")
+            // The path goes out as written: libcurl would otherwise squash `.` and `..` segments,
+            // and an object key such as `orig/a/../x.jpg` would name another object (or bucket).
+            try Self.require(ipc_setopt_long(raw, CURLOPT_PATH_AS_IS, 1), "CURLOPT_PATH_AS_IS")
             try Self.require(ipc_setopt_slist(raw, CURLOPT_HTTPHEADER, list), "CURLOPT_HTTPHEADER")
             try Self.require(ipc_setopt_pointer(raw, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)), "CURLOPT_ERRORBUFFER")
             // Timeouts through signals would break in a multithreaded process.

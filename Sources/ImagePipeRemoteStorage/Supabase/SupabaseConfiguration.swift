@@ -50,18 +50,25 @@ public struct SupabaseConfiguration: Sendable, CustomStringConvertible, CustomRe
     ) throws(ImagePipeError) -> SupabaseConfiguration {
         let target = try RemoteDestination(parsing: destination, scheme: "supabase")
         guard let urlText = environment["SUPABASE_URL"], !urlText.isEmpty else {
-            throw .configuration("SUPABASE_URL is not set (e.g. https://PROJECT.supabase.co)")
+            throw .configuration(
+                "SUPABASE_URL is not set: \(destination) needs the Supabase project's URL in the environment variable "
+                    + "SUPABASE_URL (e.g. https://PROJECT.supabase.co); \(Self.fromTheEnvironmentOnly)")
         }
         let projectURL = try ServiceEndpoint(parsing: urlText, what: "SUPABASE_URL")
         guard
             let key = [environment["SUPABASE_SERVICE_ROLE_KEY"], environment["SUPABASE_KEY"]]
                 .compactMap({ $0 }).first(where: { !$0.isEmpty })
         else {
-            throw .configuration("no Supabase key: set SUPABASE_SERVICE_ROLE_KEY (or SUPABASE_KEY)")
+            throw .configuration(
+                "no Supabase key for \(destination): set the environment variable SUPABASE_SERVICE_ROLE_KEY (or SUPABASE_KEY) "
+                    + "to the project's service-role key; \(Self.fromTheEnvironmentOnly)")
         }
         if let publicBaseURL { try RemoteDestination.validatePublicBaseURL(publicBaseURL) }
         return SupabaseConfiguration(projectURL: projectURL, key: key, destination: target, publicBaseURL: publicBaseURL)
     }
+
+    /// Said with a missing setting: a user who put it in the configuration file learns why it was not found.
+    static let fromTheEnvironmentOnly = "Supabase settings are read from the environment only, never from a --config file"
 
     /// The URL recorded for a stored object (`key` includes the prefix).
     public func objectURL(forKey key: String) -> String {

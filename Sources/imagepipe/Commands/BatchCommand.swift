@@ -45,7 +45,11 @@ struct BatchCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Redo sources whose outputs are all in place from the same original (skipped otherwise).")
     var force = false
 
-    @Flag(name: .customLong("dry-run"), help: "List each source and the keys it would write (or why not), touching nothing.")
+    @Flag(
+        name: .customLong("dry-run"),
+        help:
+            "List each source and the keys it would write, or why it would be skipped or fail (from its header and end, not decoded), touching nothing."
+    )
     var dryRun = false
 
     @Option(
@@ -85,15 +89,17 @@ struct BatchCommand: AsyncParsableCommand {
         // cooperative pool, as is the dry run's reading and hashing.
         let runner = try await BlockingIO.run { () throws(ImagePipeError) in try prepare(logger: logger) }
         if dryRun {
-            let failures = try await BlockingIO.run { () throws(ImagePipeError) -> Int in
-                var failures = 0
+            let counts = try await BlockingIO.run { () throws(ImagePipeError) -> [DryRunLine.Action: Int] in
+                var counts: [DryRunLine.Action: Int] = [:]
                 try runner.plan { inspected in
-                    if inspected.failure != nil { failures += 1 }
-                    print(DryRunLine(inspected).text)
+                    let line = DryRunLine(inspected)
+                    counts[line.action, default: 0] += 1
+                    print(line.text)
                 }
-                return failures
+                return counts
             }
-            if failures > 0 { throw ExitCode(1) }
+            Console.shared.line("imagepipe: " + DryRunLine.Action.summary(counts))
+            if counts[.fail, default: 0] > 0 { throw ExitCode(1) }
             return
         }
 
@@ -116,8 +122,17 @@ struct BatchCommand: AsyncParsableCommand {
             jobMetrics?.jobFinished(skipped)
             logger.info("skipped", metadata: skipped.logMetadata)
         }
+        // Hidden names are routine (`.DS_Store`, a put's temporary file): the summary counts them,
+        // and the debug log names each, so one a stranger chose is never left out unsaid.
+        for name in scan.hidden {
+            logger.debug("left out a hidden name", metadata: ["source": "\(name)"])
+        }
         logger.debug(
-            "found the sources", metadata: ["files": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count)])
+            "found the sources",
+            metadata: [
+                "files": .stringConvertible(scan.jobs.count), "others": .stringConvertible(scan.skipped.count),
+                "hidden": .stringConvertible(scan.hidden.count),
+            ])
         progressState.started(total: scan.jobs.count, pipeline: runner.pipeline)
 
         let progress = ProgressLine()
@@ -151,6 +166,7 @@ struct BatchCommand: AsyncParsableCommand {
                 metadata: [
                     "total": .stringConvertible(summary.total), "done": .stringConvertible(summary.done),
                     "failed": .stringConvertible(summary.failed), "skipped": .stringConvertible(summary.skipped),
+                    "hidden": .stringConvertible(summary.hidden),
                     "input_bytes": .stringConvertible(summary.bytesIn), "output_bytes": .stringConvertible(summary.bytesOut),
                     "wall_ms": .stringConvertible(Int(summary.wallTime.milliseconds.rounded())),
                     "interrupted": .stringConvertible(summary.interrupted),

@@ -48,6 +48,13 @@ struct JobOptions: ParsableArguments {
     )
     var score = false
 
+    @Flag(
+        name: .customLong("always-encode"),
+        help:
+            "Encode every variant. By default a JPEG variant at its JPEG original's own size that would come out larger than the original is the original's bytes, its metadata removed (marked kept_original in the manifest)."
+    )
+    var alwaysEncode = false
+
     @Option(
         name: .long,
         help: ArgumentHelp(

@@ -28,10 +28,12 @@ enum QueueTarget {
         }
     }
 
-    /// Runs `body` with the PostgreSQL queue's database, logging only warnings.
+    /// Runs `body` with the PostgreSQL queue's database, logging only warnings. A database without
+    /// imagepipe's schema is refused ("no imagepipe queue here"), not given one, as a missing queue
+    /// directory is.
     static func withDatabase<T: Sendable>(
         _ location: PostgresLocation, _ body: @Sendable (QueueDatabase) async throws(ImagePipeError) -> T
     ) async throws(ImagePipeError) -> T {
-        try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning"), body)
+        try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning"), creating: false, body)
     }
 }

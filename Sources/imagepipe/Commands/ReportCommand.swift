@@ -11,7 +11,8 @@ struct ReportCommand: ParsableCommand {
             The page needs no network and no other file: styles and the chart are inline, and thumbnails \
             are embedded from variants stored in a local folder (file:// URLs, up to 256 kB each); images \
             stored elsewhere show their placeholder colour. Chosen qualities and scores appear when the \
-            variants used `auto` (or --score).
+            variants used `auto` (or --score). Originals a re-run found up to date are shown with the outputs \
+            in place. A line that is not a manifest record is an error naming it, and so is an empty manifest.
             """)
 
     @Argument(help: "The manifest (JSON lines; '-' for standard input).")
@@ -22,13 +23,14 @@ struct ReportCommand: ParsableCommand {
 
     func run() throws {
         let results = try ManifestReader.read(manifest)
+        if results.isEmpty { throw ManifestContents(results: results, name: manifest).nothingToShow }
         let page = ReportPage(results: results, title: manifest == "-" ? "standard input" : manifest, thumbnail: Self.inline)
         do {
             try Data(page.html.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
         } catch {
             throw ImagePipeError.configuration("cannot write \(output): \(IOErrorText.reason(of: error))")
         }
-        Console.shared.line("imagepipe: wrote \(output) (\(results.count) originals)")
+        Console.shared.line("imagepipe: wrote \(output) (\(results.count) originals, \(page.shown.count) with their outputs)")
     }
 
     /// A local variant as a `data:` URL; nil for remote ones and large files.

@@ -98,7 +98,7 @@ struct ConfigurationFile: Sendable {
             guard let option = options.lazy.compactMap({ $0.option(key) }).first else {
                 let where_ = name.map { "of \($0)" } ?? "of " + options.map(\.command).joined(separator: " or ")
                 let known = options.flatMap { $0.options.map(\.key) }
-                let hint = closest(to: key, among: known).map { "; did you mean '\($0)'?" } ?? ""
+                let hint = NameSuggestion.hint(for: key, among: known)
                 throw error(path, entry.value.line, qualified, "names no option \(where_)\(hint)")
             }
             if let earlier = result[key] {
@@ -195,23 +195,5 @@ struct ConfigurationFile: Sendable {
 
     static func error(_ path: String, _ line: Int, _ key: String, _ reason: String) -> ImagePipeError {
         .configuration("\(path):\(line): \(key): \(reason)")
-    }
-
-    /// The known key within two edits of `key`, as a suggestion for a typo.
-    private static func closest(to key: String, among known: [String]) -> String? {
-        known.map { ($0, editDistance(key, $0)) }.filter { $0.1 <= 2 }.min { $0.1 < $1.1 }?.0
-    }
-
-    private static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        var previous = Array(0...b.count)
-        for (i, x) in a.enumerated() {
-            var current = [i + 1]
-            for (j, y) in b.enumerated() {
-                current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
-            }
-            previous = current
-        }
-        return previous[b.count]
     }
 }

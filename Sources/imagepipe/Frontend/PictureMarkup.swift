@@ -8,16 +8,24 @@ import Foundation
 /// Only variants with the original's aspect ratio (within 1%) go into the `srcset`s: a browser picks
 /// any of them for the same box, so a square `cover` thumbnail among them would crop the picture at
 /// some widths. Such crops are listed apart (``crops``) for pages that show them on purpose.
+///
+/// A `<source>` of a modern format offers every width the formats after it offer (down to the
+/// fallback `<img>`), taking the others' file where it has none of that width: a browser that
+/// takes WebP must never get a smaller picture than one that takes only JPEG. With the `web`
+/// preset (`medium` 1024 px WebP, `large` 2048 px JPEG) the WebP source would otherwise stop at
+/// 1024 px, and every WebP browser would show a wide or high-density screen a soft image.
 struct PictureMarkup: Sendable, Codable, Equatable {
     /// One candidate image.
     struct Candidate: Sendable, Codable, Equatable {
         var url: String
+        /// Its own format: another than its source's for a width taken from a later format.
+        var format: OutputFormat
         var width: Int
         var height: Int
         var variant: String
     }
 
-    /// The candidates of one format, narrowest first.
+    /// The candidates of one format (with the widths it lacks from the formats after it), narrowest first.
     struct Source: Sendable, Codable, Equatable {
         var format: OutputFormat
         var type: String
@@ -39,11 +47,9 @@ struct PictureMarkup: Sendable, Codable, Equatable {
     /// The placeholder, when the result has one.
     var placeholder: Placeholder?
 
-    /// The markup of a done result; nil for failed and skipped ones, or one without variants.
+    /// The markup of a result whose outputs are stored (done, or up to date); nil for the rest.
     init?(_ result: JobResult) {
-        guard result.status == .done, let width = result.width, let height = result.height, width > 0, height > 0,
-            !result.variants.isEmpty
-        else { return nil }
+        guard result.showsOutputs, let width = result.width, let height = result.height else { return nil }
         source = result.source
         self.width = width
         self.height = height
@@ -52,16 +58,23 @@ struct PictureMarkup: Sendable, Codable, Equatable {
         var byFormat: [OutputFormat: [Candidate]] = [:]
         crops = []
         for variant in result.variants {
-            let candidate = Candidate(url: variant.url, width: variant.width, height: variant.height, variant: variant.name)
+            let candidate = Candidate(
+                url: variant.url, format: variant.format, width: variant.width, height: variant.height, variant: variant.name)
             if abs(Double(variant.width) / Double(variant.height) / ratio - 1) <= 0.01 {
                 byFormat[variant.format, default: []].append(candidate)
             } else {
                 crops.append(candidate)
             }
         }
-        let order: [OutputFormat] = [.avif, .webp, .jpeg, .png]
-        sources = order.compactMap { format in
-            byFormat[format].map { Source(format: format, type: format.contentType, candidates: $0.sorted { $0.width < $1.width }) }
+        let present = [OutputFormat.avif, .webp, .jpeg, .png].filter { byFormat[$0] != nil }
+        sources = present.enumerated().map { index, format in
+            var candidates = byFormat[format]!
+            // Widths this format lacks, from the most modern later format that has them.
+            for later in present.dropFirst(index + 1) {
+                let widths = Set(candidates.map(\.width))
+                candidates += byFormat[later]!.filter { !widths.contains($0.width) }
+            }
+            return Source(format: format, type: format.contentType, candidates: candidates.sorted { $0.width < $1.width })
         }
         if sources.isEmpty { return nil }
     }

@@ -39,6 +39,8 @@ struct ReportPage {
     }
 
     var done: [JobResult] { results.filter { $0.status == .done } }
+    /// The originals whose outputs are stored: done in this run, or found up to date by it.
+    var shown: [JobResult] { results.filter(\.showsOutputs) }
     var failed: [JobResult] { results.filter { $0.status == .failed } }
     var skipped: [JobResult] { results.filter { $0.status == .skipped } }
 
@@ -50,7 +52,7 @@ struct ReportPage {
     private func groups(_ key: (VariantRecord) -> String) -> [Group] {
         var order: [String] = []
         var groups: [String: Group] = [:]
-        for result in done {
+        for result in shown {
             for variant in result.variants {
                 let name = key(variant)
                 if groups[name] == nil {
@@ -69,8 +71,8 @@ struct ReportPage {
 
     /// The whole document.
     var html: String {
-        let bytesIn = done.reduce(0) { $0 + ($1.bytes ?? 0) }
-        let bytesOut = done.reduce(0) { $0 + $1.outputBytes }
+        let bytesIn = shown.reduce(0) { $0 + ($1.bytes ?? 0) }
+        let bytesOut = shown.reduce(0) { $0 + $1.outputBytes }
         var page = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><title>imagepipe report: \(title.markupEscaped)</title>
@@ -133,18 +135,18 @@ struct ReportPage {
         return svg + "</svg>\n"
     }
 
-    /// A card per original done: a thumbnail (or its placeholder colour), its size, each variant's.
+    /// A card per original shown: a thumbnail (or its placeholder colour), its size, each variant's.
     private func grid() -> String {
-        guard !done.isEmpty else { return "" }
+        guard !shown.isEmpty else { return "" }
         var cards = "<h2>Images</h2><div class=\"grid\">"
-        for result in done {
+        for result in shown {
             let smallest = result.variants.min { $0.width * $0.height < $1.width * $1.height }
             let colour = result.placeholder?.color ?? "#ddd"
             let image = smallest.flatMap(thumbnail).map { "<img src=\"\($0)\" alt=\"\">" } ?? ""
             cards +=
                 "<figure><div class=\"thumb\" style=\"background:\(colour.markupEscaped)\">\(image)</div><figcaption>"
                 + "<b>\(result.source.markupEscaped)</b><br>\(result.width ?? 0)x\(result.height ?? 0) \((result.format?.rawValue ?? "").markupEscaped), "
-                + "\(BatchSummary.formatBytes(result.bytes ?? 0))<ul>"
+                + "\(BatchSummary.formatBytes(result.bytes ?? 0))\(result.status == .skipped ? " (up to date)" : "")<ul>"
             for variant in result.variants {
                 var line =
                     "\(variant.name.markupEscaped): \(variant.width)x\(variant.height) \(variant.format.rawValue), "

@@ -20,6 +20,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "job-row", run: NameTargets.jobRow),
         FuzzTarget(name: "key-template", run: NameTargets.keyTemplate),
         FuzzTarget(name: "sniff", run: NameTargets.sniff),
+        FuzzTarget(name: "image-end", run: ImageTargets.imageEnd),
     ]
 
     static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }

@@ -44,21 +44,27 @@ enum NameTargets {
         require((skipped == nil) == (head != nil), "the rule and the sniffer disagree")
     }
 
-    /// Every key the template makes for the name is one the destination can hold: relative, and
-    /// resolved segment by segment it never climbs above the destination. Segments are cut at `/`
-    /// bytes, as the file system cuts them (not at `/` characters: a `/` and a combining mark after
-    /// it make one character).
+    /// Every key the template makes for the name is one the destination can hold: relative (no
+    /// leading `/`), without a single `..`, `.` or empty segment (so it can neither leave the
+    /// destination nor stand for another source's key once a file system or store resolves it), and
+    /// without control characters. Segments are cut at `/` bytes, as the file system cuts them (not
+    /// at `/` characters: a `/` and a combining mark after it make one character). A name with a
+    /// leading `/` keeps it: it never makes the key its name without the slash would.
     private static func checkKeys(relativePath: String, template: KeyTemplate) {
         let values = KeyTemplate.Values(relativePath: relativePath, sha256: String(repeating: "ab", count: 32))
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
         for variant in ["large", "v"] {
             guard let key = try? template.key(for: values, variant: variant, ext: "jpg") else { continue }
-            require(!key.isEmpty && key.utf8.first != slash && key.utf8.count <= 1024 && !key.utf8.contains(0), "key '\(key)'")
-            var depth = 0
+            require(!key.isEmpty && key.utf8.first != slash && key.utf8.count <= 1024, "key '\(key)'")
+            require(!key.utf8.contains { $0 < 0x20 || $0 == 0x7F }, "key '\(key)' has a control character")
             for segment in key.utf8.split(separator: slash, omittingEmptySubsequences: false) {
                 require(!segment.isEmpty && !segment.elementsEqual([dot]), "key '\(key)' has an empty or '.' segment")
-                depth += segment.elementsEqual([dot, dot]) ? -1 : 1
-                require(depth > 0, "key '\(key)' from '\(relativePath)' leaves the destination")
+                require(!segment.elementsEqual([dot, dot]), "key '\(key)' from '\(relativePath)' has a '..' segment")
+            }
+            if relativePath.utf8.first == slash, relativePath.utf8.count > 1, template.text.contains("{dir}") {
+                let unslashed = KeyTemplate.Values(relativePath: String(relativePath.dropFirst()), sha256: values.sha256)
+                require(
+                    key != (try? template.key(for: unslashed, variant: variant, ext: "jpg")), "'\(relativePath)' took another name's key '\(key)'")
             }
         }
     }

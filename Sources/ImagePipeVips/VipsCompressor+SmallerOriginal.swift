@@ -1,0 +1,41 @@
+// A variant that would be larger than its original, already in its format and at its size, is the original's bytes instead.
+import CVipsShim
+import Foundation
+public import ImagePipe
+
+extension VipsCompressor {
+    /// `compressed` with each JPEG variant that is exactly the original's displayed size and
+    /// larger than the original without its metadata (``JPEGOriginal``) replaced by those bytes.
+    ///
+    /// Re-encoding an already compressed photo at the same size cannot add detail, only bytes: a
+    /// 352 kB camera JPEG came out 395 kB at quality 82. The original's pixels are what the
+    /// variant would show (same size, 8-bit, sRGB or no profile, upright), so the smaller file is the better variant. Such a variant has no quality or
+    /// score of its own and is marked ``EncodedVariant/keptOriginal``.
+    func keepingSmallerOriginal(_ compressed: CompressedImage, source: SourceImage) -> CompressedImage {
+        guard compressed.sourceFormat == .jpeg,
+            compressed.variants.contains(where: { $0.spec.format == .jpeg && $0.size == compressed.sourceSize })
+        else { return compressed }
+        let original: Data
+        switch source.content {
+        case .bytes(let data): original = data
+        case .file(let opened):
+            // Its hash covered these bytes only while the file stays as it was.
+            guard let data = try? opened.readAll() else { return compressed }
+            original = data
+        }
+        guard let stripped = JPEGOriginal.stripped(original, isSRGB: Self.isSRGB) else { return compressed }
+        var result = compressed
+        for index in result.variants.indices {
+            let variant = result.variants[index]
+            guard variant.spec.format == .jpeg, variant.size == compressed.sourceSize, stripped.count < variant.data.count else { continue }
+            var kept = EncodedVariant(spec: variant.spec, size: variant.size, data: stripped)
+            kept.keptOriginal = true
+            result.variants[index] = kept
+        }
+        return result
+    }
+
+    private static func isSRGB(_ profile: Data) -> Bool {
+        profile.withUnsafeBytes { ipv_icc_is_srgb($0.baseAddress, $0.count) != 0 }
+    }
+}
