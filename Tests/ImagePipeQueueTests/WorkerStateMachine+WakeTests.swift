@@ -44,7 +44,8 @@ extension WorkerStateMachineTests {
     @Test func aJobClaimedAgainBeforeItsRequeueIsAnsweredKeepsItsNewAttempt() {
         var machine = machine()
         running(&machine, claiming: 1...1)
-        let settle = machine.handle(.finished("1", failed("1", .storageUnavailable)), now: t0, available: 100)
+        // A source that changed while it was read: tried again, with no pause of claiming.
+        let settle = machine.handle(.finished("1", failed("1", .sourceChanged)), now: t0, available: 100)
         #expect(settle.contains { if case .settle(_, .retry, _) = $0 { true } else { false } })
         // The queue puts the job back and says so before the settlement's answer reaches the loop.
         #expect(claim(machine.handle(.wake, now: t0, available: 100)) != nil)
