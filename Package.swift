@@ -190,7 +190,7 @@ let package = Package(
         .testTarget(
             name: "ImagePipePostgresTests",
             dependencies: [
-                "ImagePipe", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeTestKit", "ImagePipeTestSupport", "ImagePipeVips",
+                "ImagePipe", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeTestKit", "ImagePipeTestSupport", "ImagePipeVips", "ImagePipeVipsTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

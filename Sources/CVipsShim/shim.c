@@ -2,10 +2,6 @@
 #include "CVipsShim.h"
 #include <limits.h>
 #include <string.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 
 static void mark_errors(void);
 
@@ -75,6 +71,8 @@ int ipv_orientation_swaps(VipsImage *image) {
 }
 
 
+/* Only the centre crop is left to the thumbnail: a smart crop would evaluate the image inside its
+ * build, under programs_lock (see ipv_smartcrop), and a crop at an offset is not among its options. */
 static VipsInteresting crop_mode(int crop) {
     return crop ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE;
 }
@@ -152,6 +150,24 @@ int ipv_resize_exact(VipsImage *in, int width, int height, VipsImage **out) {
         NULL);
     g_mutex_unlock(&programs_lock);
     return status;
+}
+
+/* libvips' smartcrop finds its crop in its build: for attention it shrinks a map of edges, skin and
+ * saturation (a resize whose Orc program must be compiled and freed under programs_lock), so it
+ * runs under the lock. It is only ever given the decode already resized to cover the box and held
+ * in memory, so the lock is held for the analysis of a small image, never for a decode. */
+int ipv_smartcrop(VipsImage *in, int width, int height, int attention, VipsImage **out) {
+    mark_errors();
+    g_mutex_lock(&programs_lock);
+    int status = vips_smartcrop(in, out, width, height,
+        "interesting", attention ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_ENTROPY, NULL);
+    g_mutex_unlock(&programs_lock);
+    return status;
+}
+
+int ipv_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out) {
+    mark_errors();
+    return vips_extract_area(in, out, left, top, width, height, NULL);
 }
 
 int ipv_to_srgb8(VipsImage *in, VipsImage **out) {
@@ -351,14 +367,6 @@ void ipv_thread_done(void) {
     vips_thread_shutdown();
 }
 
-void ipv_release_memory(void) {
-#if defined(__GLIBC__)
-    // Freed buffers below the mmap threshold leave holes in the heap that the trim threshold does
-    // not reach (it only cuts the top); hand their pages back too.
-    malloc_trim(0);
-#endif
-}
-
 static void (*warning_sink)(const char *) = NULL;
 
 static void forward_warning(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
@@ -373,30 +381,3 @@ void ipv_set_warning_handler(void (*handler)(const char *message)) {
     warning_sink = handler;
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, forward_warning, NULL);
 }
-
-
-
-
-
-int ipv_tune_malloc(int arenas, int mmap_threshold, int trim_threshold) {
-#if defined(__GLIBC__)
-    int ok = 1;
-    if (arenas > 0)
-        ok &= mallopt(M_ARENA_MAX, arenas);
-    // A fixed threshold also turns off glibc's dynamic one, which otherwise climbs to 32 MB after the
-    // first large free and then keeps every buffer below that size in the heap.
-    if (mmap_threshold > 0)
-        ok &= mallopt(M_MMAP_THRESHOLD, mmap_threshold);
-    // Fixing the mmap threshold leaves the trim threshold at 128 KiB, which hands back the top of
-    // the heap after nearly every image only for the next one to fault it in again.
-    if (trim_threshold > 0)
-        ok &= mallopt(M_TRIM_THRESHOLD, trim_threshold);
-    return ok;
-#else
-    (void) arenas;
-    (void) mmap_threshold;
-    (void) trim_threshold;
-    return 0;
-#endif
-}
-

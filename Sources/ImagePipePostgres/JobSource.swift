@@ -21,10 +21,21 @@ package enum JobSource {
     /// upload name) cannot make a worker hold a source of any size; a longer one fails at once.
     package static let maxSourceBytes = 4096
 
+    /// The most of a job's options a claim reads; options are a few short values, and longer text
+    /// is cut and then fails to parse, failing the job.
+    package static let maxOptionsBytes = 4096
+
     /// Why a claimed source cannot become a job, or nil when it can.
     package static func refusal(of source: String) -> ImagePipeError? {
         guard source.utf8.count > maxSourceBytes else { return nil }
         return ImagePipeError(.unreadableSource, "the queued source is longer than the \(maxSourceBytes) bytes a source may have")
+    }
+
+    /// The job for `source` at `attempt`, with its queued `options`.
+    package static func job(for source: String, attempt: Int, options: QueuedJobOptions) -> Job {
+        var job = job(for: source, attempt: attempt)
+        job.focus = options.focus
+        return job
     }
 
     /// The job for `source` at `attempt`.

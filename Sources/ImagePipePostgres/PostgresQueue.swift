@@ -105,21 +105,28 @@ public final class PostgresQueue: JobQueue {
         var claimed: [ClaimedJob] = []
         for row in rows {
             if let refusal = JobSource.refusal(of: row.source) {
-                await refuse(row, refusal)
+                await refuse(row, refusal, source: String(row.source.prefix(200)) + "…")
+                continue
+            }
+            let options: QueuedJobOptions
+            do throws(ImagePipeError) {
+                options = try QueuedJobOptions(json: row.options)
+            } catch {
+                await refuse(row, error, source: row.source)
                 continue
             }
             logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": .stringConvertible(row.attempt)])
             claimed.append(
                 ClaimedJob(
-                    id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt), source: row.source))
+                    id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt, options: options), source: row.source))
         }
         return claimed
     }
 
-    /// Fails a claimed job for good without running it (its source is past ``JobSource/maxSourceBytes``);
-    /// retrying could not help, and the worker loop never sees it. Its record names the source's start.
-    private func refuse(_ row: QueueDatabase.ClaimedRow, _ error: ImagePipeError) async {
-        let source = String(row.source.prefix(200)) + "…"
+    /// Fails a claimed job for good without running it (its source is past ``JobSource/maxSourceBytes``,
+    /// or its options cannot be used); retrying could not help, and the worker loop never sees it.
+    /// Its record names `source` (a long source's start).
+    private func refuse(_ row: QueueDatabase.ClaimedRow, _ error: ImagePipeError, source: String) async {
         logger.error("refused", metadata: ["job": "\(row.id)", "source": "\(source)", "error": "\(error.reason)"])
         let result = JobResult(source: source, status: .failed, error: error, attempts: row.attempt)
         _ = await database.discard(

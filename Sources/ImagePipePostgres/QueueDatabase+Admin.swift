@@ -30,7 +30,9 @@ extension QueueDatabase {
     /// Adds one job per source through `imagepipe.enqueue`, in one statement; returns each job's ID
     /// in order, nil where `unique` found the source already waiting or running. Lower `priority`
     /// jobs are claimed first.
-    public func enqueue(_ sources: [String], unique: Bool, priority: Int = 0, runAt: RunAt = .now) async throws(ImagePipeError) -> [Int?] {
+    public func enqueue(
+        _ sources: [String], unique: Bool, priority: Int = 0, runAt: RunAt = .now, options: QueuedJobOptions = QueuedJobOptions()
+    ) async throws(ImagePipeError) -> [Int?] {
         guard !sources.isEmpty else { return [] }
         let (at, delay): (Date?, Double) =
             switch runAt {
@@ -40,7 +42,8 @@ extension QueueDatabase {
             }
         let query: PostgresQuery = """
             SELECT imagepipe.enqueue(s.source, \(location.queue), \(unique),
-                                     coalesce(\(at)::timestamptz, now() + make_interval(secs => \(delay))), \(priority)::integer)
+                                     coalesce(\(at)::timestamptz, now() + make_interval(secs => \(delay))), \(priority)::integer,
+                                     \(options.json)::jsonb)
             FROM unnest(\(sources)::text[]) WITH ORDINALITY AS s(source, n) ORDER BY s.n
             """
         return try await required("enqueue", query, { try $0.decode(Int?.self) })

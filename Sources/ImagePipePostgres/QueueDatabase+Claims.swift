@@ -11,6 +11,8 @@ extension QueueDatabase {
         let id: Int
         let source: String
         let attempt: Int
+        /// The job's options as JSON text (``QueuedJobOptions``).
+        let options: String
     }
 
     /// Claims up to `limit` due jobs of `queue` for `owner`; none when the database cannot be reached.
@@ -20,7 +22,7 @@ extension QueueDatabase {
     func claim(queue: String, limit: Int, owner: String, lease: Duration) async -> [ClaimedRow] {
         let statement = Claim(queue: queue, limit: limit, owner: owner, leaseSeconds: lease.timeInterval)
         guard let rows = await once("claim", .prepared(statement)) else { return [] }
-        return rows.sorted { $0.0 < $1.0 }.map { ClaimedRow(id: $0, source: $1, attempt: $2) }
+        return rows.sorted { $0.0 < $1.0 }.map { ClaimedRow(id: $0, source: $1, attempt: $2, options: $3) }
     }
 
     /// The claim, prepared: it runs for every few jobs.
@@ -37,9 +39,9 @@ extension QueueDatabase {
             SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
                 lease_expires_at = now() + make_interval(secs => $4), started_at = now()
             FROM next WHERE j.id = next.id
-            RETURNING j.id, left(j.source, \(JobSource.maxSourceBytes + 1)), j.attempt
+            RETURNING j.id, left(j.source, \(JobSource.maxSourceBytes + 1)), j.attempt, left(j.options::text, \(JobSource.maxOptionsBytes))
             """
-        typealias Row = (Int, String, Int)
+        typealias Row = (Int, String, Int, String)
 
         let queue: String
         let limit: Int

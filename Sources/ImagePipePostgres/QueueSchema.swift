@@ -138,6 +138,35 @@ enum QueueSchema {
             $$
             """,
         ],
+        // 3: options per job (`{"focus": [X, Y]}`, `imagepipe enqueue --focus`).
+        [
+            "ALTER TABLE imagepipe.jobs ADD COLUMN options jsonb NOT NULL DEFAULT '{}'",
+            "DROP FUNCTION imagepipe.enqueue(text, text, boolean, timestamptz, integer)",
+            """
+            CREATE FUNCTION imagepipe.enqueue(source text, queue text DEFAULT 'images', unique_source boolean DEFAULT false,
+                                              run_at timestamptz DEFAULT now(), priority integer DEFAULT 0,
+                                              options jsonb DEFAULT '{}')
+            RETURNS bigint LANGUAGE plpgsql AS $$
+            DECLARE
+                new_id bigint;
+            BEGIN
+                IF unique_source THEN
+                    -- Two producers adding the same source at once: the second waits for the first's commit.
+                    PERFORM pg_advisory_xact_lock(hashtextextended(enqueue.queue || E'\\n' || enqueue.source, 0));
+                    IF EXISTS (SELECT 1 FROM imagepipe.jobs AS j WHERE j.queue = enqueue.queue AND j.source = enqueue.source
+                               AND j.state IN ('waiting', 'running')) THEN
+                        RETURN NULL;
+                    END IF;
+                END IF;
+                INSERT INTO imagepipe.jobs (queue, source, run_at, priority, options)
+                VALUES (enqueue.queue, enqueue.source, enqueue.run_at, enqueue.priority, coalesce(enqueue.options, '{}'))
+                RETURNING id INTO new_id;
+                PERFORM pg_notify('imagepipe_jobs', enqueue.queue);
+                RETURN new_id;
+            END
+            $$
+            """,
+        ],
     ]
 
     /// The version this build brings a database to.

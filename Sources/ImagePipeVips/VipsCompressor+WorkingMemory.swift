@@ -8,7 +8,7 @@ extension VipsCompressor {
     /// the decoder's buffers, the in-memory intermediate and the largest encoder's buffers.
     package static func workingMemory(
         _ header: VipsImageHandle, format: SourceFormat, plan: ResizePlan, variants: [VariantSpec],
-        sourceBytes: Int
+        sourceBytes: Int, focus: FocalPoint? = nil
     ) -> Int {
         let stored = header.size
         let bands = Int(header.pointer.pointee.Bands)
@@ -28,14 +28,20 @@ extension VipsCompressor {
                 // WebP, HEIC, AVIF and GIF decoders produce the whole image at once.
                 stored.area * max(bands, 3) * sampleBytes
             }
-        return workingMemory(decoder: decoder, plan: plan, variants: variants, sourceBytes: sourceBytes)
+        return workingMemory(decoder: decoder, plan: plan, variants: variants, sourceBytes: sourceBytes, focus: focus)
     }
 
     /// The same once the decoder's own buffers are known: the source bytes, those buffers, the
     /// in-memory intermediate and the largest encoder's buffers.
-    static func workingMemory(decoder: Int, plan: ResizePlan, variants: [VariantSpec], sourceBytes: Int) -> Int {
-        // The decoded copy every variant is made from, or the one output's pixels.
-        let intermediate = (variants.count > 1 ? plan.decodeSize.area : plan.outputs[0].area) * 4
+    static func workingMemory(decoder: Int, plan: ResizePlan, variants: [VariantSpec], sourceBytes: Int, focus: FocalPoint? = nil) -> Int {
+        // The decoded copy every variant is made from, or the one output's pixels; a crop placed by
+        // imagepipe rather than centred by libvips holds what covers the box whole (see placeCrop).
+        let covering = { (index: Int) in ResizePlan.coverSize(of: plan.decodeSize, for: plan.outputs[index]).area * 4 }
+        let placed = variants.indices.filter { placesCrop(variants[$0], focus: focus) }
+        let intermediate =
+            variants.count > 1
+            ? plan.decodeSize.area * 4 + (placed.map(covering).max() ?? 0)
+            : placed.isEmpty ? plan.outputs[0].area * 4 : ResizePlan.coverSize(of: plan.source, for: plan.outputs[0]).area * 4
         // Encoders hold their whole input: JPEG's optimised Huffman pass keeps coefficients (6 bytes per
         // pixel), libwebp and libaom their own planes. Variants are encoded one after another. Choosing
         // a quality also holds the variant in memory, its scales and moments, and a decoded probe.

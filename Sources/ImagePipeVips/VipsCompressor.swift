@@ -10,7 +10,7 @@ public import ImagePipe
 /// The source is opened lazily first so its header can be checked (format allowlist, pixel limit)
 /// before any pixel is decoded. It is then decoded once with shrink-on-load at the smallest size
 /// that serves the largest variant, auto-oriented and converted to 8-bit sRGB, held in memory, and
-/// every variant is resized (and centre-cropped for `cover`) from that copy and encoded with its
+/// every variant is resized (and cropped for `cover`, at the centre or where its position says) from that copy and encoded with its
 /// metadata stripped. With a single variant nothing is held: libvips streams decode into encode.
 public struct VipsCompressor: ImageCompressor {
     /// Encoder settings shared by every variant.
@@ -119,7 +119,8 @@ public struct VipsCompressor: ImageCompressor {
         try Self.checkPixels(header, limits)
         let displayed = Self.displayedSize(of: header)
         let plan = ResizePlan(source: displayed, variants: variants)
-        let needed = Self.workingMemory(header, format: format, plan: plan, variants: variants, sourceBytes: Self.heldBytes(source, format))
+        let needed = Self.workingMemory(
+            header, format: format, plan: plan, variants: variants, sourceBytes: Self.heldBytes(source, format), focus: source.focus)
         heldMuch = needed >= Self.trimAfterBytes
         let reserved = memory.acquire(needed)
         defer { memory.release(reserved) }
@@ -130,7 +131,10 @@ public struct VipsCompressor: ImageCompressor {
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
         for (variant, output) in zip(variants, plan.outputs) {
-            let resized = try resize(decoded, to: output, crop: variant.fit == .cover)
+            let resized =
+                Self.placesCrop(variant, focus: source.focus)
+                ? try placeCrop(decoded, to: output, variant: variant, focus: source.focus)
+                : try resize(decoded, to: output, crop: variant.fit == .cover)
             encoded.append(try encode(resized, as: variant))
         }
         var compressed = CompressedImage(
@@ -203,7 +207,12 @@ public struct VipsCompressor: ImageCompressor {
         _ source: SourceImage, header: VipsImageHandle, plan: ResizePlan, variants: [VariantSpec], displayed: PixelSize
     ) throws(ImagePipeError) -> VipsImageHandle {
         let decoded: VipsImageHandle
-        if variants.count == 1 {
+        if variants.count == 1, Self.placesCrop(variants[0], focus: source.focus) {
+            // Decoded whole at the size that covers the box; the crop is taken from it in memory.
+            let covering = ResizePlan.coverSize(of: displayed, for: plan.outputs[0])
+            decoded = try decode(
+                source, header: header, to: covering, byWidth: ResizePlan.coversByWidth(displayed, plan.outputs[0]), crop: false)
+        } else if variants.count == 1 {
             let variant = variants[0]
             decoded = try decode(
                 source, header: header, to: plan.outputs[0], byWidth: ResizePlan.fitsByWidth(displayed, variant.box),

@@ -41,6 +41,14 @@ public enum VipsProbe {
             return count > 0 ? Array(values.prefix(Int(count))) : []
         }
 
+        /// Every 8-bit sample, interleaved, with the band count; nil for other depths.
+        public var samples: (bands: Int, bytes: [UInt8])? {
+            let pointer = handle.pointer
+            guard pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, let data = vips_image_get_data(pointer) else { return nil }
+            let count = Int(pointer.pointee.Xsize) * Int(pointer.pointee.Ysize) * Int(pointer.pointee.Bands)
+            return (Int(pointer.pointee.Bands), Array(UnsafeBufferPointer(start: data.assumingMemoryBound(to: UInt8.self), count: count)))
+        }
+
         /// Mean absolute difference per sample against another image of the same size and bands.
         public func meanAbsoluteDifference(to other: Image) -> Double? {
             guard size == other.size, handle.pointer.pointee.Bands == other.handle.pointer.pointee.Bands else { return nil }

@@ -45,6 +45,11 @@ int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, int to_s
 /// Resizes `in` to exactly width x height (libvips' thumbnail with size=force): a variant made from a
 /// shared decode comes out at the size it would have alone, the aspect off by under a pixel at most.
 int ipv_resize_exact(VipsImage *in, int width, int height, VipsImage **out);
+/// Crops `in` (already covering the box) to width x height where libvips' smartcrop finds the most
+/// interesting part: `attention` non-zero for VIPS_INTERESTING_ATTENTION, else ENTROPY. Evaluates `in`.
+int ipv_smartcrop(VipsImage *in, int width, int height, int attention, VipsImage **out);
+/// The area of `in` at left, top of width x height.
+int ipv_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out);
 
 /// Converts any interpretation and depth (grey, 16-bit, CMYK, LAB) to 8-bit sRGB, keeping alpha.
 int ipv_to_srgb8(VipsImage *in, VipsImage **out);

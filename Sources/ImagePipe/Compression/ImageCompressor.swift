@@ -81,11 +81,14 @@ public struct SourceImage: Sendable {
     public let name: String
     /// The encoded image.
     public let content: Content
+    /// The point `cover` crops keep, from the job; it wins over each variant's ``CropPosition``.
+    public var focus: FocalPoint?
 
     /// Creates a source.
-    public init(name: String, content: Content) {
+    public init(name: String, content: Content, focus: FocalPoint? = nil) {
         self.name = name
         self.content = content
+        self.focus = focus
     }
 }
 

@@ -125,6 +125,19 @@ public struct ResizePlan: Sendable, Equatable {
         }
     }
 
+    /// Whether covering `output` is decided by the width: the side with the larger scale.
+    public static func coversByWidth(_ image: PixelSize, _ output: PixelSize) -> Bool {
+        Double(output.width) / Double(image.width) >= Double(output.height) / Double(image.height)
+    }
+
+    /// The size `image` is resized to before a `cover` crop to `output` is taken from it: its aspect
+    /// ratio kept, one side `output`'s and the other at least as long (never larger than `image`).
+    public static func coverSize(of image: PixelSize, for output: PixelSize) -> PixelSize {
+        let fitted = resized(image, to: output, byWidth: coversByWidth(image, output))
+        return PixelSize(
+            width: min(image.width, max(output.width, fitted.width)), height: min(image.height, max(output.height, fitted.height)))
+    }
+
     /// The scale from source to the resized image before any crop: large enough for both sides.
     static func scale(source: PixelSize, output: PixelSize, fit: Fit) -> Double {
         let x = Double(output.width) / Double(source.width)

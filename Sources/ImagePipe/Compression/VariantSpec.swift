@@ -4,7 +4,8 @@
 public enum Fit: String, Sendable, Codable {
     /// Scaled down to fit within the box, keeping its aspect ratio.
     case inside
-    /// Scaled down to fill the box and cropped around the centre; the output has the box's aspect ratio.
+    /// Scaled down to fill the box and cropped (around the centre unless the variant's
+    /// ``CropPosition`` or the job's ``FocalPoint`` says where); the output has the box's aspect ratio.
     case cover
 }
 
@@ -18,6 +19,8 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     public var height: Int
     /// How the image fits the box.
     public var fit: Fit
+    /// Which part a `cover` crop keeps; always ``CropPosition/centre`` for `inside`.
+    public var crop: CropPosition
     /// The output encoding.
     public var format: OutputFormat
     /// Encoder quality, 1–100 (ignored by PNG, which is lossless); with ``autoTarget``, the quality at
@@ -32,13 +35,14 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     /// Creates a variant; see ``init(parsing:)`` for the command-line form. With `autoTarget`, the
     /// quality is chosen per image and `quality` is replaced by the format's starting point.
     public init(
-        name: String, width: Int, height: Int, fit: Fit = .inside, format: OutputFormat, quality: Int,
-        autoTarget: Double? = nil, options: EncoderOptions = EncoderOptions()
+        name: String, width: Int, height: Int, fit: Fit = .inside, crop: CropPosition = .centre, format: OutputFormat,
+        quality: Int, autoTarget: Double? = nil, options: EncoderOptions = EncoderOptions()
     ) {
         self.name = name
         self.width = width
         self.height = height
         self.fit = fit
+        self.crop = crop
         self.format = format
         self.quality = autoTarget.map { Self.autoStart(for: format, target: $0) } ?? quality
         self.autoTarget = autoTarget
@@ -89,8 +93,8 @@ extension VariantSpec {
     ///
     /// Either side of the box may be left out (`1600x`, `x1200`) for a fit by the other side alone.
     /// QUALITY is `qN` (1–100), `auto` or `auto:TARGET` (a SSIMULACRA 2 score to reach, 1–100); it may
-    /// be left out for PNG and lossless WebP only. The options, in any order: `cover` or `inside`, and
-    /// the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`.
+    /// be left out for PNG and lossless WebP only. The options, in any order: `cover` or `inside`, a
+    /// ``CropPosition`` (with `cover` only), and the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`.
     public init(parsing text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError {
             .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,QUALITY[,OPTION...])")
@@ -134,6 +138,7 @@ extension VariantSpec {
         }
 
         var fit: Fit?
+        var crop: CropPosition?
         var options = EncoderOptions()
         var seen = Set<String>()
         for field in fields {
@@ -143,6 +148,11 @@ extension VariantSpec {
                 fit = parsed
                 continue
             }
+            if let parsed = CropPosition(option: field) {
+                guard crop == nil else { throw bad("give one crop position") }
+                crop = parsed
+                continue
+            }
             let known: Bool
             do throws(ImagePipeError) {
                 known = try options.read(field, format: format)
@@ -150,7 +160,7 @@ extension VariantSpec {
                 throw bad(error.reason)
             }
             guard known else {
-                throw bad("unknown option '\(field)'; options: cover, inside, progressive, baseline, 444, effort=N, smart_subsample, lossless")
+                throw bad("unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless")
             }
         }
         let lossless = format == .png || options.lossless
@@ -164,8 +174,11 @@ extension VariantSpec {
         if fit == .cover && (width == Self.unbounded || height == Self.unbounded) {
             throw bad("cover fills and crops to a box, so it needs both a width and a height")
         }
+        if let crop, fit != .cover {
+            throw bad("the crop position '\(crop.rawValue)' needs cover (only cover crops)")
+        }
         self.init(
-            name: name, width: width, height: height, fit: fit ?? .inside, format: format, quality: quality ?? 0,
+            name: name, width: width, height: height, fit: fit ?? .inside, crop: crop ?? .centre, format: format, quality: quality ?? 0,
             autoTarget: autoTarget, options: options)
     }
 
@@ -181,6 +194,8 @@ extension VariantSpec {
         }
         fields += options.fields
         if fit == .cover { fields.append("cover") }
+        // Left out at the centre, so outputs made before positions existed keep their fingerprint.
+        if fit == .cover && crop != .centre { fields.append(crop.rawValue) }
         return fields.joined(separator: ",")
     }
 

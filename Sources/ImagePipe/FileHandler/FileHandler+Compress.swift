@@ -13,7 +13,7 @@ extension FileHandler {
         }
         let outcome = Result { () throws(ImagePipeError) in
             try compressor.compress(
-                SourceImage(name: context.job.relativePath, content: source.content),
+                SourceImage(name: context.job.relativePath, content: source.content, focus: context.job.focus),
                 variants: configuration.variants, limits: configuration.limits, memory: memory)
         }
         // A file kept open was decoded after it was hashed: what was made, or the decoder's failure,

@@ -27,6 +27,8 @@ public struct Job: Sendable {
     /// does not say it is an image (`IMG_1.xmp` beside `IMG_1.jpg`): it fails with it only once its
     /// first bytes show it is an image; as anything else it is skipped like any other non-image.
     public var keyCollision: ImagePipeError?
+    /// The point `cover` crops keep, given with the job; nil to crop where each variant says.
+    public var focus: FocalPoint?
 
     /// Creates a job.
     public init(path: String, relativePath: String, attempt: Int = 1, rawPath: RawPath? = nil, followsLinks: Bool = true) {
@@ -56,7 +58,7 @@ extension Job: Equatable {
     /// The same source under the same name and attempt (a cancellation token is no part of it).
     public static func == (lhs: Job, rhs: Job) -> Bool {
         lhs.path == rhs.path && lhs.relativePath == rhs.relativePath && lhs.attempt == rhs.attempt && lhs.rawPath == rhs.rawPath
-            && lhs.followsLinks == rhs.followsLinks && lhs.object == rhs.object
+            && lhs.followsLinks == rhs.followsLinks && lhs.object == rhs.object && lhs.focus == rhs.focus
     }
 }
 

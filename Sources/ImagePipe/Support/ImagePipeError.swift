@@ -26,6 +26,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
             case leaseExpired = "lease_expired"
             case cancelled = "cancelled"
             case configuration = "configuration"
+            case invalidJobOptions = "invalid_job_options"
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -92,6 +93,8 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let cancelled = Code(.cancelled)
         /// The command line or environment is wrong; nothing was processed.
         public static let configuration = Code(.configuration)
+        /// A queued job's options cannot be used (a focal point that is not two fractions from 0 to 1).
+        public static let invalidJobOptions = Code(.invalidJobOptions)
 
         /// The stable machine-readable name, as written to manifests.
         public var description: String { value.rawValue }

@@ -13,7 +13,8 @@ struct EnqueueCommand: AsyncParsableCommand {
             given; '-' reads one source per line from standard input (LF or CRLF; blank lines are ignored, and \
             a line with a NUL byte or invalid UTF-8 stops the command, naming it). Sources are added in batches of \
             \(EnqueueCommand.batchSize) (one statement each). Prints each new job's ID and source, tab-separated. \
-            --priority orders claims (lower first, then the earliest due); --run-at delays the jobs. \
+            --priority orders claims (lower first, then the earliest due); --run-at delays the jobs; \
+            --focus X,Y stores a focal point with each job (the point cover crops keep). \
             The queue's schema is created when missing. The password comes from PGPASSWORD or ~/.pgpass.
             """)
 
@@ -39,6 +40,19 @@ struct EnqueueCommand: AsyncParsableCommand {
         transform: { try TimeArgument.runAt($0) })
     var runAt: QueueDatabase.RunAt = .now
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The point cover crops keep, as fractions of the width and height (0,0 top left): stored in the jobs' options.",
+            valueName: "x,y"),
+        transform: { text in
+            guard let point = FocalPoint(parsing: text) else {
+                throw ValidationError("--focus '\(text)' must be X,Y: two fractions from 0 to 1, as 0.3,0.7")
+            }
+            return point
+        })
+    var focus: FocalPoint?
+
     func validate() throws {
         guard !sources.isEmpty else { throw ValidationError("name at least one source, or '-' for standard input") }
         guard Int(Int32.min)...Int(Int32.max) ~= priority else {
@@ -49,13 +63,14 @@ struct EnqueueCommand: AsyncParsableCommand {
     func run() async throws {
         let location = try PostgresLocation(parsing: queue)
         let (sources, unique, priority, runAt) = (self.sources, self.unique, self.priority, self.runAt)
+        let options = QueuedJobOptions(focus: focus)
         let (added, skipped) = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
             database throws(ImagePipeError) in
             var added = 0, skipped = 0
             var batch: [String] = []
             func flush() async throws(ImagePipeError) {
                 guard !batch.isEmpty else { return }
-                let ids = try await database.enqueue(batch, unique: unique, priority: priority, runAt: runAt)
+                let ids = try await database.enqueue(batch, unique: unique, priority: priority, runAt: runAt, options: options)
                 var lines = ""
                 for (source, id) in zip(batch, ids) {
                     if let id {
