@@ -160,7 +160,9 @@ extension VariantSpec {
                 throw bad(error.reason)
             }
             guard known else {
-                throw bad("unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless")
+                throw bad(
+                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless"
+                )
             }
         }
         let lossless = format == .png || options.lossless
