@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import ImagePipe
 import ImagePipeMonitoring
+import ImagePipeRemoteStorage
 import ImagePipePostgres
 import ImagePipeQueue
 import Logging
@@ -31,6 +32,8 @@ struct WatchCommand: AsyncParsableCommand {
     @OptionGroup var options: JobOptions
 
     @OptionGroup var service: ServiceOptions
+
+    @OptionGroup var notify: NotifyOptions
 
     @Option(name: .customLong("max-attempts"), help: "Attempts per job before a transient failure is final.")
     var maxAttempts: Int = 5
@@ -104,20 +107,21 @@ struct WatchCommand: AsyncParsableCommand {
         // the environment has credentials for (a job naming the other fails with the reason).
         // Setting up reads files and asks the destination (a probe, maybe over HTTP): blocking work,
         // done off the cooperative pool.
-        let (handler, pipeline, jobs) = try await BlockingIO.run { () throws(ImagePipeError) in
+        let (handler, pipeline, jobs, notifier) = try await BlockingIO.run { () throws(ImagePipeError) in
             let handler = try CompositionRoot.fileHandler(
                 options, sources: PostgresLocation.isURL(queue) ? StorageFactory.configuredSourceSchemes(options.storage) : [],
                 logger: logger)
             // A wrong destination stops the worker here, not after every job used up its attempts;
             // one that goes away later is retried like any storage failure.
             try handler.storage.probe()
-            return (handler, CompositionRoot.pipeline(handler, options), try jobQueue(logger: logger))
+            let notifier = try CompositionRoot.notifier(notify, logger: logger)
+            return (handler, CompositionRoot.pipeline(handler, options), try jobQueue(logger: logger), notifier)
         }
         let retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay))
         let worker = WorkerLoop(
             queue: jobs, pipeline: pipeline,
             configuration: .init(retry: retry, statusInterval: .seconds(statusInterval), exitWhenEmpty: exitWhenEmpty),
-            observer: jobMetrics, logger: logger)
+            observer: jobMetrics, notifier: notifier, logger: logger)
         let monitoring = try service.address.map { (address) throws(ImagePipeError) in
             try CompositionRoot.monitoring(
                 at: address, worker: worker, storage: handler.storage,
@@ -148,6 +152,10 @@ struct WatchCommand: AsyncParsableCommand {
             logger.debug("the service group ended with an error after a stop request", metadata: ["error": "\(error)"])
         }
         withExtendedLifetime(signals) {}
+        // Notifications of recorded jobs get the shutdown's time to go out; those still undelivered
+        // are logged and counted (their jobs' results are in the queue).
+        let shutdownTimeout = self.shutdownTimeout
+        _ = await BlockingIO.run { notifier?.finish(within: .seconds(shutdownTimeout)) }
         // The worker has stopped and given back every job. A job abandoned at the shutdown timeout may
         // still hold a thread (a read that never returns, a decode under way), and exit(3)'s clean-up
         // of libraries can wait for such threads: end the process here instead.
