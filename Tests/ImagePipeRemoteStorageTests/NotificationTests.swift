@@ -3,6 +3,7 @@ import Foundation
 import ImagePipe
 import ImagePipeRemoteStorage
 import ImagePipeTestSupport
+import Logging
 import Testing
 
 /// Job notifications as an application receives them: one per recorded job, signed, retried, and
@@ -106,6 +107,31 @@ import Testing
         #expect(output.stderr.components(separatedBy: "notification attempt failed, retrying").count - 1 == 3, "\(output.stderr)")
         // The hung attempt was abandoned after its 1 s, not the receiver's 20 s.
         #expect(Date().timeIntervalSince(started) < 15)
+    }
+
+    @Test func aFullNotifierQueueMakesTheNextJobWaitAndLosesNothing() async throws {
+        // One sender, room for one notice: the first POST hangs until the 1 s timeout, the second waits
+        // in the queue, so the third has no room until the sender takes the second.
+        let receiver = try NotifyReceiver(secret: secret, hang: 1, hangSeconds: 20)
+        let notifier = try WebhookNotifier(
+            configuration: .init(
+                url: receiver.url, secret: secret, deadline: .seconds(60), attemptTimeout: .seconds(1), capacity: 1, senders: 1,
+                firstDelay: .milliseconds(50)),
+            logger: Logger(label: "test"))
+        let notice = { (name: String) in JobNotice(event: .done, job: name, result: JobResult(source: name, status: .done)) }
+        await notifier.send(notice("first"))
+        #expect(await eventually { ((try? receiver.received().count) ?? 0) == 1 }, "the sender holds the first")
+        let hanging = ContinuousClock.now
+        await notifier.send(notice("second"))
+        await notifier.send(notice("third"))
+        // The third found room only once the hung attempt timed out (1 s after it was sent) and the
+        // sender took the second; without the bound it would have been queued at once.
+        #expect(ContinuousClock.now - hanging > .milliseconds(500))
+        let left = await BlockingIO.run { notifier.finish(within: .seconds(30)) }
+        #expect(left == 0)
+        let received = try receiver.received()
+        #expect(received.map(\.answer) == ["hang", "200", "200", "200"], "the first retried after its timeout; nothing dropped")
+        #expect(received.map(\.job) == ["first", "first", "second", "third"])
     }
 
     @Test func aQueueDirectoryWorkerNotifiesOnlyRecordedJobs() throws {
