@@ -61,6 +61,28 @@ import Testing
                 == "t=0,v1=" + Digests.hmacSHA256(key: Array("Jefe".utf8), Array("0. do ya want for nothing?".utf8)).hexString)
     }
 
+    @Test func aNotifyURLWithoutASecretStopsTheRunBeforeItStartsAndConfigSaysSo() throws {
+        let receiver = try NotifyReceiver(secret: secret)
+        directory.write("src/a.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
+        let arguments = [directory.url("src"), "--dest", directory.url("out"), "--notify-url", receiver.url]
+        for command in [["batch"], ["config", "batch"]] {
+            let output = try CommandRunner.run(command + arguments, environment: ["HOME": directory.path])
+            #expect(output.status == 2, "\(command): \(output.stderr)")
+            #expect(output.stderr.contains("--notify-url needs IMAGEPIPE_NOTIFY_SECRET"), "\(output.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.url("out")), "nothing made")
+        #expect(try receiver.received().isEmpty)
+        // With the secret, config shows where the URL came from, masks the secret and warns of no unknown variable.
+        let shown = try CommandRunner.run(
+            ["config", "batch", directory.url("src"), "--dest", directory.url("out")],
+            environment: ["IMAGEPIPE_NOTIFY_URL": receiver.url, "IMAGEPIPE_NOTIFY_SECRET": secret, "HOME": directory.path])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdout.contains("notify-url = \"\(receiver.url)\"  # environment variable IMAGEPIPE_NOTIFY_URL"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("IMAGEPIPE_NOTIFY_SECRET = \"********\""), "\(shown.stdout)")
+        #expect(!shown.stdout.contains(secret) && !shown.stderr.contains(secret))
+        #expect(!shown.stderr.contains("IMAGEPIPE_NOTIFY_SECRET"), "not reported as naming no option: \(shown.stderr)")
+    }
+
     @Test func aBatchNotifiesEveryJobOnceWithItsManifestRecord() throws {
         let receiver = try NotifyReceiver(secret: secret)
         makeSources(in: "src")

@@ -66,14 +66,7 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
     ///
     /// - Throws: `configuration` when the URL is not http(s) or the secret is empty.
     public init(configuration: Configuration, logger: Logger) throws(ImagePipeError) {
-        guard let url = URL(string: configuration.url), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-            url.host?.isEmpty == false
-        else {
-            throw .configuration("--notify-url '\(Self.redacted(configuration.url))' is not an http:// or https:// URL")
-        }
-        guard !configuration.secret.isEmpty else {
-            throw .configuration("--notify-url needs IMAGEPIPE_NOTIFY_SECRET: notifications are always signed")
-        }
+        try Self.check(url: configuration.url, secret: configuration.secret)
         self.configuration = configuration
         self.signature = NotificationSignature(secret: configuration.secret)
         self.logger = logger
@@ -86,6 +79,20 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
             let thread = Thread { [self] in runSender() }
             thread.name = "imagepipe.notify.\(index)"
             thread.start()
+        }
+    }
+
+    /// Checks what a notifier needs before it starts, asking no server: an http(s) URL and a secret.
+    ///
+    /// - Throws: `configuration` naming what is wrong.
+    public static func check(url text: String, secret: String) throws(ImagePipeError) {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host?.isEmpty == false
+        else {
+            throw .configuration("--notify-url '\(redacted(text))' is not an http:// or https:// URL")
+        }
+        guard !secret.isEmpty else {
+            throw .configuration("--notify-url needs IMAGEPIPE_NOTIFY_SECRET: notifications are always signed")
         }
     }
 
