@@ -141,14 +141,13 @@ import Testing
                 firstDelay: .milliseconds(50)),
             logger: Logger(label: "test"))
         let notice = { (name: String) in JobNotice(event: .done, job: name, result: JobResult(source: name, status: .done)) }
+        let start = ContinuousClock.now
         await notifier.send(notice("first"))
-        #expect(await eventually { ((try? receiver.received().count) ?? 0) == 1 }, "the sender holds the first")
-        let hanging = ContinuousClock.now
         await notifier.send(notice("second"))
         await notifier.send(notice("third"))
-        // The third found room only once the hung attempt timed out (1 s after it was sent) and the
-        // sender took the second; without the bound it would have been queued at once.
-        #expect(ContinuousClock.now - hanging > .milliseconds(500))
+        // The third found room only once the first attempt, sent after `start`, timed out (1 s) and
+        // the sender took the second; without the bound it would have been queued at once.
+        #expect(ContinuousClock.now - start > .milliseconds(900))
         let left = await BlockingIO.run { notifier.finish(within: .seconds(30)) }
         #expect(left == 0)
         let received = try receiver.received()
@@ -196,6 +195,27 @@ import Testing
         #expect(TextLog.hasLine(output.stderr, "error", "notification failed until its deadline: given up; the job's result is recorded",
             ["job": "a.jpg", "event": "done", "url": receiver.url, "error": "HTTP 500"]), "\(output.stderr)")
         #expect(!output.stderr.contains(secret) && !output.stderr.contains("in-the-url"), "no secret in the log")
+    }
+
+    @Test func aStoppedWorkerGivesNotificationsTheRestOfItsShutdownTimeoutAndSaysWhatWasLeft() throws {
+        let queue = directory.url("queue")
+        let receiver = try NotifyReceiver(secret: secret, fail: 1000)
+        directory.write("queue/inbox/a.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
+        let worker = try WorkerProcess(
+            [
+                "watch", queue, "--dest", directory.url("out"), "--status-interval", "0", "--shutdown-timeout", "2",
+                "--notify-url", receiver.url, "--notify-deadline", "10m",
+            ],
+            log: directory.url("worker.log"), environment: ["IMAGEPIPE_NOTIFY_SECRET": secret, "HOME": directory.path])
+        #expect(eventually { ((try? receiver.received().count) ?? 0) >= 2 }, "\(worker.log)")
+        worker.send(SIGTERM)
+        // The 10-minute deadline does not hold the stop: the 2 s shutdown timeout does.
+        #expect(worker.waitForExit(seconds: 20) == 0, "\(worker.log)")
+        #expect(
+            TextLog.hasLine(
+                worker.log, "error", "stopping with notifications undelivered; their jobs' results are recorded",
+                ["notifications": "1", "url": receiver.url]), "\(worker.log)")
+        #expect(FileManager.default.fileExists(atPath: queue + "/done/a.jpg.json"))
     }
 
     @Test func aWorkerKilledMidRunNeverNotifiedAheadOfARecord() throws {

@@ -21,7 +21,7 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
         public var secret: String
         /// How long after a job finished its notification may still be tried.
         public var deadline: Duration
-        /// How long one attempt may take to connect, or go without an answer.
+        /// How long one attempt may take in all, connecting and answering included.
         public var attemptTimeout: Duration
         /// Notices waiting at most; a job finishing beyond that waits for room.
         public var capacity: Int
@@ -74,7 +74,7 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
         client = CurlHTTPClient(
             configuration: .init(
                 connectTimeout: seconds, stallTimeout: seconds, maxIdleHandles: configuration.senders,
-                maxResponseBytes: 64 << 10))
+                maxResponseBytes: 64 << 10, totalTimeout: seconds))
         for index in 0..<max(1, configuration.senders) {
             let thread = Thread { [self] in runSender() }
             thread.name = "imagepipe.notify.\(index)"
