@@ -174,6 +174,9 @@ import Testing
         let a = try #require(received.first { $0.job == "a.jpg" })
         #expect(try canonical(a.result) == canonical(done), "done/a.jpg.json's very record")
         #expect(a.event == "done")
+        // A queue files a failure for good as discarded, and a file that is no image as skipped.
+        #expect(received.first { $0.job == "broken.jpg" }?.event == "discarded")
+        #expect(received.first { $0.job == "notes.txt" }?.event == "skipped")
     }
 
     @Test func aReceiverDownPastTheDeadlineLosesNoResultAndRunsNoJobAgain() throws {

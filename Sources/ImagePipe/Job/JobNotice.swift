@@ -12,11 +12,12 @@ public struct JobNotice: Sendable, Codable, Equatable {
     public enum Event: String, Sendable, Codable {
         /// Every variant was stored.
         case done
-        /// It failed for good (a permanent failure, or a queue's last attempt).
+        /// It failed (a batch; a queue's failures are `discarded`).
         case failed
         /// It was left alone on purpose (up to date, not an image, ...).
         case skipped
-        /// A queue gave up on it after its attempts ran out (`watch`): it is in the failed place.
+        /// A queue filed it as failed for good (`watch`): a failure retrying cannot help, or its last
+        /// attempt; it is in `failed/`, or its row's state is `discarded`.
         case discarded
         /// Someone cancelled it while it was queued or running (PostgreSQL queue).
         case cancelled
