@@ -173,7 +173,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipeRemoteStorageTests",
-            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipeVipsTestSupport", "ImagePipeTestKit", "ImagePipeTestSupport"],
+            dependencies: [
+                "ImagePipe", "ImagePipeRemoteStorage", "ImagePipeVipsTestSupport", "ImagePipeTestKit", "ImagePipeTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             exclude: ["Support/python"],
             swiftSettings: strict
         ),

@@ -60,6 +60,12 @@ public enum MetricCatalogue {
     public static let storageRetries = MetricDefinition(
         name: "imagepipe_storage_retries_total", kind: .counter, labels: ["service"],
         help: "Storage requests sent again after a retryable failure.")
+    public static let notifications = MetricDefinition(
+        name: "imagepipe_notifications_total", kind: .counter, labels: ["outcome"],
+        help: "Job notifications to --notify-url, by outcome: delivered, or failed (refused, or undelivered by the deadline).")
+    public static let notificationRetries = MetricDefinition(
+        name: "imagepipe_notification_retries_total", kind: .counter, labels: [],
+        help: "Notification attempts sent again after a 5xx, 408, 429, timeout or connection error.")
     public static let residentMemory = MetricDefinition(
         name: "imagepipe_process_resident_memory_bytes", kind: .gauge, labels: [],
         help: "Resident memory of the process (VmRSS), read at scrape time.")
@@ -76,7 +82,7 @@ public enum MetricCatalogue {
     /// Every metric, in the order the README lists them.
     public static let all: [MetricDefinition] = [
         jobs, retries, stageDuration, inputBytes, outputBytes, waiting, inFlight, retrying,
-        storageRequests, storageRetries, residentMemory, openFileDescriptors, threads, ready,
+        storageRequests, storageRetries, notifications, notificationRetries, residentMemory, openFileDescriptors, threads, ready,
     ]
 
     /// The definition of a metric by its name.

@@ -69,6 +69,9 @@ import CoreMetrics
         factory.makeCounter(label: "imagepipe_storage_requests_total", dimensions: [("service", "s3"), ("method", "PUT"), ("status", "503")])
             .increment(by: 1)
         factory.makeCounter(label: "imagepipe_storage_retries_total", dimensions: [("service", "s3")]).increment(by: 1)
+        // So does the notifier, for --notify-url.
+        factory.makeCounter(label: "imagepipe_notifications_total", dimensions: [("outcome", "delivered")]).increment(by: 1)
+        factory.makeCounter(label: "imagepipe_notification_retries_total", dimensions: []).increment(by: 1)
 
         let scrape = PrometheusText(registry.emitToString())
         #expect(Set(scrape.types.keys) == Set(MetricCatalogue.all.map(\.name)), "every catalogue metric, nothing else")

@@ -21,16 +21,18 @@ struct MonitoringIntoS3Tests {
         let proxy = try FaultProxy(upstream: moto, plan: ["pass", "pass", "pass", "pass", "pass", "503", "503"])
         let queue = directory.url("queue")
         try FileManager.default.createDirectory(atPath: queue + "/inbox", withIntermediateDirectories: true)
+        // Notifications go to a receiver whose first answer is a 500: one retry, then each is delivered.
+        let receiver = try NotifyReceiver(secret: "whsec-monitoring", fail: 1)
         let worker = try WorkerProcess(
             [
                 "watch", queue, "--dest", "s3://\(bucket)/media", "--endpoint", proxy.endpoint, "--region", "us-east-1",
                 "--jobs", "1", "--uploads", "1", "--retry-delay", "0.05", "--max-attempts", "4", "--status-interval", "0",
-                "--metrics-address", "127.0.0.1:0", "--check-interval", "3600",
+                "--metrics-address", "127.0.0.1:0", "--check-interval", "3600", "--notify-url", receiver.url,
             ],
             log: directory.url("worker.log"),
             environment: [
                 "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
-                "AWS_MAX_ATTEMPTS": "2", "HOME": directory.path,
+                "AWS_MAX_ATTEMPTS": "2", "HOME": directory.path, "IMAGEPIPE_NOTIFY_SECRET": "whsec-monitoring",
             ])
         let address = try #require(worker.monitoringAddress(), "\(worker.log)")
         #expect(eventually { LoopbackHTTP.get("http://\(address)/readyz").status == 200 }, "\(worker.log)")
@@ -43,6 +45,13 @@ struct MonitoringIntoS3Tests {
         try deliver("hostile/truncated.jpg", as: "broken.jpg")
         #expect(eventually { FileManager.default.fileExists(atPath: queue + "/failed/broken.jpg.error.json") }, "\(worker.log)")
 
+        // Counted once the receiver's answer is in: wait for the count rather than the receiver.
+        #expect(
+            eventually {
+                PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body).value("imagepipe_notifications_total", ["outcome": "delivered"]) == 2
+            }, "\(worker.log)")
+        #expect(try receiver.received().map(\.answer) == ["500", "200", "200"])
+
         let scrape = PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body)
         let lint = try scrape.promtool()
         #expect(lint.status == 0, "promtool: \(lint.output)")
@@ -50,6 +59,8 @@ struct MonitoringIntoS3Tests {
         #expect(scrape.value("imagepipe_jobs_total", ["outcome": "failed", "error_code": "corrupt_image"]) == 1)
         #expect(scrape.value("imagepipe_job_retries_total", ["error_code": "storage_unavailable"]) == 1)
         #expect(scrape.value("imagepipe_storage_retries_total", ["service": "s3"]) == 1)
+        #expect(scrape.value("imagepipe_notifications_total", ["outcome": "delivered"]) == 2, "\(scrape.text)")
+        #expect(scrape.value("imagepipe_notification_retries_total") == 1)
         let answered503 = proxy.entries().filter { $0.fault == "503" }.count
         #expect(scrape.value("imagepipe_storage_requests_total", ["service": "s3", "method": "PUT", "status": "503"]) == Double(answered503))
         #expect(

@@ -13,6 +13,7 @@ extension WorkerLoop {
             if outcome == .recorded || outcome == .recordedDiscarded {
                 logger.info(result.status == .skipped ? "skipped" : "done", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
+                await notify(.init(result.status), claimed, result)
             }
         case .retry(let delay):
             var metadata = Self.metadata(result, claimed)
@@ -37,6 +38,7 @@ extension WorkerLoop {
             if outcome == .recorded {
                 logger.error("failed", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
+                await notify(.discarded, claimed, result)
             }
         case .release:
             await queue.release([claimed])
@@ -46,9 +48,18 @@ extension WorkerLoop {
             if outcome == .recorded {
                 logger.notice("cancelled", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
+                await notify(.cancelled, claimed, result)
             }
         }
         events.send(.settled(claimed.id, outcome))
+    }
+
+    /// Hands a recorded outcome's notice to the notifier: only now, after the queue recorded it, so
+    /// a notification never tells of a result the queue could lose. While the notifier's queue is
+    /// full this waits, and the job keeps its place in the pipeline's room: the worker claims no
+    /// more than the receiver takes.
+    private func notify(_ event: JobNotice.Event, _ claimed: ClaimedJob, _ result: JobResult) async {
+        await notifier?.send(JobNotice(event: event, job: claimed.id, result: result))
     }
 
     /// Gives jobs back to the queue, logging why.

@@ -84,6 +84,8 @@ public final class WorkerLoop: Service, Sendable {
     public let configuration: Configuration
     let logger: Logger
     let observer: (any WorkerObserver)?
+    /// Told of every recorded outcome after the observer (`--notify-url`).
+    let notifier: (any JobNotifier)?
     let clock: any WorkerClock
     let events = EventChannel<Machine.Event>()
     let snapshot: Mutex<Snapshot>
@@ -92,12 +94,13 @@ public final class WorkerLoop: Service, Sendable {
     let cancellations = Mutex<[String: JobCancellation]>([:])
 
     /// Creates a loop; `clock` is the real one unless a test drives time; `observer` hears of every
-    /// recorded outcome and retry.
+    /// recorded outcome and retry; `notifier` gets a notice of every recorded outcome.
     public init(
         queue: any JobQueue, pipeline: JobPipeline, configuration: Configuration = .init(),
         clock: any WorkerClock = SystemClock(), observer: (any WorkerObserver)? = nil,
-        logger: Logger = Logger(label: "imagepipe.queue")
+        notifier: (any JobNotifier)? = nil, logger: Logger = Logger(label: "imagepipe.queue")
     ) {
+        self.notifier = notifier
         self.queue = queue
         self.pipeline = pipeline
         self.configuration = configuration

@@ -59,6 +59,9 @@ final class CurlEasyHandle: @unchecked Sendable {
             try Self.require(ipc_setopt_long(raw, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
             try Self.require(
                 ipc_setopt_long(raw, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds)), "CURLOPT_CONNECTTIMEOUT_MS")
+            // A whole request's limit, when the caller has one (a notification); 0 is none, as for uploads.
+            try Self.require(
+                ipc_setopt_long(raw, CURLOPT_TIMEOUT_MS, Int(configuration.totalTimeout?.milliseconds ?? 0)), "CURLOPT_TIMEOUT_MS")
             // A transfer moving less than the limit for the whole window is stalled: give up on it.
             try Self.require(ipc_setopt_long(raw, CURLOPT_LOW_SPEED_LIMIT, configuration.stallBytesPerSecond), "CURLOPT_LOW_SPEED_LIMIT")
             try Self.require(

@@ -25,13 +25,17 @@ public final class CurlHTTPClient: Sendable {
         public var userAgent: String
         /// The largest response body read; uploads only get short answers.
         public var maxResponseBytes: Int
+        /// How long a whole request may take, or nil for no limit (uploads: a large one may take long
+        /// while it moves; the stall timeout catches one that does not).
+        public var totalTimeout: Duration?
 
         /// Creates a configuration; the defaults suit uploads over the internet.
         public init(
             connectTimeout: Duration = .seconds(10), stallTimeout: Duration = .seconds(30),
             stallBytesPerSecond: Int = 1, maxIdleHandles: Int = 32,
-            userAgent: String = "imagepipe/0.2", maxResponseBytes: Int = 4 << 20
+            userAgent: String = "imagepipe/0.2", maxResponseBytes: Int = 4 << 20, totalTimeout: Duration? = nil
         ) {
+            self.totalTimeout = totalTimeout
             self.connectTimeout = connectTimeout
             self.stallTimeout = stallTimeout
             self.stallBytesPerSecond = stallBytesPerSecond

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import ImagePipe
 import ImagePipeMonitoring
+import ImagePipeRemoteStorage
 import Synchronization
 import Logging
 
@@ -41,6 +42,8 @@ struct BatchCommand: AsyncParsableCommand {
     @OptionGroup var options: JobOptions
 
     @OptionGroup var service: ServiceOptions
+
+    @OptionGroup var notify: NotifyOptions
 
     @Flag(name: .long, help: "Redo sources whose outputs are all in place from the same original (skipped otherwise).")
     var force = false
@@ -103,6 +106,8 @@ struct BatchCommand: AsyncParsableCommand {
             return
         }
 
+        // A notify URL that cannot work, or no secret to sign with, stops the run before it starts.
+        let notifier = try CompositionRoot.notifier(notify, logger: logger)
         let started = ContinuousClock.now
         // Listing and the destination's check come first: a run that stops here leaves no trace,
         // not even an emptied manifest.
@@ -121,6 +126,7 @@ struct BatchCommand: AsyncParsableCommand {
             writer?.append(skipped)
             jobMetrics?.jobFinished(skipped)
             logger.info("skipped", metadata: skipped.logMetadata)
+            await notifier?.send(JobNotice(event: .skipped, job: skipped.source, result: skipped))
         }
         // Hidden names are routine (`.DS_Store`, a put's temporary file): the summary counts them,
         // and the debug log names each, so one a stranger chose is never left out unsaid.
@@ -140,6 +146,9 @@ struct BatchCommand: AsyncParsableCommand {
         let batch = Task {
             await runner.run(scan, startedAt: started) { result, state in
                 writer?.append(result)
+                // Recorded first, then told: a notification never runs ahead of the manifest line.
+                // This is the batch's serial result queue, which may wait for room in the notifier.
+                notifier?.sendWaiting(JobNotice(event: .init(result.status), job: result.source, result: result))
                 jobMetrics?.jobFinished(result)
                 progressState.finishedOne()
                 switch result.status {
@@ -157,6 +166,9 @@ struct BatchCommand: AsyncParsableCommand {
         let summary = await batch.value
         progress.clear()
         await BlockingIO.run { writer?.close() }
+        // Every notification gets its deadline; the run ends when the last is delivered or given up.
+        let notifyLimit = notify.deadline + notify.timeout
+        _ = await BlockingIO.run { notifier?.finish(within: notifyLimit) }
         // Known only now: whether a file is an image is decided by its first bytes as it is read.
         if summary.foundNoImage, !summary.interrupted { logger.warning("no images found") }
         if service.logFormat == .json {

@@ -8,7 +8,8 @@ extension ConfigCommand {
     /// Checks a parsed batch or watch command as the run checks it before its first job, without
     /// asking any server: that batch's sources exist (and `--from`'s list reads), that no source
     /// is a URL imagepipe cannot read, that the destination and the sources' object stores have
-    /// their settings and credentials in the environment, that the queue can be one. Without these
+    /// their settings and credentials in the environment, that the queue can be one, that a notify
+    /// URL is http(s) with a secret to sign with. Without these
     /// `config` said a configuration was valid that the run then refused at once.
     ///
     /// - Returns: what was not checked, as comment lines for the end of the report: whatever needs
@@ -29,9 +30,11 @@ extension ConfigCommand {
             if batch.from != nil { unchecked.append("that each path listed in --from exists (a listed path that does not fails alone)") }
             if !urls.isEmpty { unchecked.append("that the source buckets answer and hold the objects named") }
             unchecked.append(contentsOf: destinationUnchecked(batch.options.storage.dest))
+            unchecked.append(contentsOf: try CompositionRoot.checkNotifier(batch.notify))
         } else if let watch = command as? WatchCommand {
             _ = try StorageFactory.make(watch.options.storage)
             unchecked.append(contentsOf: destinationUnchecked(watch.options.storage.dest))
+            unchecked.append(contentsOf: try CompositionRoot.checkNotifier(watch.notify))
             if PostgresLocation.isURL(watch.queue) {
                 let location = try PostgresLocation(parsing: watch.queue)
                 unchecked.append("that \(location) answers and the role may use it (imagepipe queue status checks, read-only)")

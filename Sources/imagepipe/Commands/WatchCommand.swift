@@ -3,10 +3,12 @@ import ArgumentParser
 import Foundation
 import ImagePipe
 import ImagePipeMonitoring
+import ImagePipeRemoteStorage
 import ImagePipePostgres
 import ImagePipeQueue
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,6 +35,8 @@ struct WatchCommand: AsyncParsableCommand {
     @OptionGroup var options: JobOptions
 
     @OptionGroup var service: ServiceOptions
+
+    @OptionGroup var notify: NotifyOptions
 
     @Option(name: .customLong("max-attempts"), help: "Attempts per job before a transient failure is final.")
     var maxAttempts: Int = 5
@@ -107,20 +111,21 @@ struct WatchCommand: AsyncParsableCommand {
         // the environment has credentials for (a job naming the other fails with the reason).
         // Setting up reads files and asks the destination (a probe, maybe over HTTP): blocking work,
         // done off the cooperative pool.
-        let (handler, pipeline, jobs) = try await BlockingIO.run { () throws(ImagePipeError) in
+        let (handler, pipeline, jobs, notifier) = try await BlockingIO.run { () throws(ImagePipeError) in
             let handler = try CompositionRoot.fileHandler(
                 options, sources: PostgresLocation.isURL(queue) ? StorageFactory.configuredSourceSchemes(options.storage) : [],
                 logger: logger)
             // A wrong destination stops the worker here, not after every job used up its attempts;
             // one that goes away later is retried like any storage failure.
             try handler.storage.probe()
-            return (handler, CompositionRoot.pipeline(handler, options), try jobQueue(logger: logger))
+            let notifier = try CompositionRoot.notifier(notify, logger: logger)
+            return (handler, CompositionRoot.pipeline(handler, options), try jobQueue(logger: logger), notifier)
         }
         let retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay))
         let worker = WorkerLoop(
             queue: jobs, pipeline: pipeline,
             configuration: .init(retry: retry, statusInterval: .seconds(statusInterval), exitWhenEmpty: exitWhenEmpty),
-            observer: jobMetrics, logger: logger)
+            observer: jobMetrics, notifier: notifier, logger: logger)
         let monitoring = try service.address.map { (address) throws(ImagePipeError) in
             try CompositionRoot.monitoring(
                 at: address, worker: worker, storage: handler.storage,
@@ -142,8 +147,15 @@ struct WatchCommand: AsyncParsableCommand {
         configuration.maximumGracefulShutdownDuration = .seconds(shutdownTimeout)
         configuration.maximumCancellationDuration = ShutdownSignals.cancellationGrace
         let group = ServiceGroup(configuration: configuration)
+        // When the first stop request came: the notifications still going out get what is left of
+        // --shutdown-timeout after it, so the whole stop stays within it.
+        let stopRequested = Mutex<ContinuousClock.Instant?>(nil)
         let signals = ShutdownSignals(
-            logger: logger, graceful: { Task { await group.triggerGracefulShutdown() } }, immediate: { worker.stopNow() })
+            logger: logger,
+            graceful: {
+                stopRequested.withLock { $0 = $0 ?? .now }
+                Task { await group.triggerGracefulShutdown() }
+            }, immediate: { worker.stopNow() })
         do {
             try await group.run()
         } catch  where signals.received > 0 {
@@ -151,6 +163,11 @@ struct WatchCommand: AsyncParsableCommand {
             logger.debug("the service group ended with an error after a stop request", metadata: ["error": "\(error)"])
         }
         withExtendedLifetime(signals) {}
+        // Notifications of recorded jobs get the rest of the shutdown's time (all of it when the
+        // queue ran empty); those still undelivered are logged and counted (the results are in the queue).
+        let timeout = Duration.seconds(shutdownTimeout)
+        let left = stopRequested.withLock { requested in requested.map { timeout - (.now - $0) } ?? timeout }
+        _ = await BlockingIO.run { notifier?.finish(within: max(.zero, left)) }
         // The worker has stopped and given back every job. A job abandoned at the shutdown timeout may
         // still hold a thread (a read that never returns, a decode under way), and exit(3)'s clean-up
         // of libraries can wait for such threads: end the process here instead.

@@ -124,7 +124,9 @@ struct ConfiguredCommandLine {
         settings = resolved
 
         // IMAGEPIPE_CHECK_BLOCKING is no option: it makes blocking calls check where they run (tests).
-        let known = Set(catalogs.flatMap { $0.options.map(\.environmentName) } + [configEnvironment, "IMAGEPIPE_CHECK_BLOCKING"])
+        // IMAGEPIPE_NOTIFY_SECRET is none either: a secret belongs in the environment, never on a command line.
+        let known = Set(
+            catalogs.flatMap { $0.options.map(\.environmentName) } + [configEnvironment, "IMAGEPIPE_CHECK_BLOCKING", "IMAGEPIPE_NOTIFY_SECRET"])
         unknownVariables = environment.keys.filter { $0.hasPrefix(CommandOptions.environmentPrefix) && !known.contains($0) }.sorted()
     }
 

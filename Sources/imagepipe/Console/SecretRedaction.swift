@@ -13,7 +13,9 @@ struct SecretRedaction: Sendable {
     static let mask = "***"
 
     /// Environment variables whose values are credentials.
-    static let secretVariables = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "SUPABASE_KEY", "SUPABASE_SERVICE_ROLE_KEY", "PGPASSWORD"]
+    static let secretVariables = [
+        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "SUPABASE_KEY", "SUPABASE_SERVICE_ROLE_KEY", "PGPASSWORD", "IMAGEPIPE_NOTIFY_SECRET",
+    ]
 
     /// The credential values to mask, longest first (so one that contains another is masked whole).
     private let secrets: [String]

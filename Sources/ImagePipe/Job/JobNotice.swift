@@ -1,0 +1,65 @@
+// What a finished job's notification says (event, job id, result record), and who takes it once the result is recorded.
+public import Foundation
+
+/// One finished job, as told to an application once its result is recorded.
+///
+/// The body of a notification is this, as JSON: `{"event": ..., "id": ..., "job": ..., "result": {...}}`,
+/// the result being the very record the manifest or the queue keeps. Delivery is at least once: `id`
+/// is the same on every attempt at one notification, so it is what a receiver deduplicates on (a
+/// queue directory's job id is a file name, which a later delivery may use again).
+public struct JobNotice: Sendable, Codable, Equatable {
+    /// How the job ended.
+    public enum Event: String, Sendable, Codable {
+        /// Every variant was stored.
+        case done
+        /// It failed (a batch; a queue's failures are `discarded`).
+        case failed
+        /// It was left alone on purpose (up to date, not an image, ...).
+        case skipped
+        /// A queue filed it as failed for good (`watch`): a failure retrying cannot help, or its last
+        /// attempt; it is in `failed/`, or its row's state is `discarded`.
+        case discarded
+        /// Someone cancelled it while it was queued or running (PostgreSQL queue).
+        case cancelled
+
+        /// The event of a result recorded as it stands (a batch, or a queue completing the job).
+        public init(_ status: JobResult.Status) {
+            switch status {
+            case .done: self = .done
+            case .failed: self = .failed
+            case .skipped: self = .skipped
+            }
+        }
+    }
+
+    /// How the job ended.
+    public var event: Event
+    /// This notification's own id (a UUID), the same on every attempt at it.
+    public var id: String
+    /// The job's identity: the queue's job id (`watch`), or the run's id and the source (`batch`).
+    public var job: String
+    /// The result record, as recorded.
+    public var result: JobResult
+
+    /// Creates a notice.
+    public init(event: Event, job: String, result: JobResult, id: String = UUID().uuidString.lowercased()) {
+        self.event = event
+        self.id = id
+        self.job = job
+        self.result = result
+    }
+
+    /// The notification's body: one JSON object, keys sorted, as the manifest writes its records.
+    public func body() -> Data {
+        Data(JSONLine.encode(self).utf8)
+    }
+}
+
+/// Takes the notices of recorded jobs and tells someone, without holding up the jobs.
+///
+/// Called only after the result is recorded (manifest line written, queue settled), so a
+/// notification never runs ahead of the record and a failed one never loses it.
+public protocol JobNotifier: Sendable {
+    /// Hands a notice over; suspends (never blocks a thread) while the notifier's queue is full.
+    func send(_ notice: JobNotice) async
+}

@@ -1,0 +1,82 @@
+// One notification's delivery: signed POSTs, retried with backoff on 5xx, 408, 429, timeouts and connection errors until its deadline.
+import Foundation
+import ImagePipe
+import Logging
+
+extension WebhookNotifier {
+    /// How one attempt went.
+    enum Attempt: Equatable {
+        case delivered
+        /// Worth another try: the receiver or the network may recover.
+        case retryable(String)
+        /// Not worth another: the receiver refused it (4xx) or the URL cannot work.
+        case refused(String)
+    }
+
+    /// Tries `notice` until it is delivered, refused or its deadline (counted from when its job
+    /// finished) passes. Runs on a sender thread: blocking here is what those threads are for.
+    func deliver(_ notice: JobNotice, since: ContinuousClock.Instant) {
+        let body = notice.body()
+        let deadline = since + configuration.deadline
+        var number = 1
+        while true {
+            let outcome = attempt(body)
+            var metadata: Logger.Metadata = [
+                "job": "\(notice.job)", "event": "\(notice.event.rawValue)", "url": "\(Self.redacted(configuration.url))",
+                "attempt": .stringConvertible(number),
+            ]
+            switch outcome {
+            case .delivered:
+                logger.debug("notified", metadata: metadata)
+                NotificationMetrics.finished(delivered: true)
+                return
+            case .refused(let reason):
+                metadata["error"] = "\(reason)"
+                logger.error("notification refused: not sent again; the job's result is recorded", metadata: metadata)
+                NotificationMetrics.finished(delivered: false)
+                return
+            case .retryable(let reason):
+                metadata["error"] = "\(reason)"
+                let delay = backoff(afterAttempt: number)
+                guard ContinuousClock.now + delay < deadline, !isStopped else {
+                    logger.error("notification failed until its deadline: given up; the job's result is recorded", metadata: metadata)
+                    NotificationMetrics.finished(delivered: false)
+                    return
+                }
+                metadata["retry_in_ms"] = .stringConvertible(Int(delay.milliseconds.rounded()))
+                logger.warning("notification attempt failed, retrying", metadata: metadata)
+                NotificationMetrics.retry()
+                Thread.sleep(forTimeInterval: delay.timeInterval)
+                number += 1
+            }
+        }
+    }
+
+    /// One signed POST, stamped with the time it is sent.
+    func attempt(_ body: Data) -> Attempt {
+        let timestamp = Int(Date().timeIntervalSince1970)
+        let request = HTTPRequest(
+            method: "POST", url: configuration.url,
+            headers: [
+                ("Content-Type", "application/json"),
+                (NotificationSignature.headerName, signature.header(body: body, timestamp: timestamp)),
+            ], body: body)
+        let response: HTTPResponse
+        do {
+            response = try client.perform(request)
+        } catch {
+            return error.isRetryable ? .retryable(error.message) : .refused(error.message)
+        }
+        if response.isSuccess { return .delivered }
+        // A timeout or a rate limit passes like an outage; other 4xx answers will not change.
+        if response.status >= 500 || response.status == 408 || response.status == 429 { return .retryable("HTTP \(response.status)") }
+        return .refused("HTTP \(response.status)")
+    }
+
+    /// Between half and all of a ceiling that doubles from ``Configuration/firstDelay`` up to
+    /// ``Configuration/maxDelay``: the jitter keeps many workers retrying one receiver out of step.
+    func backoff(afterAttempt number: Int) -> Duration {
+        let ceiling = min(configuration.maxDelay.timeInterval, configuration.firstDelay.timeInterval * pow(2, Double(number - 1)))
+        return .milliseconds(Int((Double.random(in: 0.5...1) * ceiling * 1000).rounded()))
+    }
+}

@@ -1,0 +1,206 @@
+// The notifier: a bounded queue of recorded jobs' notices and a few threads of its own that POST them, so jobs never wait on the receiver.
+import Foundation
+public import ImagePipe
+public import Logging
+
+/// POSTs one signed notification per recorded job to `--notify-url`, retrying until a deadline.
+///
+/// Jobs hand their notices over ``send(_:)`` (async code) or ``sendWaiting(_:)`` (a Dispatch
+/// thread) and go on: delivery runs on the notifier's own threads, never on the cooperative pool
+/// nor the pipeline's queues, as libcurl blocks. The queue is bounded (``Configuration/capacity``):
+/// when the receiver is so slow that it fills up, the next job to finish waits for room, so memory
+/// stays bounded and the jobs slow down to what the receiver takes rather than outrunning it.
+/// A notice that cannot be delivered by its deadline is logged and counted, and dropped: its job's
+/// result is already recorded, and the job never runs again for it.
+public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
+    /// Where, how and how long.
+    public struct Configuration: Sendable {
+        /// The receiver's URL (http or https).
+        public var url: String
+        /// The shared secret the signature is made with.
+        public var secret: String
+        /// How long after a job finished its notification may still be tried.
+        public var deadline: Duration
+        /// How long one attempt may take in all, connecting and answering included.
+        public var attemptTimeout: Duration
+        /// Notices waiting at most; a job finishing beyond that waits for room.
+        public var capacity: Int
+        /// Notifications sent at once (threads of the notifier).
+        public var senders: Int
+        /// The backoff before the second attempt; it doubles each time, up to ``maxDelay``, with jitter.
+        public var firstDelay: Duration
+        /// The longest backoff.
+        public var maxDelay: Duration
+
+        /// Creates a configuration.
+        public init(
+            url: String, secret: String, deadline: Duration = .seconds(300), attemptTimeout: Duration = .seconds(10),
+            capacity: Int = 256, senders: Int = 4, firstDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(30)
+        ) {
+            self.url = url
+            self.secret = secret
+            self.deadline = deadline
+            self.attemptTimeout = attemptTimeout
+            self.capacity = capacity
+            self.senders = senders
+            self.firstDelay = firstDelay
+            self.maxDelay = maxDelay
+        }
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    let client: CurlHTTPClient
+    let signature: NotificationSignature
+    let logger: Logger
+    /// Guards everything below; senders and blocked producers wait on it.
+    private let condition = NSCondition()
+    private var pending: [(notice: JobNotice, since: ContinuousClock.Instant)] = []
+    /// Async producers waiting for room, each with its notice.
+    private var waiters: [(notice: JobNotice, since: ContinuousClock.Instant, resume: CheckedContinuation<Void, Never>)] = []
+    /// Notices taken by a sender and not yet delivered or given up.
+    private var sending = 0
+    private var stopped = false
+
+    /// Checks the URL and starts the senders.
+    ///
+    /// - Throws: `configuration` when the URL is not http(s) or the secret is empty.
+    public init(configuration: Configuration, logger: Logger) throws(ImagePipeError) {
+        try Self.check(url: configuration.url, secret: configuration.secret)
+        self.configuration = configuration
+        self.signature = NotificationSignature(secret: configuration.secret)
+        self.logger = logger
+        let seconds = configuration.attemptTimeout
+        client = CurlHTTPClient(
+            configuration: .init(
+                connectTimeout: seconds, stallTimeout: seconds, maxIdleHandles: configuration.senders,
+                maxResponseBytes: 64 << 10, totalTimeout: seconds))
+        for index in 0..<max(1, configuration.senders) {
+            let thread = Thread { [self] in runSender() }
+            thread.name = "imagepipe.notify.\(index)"
+            thread.start()
+        }
+    }
+
+    /// Checks what a notifier needs before it starts, asking no server: an http(s) URL and a secret.
+    ///
+    /// - Throws: `configuration` naming what is wrong.
+    public static func check(url text: String, secret: String) throws(ImagePipeError) {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host?.isEmpty == false
+        else {
+            throw .configuration("--notify-url '\(redacted(text))' is not an http:// or https:// URL")
+        }
+        guard !secret.isEmpty else {
+            throw .configuration("--notify-url needs IMAGEPIPE_NOTIFY_SECRET: notifications are always signed")
+        }
+    }
+
+    public func send(_ notice: JobNotice) async {
+        let since = ContinuousClock.now
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in offer(notice, since, continuation) }
+    }
+
+    /// Queues the notice and resumes at once when there is room; else parks it with its producer,
+    /// whom the sender that makes room resumes. Under the lock throughout, so no room can be freed
+    /// between the check and the parking.
+    private func offer(_ notice: JobNotice, _ since: ContinuousClock.Instant, _ continuation: CheckedContinuation<Void, Never>) {
+        condition.lock()
+        defer { condition.unlock() }
+        if pending.count < configuration.capacity || stopped {
+            enqueueLocked(notice, since)
+            continuation.resume()
+        } else {
+            waiters.append((notice, since, continuation))
+        }
+    }
+
+    /// Hands a notice over from a thread that may block (a batch's result queue), waiting while the queue is full.
+    public func sendWaiting(_ notice: JobNotice) {
+        let since = ContinuousClock.now
+        condition.lock()
+        while pending.count >= configuration.capacity && !stopped { condition.wait() }
+        enqueueLocked(notice, since)
+        condition.unlock()
+    }
+
+    private func enqueueLocked(_ notice: JobNotice, _ since: ContinuousClock.Instant) {
+        if stopped {
+            logger.error(
+                "notification not sent: the notifier has stopped", metadata: ["job": "\(notice.job)", "url": "\(Self.redacted(configuration.url))"])
+            NotificationMetrics.finished(delivered: false)
+            return
+        }
+        pending.append((notice, since))
+        condition.broadcast()
+    }
+
+    /// Waits until every notice handed over is delivered or given up, for at most `limit`; then stops
+    /// the senders. Returns how many notices were still undelivered (logged and counted). Blocks.
+    @discardableResult
+    public func finish(within limit: Duration) -> Int {
+        let end = Date().addingTimeInterval(limit.timeInterval)
+        condition.lock()
+        defer { condition.unlock() }
+        while !(pending.isEmpty && waiters.isEmpty && sending == 0) && condition.wait(until: end) {}
+        let left = pending.count + waiters.count + sending
+        stopped = true
+        let resumes = waiters.map(\.resume)
+        pending.removeAll()
+        waiters.removeAll()
+        condition.broadcast()
+        for resume in resumes { resume.resume() }
+        if left > 0 {
+            logger.error(
+                "stopping with notifications undelivered; their jobs' results are recorded",
+                metadata: ["notifications": .stringConvertible(left), "url": "\(Self.redacted(configuration.url))"])
+            for _ in 0..<left { NotificationMetrics.finished(delivered: false) }
+        }
+        return left
+    }
+
+    /// One sender: takes the oldest notice, delivers it (or gives up), and again, until stopped.
+    private func runSender() {
+        while let taken = take() {
+            deliver(taken.notice, since: taken.since)
+            condition.lock()
+            sending -= 1
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    private func take() -> (notice: JobNotice, since: ContinuousClock.Instant)? {
+        condition.lock()
+        defer { condition.unlock() }
+        while pending.isEmpty && !stopped { condition.wait() }
+        guard !stopped else { return nil }
+        let first = pending.removeFirst()
+        sending += 1
+        // Room has been made: the longest-waiting async producer's notice takes it.
+        if !waiters.isEmpty {
+            let waiter = waiters.removeFirst()
+            pending.append((waiter.notice, waiter.since))
+            waiter.resume.resume()
+        }
+        condition.broadcast()
+        return first
+    }
+
+    /// Whether the notifier was stopped; a sender backing off checks it.
+    var isStopped: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopped
+    }
+
+    /// `url` without what may be secret in it (user information, query): fit for logs.
+    static func redacted(_ url: String) -> String {
+        guard var parts = URLComponents(string: url) else { return "(unparsable URL)" }
+        parts.user = nil
+        parts.password = nil
+        parts.query = nil
+        parts.fragment = nil
+        return parts.string ?? "(unparsable URL)"
+    }
+}
