@@ -12,7 +12,8 @@ struct PostgresNotificationTests {
         let fixture = try PostgresFixture()
         let secret = "whsec-postgres-4e2a"
         // The receiver lives with the storage tests' helpers; it runs the same here.
-        let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
+        let scripts =
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
             + "/ImagePipeRemoteStorageTests/Support/python"
         let receiver = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret])
         let good = fixture.directory.write("src/a.jpg", Fixtures.data("images/formats/small-200x150.jpg"))

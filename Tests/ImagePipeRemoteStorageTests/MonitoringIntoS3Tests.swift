@@ -48,7 +48,8 @@ struct MonitoringIntoS3Tests {
         // Counted once the receiver's answer is in: wait for the count rather than the receiver.
         #expect(
             eventually {
-                PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body).value("imagepipe_notifications_total", ["outcome": "delivered"]) == 2
+                PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body).value("imagepipe_notifications_total", ["outcome": "delivered"])
+                    == 2
             }, "\(worker.log)")
         #expect(try receiver.received().map(\.answer) == ["500", "200", "200"])
 

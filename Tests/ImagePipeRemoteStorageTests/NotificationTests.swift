@@ -36,9 +36,15 @@ import Testing
         let cases: [(key: [UInt8], data: [UInt8], mac: String)] = [
             ([UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
             (Array("Jefe".utf8), Array("what do ya want for nothing?".utf8), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
-            ([UInt8](repeating: 0xaa, count: 20), [UInt8](repeating: 0xdd, count: 50), "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
+            (
+                [UInt8](repeating: 0xaa, count: 20), [UInt8](repeating: 0xdd, count: 50),
+                "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"
+            ),
             (Array(1...25), [UInt8](repeating: 0xcd, count: 50), "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
-            (big, Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+            (
+                big, Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
+                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+            ),
             (
                 big,
                 Array(
@@ -106,9 +112,10 @@ import Testing
             #expect(try canonical(notice.result) == canonical(record), "\(notice.job): the manifest's very record")
             #expect(notice.event == record["status"] as? String)
         }
-        #expect(Dictionary(uniqueKeysWithValues: received.map { ($0.job, $0.event) }) == [
-            "a.jpg": "done", "b.png": "done", "notes.txt": "skipped", "broken.jpg": "failed",
-        ])
+        #expect(
+            Dictionary(uniqueKeysWithValues: received.map { ($0.job, $0.event) }) == [
+                "a.jpg": "done", "b.png": "done", "notes.txt": "skipped", "broken.jpg": "failed",
+            ])
     }
 
     @Test func notificationsAreRetriedAfter500sAndATimeout() throws {
@@ -195,8 +202,10 @@ import Testing
         let received = try receiver.received()
         #expect(received.count >= 2, "retried before giving up")
         #expect(Set(received.map(\.id)).count == 1)
-        #expect(TextLog.hasLine(output.stderr, "error", "notification failed until its deadline: given up; the job's result is recorded",
-            ["job": "a.jpg", "event": "done", "url": receiver.url, "error": "HTTP 500"]), "\(output.stderr)")
+        #expect(
+            TextLog.hasLine(
+                output.stderr, "error", "notification failed until its deadline: given up; the job's result is recorded",
+                ["job": "a.jpg", "event": "done", "url": receiver.url, "error": "HTTP 500"]), "\(output.stderr)")
         #expect(!output.stderr.contains(secret) && !output.stderr.contains("in-the-url"), "no secret in the log")
     }
 

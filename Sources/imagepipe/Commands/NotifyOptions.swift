@@ -22,7 +22,8 @@ struct NotifyOptions: ParsableArguments {
 
     @Option(
         name: .customLong("notify-timeout"),
-        help: ArgumentHelp("How long one notification attempt may take, connecting and answering included: 10s, 1m (default 10s).", valueName: "duration"))
+        help: ArgumentHelp(
+            "How long one notification attempt may take, connecting and answering included: 10s, 1m (default 10s).", valueName: "duration"))
     var notifyTimeout: String = "10s"
 
     func validate() throws {
