@@ -66,8 +66,11 @@ import Testing
         #expect(object["counts"] as? [String: Int] == ["waiting": 1, "running": 2, "done": 2, "discarded": 1])
 
         let missing = try CommandRunner.run(["queue", "status", directory.url("no-such-queue")])
-        #expect(missing.status == 2 && missing.stderr.contains("is not a queue directory"), "\(missing)")
+        #expect(missing.status == 2 && missing.stderr.contains("\(directory.url("no-such-queue")) does not exist"), "\(missing)")
         #expect(!FileManager.default.fileExists(atPath: directory.url("no-such-queue")), "looking creates nothing")
+        directory.write("not-a-queue/notes.txt", "a folder of something else")
+        let other = try CommandRunner.run(["queue", "status", directory.url("not-a-queue")])
+        #expect(other.status == 2 && other.stderr.contains("is not a queue directory: it has none of inbox/"), "\(other)")
     }
 
     @Test func listShowsEachStateAndRetryPutsFailedJobsBack() throws {

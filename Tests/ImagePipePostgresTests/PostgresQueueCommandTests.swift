@@ -111,7 +111,7 @@ struct PostgresQueueCommandTests {
         #expect(object["counts"] as? [String: Int] == ["waiting": 0, "running": 0, "done": 0, "discarded": 1, "cancelled": 1])
         // A cancelled job can be run after all; prune deletes cancelled jobs with the other finished ones.
         let retry = try await run(fixture, ["queue", "retry", url, "\(id)"])
-        #expect(retry.status == 0 && retry.stderr.contains("put 1 discarded job(s) back"), "\(retry)")
+        #expect(retry.status == 0 && retry.stderr.contains("put 1 job(s) back to wait (discarded or cancelled before)"), "\(retry)")
         let unknown = try await run(fixture, ["queue", "retry", url, "999999"])
         #expect(unknown.status == 1 && unknown.stderr.contains("job 999999 was not put back"), "\(unknown)")
         #expect(try fixture.sql("SELECT state, cancel_requested_at IS NULL FROM imagepipe.jobs WHERE id = \(id)") == "waiting|t")

@@ -184,7 +184,7 @@ struct PostgresWatchCommandTests {
         let status = try await offPool { try CommandRunner.run(["queue", "status", url], environment: fixture.server.environment) }
         #expect(status.status == 0 && status.stdout.contains("discarded\t1") && status.stdout.contains("waiting\t0"), "\(status)")
         let retry = try await offPool { try CommandRunner.run(["queue", "retry", url], environment: fixture.server.environment) }
-        #expect(retry.status == 0 && retry.stderr.contains("put 1 discarded job(s) back"), "\(retry)")
+        #expect(retry.status == 0 && retry.stderr.contains("put 1 job(s) back to wait (discarded or cancelled before)"), "\(retry)")
         #expect(try await fixture.eventually { try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "discarded|1" })
         worker.send(SIGTERM)
         #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)

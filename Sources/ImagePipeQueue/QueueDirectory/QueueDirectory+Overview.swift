@@ -15,6 +15,10 @@ extension QueueDirectory {
         self.root = LocalPath.absolute(root)
         let folders = [inbox, processing, done, failed]
         guard folders.contains(where: Self.isDirectory) else {
+            // A mistyped path is said to be missing, not taken for a folder of the wrong kind.
+            guard FileManager.default.fileExists(atPath: self.root) else {
+                throw .configuration("\(self.root) does not exist: give the queue directory a watch worker was started on")
+            }
             throw .configuration("\(self.root) is not a queue directory: it has none of inbox/, processing/, done/, failed/")
         }
     }

@@ -39,7 +39,8 @@ extension QueueCommand {
                 let back = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in
                     try await database.retryDiscarded(ids: named)
                 }
-                var message = "imagepipe: put \(back.count) discarded job(s) back to wait\n"
+                // Discarded and cancelled jobs both go back: the message names neither alone.
+                var message = "imagepipe: put \(back.count) job(s) back to wait (discarded or cancelled before)\n"
                 // Each ID asked for that did not go back is named: missing, or neither discarded nor cancelled.
                 let left = (named ?? []).filter { !back.contains($0) }
                 for id in left {
