@@ -40,7 +40,21 @@ struct DatabaseFailure: Error {
             transient = true
             misconfigured = false
         }
-        reason = "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
+        reason =
+            error.code == .connectionError ? Self.connectionReason(error.underlying) : "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
+    }
+
+    /// A connection that failed, said as an operator reads it: NIO's description is a nest of
+    /// wrapper types around the system's reason, which is what is kept.
+    private static func connectionReason(_ underlying: (any Error)?) -> String {
+        let text = underlying.map { "\($0)" } ?? ""
+        let known = [
+            "Connection refused", "Connection reset", "No route to host", "Network is unreachable", "timed out", "Name or service not known",
+        ]
+        guard let why = known.first(where: { text.lowercased().contains($0.lowercased()) }) else {
+            return "cannot connect" + (text.isEmpty ? "" : ": \(text)")
+        }
+        return "cannot connect (\(why.lowercased())): is the server running, and listening at the URL's host and port?"
     }
 
     /// A transaction (the schema's migration) wraps what failed in it, and its description is a

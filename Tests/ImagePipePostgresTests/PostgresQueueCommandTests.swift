@@ -191,5 +191,9 @@ struct PostgresQueueCommandTests {
         let noRole = "postgres://nobody_\(fixture.database):x@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
         let wrongRole = try await run(fixture, ["queue", "status", noRole])
         #expect(wrongRole.status == 2 && wrongRole.stderr.contains("check the role and its password"), "\(wrongRole)")
+        // No server at the address: the system's reason and what to check, not the driver's nest of types.
+        let nowhere = try await run(fixture, ["queue", "status", "postgres://postgres@127.0.0.1:1/\(fixture.database)?sslmode=disable"])
+        #expect(nowhere.status != 0 && nowhere.stderr.contains("cannot connect (connection refused): is the server running"), "\(nowhere)")
+        #expect(!nowhere.stderr.contains("SingleConnectionFailure"), "\(nowhere.stderr)")
     }
 }
