@@ -87,8 +87,12 @@ import Testing
         #expect(limited.stdout.split(separator: "\n").count == 1 && limited.stderr.contains("more done jobs"), "\(limited)")
         let cancelled = try CommandRunner.run(["queue", "list", queue, "--state", "cancelled"])
         #expect(cancelled.status == 2 && cancelled.stderr.contains("does not apply to a queue directory"), "\(cancelled)")
-        let cancel = try CommandRunner.run(["queue", "cancel", queue, "1"])
-        #expect(cancel.status == 2 && cancel.stderr.contains("queue cancel does not apply to a queue directory"), "\(cancel)")
+        // By number or, as a queue directory's user would, by file name: told what to do instead.
+        for job in ["1", "broken.jpg"] {
+            let cancel = try CommandRunner.run(["queue", "cancel", queue, job])
+            #expect(cancel.status == 2 && cancel.stderr.contains("queue cancel does not apply to a queue directory"), "\(cancel)")
+            #expect(cancel.stderr.contains("moving its file out of inbox/"), "\(cancel)")
+        }
 
         let retry = try CommandRunner.run(["queue", "retry", queue])
         #expect(retry.status == 0 && retry.stdout == "failed/broken.jpg -> inbox/broken.jpg\n", "\(retry)")

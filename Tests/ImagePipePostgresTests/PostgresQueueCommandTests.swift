@@ -106,6 +106,8 @@ struct PostgresQueueCommandTests {
         #expect(try fixture.sql("SELECT state, finished_at IS NOT NULL FROM imagepipe.jobs WHERE id = \(id)") == "cancelled|t")
         let again = try await run(fixture, ["queue", "cancel", url, "\(id)", "999999"])
         #expect(again.status == 1 && again.stderr.contains("job \(id) is cancelled already") && again.stderr.contains("no job 999999"), "\(again)")
+        let named = try await run(fixture, ["queue", "cancel", url, "photo.jpg"])
+        #expect(named.status == 2 && named.stderr.contains("'photo.jpg' is not a job ID: a PostgreSQL queue's jobs are numbered"), "\(named)")
         let status = try await run(fixture, ["queue", "status", url, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], "\(status)")
         #expect(object["counts"] as? [String: Int] == ["waiting": 0, "running": 0, "done": 0, "discarded": 1, "cancelled": 1])

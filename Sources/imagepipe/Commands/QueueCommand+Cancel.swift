@@ -19,8 +19,10 @@ extension QueueCommand {
         @Argument(help: QueueCommand.queueHelp)
         var queue: String
 
+        /// Text, not numbers, for the parser: a queue directory's user names a file, and is told what
+        /// to do instead of that the value is no number.
         @Argument(help: "The IDs of the jobs to cancel.")
-        var ids: [Int] = []
+        var ids: [String] = []
 
         func validate() throws {
             guard !ids.isEmpty else { throw ValidationError("name at least one job ID") }
@@ -31,7 +33,14 @@ extension QueueCommand {
             guard case .postgres(let location) = target else {
                 throw target.unsupported("queue cancel", "withdraw a waiting job by moving its file out of inbox/")
             }
-            let ids = self.ids
+            var numbers: [Int] = []
+            for text in self.ids {
+                guard let id = Int(text) else {
+                    throw ImagePipeError.configuration("'\(text)' is not a job ID: a PostgreSQL queue's jobs are numbered")
+                }
+                numbers.append(id)
+            }
+            let ids = numbers
             let outcomes = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in try await database.cancel(ids: ids) }
             var lines = "", problems = ""
             for (id, outcome) in zip(ids, outcomes) {
