@@ -4,11 +4,18 @@ import ImagePipe
 import ImagePipePostgres
 
 enum NameTargets {
-    /// A PostgreSQL job row's `source` text (a claim reads nothing else of the row: the history of
-    /// attempts stays in SQL). Anything after a NUL is ignored, so older seeds still load. The
-    /// source's name then makes output keys, which must stay inside the destination.
+    /// A PostgreSQL job row's `source` text and, after a NUL, its `options` JSON (a claim reads
+    /// nothing else of the row: the history of attempts stays in SQL). The source's name then makes
+    /// output keys, which must stay inside the destination; options that read give a focal point
+    /// inside the image and read back as they were.
     static func jobRow(_ data: Data) {
-        let (source, _) = data.twoTexts
+        let (source, options) = data.twoTexts
+        if let parsed = try? QueuedJobOptions(json: options) {
+            if let focus = parsed.focus {
+                require((0...1).contains(focus.x) && (0...1).contains(focus.y), "focus \(focus) is outside the image")
+            }
+            require((try? QueuedJobOptions(json: parsed.json)) == parsed, "options '\(parsed.json)' do not read back")
+        }
         if JobSource.refusal(of: source) != nil { return }
         let job = JobSource.job(for: source, attempt: 1)
         if let key = JobSource.objectKey(of: source) {
