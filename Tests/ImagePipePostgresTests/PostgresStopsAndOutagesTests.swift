@@ -51,15 +51,25 @@ struct PostgresStopsAndOutagesTests {
             let output = try await offPool { try CommandRunner.run(["enqueue", url, source], environment: environment) }
             #expect(output.status == 0, "\(output.stderr)")
         }
-        try await enqueue("images/exif-orientation/Landscape_1.jpg", as: "big.jpg")
-        let dying = try worker(url, fixture.directory, "dying", slow, environment: environment)
-        #expect(try await fixture.eventually { try fixture.states() == ["running": 1] }, "\(dying.log)")
+        // The dying worker's job is held in its first stage (its source is read from a server that
+        // answers only when told), so it is surely running when the worker is killed.
+        let held = try HelperProcess(
+            "held_source.py", in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Support/python",
+            ["--file", Fixtures.root + "/images/exif-orientation/Landscape_1.jpg"])
+        let store = environment.merging(
+            ["SUPABASE_URL": "http://127.0.0.1:\(held.port)", "SUPABASE_SERVICE_ROLE_KEY": "test-key"]) { $1 }
+        let enqueued = try await offPool { try CommandRunner.run(["enqueue", url, "supabase://uploads/big.jpg"], environment: environment) }
+        #expect(enqueued.status == 0, "\(enqueued.stderr)")
+        let dying = try worker(url, fixture.directory, "dying", slow, environment: store)
+        try await offPool { _ = try held.call(["cmd": "wait_request"]) }
+        #expect(try fixture.states() == ["running": 1], "\(dying.log)")
         dying.send(SIGKILL)
         #expect(try await offPool { dying.waitForExit(seconds: 10) } == 128 + SIGKILL)
+        try await offPool { _ = try held.call(["cmd": "release"]) }
         // Its job stays running under its lease; the backlog a cron job then works off is two more.
         try await enqueue("images/formats/tiny.png", as: "a.png")
         try await enqueue("images/formats/tiny.png", as: "b.png")
-        let survivor = try worker(url, fixture.directory, "survivor", slow + ["--exit-when-empty"], environment: environment)
+        let survivor = try worker(url, fixture.directory, "survivor", slow + ["--exit-when-empty"], environment: store)
         #expect(try await offPool { survivor.waitForExit(seconds: 120) } == 0, "\(survivor.log)")
         #expect(try fixture.states() == ["done": 3], "nothing left undone when it says the queue is empty: \(survivor.log)")
         #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code' FROM imagepipe.jobs WHERE source LIKE '%big.jpg'") == "2|lease_expired")
