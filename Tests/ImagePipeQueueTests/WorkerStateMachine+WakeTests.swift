@@ -57,3 +57,20 @@ extension WorkerStateMachineTests {
         #expect(completed.contains { if case .settle(_, .complete, _) = $0 { true } else { false } }, "attempt 2's result is recorded")
     }
 }
+
+extension WorkerStateMachineTests {
+    @Test func aLateAnswerAboutTheAttemptBeforeLeavesTheNewAttemptBeingSettledToBeCounted() {
+        var machine = machine()
+        running(&machine, claiming: 1...1)
+        _ = machine.handle(.finished("1", failed("1", .sourceChanged)), now: t0, available: 100)
+        _ = machine.handle(.wake, now: t0, available: 100)
+        _ = machine.handle(.claimed([job("1", attempt: 2)], asked: 3), now: t0, available: 99)
+        // Attempt 2 ends and is being recorded before the answer about attempt 1 arrives.
+        let completed = machine.handle(.finished("1", done("1")), now: t0, available: 99)
+        #expect(completed.contains { if case .settle(_, .complete, _) = $0 { true } else { false } })
+        _ = machine.handle(.settled("1", .requeued), now: t0, available: 99)
+        #expect(machine.held["1"] != nil, "the answer about attempt 1 leaves attempt 2 being recorded")
+        _ = machine.handle(.settled("1", .recorded), now: t0, available: 100)
+        #expect(machine.held.isEmpty && machine.done == 1, "attempt 2's record is counted")
+    }
+}

@@ -38,6 +38,9 @@ public struct WorkerStateMachine: ~Copyable {
     public private(set) var claimStartedAt: Instant?
     /// Given back while still running: their results are ignored.
     private var abandoned: Set<String> = []
+    /// Settlement answers still to come about an attempt before the one held: a job put back in the
+    /// queue can be claimed again before the answer to its settlement reaches the loop.
+    private var staleAnswers: [String: Int] = [:]
     /// Whether the queue may have more to give: not after a claim came back short, until it says
     /// it has new work or its poll interval has passed.
     private var queueMayHaveMore = true
@@ -143,7 +146,10 @@ public struct WorkerStateMachine: ~Copyable {
         guard !jobs.isEmpty else { return [] }
         switch lifecycle {
         case .opening, .running, .draining:
-            for job in jobs { held[job.id] = Held(claimed: job, phase: .running) }
+            for job in jobs {
+                if let earlier = held[job.id], case .settling = earlier.phase { staleAnswers[job.id, default: 0] += 1 }
+                held[job.id] = Held(claimed: job, phase: .running)
+            }
             return [.submit(jobs)]
         case .stoppingNow, .closed:
             return [.release(jobs, .claimedWhileStopping)]
@@ -171,8 +177,12 @@ public struct WorkerStateMachine: ~Copyable {
     }
 
     private mutating func settled(_ id: String, _ outcome: Settled, now: Instant) -> [Action] {
-        // A job put back in the queue can be claimed again before its settlement's answer comes
-        // back: the answer is then about the attempt before, and the new attempt stays held.
+        // The answer about an attempt before the one held (see `staleAnswers`) leaves the new one
+        // as it is, whether it still runs or is being settled in its turn.
+        if let stale = staleAnswers[id] {
+            staleAnswers[id] = stale > 1 ? stale - 1 : nil
+            return []
+        }
         guard let job = held[id], case .settling = job.phase else { return [] }
         switch outcome {
         case .keptForRetry(let delay):
