@@ -75,4 +75,26 @@ import Testing
         #expect(throws: ImagePipeError.self) { try KeyTemplate("/\(mark){stem}-{variant}.{ext}") }
         try KeyTemplate.validate(key: "a/\(mark)b/\(mark)..c")
     }
+
+    /// fixtures/fuzz/crashes/key-template/leading-slashes-share-a-dir: `//.` and `/.` had the same
+    /// `{dir}`, so a template that runs `{dir}` into the next placeholder gave both one key.
+    @Test func namesThatDifferInLeadingSlashesNeverShareAKey() throws {
+        let template = try KeyTemplate("x{dir}{stem}-{variant}.{ext}")
+        var seen: [String: String] = [:]
+        for name in ["a.jpg", "/a.jpg", "//a.jpg", "///a.jpg", "/d/a.jpg", "d/a.jpg", "//d/a.jpg", "/d//a.jpg"] {
+            let values = KeyTemplate.Values(relativePath: name, sha256: nil)
+            guard let key = try? template.key(for: values, variant: "t", ext: "jpg") else { continue }
+            #expect(seen[key] == nil, "'\(name)' took the key '\(key)' of '\(seen[key] ?? "")'")
+            seen[key] = name
+        }
+        #expect(KeyTemplate.Values(relativePath: "//a.jpg", sha256: nil).dir == "//")
+        #expect(KeyTemplate.Values(relativePath: "/a.jpg", sha256: nil).dir == "/")
+        #expect(KeyTemplate.Values(relativePath: "d/a.jpg", sha256: nil).dir == "d")
+        // A slash with a combining mark after it is still where the directory ends
+        // (fixtures/fuzz/crashes/key-template/slash-before-combining-mark).
+        let marked = KeyTemplate.Values(relativePath: "d/\(mark)a.jpg", sha256: nil)
+        #expect(marked.dir == "d" && marked.stem == "\(mark)a" && marked.sourceExtension == "jpg")
+        let leading = KeyTemplate.Values(relativePath: "/\(mark)a.jpg", sha256: nil)
+        #expect(leading.dir == "/" && leading.stem == "\(mark)a")
+    }
 }

@@ -67,16 +67,22 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
 
         /// Splits a relative source path such as `2024/trip/IMG 1.HEIC` into its parts. Nothing is
         /// cleaned up: a name with a leading `/` (an object key `orig//a.jpg` listed under `orig/`)
-        /// keeps it as its `{dir}`, so a key made from it is refused rather than taken for `a.jpg`'s.
+        /// keeps everything before its last segment, slash included, as its `{dir}`, so a key made
+        /// from it is refused rather than taken for `a.jpg`'s. With the slash left off, `//a.jpg` and
+        /// `/a.jpg` both had the `{dir}` `/` and shared keys (the key-template fuzz target found it).
         public init(relativePath: String, sha256: String?) {
-            let slash = relativePath.lastIndex(of: "/")
-            dir = slash.map { $0 == relativePath.startIndex ? "/" : String(relativePath[..<$0]) } ?? ""
-            let name = slash.map { String(relativePath[relativePath.index(after: $0)...]) } ?? relativePath
+            // Cut at `/` and `.` scalars, not characters: a `/` and a combining mark after it are one
+            // character, and a name cut at characters kept such a slash inside its stem.
+            let scalars = relativePath.unicodeScalars
+            let slash = scalars.lastIndex(of: "/")
+            let leading = scalars.first == "/"
+            dir = slash.map { leading ? String(scalars[...$0]) : String(scalars[..<$0]) } ?? ""
+            let name = slash.map { scalars[scalars.index(after: $0)...] } ?? scalars[...]
             if let dot = name.lastIndex(of: "."), dot != name.startIndex {
                 stem = String(name[..<dot])
                 sourceExtension = String(name[name.index(after: dot)...]).lowercased()
             } else {
-                stem = name
+                stem = String(name)
                 sourceExtension = ""
             }
             self.sha256 = sha256
@@ -94,8 +100,8 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
             rest = rest[rest.index(after: close)...]
             switch name {
             case "dir":
-                if values.dir.isEmpty, rest.first == "/" {
-                    rest = rest.dropFirst()
+                if values.dir.isEmpty, rest.unicodeScalars.first == "/" {
+                    rest = Substring(rest.unicodeScalars.dropFirst())
                 } else {
                     result += values.dir
                 }

@@ -69,7 +69,8 @@ enum NameTargets {
                 require(!segment.elementsEqual([dot, dot]), "key '\(key)' from '\(relativePath)' has a '..' segment")
             }
             if relativePath.utf8.first == slash, relativePath.utf8.count > 1, template.text.contains("{dir}") {
-                let unslashed = KeyTemplate.Values(relativePath: String(relativePath.dropFirst()), sha256: values.sha256)
+                let unslashed = KeyTemplate.Values(
+                    relativePath: String(decoding: relativePath.utf8.dropFirst(), as: UTF8.self), sha256: values.sha256)
                 require(
                     key != (try? template.key(for: unslashed, variant: variant, ext: "jpg")), "'\(relativePath)' took another name's key '\(key)'")
             }
