@@ -31,12 +31,14 @@ enum Main {
             FileHandle.standardError.write(Data("imagepipe: error: \(error.reason)\n".utf8))
             exit(error.code == .configuration ? 2 : 1)
         } catch {
-            if ImagePipeCommand.exitCode(for: error) == .validationFailure {
-                let message = ImagePipeCommand.fullMessage(for: error)
-                FileHandle.standardError.write(Data("\(message)\n".utf8))
-                exit(2)
-            }
-            ImagePipeCommand.exit(withError: error)
+            // Help and version are answered as argument-parser writes them; its errors begin as
+            // every other error line does, so one prefix finds them all in a log.
+            let code = ImagePipeCommand.exitCode(for: error)
+            guard code != .success else { ImagePipeCommand.exit(withError: error) }
+            var message = ImagePipeCommand.fullMessage(for: error)
+            if message.hasPrefix("Error: ") { message = "imagepipe: error: " + message.dropFirst("Error: ".count) }
+            FileHandle.standardError.write(Data("\(message)\n".utf8))
+            exit(code == .validationFailure ? 2 : code.rawValue)
         }
     }
 }

@@ -162,7 +162,7 @@ import Testing
     @Test func aListOnStandardInputAndInAFile() throws {
         CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "photos/trip/a.png")
         CommandRunner.copyFixture("images/formats/grey.jpg", to: directory, as: "photos/b.jpg")
-        let list = "trip/a.png\n\n./b.jpg\ntrip/vanished.jpg\n"
+        let list = "trip/a.png\n\n./b.jpg\ntrip/vanished.jpg\nhttps://example.com/c.jpg\n"
         let piped = try CommandRunner.run(
             [
                 "batch", "--from", "-", "--dest", directory.url("out"), "--manifest", "-",
@@ -173,8 +173,17 @@ import Testing
         let bySource = try records(piped.stdout)
         #expect(bySource["trip/vanished.jpg"]?["error_code"] as? String == "unreadable_source")
         #expect(
-            TextLog.hasLine(piped.stderr, "error", "failed", ["source": "trip/vanished.jpg", "error": "cannot read: No such file or directory"]),
+            TextLog.hasLine(
+                piped.stderr, "error", "failed",
+                [
+                    "source": "trip/vanished.jpg", "error": "cannot read: No such file or directory",
+                    "path": directory.url("photos/trip/vanished.jpg"),
+                ]),
             "\(piped.stderr)")
+        // A web address in the list fails as one, not as a file that does not exist.
+        let web = try #require(bySource["https://example.com/c.jpg"], "\(piped.stdout)")
+        #expect(web["error_code"] as? String == "unreadable_source")
+        #expect((web["error"] as? String)?.hasPrefix("https:// sources are not supported (download it first") == true, "\(web)")
 
         directory.write("photos/list.txt", list)
         let fromFile = try CommandRunner.run(

@@ -115,5 +115,10 @@ import Testing
                 .status == 0)
         let none = try CommandRunner.run(["srcset", directory.url("none.jsonl")])
         #expect(none.status == 2 && none.stderr.contains("has no image to show: of its 1 records, 1 skipped (not_an_image)"), "\(none.stderr)")
+        // What is not a regular file is read too (it was refused as "permission denied").
+        for command in ["srcset", "report"] {
+            let empty = try CommandRunner.run([command, "/dev/null"])
+            #expect(empty.status == 2 && empty.stderr.contains("/dev/null has no records"), "\(empty.stderr)")
+        }
     }
 }

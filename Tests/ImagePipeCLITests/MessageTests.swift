@@ -26,6 +26,22 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.url("out")))
     }
 
+    @Test func everyErrorLineBeginsTheSameWayArgumentParsersToo() throws {
+        for (arguments, reason) in [
+            (["batch", photos(), "--dest", directory.url("out"), "--jobs", "x"], "The value 'x' is invalid for '--jobs <jobs>'"),
+            (["batch", photos(), "--dest"], "Missing value for '--dest <dest>'"),
+            (["batch", photos(), "--dest", directory.url("out"), "--variant", "t=10x10,gif"], "t=10x10,gif"),
+        ] {
+            let output = try CommandRunner.run(arguments, environment: [:])
+            #expect(output.status == 2, "\(output)")
+            #expect(output.stderr.hasPrefix("imagepipe: error: ") && output.stderr.contains(reason), "\(output.stderr)")
+            #expect(!output.stderr.contains("Error: "), "\(output.stderr)")
+        }
+        // Help is not an error, and is printed as it is.
+        let help = try CommandRunner.run(["batch", "--help"], environment: [:])
+        #expect(help.status == 0 && help.stdout.hasPrefix("OVERVIEW: ") && !help.stdout.contains("imagepipe: error"), "\(help)")
+    }
+
     @Test func aWebAddressIsRefusedAsASourceKindNotAsAMissingFile() throws {
         let output = try CommandRunner.run(
             ["batch", "https://example.com/a.jpg", "--dest", directory.url("out")], environment: [:])

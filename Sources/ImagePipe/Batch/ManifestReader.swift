@@ -11,7 +11,10 @@ public enum ManifestReader {
     public static func read(_ path: String) throws(ImagePipeError) -> [JobResult] {
         let data: Data
         do {
-            data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
+            // Read through a handle, not `Data(contentsOf:)`: that refuses what is not a regular file
+            // (`/dev/null`, a pipe, `<(zcat manifest.gz)`) with a misleading "permission" error.
+            let handle = path == "-" ? FileHandle.standardInput : try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            data = try handle.readToEnd() ?? Data()
         } catch {
             throw .configuration("cannot read the manifest \(path): \(IOErrorText.reason(of: error))")
         }

@@ -12,6 +12,10 @@ extension FileHandler {
     /// that download, so no object is asked for twice.
     func readSource(_ job: Job) throws(ImagePipeError) -> SourceReader.Outcome {
         guard let object = job.object else {
+            // Local paths are absolute; a listed `https://…` line keeps its text (``SourceScanner``).
+            if !job.path.hasPrefix("/"), let scheme = ObjectLocation.unsupportedScheme(of: job.path) {
+                throw ImagePipeError(.unreadableSource, ObjectLocation.unsupportedReason(scheme))
+            }
             return try SourceReader.read(
                 job.sourcePath, named: job.relativePath, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
         }

@@ -35,6 +35,12 @@ public struct ObjectLocation: Sendable, Hashable, CustomStringConvertible {
     public static let supportedSources =
         "local files and folders, s3://BUCKET/KEY, supabase://BUCKET/KEY, or a list of them (--from FILE)"
 
+    /// Why a source with an unsupported `scheme` (see ``unsupportedScheme(of:)``) cannot be read.
+    public static func unsupportedReason(_ scheme: String) -> String {
+        let downloading = scheme.hasPrefix("http") ? " (download it first, e.g. with curl -O)" : ""
+        return "\(scheme):// sources are not supported\(downloading); sources are \(supportedSources)"
+    }
+
     /// What a worker's environment needs before it reads sources of `scheme`: a worker on a
     /// PostgreSQL queue reads only the kinds of object store it has settings for.
     public static func settingsHint(_ scheme: String) -> String {

@@ -70,9 +70,7 @@ public struct SourceScanner: Sendable {
     public func check() throws(ImagePipeError) {
         for input in inputs where !input.listed {
             guard let scheme = ObjectLocation.unsupportedScheme(of: input.path) else { continue }
-            let downloading = scheme.hasPrefix("http") ? " (download it first, e.g. with curl -O)" : ""
-            throw .configuration(
-                "source \(input.path): \(scheme):// sources are not supported\(downloading); sources are \(ObjectLocation.supportedSources)")
+            throw .configuration("source \(input.path): \(ObjectLocation.unsupportedReason(scheme))")
         }
         for input in inputs where ObjectLocation.isURL(input.path) {
             _ = try ObjectLocation(parsing: input.path)
@@ -100,7 +98,11 @@ public struct SourceScanner: Sendable {
             let path = LocalPath.absolute(input.path)
             var info = stat()
             guard stat(path, &info) == 0 else {
-                result.jobs.append(Job(path: path, relativePath: Self.relativePath(ofFile: input.path)))
+                // A listed URL of a kind no repository reads (`https://…`) keeps its text as its
+                // path, so its job fails saying so rather than as a file that does not exist.
+                let listedURL = ObjectLocation.unsupportedScheme(of: input.path) != nil
+                result.jobs.append(
+                    Job(path: listedURL ? input.path : path, relativePath: listedURL ? input.path : Self.relativePath(ofFile: input.path)))
                 continue
             }
             switch info.st_mode & S_IFMT {

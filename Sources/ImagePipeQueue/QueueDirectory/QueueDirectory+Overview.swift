@@ -124,8 +124,9 @@ extension QueueDirectory {
         let record = failed + "/" + job.id + Self.failedSuffix
         if let data = FileManager.default.contents(atPath: record), let failure = try? JSONDecoder().decode(FailureRecord.self, from: data) {
             job.source = failure.source
-            job.attempts = failure.attempts
-            job.errorCode = failure.errorCode?.description
+            // A delivery that is no image failed no attempt: its skip code says what it is.
+            job.attempts = failure.skipCode == nil ? failure.attempts : nil
+            job.errorCode = failure.errorCode?.description ?? failure.skipCode?.rawValue
             job.error = failure.error
         } else {
             job.error = "its record failed/\(job.id)\(Self.failedSuffix) cannot be read"

@@ -141,6 +141,9 @@ struct BatchCommand: AsyncParsableCommand {
             ])
         progressState.started(total: scan.jobs.count, pipeline: runner.pipeline)
 
+        // A failure or skip is logged with the file's path beside its name: the name is relative
+        // to its folder (`notes.jpg`), which does not say which folder when several were given.
+        let paths = Self.pathsByName(scan.jobs)
         let progress = ProgressLine()
         // The first stop request lets the images in flight finish and starts no more.
         let batch = Task {
@@ -151,12 +154,14 @@ struct BatchCommand: AsyncParsableCommand {
                 notifier?.sendWaiting(JobNotice(event: .init(result.status), job: result.source, result: result))
                 jobMetrics?.jobFinished(result)
                 progressState.finishedOne()
+                var metadata = result.logMetadata
+                if result.status != .done, let path = paths[result.source] { metadata["path"] = .string(path) }
                 switch result.status {
-                case .failed: logger.error("failed", metadata: result.logMetadata)
+                case .failed: logger.error("failed", metadata: metadata)
                 // Up to date is what a re-run expects of most images: the summary counts them, and
                 // a line each would bury the few that were not.
                 case .skipped where result.skipCode == .upToDate: logger.debug("skipped", metadata: result.logMetadata)
-                case .skipped: logger.info("skipped", metadata: result.logMetadata)
+                case .skipped: logger.info("skipped", metadata: metadata)
                 case .done: logger.debug("done", metadata: result.logMetadata)
                 }
                 progress.update(state)
@@ -206,6 +211,16 @@ struct BatchCommand: AsyncParsableCommand {
         let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }
         let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded, sources: handler.sources), pipeline: pipeline)
         return runner
+    }
+
+    /// Each local file's path by the name its result goes by, where the two differ and the name
+    /// is one file's only.
+    static func pathsByName(_ jobs: [Job]) -> [String: String] {
+        var paths: [String: String?] = [:]
+        for job in jobs where job.object == nil && job.path != job.sourceName {
+            paths[job.sourceName] = paths[job.sourceName] == nil ? job.path : .some(nil)
+        }
+        return paths.compactMapValues { $0 }
     }
 
     /// The paths of a `--from` list (see ``SourceList``: one a line, LF or CRLF, blank lines ignored).
