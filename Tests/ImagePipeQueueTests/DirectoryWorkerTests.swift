@@ -142,6 +142,27 @@ import Testing
         #expect(log.messages.contains("warning shutdown timeout: returned the unfinished jobs"), "\(log.messages)")
     }
 
+    /// The first signal finishes what has started and gives back what only waited for its turn,
+    /// so other workers can take it at once.
+    @Test func aGracefulShutdownFinishesTheJobUnderWayAndReturnsTheClaimedOnesNotStarted() async throws {
+        let fixture = try QueueFixture()
+        // Long enough that the stop reaches the pipeline while the first job still compresses.
+        let compressor = ScriptedCompressor(work: .seconds(3))
+        let log = CapturedLog()
+        for index in 0..<3 { fixture.deliver("photo-\(index).jpg") }
+        // One compression at a time and a room of three: one job compresses, two wait for it.
+        try await fixture.withWorker(compressor: compressor, pipeline: .init(jobs: 1, uploads: 1), log: log) { worker in
+            #expect(await eventually { compressor.calls.count == 1 && fixture.files("processing").count { $0.hasSuffix(".jpg") } == 3 })
+            try await worker.shutdown()
+        }
+        #expect(compressor.calls.count == 1, "only the job under way was compressed: \(compressor.calls)")
+        let done = fixture.files("done").filter { $0.hasSuffix(".jpg") }
+        #expect(done == compressor.calls, "the job under way finished")
+        #expect(fixture.files("inbox").count == 2, "the two not started are back: \(fixture.files("inbox"))")
+        #expect(fixture.files("processing").isEmpty && fixture.files("failed").isEmpty)
+        #expect(log.messages.filter { $0 == "info shutting down: returned a job that had not started" }.count == 2, "\(log.messages)")
+    }
+
     @Test func aSecondDeliveryOfTheSameBytesUnderTheSameNameWaitsForTheFirstAndIsIdempotent() async throws {
         let fixture = try QueueFixture()
         let compressor = ScriptedCompressor(work: .milliseconds(300))

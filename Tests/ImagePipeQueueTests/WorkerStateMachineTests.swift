@@ -254,6 +254,36 @@ import Testing
         #expect(machine.lifecycle == .closed)
     }
 
+    @Test func aGracefulShutdownWithdrawsTheJobsNotStartedAndGivesBackThoseThatEndUnstarted() {
+        var machine = machine()
+        running(&machine, claiming: 1...4)
+        _ = machine.handle(.handedOff("1"), now: t0, available: 100)
+        _ = machine.handle(.leaseLost(["4"]), now: t0, available: 100)
+        let shutdown = machine.handle(.gracefulShutdown, now: t0, available: 100)
+        // Job 1 is storing and job 4 belongs to another worker now: only 2 and 3 may not have started.
+        #expect(shutdown.contains(.withdraw(["2", "3"])), "\(shutdown)")
+        // Job 2 had not started: it goes back, its attempt not counted by the queue.
+        #expect(machine.handle(.withdrawn("2"), now: t0, available: 100) == [.release([job("2")], .withdrawn)])
+        #expect(machine.held["2"] == nil)
+        // Job 3 had started: it finishes and is recorded as usual.
+        #expect(machine.handle(.finished("3", done("3")), now: t0, available: 100).contains(.settle(job("3"), .complete, done("3"))))
+        // A withdrawn job whose lease was lost is only forgotten; one given back at once already, too.
+        #expect(machine.handle(.withdrawn("4"), now: t0, available: 100).isEmpty)
+        #expect(machine.handle(.withdrawn("2"), now: t0, available: 100).isEmpty)
+        _ = machine.handle(.settled("3", .recorded), now: t0, available: 100)
+        _ = machine.handle(.finished("1", done("1")), now: t0, available: 100)
+        #expect(machine.handle(.settled("1", .recorded), now: t0, available: 100).last == .finish)
+        #expect(machine.done == 2)
+    }
+
+    @Test func aJobWithdrawnAfterAStopAtOnceIsNotGivenBackTwice() {
+        var machine = machine()
+        running(&machine, claiming: 1...2)
+        _ = machine.handle(.gracefulShutdown, now: t0, available: 100)
+        #expect(machine.handle(.stopNow(.requested), now: t0, available: 100).contains(.release(jobs(1...2), .unfinished(.requested))))
+        #expect(!machine.handle(.withdrawn("1"), now: t0, available: 100).contains { if case .release = $0 { true } else { false } })
+    }
+
     @Test func stoppingAtOnceGivesBackTheJobsInFlightAndWaitsALittleForThoseBeingRecorded() {
         var machine = machine()
         running(&machine, claiming: 1...3)
@@ -332,7 +362,7 @@ import Testing
     var events: [Machine.Event] {
         [
             .opened, .wake, .roomReturned, .tick(t0 + .seconds(1)), .claimed(jobs(7...8), asked: 2), .claimed([], asked: 2), .rerunDeferred(["3"]),
-            .handedOff("1"), .finished("1", done("1")), .finished("1", failed("1", .storageUnavailable)), .finished("9", done("9")),
+            .handedOff("1"), .withdrawn("1"), .finished("1", done("1")), .finished("1", failed("1", .storageUnavailable)), .finished("9", done("9")),
             .settled("2", .recorded), .settled("2", .unrecorded), .settled("9", .recorded), .heartbeatDue, .leaseLost(["1"]),
             .emptyChecked(QueueRemainder(due: 0)), .emptyChecked(QueueRemainder(due: 0, later: 2, unconfirmed: 1)), .gracefulShutdown,
             .stopNow(.requested), .stopNow(.cancelled),

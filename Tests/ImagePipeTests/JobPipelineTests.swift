@@ -91,6 +91,7 @@ import Testing
                 switch event {
                 case .handedOff: events.withLock { $0.append("handed off") }
                 case .finished: events.withLock { $0.append("finished") }
+                case .withdrawn: events.withLock { $0.append("withdrawn") }
                 }
             }
         }
@@ -117,11 +118,34 @@ import Testing
             switch event {
             case .handedOff: events.withLock { $0.append("handed off") }
             case .finished(let result): events.withLock { $0.append("finished \(result.status)") }
+            case .withdrawn: events.withLock { $0.append("withdrawn") }
             }
         }
         await pipeline.idle()
         #expect(events.withLock { $0 } == ["finished failed"])
         #expect(pipeline.capacity.working == 0 && pipeline.capacity.held == 0)
+    }
+
+    @Test func aJobWithdrawnBeforeItStartsEndsUnreadWithItsRoomBackAndNoResult() async throws {
+        let compressor = ScriptedCompressor()
+        let pipeline = JobPipeline(
+            handler: FileHandler(compressor: compressor, storage: InMemoryStorage()), limits: .init(jobs: 1, uploads: 1, room: 1))
+        var job = jobs(1)[0]
+        let token = JobCancellation()
+        job.cancellation = token
+        token.withdraw()
+        let events = Mutex<[String]>([])
+        try await pipeline.reserve()
+        pipeline.submit(job) { event in
+            switch event {
+            case .handedOff: events.withLock { $0.append("handed off") }
+            case .finished: events.withLock { $0.append("finished") }
+            case .withdrawn: events.withLock { $0.append("withdrawn") }
+            }
+        }
+        await pipeline.idle()
+        #expect(events.withLock { $0 } == ["withdrawn"])
+        #expect(compressor.calls.isEmpty && pipeline.capacity.held == 0 && pipeline.capacity.working == 0)
     }
 
     @Test func reservingRefusesWhenFullAndAWaiterIsAdmittedWhenAJobEnds() async throws {

@@ -62,16 +62,24 @@ extension Job: Equatable {
     }
 }
 
-/// Whether a job's result is still wanted; shared by the job's copies.
+/// Whether a job's result is still wanted, and whether it may still start; shared by the job's copies.
 public final class JobCancellation: Sendable {
-    private let cancelled = Atomic<Bool>(false)
+    private static let cancelled: UInt8 = 1, withdrawn: UInt8 = 2
+    private let state = Atomic<UInt8>(0)
 
     /// A token not tripped.
     public init() {}
 
     /// Stops the job at its next safe point.
-    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+    public func cancel() { state.bitwiseOr(Self.cancelled, ordering: .relaxed) }
+
+    /// Gives the job back if it has not started its next stage yet (reading, or compressing): a
+    /// worker shutting down gracefully finishes what runs and returns what only waits.
+    public func withdraw() { state.bitwiseOr(Self.withdrawn, ordering: .relaxed) }
 
     /// Whether ``cancel()`` was called.
-    public var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
+    public var isCancelled: Bool { state.load(ordering: .relaxed) & Self.cancelled != 0 }
+
+    /// Whether ``withdraw()`` was called.
+    public var isWithdrawn: Bool { state.load(ordering: .relaxed) & Self.withdrawn != 0 }
 }

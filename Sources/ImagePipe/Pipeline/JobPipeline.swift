@@ -18,13 +18,17 @@ import Synchronization
 /// One path for every job: admit it (``reserve()`` or ``tryReserve(upTo:)``), then ``submit(_:events:)``
 /// it; ``run(_:)`` does both for one job and waits for its result.
 public final class JobPipeline: Sendable {
-    /// What happens to a submitted job, in order: at most one `handedOff`, then one `finished`.
+    /// What happens to a submitted job, in order: at most one `handedOff`, then one `finished`;
+    /// or `withdrawn` alone.
     public enum JobEvent: Sendable {
         /// The job gave its room back before its result: its outputs were handed to the store and
         /// only wait to be made durable.
         case handedOff
         /// The job ended with this result.
         case finished(JobResult)
+        /// The job was withdrawn (``JobCancellation/withdraw()``) while it waited to be read or
+        /// compressed: it ends without a result, its room given back, for its queue to have again.
+        case withdrawn
     }
 
     /// The handler every job goes through.
@@ -70,8 +74,18 @@ public final class JobPipeline: Sendable {
             events(.finished(result))
             if capacity.end(handedOff: wasHandedOff) { handler.compressor.releaseMemory() }
         }
+        // A job withdrawn before a stage starts ends there, with what it reserved given back.
+        let withdrawn: @Sendable (JobContext) -> Bool = { [self] context in
+            guard context.job.cancellation?.isWithdrawn == true, !context.hasEnded else { return false }
+            _ = handler.end(context)
+            progress.store(2, ordering: .releasing)
+            events(.withdrawn)
+            if capacity.end(handedOff: false) { handler.compressor.releaseMemory() }
+            return true
+        }
         transfers.async { [self, context] in
             var context = context
+            if withdrawn(context) { return }
             // A store that cannot be reached would only fail the inspection's look-ups too, each
             // after its retries: the job ends before it reads or asks anything.
             if let halt = halted.withLock({ $0 }), halt.code == .storageUnavailable {
@@ -85,6 +99,7 @@ public final class JobPipeline: Sendable {
             guard !context.hasEnded else { return finish(handler.end(context)) }
             compression.async { [self, context] in
                 var context = context
+                if withdrawn(context) { return }
                 if let halt = halted.withLock({ $0 }) { context.failure = Self.notProcessed(halt) }
                 stopIfCancelled(&context)
                 handler.compress(&context, memory: capacity.memory)

@@ -69,6 +69,7 @@ extension WorkerLoop {
         switch reason {
         case .unfinished(.requested): logger.warning("stopped at once: returned the jobs in flight", metadata: metadata)
         case .unfinished(.cancelled): logger.warning("shutdown timeout: returned the unfinished jobs", metadata: metadata)
+        case .withdrawn: logger.info("shutting down: returned a job that had not started", metadata: metadata)
         case .waitingRetries, .claimedWhileStopping, .retryWhileStopping:
             logger.debug("returned jobs this worker held", metadata: metadata)
         }

@@ -256,6 +256,9 @@ public final class WorkerLoop: Service, Sendable {
         case .abandon(let ids):
             let tokens = cancellations.withLock { tokens in ids.compactMap { tokens[$0] } }
             for token in tokens { token.cancel() }
+        case .withdraw(let ids):
+            let tokens = cancellations.withLock { tokens in ids.compactMap { tokens[$0] } }
+            for token in tokens { token.withdraw() }
         case .note(let note):
             log(note)
         case .finish:
@@ -286,6 +289,9 @@ public final class WorkerLoop: Service, Sendable {
             case .finished(let result):
                 _ = cancellations.withLock { $0.removeValue(forKey: id) }
                 events.send(.finished(id, result))
+            case .withdrawn:
+                _ = cancellations.withLock { $0.removeValue(forKey: id) }
+                events.send(.withdrawn(id))
             }
         }
     }

@@ -143,6 +143,8 @@ extension WorkerStateMachine {
         case handedOff(String)
         /// A job's attempt ended.
         case finished(String, JobResult)
+        /// A job withdrawn while it waited for its next stage ended without a result.
+        case withdrawn(String)
         /// A settlement ended.
         case settled(String, Settled)
         /// Leases are due for renewal.
@@ -169,6 +171,8 @@ extension WorkerStateMachine {
         case claimedWhileStopping
         /// A retry this worker would hold came back while it stops.
         case retryWhileStopping
+        /// A graceful shutdown withdrew the job before it started its next stage.
+        case withdrawn
     }
 
     /// Something worth one log line.
@@ -209,6 +213,9 @@ extension WorkerStateMachine {
         case renew([ClaimedJob])
         /// Stop these jobs' work at their next safe point: their results are not wanted.
         case abandon([String])
+        /// Give these jobs back if they have not started their next stage (reading or
+        /// compressing); those that have run on. Each withdrawn one comes back as `withdrawn`.
+        case withdraw([String])
         /// Ask the queue what is left (jobs due within this horizon, jobs that may come back),
         /// then report ``Event/emptyChecked(_:)``.
         case checkEmpty(dueWithin: Duration)

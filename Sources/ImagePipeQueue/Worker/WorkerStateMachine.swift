@@ -106,6 +106,8 @@ public struct WorkerStateMachine: ~Copyable {
             actions = []
         case .finished(let id, let result):
             actions = finished(id, result, now: now)
+        case .withdrawn(let id):
+            actions = withdrawn(id)
         case .settled(let id, let outcome):
             actions = settled(id, outcome, now: now)
         case .heartbeatDue:
@@ -176,6 +178,15 @@ public struct WorkerStateMachine: ~Copyable {
         return actions
     }
 
+    /// A job that ended without starting goes back to the queue, its attempt not counted; one
+    /// already given back (stopping at once) or taken by another worker (lease lost) is only forgotten.
+    private mutating func withdrawn(_ id: String) -> [Action] {
+        if abandoned.remove(id) != nil { return [] }
+        guard let job = held[id], job.phase == .running else { return [] }
+        held[id] = nil
+        return job.lost ? [] : [.release([job.claimed], .withdrawn)]
+    }
+
     private mutating func settled(_ id: String, _ outcome: Settled, now: Instant) -> [Action] {
         // The answer about an attempt before the one held (see `staleAnswers`) leaves the new one
         // as it is, whether it still runs or is being settled in its turn.
@@ -227,6 +238,10 @@ public struct WorkerStateMachine: ~Copyable {
         var actions: [Action] = logged ? [.note(.draining)] : []
         let waiting = takeWaitingRetries()
         if !waiting.isEmpty { actions.append(.release(waiting, .waitingRetries)) }
+        // Jobs claimed but only waiting for their turn go back for other workers, rather than
+        // holding the stop up; what has started finishes.
+        let waitingToStart = held.filter { $0.value.phase == .running && !$0.value.handedOff && !$0.value.lost }.keys.sorted()
+        if !waitingToStart.isEmpty { actions.append(.withdraw(waitingToStart)) }
         return actions
     }
 
