@@ -31,7 +31,8 @@ package final class PerceptualScore {
 
     private let reference: OpaquePointer
 
-    /// Whether scores are estimated from sampled rows: asked for, and the image has 1024 rows or more.
+    /// Whether scores are estimated from sampled rows: asked for, and the image has 1024 rows or
+    /// more and 256 pixels or more on its shorter side (six scales).
     package let isSampled: Bool
 
     /// Prepares `reference`, the unencoded image as the encoder receives it. With `sampled`, images of

@@ -43,15 +43,14 @@ import Testing
         }
     }
 
-    /// A tall, narrow image (150x2400): many rows, so sampled, with bands across its whole width. Its
-    /// narrow bands stray further below the full score (0.5–0.9 points here) but not above it.
-    @Test func tallImagesAreSampledAndStayWithinTheError() throws {
+    /// A tall, narrow image (150x2400): many rows, but too narrow for six scales, where sampling's
+    /// error was never measured (sampled, it scored 0.8 points over its full score): scored whole.
+    @Test func narrowImagesAreScoredOnEveryPixelHoweverTall() throws {
         let reference = try reference("images/formats/tall.jpg", box: 2400)
         let encoded = try Fixtures.compress("images/formats/tall.jpg", [Fixtures.variant("e=2400x2400,jpeg,q55")]).variants[0].data
         let sampled = try VipsProbe.sampledSSIMULACRA2(reference: reference, distorted: encoded)
-        let full = try VipsProbe.ssimulacra2(reference: reference, distorted: encoded)
-        #expect(sampled.sampled)
-        #expect(sampled.score - full <= VipsProbe.sampledScoreError && full - sampled.score <= 1, "sampled \(sampled.score), full \(full)")
+        #expect(!sampled.sampled)
+        #expect(sampled.score == (try VipsProbe.ssimulacra2(reference: reference, distorted: encoded)))
     }
 
     /// `auto` searches on sampled scores aiming above the target by the error, so the output's full
@@ -79,5 +78,38 @@ import Testing
         ).variants[0]
         let full = try VipsProbe.ssimulacra2(reference: try reference(source, box: 1800), distorted: output.data)
         #expect(abs(try #require(output.score) - full) < 0.01)
+    }
+}
+
+/// Images under 256 pixels on a side have fewer than SSIMULACRA 2's six scales. Each norm keeps the
+/// weight of its own channel and scale: counting through the weights instead gave a 64x1024 strip
+/// at JPEG quality 80 a score of 9.8, where every other fixture scored 50 and up.
+@Suite struct NarrowImageScoreTests {
+    @Test(arguments: ["jpeg,q80", "webp,q80"])
+    func aNarrowStripScoresAsItsTilingWideEnoughForSixScales(_ spec: String) throws {
+        let directory = TemporaryDirectory(prefix: "imagepipe-narrow-score")
+        // The strip (64x1024, four scales) and its encode, decoded to PNG.
+        let strip = try Fixtures.compress("images/formats/tall.jpg", [Fixtures.variant("r=1024x1024,png")]).variants[0].data
+        let encoded = try Fixtures.encoder.compress(
+            SourceImage(name: "strip", content: .bytes(strip)), variants: [Fixtures.variant("e=1024x1024,\(spec)")], limits: .default
+        ).variants[0].data
+        let stripScore = try VipsProbe.ssimulacra2(reference: strip, distorted: encoded)
+        // Four strips side by side (256x1024, six scales): the same pixels at the fine scales, so
+        // the fine scales' errors are the same, weighted the same; the two coarse scales add theirs.
+        let decoded = try Fixtures.compress(bytes: encoded, [Fixtures.variant("d=1024x1024,png")]).variants[0].data
+        try strip.write(to: URL(fileURLWithPath: directory.url("r.png")))
+        try decoded.write(to: URL(fileURLWithPath: directory.url("d.png")))
+        for name in ["r", "d"] {
+            let tile = directory.url("\(name).png")
+            let joined = try CommandRunner.run(
+                executable: "/usr/bin/env",
+                ["vips", "arrayjoin", [tile, tile, tile, tile].joined(separator: " "), directory.url("\(name)4.png"), "--across", "4"])
+            #expect(joined.status == 0, "\(joined.stderr)")
+        }
+        let tiledScore = try VipsProbe.ssimulacra2(
+            reference: Data(contentsOf: URL(fileURLWithPath: directory.url("r4.png"))),
+            distorted: Data(contentsOf: URL(fileURLWithPath: directory.url("d4.png"))))
+        #expect(stripScore >= tiledScore - 0.01 && stripScore - tiledScore < 5, "strip \(stripScore), tiled \(tiledScore)")
+        #expect(stripScore > 60, "\(stripScore)")
     }
 }
