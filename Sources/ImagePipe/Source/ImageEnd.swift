@@ -71,32 +71,38 @@ public enum ImageEnd {
     }
 
     /// Random access to the bytes, through a window of 1 MiB when they stay in a file.
+    ///
+    /// The walk reads every byte of a JPEG's scans, so a byte costs an array read: bytes in memory
+    /// are one array, and a file's window is one too. (Read through the content's enum and `Data`,
+    /// a byte cost a retain and a release: 0.09 ms for a 3 kB JPEG, a tenth of its whole job.)
     private final class Bytes {
         let count: Int
-        private let content: SourceImage.Content
-        private var window = Data()
+        private let file: OpenedFile?
+        private var window: [UInt8]
         private var windowStart = 0
 
         init(_ content: SourceImage.Content) {
-            self.content = content
             switch content {
-            case .bytes(let data): count = data.count
-            case .file(let opened): count = opened.byteCount
+            case .bytes(let data):
+                count = data.count
+                file = nil
+                window = [UInt8](data)
+            case .file(let opened):
+                count = opened.byteCount
+                file = opened
+                window = []
             }
         }
 
         func byte(at offset: Int) -> UInt8? {
             guard offset >= 0, offset < count else { return nil }
-            switch content {
-            case .bytes(let data): return data[data.startIndex + offset]
-            case .file(let opened):
-                if offset < windowStart || offset >= windowStart + window.count {
-                    windowStart = offset
-                    window = (try? opened.read(at: offset, count: 1 << 20)) ?? Data()
-                    guard !window.isEmpty else { return nil }
-                }
-                return window[window.startIndex + offset - windowStart]
+            if offset < windowStart || offset >= windowStart + window.count {
+                guard let file else { return nil }
+                windowStart = offset
+                window = [UInt8]((try? file.read(at: offset, count: 1 << 20)) ?? Data())
+                guard !window.isEmpty else { return nil }
             }
+            return window[offset - windowStart]
         }
 
         func slice(at offset: Int, count: Int) -> [UInt8]? {
