@@ -2,6 +2,7 @@ import Foundation
 import ImagePipe
 import ImagePipeRemoteStorage
 import ImagePipeTestSupport
+import ImagePipeVipsTestSupport
 import Testing
 
 /// `imagepipe batch` reading its sources from moto (signature checking on) and the Supabase stand-in.
@@ -66,6 +67,34 @@ import Testing
         #expect(requests.filter { $0.path.contains("list-type=2") }.count == 2, "the listing came in two pages")
         // notes.txt too: its first bytes decide, from the same download.
         #expect(requests.filter { $0.method == "GET" && !$0.path.contains("list-type=2") }.count == 1_501, "each object downloaded once")
+    }
+
+    /// One photo, its subject near the right edge (see SubjectImage), uploaded four times: with a
+    /// focal point on the subject in its metadata, with one far from it, with none (a centred crop,
+    /// which misses the subject), and with one that is no point (which fails that image alone).
+    @Test func anObjectsMetadataFocalPointPlacesItsCoverCrops() throws {
+        let moto = try MotoServer.signed()
+        let bucket = try moto.makeBucket()
+        let photo = directory.write("subject.png", try SubjectImage.png(width: 1200, height: 600, subjectAt: 1060, 255))
+        try moto.put(bucket, "orig/near.png", file: photo, metadata: ["focus": "0.92,0.5"])
+        try moto.put(bucket, "orig/far.png", file: photo, metadata: ["focus": "0.05,0.5"])
+        try moto.put(bucket, "orig/plain.png", file: photo)
+        try moto.put(bucket, "orig/bad.png", file: photo, metadata: ["focus": "1.5,0.5"])
+        let output = try CommandRunner.run(
+            [
+                "batch", "s3://\(bucket)", "--dest", directory.url("out"), "--endpoint", moto.endpoint,
+                "--variant", "t=200x200,png,cover", "--manifest", directory.url("manifest.jsonl"),
+            ],
+            environment: environment(moto))
+        #expect(output.status == 1, "bad.png fails: \(output.stderr)")
+        func coloured(_ name: String) throws -> Int {
+            try VipsProbe.colouredPixels(Data(contentsOf: URL(fileURLWithPath: directory.url("out/orig/\(name)-t.png"))))
+        }
+        let (near, far, plain) = (try coloured("near"), try coloured("far"), try coloured("plain"))
+        #expect(near > 600 && far == 0 && plain == 0, "near \(near), far \(far), plain \(plain)")
+        let bad = try #require(try manifest()["s3://\(bucket)/orig/bad.png"])
+        #expect(bad["error_code"] as? String == "invalid_job_options", "\(bad)")
+        #expect((bad["error"] as? String)?.contains("focus='1.5,0.5' is no focal point") == true, "\(bad)")
     }
 
     @Test func anObjectWithoutAnExtensionIsTakenByItsBytesFromItsOneDownload() throws {

@@ -13,7 +13,8 @@ extension FileHandler {
         }
         let outcome = Result { () throws(ImagePipeError) in
             try compressor.compress(
-                SourceImage(name: context.job.relativePath, content: source.content, focus: context.job.focus),
+                // The job's own point (queued with it) wins over the one its object's metadata gives.
+                SourceImage(name: context.job.relativePath, content: source.content, focus: context.job.focus ?? source.focus),
                 variants: configuration.variants, limits: configuration.limits, memory: memory)
         }
         // A file kept open was decoded after it was hashed: what was made, or the decoder's failure,

@@ -35,6 +35,6 @@ extension FileHandler {
         return .image(
             SourceFile(
                 content: .bytes(fetched.data), sha256: SHA256Digest.hash(fetched.data).hex,
-                byteCount: fetched.data.count, etag: fetched.etag))
+                byteCount: fetched.data.count, etag: fetched.etag, focus: fetched.focus))
     }
 }

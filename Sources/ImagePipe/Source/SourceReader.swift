@@ -14,6 +14,8 @@ public struct SourceFile: Sendable {
     public var byteCount: Int
     /// The ETag of an object read from a store.
     public var etag: String? = nil
+    /// The focal point an object's metadata gives (``FetchedObject/focus``).
+    public var focus: FocalPoint? = nil
 }
 
 /// Reads sources without ever writing to them.

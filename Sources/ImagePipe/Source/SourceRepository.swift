@@ -57,11 +57,32 @@ public struct FetchedObject: Sendable {
     public var data: Data
     /// The ETag the store sent with them, without quotes.
     public var etag: String?
+    /// The focal point the uploader stored in the object's metadata (`focus: X,Y`, see
+    /// ``focus(metadata:)``), for `cover` crops; a queued job's own point wins over it.
+    public var focus: FocalPoint?
 
     /// Creates a read object.
-    public init(data: Data, etag: String?) {
+    public init(data: Data, etag: String?, focus: FocalPoint? = nil) {
         self.data = data
         self.etag = etag
+        self.focus = focus
+    }
+
+    /// The metadata key uploaders set to give an object's focal point, as `X,Y` fractions from the
+    /// left and top (`aws s3 cp --metadata focus=0.3,0.6`; S3 sends it as `x-amz-meta-focus`).
+    public static let focusMetadataKey = "focus"
+
+    /// The focal point in a `focus` metadata value; nil without one.
+    ///
+    /// - Throws: `invalid_job_options` naming the value when it is not two fractions from 0 to 1:
+    ///   an uploader's point that cannot be used fails the image rather than being passed over.
+    public static func focus(metadata value: String?) throws(ImagePipeError) -> FocalPoint? {
+        guard let value else { return nil }
+        guard let point = FocalPoint(parsing: value.trimmingCharacters(in: .whitespaces)) else {
+            throw ImagePipeError(
+                .invalidJobOptions, "the object's metadata \(focusMetadataKey)='\(value)' is no focal point: give X,Y, two fractions from 0 to 1")
+        }
+        return point
     }
 
     /// An ETag header value without its quotes (and without the `W/` of a weak one).

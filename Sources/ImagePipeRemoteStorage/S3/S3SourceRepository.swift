@@ -74,15 +74,17 @@ public final class S3SourceRepository: SourceRepository {
     /// before its body is read.
     public func read(_ location: ObjectLocation, maxBytes: Int) throws(ImagePipeError) -> FetchedObject {
         try S3BucketName.validate(location.bucket)
+        let response: HTTPResponse
         do {
-            let response = try s3.retrier.run("GET \(location)") { (_) throws(RequestFailure) in
+            response = try s3.retrier.run("GET \(location)") { (_) throws(RequestFailure) in
                 try s3.send("GET", bucket: location.bucket, key: location.key, maxResponseBytes: maxBytes)
             }
-            return FetchedObject(data: response.body, etag: FetchedObject.unquoted(response.header("ETag")))
         } catch {
             let notFound = if case .server(404, _, _, _) = error.failure { true } else { false }
             throw error.failure.sourceError(location.description, attempts: error.attempts, isNotFound: notFound, maxBytes: maxBytes)
         }
+        let focus = try FetchedObject.focus(metadata: response.header("x-amz-meta-" + FetchedObject.focusMetadataKey))
+        return FetchedObject(data: response.body, etag: FetchedObject.unquoted(response.header("ETag")), focus: focus)
     }
 
     /// One ListObjectsV2 page (`encoding-type=url`): its objects as siblings of `folder`, whether the

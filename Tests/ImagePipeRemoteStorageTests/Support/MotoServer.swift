@@ -59,10 +59,13 @@ final class MotoServer: Sendable {
         try check(["op": "keys", "bucket": bucket])["keys"] as? [String] ?? []
     }
 
-    /// Stores a file's bytes, or `size` random bytes, at `key` with boto3; returns the ETag (unquoted).
+    /// Stores a file's bytes, or `size` random bytes, at `key` with boto3, with user `metadata`
+    /// (`x-amz-meta-*`); returns the ETag (unquoted).
     @discardableResult
-    func put(_ bucket: String, _ key: String, file: String? = nil, size: Int = 0) throws -> String {
-        try check(["op": "put", "bucket": bucket, "key": key, "file": file ?? "", "size": String(size)])["etag"] as? String ?? ""
+    func put(_ bucket: String, _ key: String, file: String? = nil, size: Int = 0, metadata: [String: String] = [:]) throws -> String {
+        let encoded = String(decoding: try JSONSerialization.data(withJSONObject: metadata), as: UTF8.self)
+        return try check(["op": "put", "bucket": bucket, "key": key, "file": file ?? "", "size": String(size), "metadata": encoded])["etag"]
+            as? String ?? ""
     }
 
     /// Stores `count` objects `prefix/dNN/NNNNN-NAME` with boto3, cycling through `files`, many at

@@ -59,7 +59,8 @@ def handle(command):
                 body = source.read()
         else:
             body = os.urandom(int(command["size"]))
-        return {"etag": s3.put_object(Bucket=bucket, Key=command["key"], Body=body)["ETag"].strip('"')}
+        metadata = json.loads(command.get("metadata") or "{}")
+        return {"etag": s3.put_object(Bucket=bucket, Key=command["key"], Body=body, Metadata=metadata)["ETag"].strip('"')}
     if op == "fill":
         bodies = []
         for path in command["files"].split(","):
