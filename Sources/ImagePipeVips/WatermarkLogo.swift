@@ -22,12 +22,7 @@ public final class WatermarkLogo: @unchecked Sendable {
     /// Blocking I/O.
     public init(path: String) throws(ImagePipeError) {
         try Vips.ensureStarted()
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw .configuration("cannot read the watermark \(path): \(IOErrorText.reason(of: error))")
-        }
+        let data = try Self.read(path)
         guard !data.isEmpty else { throw .configuration("the watermark \(path) is empty (0 bytes)") }
         defer { ipv_thread_done() }
         ipv_begin_call()
@@ -46,5 +41,26 @@ public final class WatermarkLogo: @unchecked Sendable {
         size = image.size
         sha256 = SHA256Digest.hash(data).hex
         self.path = path
+    }
+
+    /// The file's bytes; a failure says why as the system does (`No such file or directory`).
+    private static func read(_ path: String) throws(ImagePipeError) -> Data {
+        func failure(_ code: Int32) -> ImagePipeError {
+            .configuration("cannot read the watermark \(path): \(String(cString: strerror(code)))")
+        }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure(errno) }
+        defer { close(descriptor) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if count == 0 { return data }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure(errno)
+            }
+            data.append(contentsOf: buffer[..<count])
+        }
     }
 }
