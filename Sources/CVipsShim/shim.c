@@ -1,5 +1,6 @@
 // Non-variadic wrappers over libvips calls, one per operation the compressor uses.
 #include "CVipsShim.h"
+#include "private.h"
 #include <limits.h>
 #include <string.h>
 
@@ -318,6 +319,8 @@ static void mark_errors(void) {
     operation_began_at = error_log_total;
     g_mutex_unlock(&error_log_lock);
 }
+
+void ipv_mark_operation(void) { mark_errors(); }
 
 void ipv_begin_call(void) {
     thread_warnings_length = 0;

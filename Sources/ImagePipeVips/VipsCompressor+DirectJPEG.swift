@@ -11,14 +11,16 @@ extension VipsCompressor {
     /// same decode, orientation and encoder settings give the same bytes (tested against the libvips
     /// path); what is saved is libvips' per-image machinery, most of a small image's cost.
     ///
-    /// Nil whenever any of that does not hold, and for every failure: the libvips path then makes
+    /// Never with a watermark, which needs libvips to draw it. Nil whenever any of that does not hold, and for every failure: the libvips path then makes
     /// the outputs, or words the error, as it always has.
     package func compressDirectly(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) -> CompressedImage? {
         guard configuration.decodesPlainJPEGsDirectly, !configuration.scoreEveryVariant,
             case .bytes(let data) = source.content,
-            variants.allSatisfy({ $0.format == .jpeg && !$0.isAuto })
+            variants.allSatisfy({ $0.format == .jpeg && !$0.isAuto }),
+            // Its pixels go from decoder to encoder untouched: a logo needs libvips.
+            !Self.anyWatermarked(variants)
         else { return nil }
         let clock = ContinuousClock()
         let start = clock.now

@@ -13,7 +13,7 @@ extension VipsCompressor {
     /// score of its own and is marked ``EncodedVariant/keptOriginal``.
     func keepingSmallerOriginal(_ compressed: CompressedImage, source: SourceImage) -> CompressedImage {
         guard compressed.sourceFormat == .jpeg,
-            compressed.variants.contains(where: { $0.spec.format == .jpeg && $0.size == compressed.sourceSize })
+            compressed.variants.contains(where: { Self.mayKeepOriginal($0, sourceSize: compressed.sourceSize) })
         else { return compressed }
         let original: Data
         switch source.content {
@@ -27,12 +27,18 @@ extension VipsCompressor {
         var result = compressed
         for index in result.variants.indices {
             let variant = result.variants[index]
-            guard variant.spec.format == .jpeg, variant.size == compressed.sourceSize, stripped.count < variant.data.count else { continue }
+            guard Self.mayKeepOriginal(variant, sourceSize: compressed.sourceSize), stripped.count < variant.data.count else { continue }
             var kept = EncodedVariant(spec: variant.spec, size: variant.size, data: stripped)
             kept.keptOriginal = true
             result.variants[index] = kept
         }
         return result
+    }
+
+    /// Whether `variant` could be the original's bytes: a JPEG at the original's size, with no
+    /// watermark (the original has none, so its bytes would lose it).
+    private static func mayKeepOriginal(_ variant: EncodedVariant, sourceSize: PixelSize) -> Bool {
+        variant.spec.format == .jpeg && variant.size == sourceSize && variant.spec.watermark == nil
     }
 
     private static func isSRGB(_ profile: Data) -> Bool {

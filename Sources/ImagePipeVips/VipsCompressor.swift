@@ -10,8 +10,8 @@ public import ImagePipe
 /// The source is opened lazily first so its header can be checked (format allowlist, pixel limit)
 /// before any pixel is decoded. It is then decoded once with shrink-on-load at the smallest size
 /// that serves the largest variant, auto-oriented and converted to 8-bit sRGB, held in memory, and
-/// every variant is resized (and cropped for `cover`, at the centre or where its position says) from that copy and encoded with its
-/// metadata stripped. With a single variant nothing is held: libvips streams decode into encode.
+/// every variant is resized (and cropped for `cover`, at the centre or where its position says) from that copy, watermarked when
+/// it has one, and encoded with its metadata stripped. With a single variant nothing is held: libvips streams decode into encode.
 public struct VipsCompressor: ImageCompressor {
     /// Encoder settings shared by every variant.
     public struct Configuration: Sendable, Hashable {
@@ -58,13 +58,17 @@ public struct VipsCompressor: ImageCompressor {
 
     /// Encoder settings.
     public let configuration: Configuration
+    /// The logo of the variants' ``VariantSpec/watermark``, decoded once; nil without `--watermark`.
+    public let watermarkLogo: WatermarkLogo?
     /// Images this compressor made without libvips (see ``compressDirectly(_:variants:limits:memory:)``).
     package let directCompressions = DirectPathCounter()
 
-    /// Creates a compressor, starting libvips if needed.
-    public init(configuration: Configuration = .init()) throws(ImagePipeError) {
+    /// Creates a compressor, starting libvips if needed; `watermarkLogo` is the logo the variants'
+    /// watermarks name.
+    public init(configuration: Configuration = .init(), watermarkLogo: WatermarkLogo? = nil) throws(ImagePipeError) {
         try Vips.ensureStarted()
         self.configuration = configuration
+        self.watermarkLogo = watermarkLogo
     }
 
     /// Working memory from which an image leaves enough free heap behind to be worth trimming.
@@ -83,9 +87,11 @@ public struct VipsCompressor: ImageCompressor {
 
     /// The steps, in pipeline order. A plain JPEG that needs no resizing takes the direct path
     /// (libjpeg alone, same bytes); everything else: header, format and size checks, working
-    /// memory, one decode, placeholder, then each variant resized from the decode and encoded.
-    /// A variant that comes out larger than its original, of its format and size, is then the
-    /// original's own bytes (``keepingSmallerOriginal(_:source:)``).
+    /// memory, one decode, placeholder, then each variant resized from the decode, watermarked
+    /// and encoded. A variant without a watermark that comes out larger than its original, of its
+    /// format and size, is then the original's own bytes (``keepingSmallerOriginal(_:source:)``).
+    /// A watermark shows on every variant that has one: neither the direct path nor the kept
+    /// original, which both pass the original's pixels through, ever makes such a variant.
     public func compress(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> CompressedImage {
@@ -135,7 +141,7 @@ public struct VipsCompressor: ImageCompressor {
                 Self.placesCrop(variant, focus: source.focus)
                 ? try placeCrop(decoded, to: output, variant: variant, focus: source.focus)
                 : try resize(decoded, to: output, crop: variant.fit == .cover)
-            encoded.append(try encode(resized, as: variant))
+            encoded.append(try encode(try overlayWatermark(resized, variant: variant), as: variant))
         }
         var compressed = CompressedImage(
             sourceFormat: format, sourceSize: displayed, variants: encoded,

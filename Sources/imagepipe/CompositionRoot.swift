@@ -34,7 +34,10 @@ enum CompositionRoot {
         logger: Logger
     ) throws(ImagePipeError) -> FileHandler {
         try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
-        let variants = try options.variantSpecs()
+        // Read and decoded once, before any image: a logo that cannot be stops the command here.
+        let logo = try options.watermark.file.map { (path) throws(ImagePipeError) in try WatermarkLogo(path: path) }
+        let watermark = try logo.map { (logo) throws(ImagePipeError) in try options.watermark.settings(logoSHA256: logo.sha256) }
+        let variants = try options.variantSpecs().map { $0.applying(watermark) }
         let configuration = FileHandler.Configuration(
             variants: variants,
             keyTemplate: try KeyTemplate(options.key),
@@ -50,7 +53,7 @@ enum CompositionRoot {
         encoders.keepsSmallerOriginal = !options.alwaysEncode
         let sourceURLs = sources.filter(ObjectLocation.isURL)
         return FileHandler(
-            compressor: try VipsCompressor(configuration: encoders),
+            compressor: try VipsCompressor(configuration: encoders, watermarkLogo: logo),
             storage: try StorageFactory.make(options.storage, sourceURLs: sourceURLs),
             sources: try StorageFactory.sources(sourceURLs, options.storage),
             configuration: configuration, logger: logger)

@@ -51,6 +51,13 @@ int ipv_smartcrop(VipsImage *in, int width, int height, int attention, VipsImage
 /// The area of `in` at left, top of width x height.
 int ipv_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out);
 
+/// A watermark's logo made ready once: 8-bit sRGB with alpha (opaque when it had none), decoded
+/// into memory, so any compression thread can read it.
+int ipv_watermark_prepare(VipsImage *in, VipsImage **out);
+/// `in` with `logo` (as made by ipv_watermark_prepare, already at its size) blended over it at
+/// left, top, its alpha multiplied by `opacity`; the logo must lie within `in`. Only the logo's area
+/// is blended; every other pixel is `in`'s own, and `in`'s bands are kept.
+int ipv_watermark(VipsImage *in, VipsImage *logo, int left, int top, double opacity, VipsImage **out);
 /// Converts any interpretation and depth (grey, 16-bit, CMYK, LAB) to 8-bit sRGB, keeping alpha.
 int ipv_to_srgb8(VipsImage *in, VipsImage **out);
 

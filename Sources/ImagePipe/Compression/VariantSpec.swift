@@ -31,6 +31,11 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     public var autoTarget: Double?
     /// Encoder settings beyond the quality.
     public var options: EncoderOptions
+    /// What the variant's options say about the watermark (`nowatermark`, `watermark=FRACTION`).
+    public var watermarkChoice: WatermarkChoice = .standard
+    /// The logo laid over this variant, once the command's `--watermark` is applied
+    /// (``applying(_:)``); nil for none.
+    public var watermark: Watermark?
 
     /// Creates a variant; see ``init(parsing:)`` for the command-line form. With `autoTarget`, the
     /// quality is chosen per image and `quality` is replaced by the format's starting point.
@@ -94,7 +99,8 @@ extension VariantSpec {
     /// Either side of the box may be left out (`1600x`, `x1200`) for a fit by the other side alone.
     /// QUALITY is `qN` (1–100), `auto` or `auto:TARGET` (a SSIMULACRA 2 score to reach, 1–100); it may
     /// be left out for PNG and lossless WebP only. The options, in any order: `cover` or `inside`, a
-    /// ``CropPosition`` (with `cover` only), and the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`.
+    /// ``CropPosition`` (with `cover` only), the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`,
+    /// and a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`).
     public init(parsing text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError {
             .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,QUALITY[,OPTION...])")
@@ -140,9 +146,21 @@ extension VariantSpec {
         var fit: Fit?
         var crop: CropPosition?
         var options = EncoderOptions()
+        var watermarkChoice: WatermarkChoice?
         var seen = Set<String>()
         for field in fields {
             guard seen.insert(field.hasPrefix("effort=") ? "effort" : field).inserted else { throw bad("'\(field)' is given twice") }
+            let choice: WatermarkChoice?
+            do throws(ImagePipeError) {
+                choice = try WatermarkChoice(option: field)
+            } catch {
+                throw bad(error.reason)
+            }
+            if let choice {
+                guard watermarkChoice == nil else { throw bad("give one of 'nowatermark' and 'watermark=FRACTION'") }
+                watermarkChoice = choice
+                continue
+            }
             if let parsed = Fit(rawValue: field) {
                 guard fit == nil else { throw bad("give one of 'cover' and 'inside'") }
                 fit = parsed
@@ -161,7 +179,7 @@ extension VariantSpec {
             }
             guard known else {
                 throw bad(
-                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless"
+                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless, nowatermark, watermark=FRACTION"
                 )
             }
         }
@@ -182,11 +200,34 @@ extension VariantSpec {
         self.init(
             name: name, width: width, height: height, fit: fit ?? .inside, crop: crop ?? .centre, format: format, quality: quality ?? 0,
             autoTarget: autoTarget, options: options)
+        self.watermarkChoice = watermarkChoice ?? .standard
     }
 
-    /// The command-line form of this variant; parsing it gives this variant back. Stored with every
-    /// output as the settings it was made with, so any change to the variant changes it.
+    /// This variant with the command's watermark as its own option makes it: as it is, at the size
+    /// the variant asks for, or none (`nowatermark`, or no watermark given).
+    public func applying(_ watermark: Watermark?) -> VariantSpec {
+        var variant = self
+        variant.watermark = watermarkChoice.applied(to: watermark)
+        return variant
+    }
+
+    /// The command-line form of this variant; parsing it gives this variant back (without the
+    /// command's ``watermark``, which ``applying(_:)`` adds).
     public var specString: String {
+        (encodingFields + [watermarkChoice.field].compactMap { $0 }).joined(separator: ",")
+    }
+
+    /// The settings stored with every output, so any change to them makes the variant again on a
+    /// re-run: the spec as written back, without its watermark option, and the watermark it got
+    /// (logo and settings). A variant without a watermark keeps the fingerprint it had before
+    /// watermarks existed; one whose option changes nothing it got (`watermark=0.2` at the
+    /// command's size) keeps its outputs.
+    public var fingerprint: String {
+        (encodingFields + [watermark?.settingsString].compactMap { $0 }).joined(separator: ",")
+    }
+
+    /// The spec's fields but the watermark option.
+    private var encodingFields: [String] {
         let side = { (value: Int) in value == Self.unbounded ? "" : String(value) }
         var fields = ["\(name)=\(side(width))x\(side(height))", format.rawValue]
         if let autoTarget {
@@ -198,7 +239,7 @@ extension VariantSpec {
         if fit == .cover { fields.append("cover") }
         // Left out at the centre, so outputs made before positions existed keep their fingerprint.
         if fit == .cover && crop != .centre { fields.append(crop.rawValue) }
-        return fields.joined(separator: ",")
+        return fields
     }
 
     /// A target as written: `70`, `62.5`.

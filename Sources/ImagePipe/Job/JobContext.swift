@@ -31,7 +31,7 @@ public struct JobContext: Sendable {
         public var stored: Result<StoredObject, ImagePipeError>?
 
         /// What the output's origin records as its variant: the spec, or `original`.
-        public var fingerprint: String { spec?.specString ?? FileHandler.originalVariantName }
+        public var fingerprint: String { spec?.fingerprint ?? FileHandler.originalVariantName }
 
         /// Whether the key holds exactly this output: made from `origin`'s bytes with the same settings.
         public func isInPlace(for origin: Origin) -> Bool {

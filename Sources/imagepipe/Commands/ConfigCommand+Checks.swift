@@ -3,11 +3,12 @@ import ArgumentParser
 import Foundation
 import ImagePipe
 import ImagePipePostgres
+import ImagePipeVips
 
 extension ConfigCommand {
     /// Checks a parsed batch or watch command as the run checks it before its first job, without
     /// asking any server: that batch's sources exist (and `--from`'s list reads), that no source
-    /// is a URL imagepipe cannot read, that the destination and the sources' object stores have
+    /// is a URL imagepipe cannot read, that a watermark's logo reads as an image, that the destination and the sources' object stores have
     /// their settings and credentials in the environment, that the queue can be one, that a notify
     /// URL is http(s) with a secret to sign with. Without these
     /// `config` said a configuration was valid that the run then refused at once.
@@ -24,6 +25,7 @@ extension ConfigCommand {
                 + (try list.map { (path) throws(ImagePipeError) in try BatchCommand.readList(path) } ?? [])
             try SourceScanner(inputs: inputs).check()
             let urls = inputs.map(\.path).filter(ObjectLocation.isURL)
+            try checkWatermark(batch.options)
             _ = try StorageFactory.make(batch.options.storage, sourceURLs: urls)
             _ = try StorageFactory.sources(urls, batch.options.storage)
             if batch.from == "-" { unchecked.append("the list --from - will read from standard input") }
@@ -32,6 +34,7 @@ extension ConfigCommand {
             unchecked.append(contentsOf: destinationUnchecked(batch.options.storage.dest))
             unchecked.append(contentsOf: try CompositionRoot.checkNotifier(batch.notify))
         } else if let watch = command as? WatchCommand {
+            try checkWatermark(watch.options)
             _ = try StorageFactory.make(watch.options.storage)
             unchecked.append(contentsOf: destinationUnchecked(watch.options.storage.dest))
             unchecked.append(contentsOf: try CompositionRoot.checkNotifier(watch.notify))
@@ -43,6 +46,12 @@ extension ConfigCommand {
             }
         }
         return unchecked
+    }
+
+    /// The logo is read and decoded as the run reads it before its first image.
+    private static func checkWatermark(_ options: JobOptions) throws(ImagePipeError) {
+        guard let path = options.watermark.file else { return }
+        _ = try WatermarkLogo(path: path)
     }
 
     /// A remote destination is only known good once it answered; a local one is made by the run.

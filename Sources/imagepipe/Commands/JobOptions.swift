@@ -14,7 +14,8 @@ struct JobOptions: ParsableArguments {
             "A variant NAME=WxH,FORMAT,QUALITY[,OPTION...] (repeatable; replaces the preset). FORMAT: jpeg, webp, avif, png. "
                 + "QUALITY: qN, auto (SSIMULACRA 2 target \(VariantSpec.formatTarget(VariantSpec.defaultAutoTarget))) or auto:TARGET; "
                 + "left out for png and lossless webp. OPTION: cover, progressive or baseline (jpeg), 444 (jpeg, avif), effort=N "
-                + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp). Wx or xH leaves a side open (not with cover). "
+                + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp), nowatermark, watermark=FRACTION. "
+                + "Wx or xH leaves a side open (not with cover). "
                 + "Examples: photo=1600x,jpeg,q80  photo=1600x,jpeg,auto  hero=2400x1200,avif,q50,444,effort=4,cover",
             valueName: "spec"))
     var variants: [String] = []
@@ -40,6 +41,8 @@ struct JobOptions: ParsableArguments {
                 + "flags win over the environment, which wins over the file. Default: IMAGEPIPE_CONFIG.",
             valueName: "file"))
     var config: String?
+
+    @OptionGroup var watermark: WatermarkOptions
 
     @Flag(
         name: .long,
