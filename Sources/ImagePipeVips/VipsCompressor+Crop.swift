@@ -34,7 +34,11 @@ extension VipsCompressor {
                 guard let memory = ipv_copy_memory(scaled.pointer) else { throw decodeError() }
                 scaled = VipsImageHandle(memory)
             }
-            let status = ipv_smartcrop(scaled.pointer, Int32(size.width), Int32(size.height), variant.crop == .attention ? 1 : 0, &out)
+            // Kept alive through the call: `scaled` may hold the only reference, and its last unref
+            // must go through the shim's lock (ipv_unref), not be dropped on an error path in C.
+            let status = withExtendedLifetime(scaled) {
+                ipv_smartcrop(scaled.pointer, Int32(size.width), Int32(size.height), variant.crop == .attention ? 1 : 0, &out)
+            }
             guard status == 0, let out else { throw decodeError() }
             return VipsImageHandle(out)
         }
@@ -44,7 +48,9 @@ extension VipsCompressor {
             } else {
                 CropPlacement.offset(of: size, in: covering, anchor: variant.crop.anchor ?? (0.5, 0.5))
             }
-        let status = ipv_extract_area(scaled.pointer, Int32(offset.left), Int32(offset.top), Int32(size.width), Int32(size.height), &out)
+        let status = withExtendedLifetime(scaled) {
+            ipv_extract_area(scaled.pointer, Int32(offset.left), Int32(offset.top), Int32(size.width), Int32(size.height), &out)
+        }
         guard status == 0, let out else { throw decodeError() }
         return VipsImageHandle(out)
     }

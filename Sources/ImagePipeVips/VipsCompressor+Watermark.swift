@@ -27,7 +27,10 @@ extension VipsCompressor {
             scaled = VipsImageHandle(out)
         }
         var out: UnsafeMutablePointer<VipsImage>?
-        let status = ipv_watermark(image.pointer, scaled.pointer, Int32(placement.left), Int32(placement.top), watermark.opacity, &out)
+        // Both kept alive through the call: `scaled` may hold the only reference to the resized logo.
+        let status = withExtendedLifetime((image, scaled)) {
+            ipv_watermark(image.pointer, scaled.pointer, Int32(placement.left), Int32(placement.top), watermark.opacity, &out)
+        }
         guard status == 0, let out else { throw encodeError(variant) }
         return VipsImageHandle(out)
     }

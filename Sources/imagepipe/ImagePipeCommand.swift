@@ -37,7 +37,8 @@ enum Main {
             guard code != .success else { ImagePipeCommand.exit(withError: error) }
             var message = ImagePipeCommand.fullMessage(for: error)
             if message.hasPrefix("Error: ") { message = "imagepipe: error: " + message.dropFirst("Error: ".count) }
-            FileHandle.standardError.write(Data("\(message)\n".utf8))
+            // An exit status alone (`ExitCode(1)` after a summary) has nothing to say.
+            if !message.isEmpty { FileHandle.standardError.write(Data("\(message)\n".utf8)) }
             exit(code == .validationFailure ? 2 : code.rawValue)
         }
     }

@@ -37,6 +37,10 @@ import Testing
             #expect(output.stderr.hasPrefix("imagepipe: error: ") && output.stderr.contains(reason), "\(output.stderr)")
             #expect(!output.stderr.contains("Error: "), "\(output.stderr)")
         }
+        // An exit status alone adds no line: a batch with a failure ends with its summary.
+        CommandRunner.copyFixture("hostile/truncated.jpg", to: directory, as: "broken/bad.jpg")
+        let failed = try CommandRunner.run(["batch", directory.url("broken"), "--dest", directory.url("out")], environment: [:])
+        #expect(failed.status == 1 && failed.stderr.hasSuffix(" out\n") && !failed.stderr.hasSuffix("\n\n"), "\(failed.stderr)")
         // Help is not an error, and is printed as it is.
         let help = try CommandRunner.run(["batch", "--help"], environment: [:])
         #expect(help.status == 0 && help.stdout.hasPrefix("OVERVIEW: ") && !help.stdout.contains("imagepipe: error"), "\(help)")

@@ -195,4 +195,32 @@ import Testing
         #expect(run.stderr.contains(directory.url(name)), "\(run.stderr)")
         #expect(directory.files(under: "out").isEmpty)
     }
+
+    /// Watermark settings without a logo are refused, naming them: a forgotten `--watermark` must
+    /// not pass unseen. `nowatermark` alone says nothing is drawn, which holds without one.
+    @Test func watermarkSettingsWithoutALogoAreRefused() throws {
+        CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "src/photo.jpg")
+        let base = ["batch", directory.url("src"), "--dest", directory.url("out")]
+        let option = try CommandRunner.run(base + ["--watermark-opacity", "0.5"])
+        #expect(option.status == 2 && option.stderr.contains("--watermark-opacity set a watermark, but there is no logo"), "\(option.stderr)")
+        let variant = try CommandRunner.run(base + ["--variant", "m=100x100,jpeg,q70,watermark=0.3"])
+        #expect(variant.status == 2 && variant.stderr.contains("variant m's watermark=0.3"), "\(variant.stderr)")
+        #expect(
+            try CommandRunner.run(["config", "batch", directory.url("src"), "--dest", directory.url("out"), "--watermark-size", "0.3"]).status == 2)
+        #expect(directory.files(under: "out").isEmpty)
+        let none = try CommandRunner.run(base + ["--variant", "t=32x32,jpeg,q70,nowatermark"])
+        #expect(none.status == 0, "\(none.stderr)")
+    }
+
+    /// `imagepipe config` reads the logo as the run does, with the loaders kept from untrusted input
+    /// blocked: a logo the run would refuse fails the check too.
+    @Test func configRefusesALogoTheRunWouldRefuse() throws {
+        CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "src/photo.jpg")
+        let svg = directory.write(
+            "logo.svg", "<svg xmlns='http://www.w3.org/2000/svg' width='40' height='20'><rect width='40' height='20' fill='red'/></svg>")
+        let run = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"), "--watermark", svg])
+        let check = try CommandRunner.run(["config", "batch", directory.url("src"), "--dest", directory.url("out"), "--watermark", svg])
+        #expect(run.status == 2 && check.status == 2, "run: \(run.stderr)\nconfig: \(check.stderr)")
+        #expect(check.stderr.contains(svg), "\(check.stderr)")
+    }
 }

@@ -276,6 +276,18 @@ import Testing
         #expect(machine.done == 2)
     }
 
+    @Test func jobsAClaimBringsDuringAShutdownGoBackAndAJobAskedToCancelIsNotWithdrawn() {
+        var machine = machine()
+        running(&machine, claiming: 1...2)
+        _ = machine.handle(.cancelRequested(["2"]), now: t0, available: 100)
+        // A claim under way when the signal comes brings its jobs afterwards.
+        let shutdown = machine.handle(.gracefulShutdown, now: t0, available: 100)
+        #expect(shutdown.contains(.withdraw(["1"])), "job 2 reaches its safe point and is recorded cancelled: \(shutdown)")
+        let late = machine.handle(.claimed(jobs(3...4), asked: 2), now: t0, available: 100)
+        #expect(late.contains(.release(jobs(3...4), .claimedWhileStopping)), "\(late)")
+        #expect(machine.held["3"] == nil && machine.held["4"] == nil)
+    }
+
     @Test func aJobWithdrawnAfterAStopAtOnceIsNotGivenBackTwice() {
         var machine = machine()
         running(&machine, claiming: 1...2)

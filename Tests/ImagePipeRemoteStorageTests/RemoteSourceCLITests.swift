@@ -80,6 +80,8 @@ import Testing
         try moto.put(bucket, "orig/far.png", file: photo, metadata: ["focus": "0.05,0.5"])
         try moto.put(bucket, "orig/plain.png", file: photo)
         try moto.put(bucket, "orig/bad.png", file: photo, metadata: ["focus": "1.5,0.5"])
+        // What is no image is skipped as such, whatever its metadata says.
+        try moto.put(bucket, "orig/notes.txt", file: directory.write("notes.txt", "notes\n"), metadata: ["focus": "1.5,0.5"])
         let output = try CommandRunner.run(
             [
                 "batch", "s3://\(bucket)", "--dest", directory.url("out"), "--endpoint", moto.endpoint,
@@ -95,6 +97,7 @@ import Testing
         let bad = try #require(try manifest()["s3://\(bucket)/orig/bad.png"])
         #expect(bad["error_code"] as? String == "invalid_job_options", "\(bad)")
         #expect((bad["error"] as? String)?.contains("focus='1.5,0.5' is no focal point") == true, "\(bad)")
+        #expect(try manifest()["s3://\(bucket)/orig/notes.txt"]?["skip_code"] as? String == "not_an_image")
     }
 
     @Test func anObjectWithoutAnExtensionIsTakenByItsBytesFromItsOneDownload() throws {

@@ -19,7 +19,7 @@ import Testing
         #expect(standard.applying(watermark).watermark == watermark)
         #expect(none.applying(watermark).watermark == nil)
         #expect(small.applying(watermark).watermark?.size == 0.1)
-        #expect(small.applying(nil).watermark == nil, "a size with no --watermark draws nothing")
+        #expect(small.applying(nil).watermark == nil, "a size with no --watermark draws nothing (the command refuses it)")
     }
 
     /// The fingerprint is what decides a re-run: the logo and its settings are in it, the variant's

@@ -32,9 +32,11 @@ extension FileHandler {
             return .notAnImage(reason: reason)
         }
         guard !fetched.data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
+        // The object's own point, unless the job brings one (which wins, so a bad one here is moot).
+        let focus = job.focus == nil ? try FetchedObject.focus(metadata: fetched.focusMetadata) : nil
         return .image(
             SourceFile(
                 content: .bytes(fetched.data), sha256: SHA256Digest.hash(fetched.data).hex,
-                byteCount: fetched.data.count, etag: fetched.etag, focus: fetched.focus))
+                byteCount: fetched.data.count, etag: fetched.etag, focus: focus))
     }
 }

@@ -48,7 +48,9 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
 
     /// The values a key is built from.
     public struct Values: Sendable {
-        /// Directory relative to the root, without leading or trailing slash; empty at the top.
+        /// Directory relative to the root, without trailing slash; empty at the top. A name with a
+        /// leading slash keeps everything before its last segment, slashes included (`//a.jpg`
+        /// gives `//`), so its keys are refused or at least never another name's.
         public var dir: String
         /// File name without its last extension.
         public var stem: String

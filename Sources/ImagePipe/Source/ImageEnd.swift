@@ -9,7 +9,10 @@ public import Foundation
 public enum ImageEnd {
     /// Why `content` in `format` ends early; nil when it reaches its end, or is not walked.
     public static func missing(in content: SourceImage.Content, format: SourceFormat) -> String? {
-        let bytes = Bytes(content)
+        withBytes(content) { bytes in missing(in: bytes, format: format) }
+    }
+
+    private static func missing(in bytes: Bytes, format: SourceFormat) -> String? {
         switch format {
         case .jpeg: return jpegEnd(bytes) != nil ? nil : "image data ends early: the JPEG has no end-of-image marker (the file is cut short)"
         case .png: return pngEnds(bytes) ? nil : "image data ends early: the PNG stops before its IEND chunk (the file is cut short)"
@@ -23,7 +26,16 @@ public enum ImageEnd {
     /// Where a JPEG ends: the offset just past its end-of-image marker, found as ``missing(in:format:)``
     /// finds it; nil when the file stops first or is no JPEG.
     package static func endOfJPEG(_ data: Data) -> Int? {
-        jpegEnd(Bytes(.bytes(data)))
+        withBytes(.bytes(data), jpegEnd)
+    }
+
+    /// `body` over the content's bytes: those in memory read where they are (a copy of a large
+    /// original would sit outside the working memory the compressions share), a file's through a window.
+    private static func withBytes<T>(_ content: SourceImage.Content, _ body: (Bytes) -> T) -> T {
+        switch content {
+        case .bytes(let data): data.withUnsafeBytes { body(Bytes(memory: $0)) }
+        case .file(let opened): body(Bytes(file: opened))
+        }
     }
 
     /// Segment by segment to EOI; in entropy-coded data a 0xFF byte is followed by 0x00 (stuffing),
@@ -72,30 +84,32 @@ public enum ImageEnd {
 
     /// Random access to the bytes, through a window of 1 MiB when they stay in a file.
     ///
-    /// The walk reads every byte of a JPEG's scans, so a byte costs an array read: bytes in memory
-    /// are one array, and a file's window is one too. (Read through the content's enum and `Data`,
-    /// a byte cost a retain and a release: 0.09 ms for a 3 kB JPEG, a tenth of its whole job.)
+    /// The walk reads every byte of a JPEG's scans, so a byte costs a buffer read: bytes in memory
+    /// through their pointer (valid only inside ``withBytes(_:_:)``), a file's from an array window.
+    /// (Read through the content's enum and `Data`, a byte cost a retain and a release: 0.09 ms for
+    /// a 3 kB JPEG, a tenth of its whole job.)
     private final class Bytes {
         let count: Int
+        private let memory: UnsafeRawBufferPointer?
         private let file: OpenedFile?
-        private var window: [UInt8]
+        private var window: [UInt8] = []
         private var windowStart = 0
 
-        init(_ content: SourceImage.Content) {
-            switch content {
-            case .bytes(let data):
-                count = data.count
-                file = nil
-                window = [UInt8](data)
-            case .file(let opened):
-                count = opened.byteCount
-                file = opened
-                window = []
-            }
+        init(memory: UnsafeRawBufferPointer) {
+            count = memory.count
+            self.memory = memory
+            file = nil
+        }
+
+        init(file: OpenedFile) {
+            count = file.byteCount
+            memory = nil
+            self.file = file
         }
 
         func byte(at offset: Int) -> UInt8? {
             guard offset >= 0, offset < count else { return nil }
+            if let memory { return memory[offset] }
             if offset < windowStart || offset >= windowStart + window.count {
                 guard let file else { return nil }
                 windowStart = offset

@@ -57,15 +57,16 @@ public struct FetchedObject: Sendable {
     public var data: Data
     /// The ETag the store sent with them, without quotes.
     public var etag: String?
-    /// The focal point the uploader stored in the object's metadata (`focus: X,Y`, see
-    /// ``focus(metadata:)``), for `cover` crops; a queued job's own point wins over it.
-    public var focus: FocalPoint?
+    /// The `focus` value the uploader stored in the object's metadata, as sent: read as a focal
+    /// point (``focus(metadata:)``) only once the bytes are known to be an image and the job has no
+    /// point of its own, which wins.
+    public var focusMetadata: String?
 
     /// Creates a read object.
-    public init(data: Data, etag: String?, focus: FocalPoint? = nil) {
+    public init(data: Data, etag: String?, focusMetadata: String? = nil) {
         self.data = data
         self.etag = etag
-        self.focus = focus
+        self.focusMetadata = focusMetadata
     }
 
     /// The metadata key uploaders set to give an object's focal point, as `X,Y` fractions from the

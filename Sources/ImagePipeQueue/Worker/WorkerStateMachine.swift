@@ -52,6 +52,9 @@ public struct WorkerStateMachine: ~Copyable {
     private var checkingEmpty = false
     private var lastEmptyCheck: Instant?
     private var awaitingOthers = false
+    /// Draining because a stop was asked for (not because the queue is worked off): jobs a claim
+    /// brings now go back at once, as those claimed before and not started do.
+    private var shuttingDown = false
     private var stoppedAt: Instant?
 
     /// A loop about to open its queue at `now`.
@@ -134,6 +137,8 @@ public struct WorkerStateMachine: ~Copyable {
             actions = emptyChecked(remainder)
         case .gracefulShutdown:
             actions = beginDraining(logged: true)
+            if !shuttingDown, lifecycle == .draining { actions += withdrawNotStarted() }
+            shuttingDown = true
         case .stopNow(let reason):
             actions = stopNow(reason, now: now)
         }
@@ -147,6 +152,8 @@ public struct WorkerStateMachine: ~Copyable {
         shortClaimAt = queueMayHaveMore ? nil : now
         guard !jobs.isEmpty else { return [] }
         switch lifecycle {
+        case .draining where shuttingDown:
+            return [.release(jobs, .claimedWhileStopping)]
         case .opening, .running, .draining:
             for job in jobs {
                 if let earlier = held[job.id], case .settling = earlier.phase { staleAnswers[job.id, default: 0] += 1 }
@@ -238,11 +245,17 @@ public struct WorkerStateMachine: ~Copyable {
         var actions: [Action] = logged ? [.note(.draining)] : []
         let waiting = takeWaitingRetries()
         if !waiting.isEmpty { actions.append(.release(waiting, .waitingRetries)) }
-        // Jobs claimed but only waiting for their turn go back for other workers, rather than
-        // holding the stop up; what has started finishes.
-        let waitingToStart = held.filter { $0.value.phase == .running && !$0.value.handedOff && !$0.value.lost }.keys.sorted()
-        if !waitingToStart.isEmpty { actions.append(.withdraw(waitingToStart)) }
         return actions
+    }
+
+    /// Jobs claimed but only waiting for their turn go back for other workers, rather than holding
+    /// a stop up; what has started finishes. A job asked to cancel is left to reach its safe point
+    /// and be recorded cancelled.
+    private func withdrawNotStarted() -> [Action] {
+        let waitingToStart = held.filter {
+            $0.value.phase == .running && !$0.value.handedOff && !$0.value.lost && !$0.value.cancelRequested
+        }.keys.sorted()
+        return waitingToStart.isEmpty ? [] : [.withdraw(waitingToStart)]
     }
 
     private mutating func stopNow(_ reason: StopReason, now: Instant) -> [Action] {

@@ -83,8 +83,9 @@ public final class S3SourceRepository: SourceRepository {
             let notFound = if case .server(404, _, _, _) = error.failure { true } else { false }
             throw error.failure.sourceError(location.description, attempts: error.attempts, isNotFound: notFound, maxBytes: maxBytes)
         }
-        let focus = try FetchedObject.focus(metadata: response.header("x-amz-meta-" + FetchedObject.focusMetadataKey))
-        return FetchedObject(data: response.body, etag: FetchedObject.unquoted(response.header("ETag")), focus: focus)
+        return FetchedObject(
+            data: response.body, etag: FetchedObject.unquoted(response.header("ETag")),
+            focusMetadata: response.header("x-amz-meta-" + FetchedObject.focusMetadataKey))
     }
 
     /// One ListObjectsV2 page (`encoding-type=url`): its objects as siblings of `folder`, whether the

@@ -50,7 +50,9 @@ extension ConfigCommand {
 
     /// The logo is read and decoded as the run reads it before its first image.
     private static func checkWatermark(_ options: JobOptions) throws(ImagePipeError) {
+        try options.watermark.checkApplies(to: try options.variantSpecs())
         guard let path = options.watermark.file else { return }
+        try Vips.configure(threadsPerImage: 1)
         _ = try WatermarkLogo(path: path)
     }
 

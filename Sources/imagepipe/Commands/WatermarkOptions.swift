@@ -15,8 +15,8 @@ struct WatermarkOptions: ParsableArguments {
 
     @Option(
         name: .customLong("watermark-position"),
-        help: ArgumentHelp("Where the logo sits: \(Watermark.positionNames).", valueName: "position"))
-    var position: String = Watermark.defaultPosition.rawValue
+        help: ArgumentHelp("Where the logo sits: \(Watermark.positionNames) (default: southeast).", valueName: "position"))
+    var position: String?
 
     @Option(
         name: .customLong("watermark-margin"),
@@ -26,13 +26,13 @@ struct WatermarkOptions: ParsableArguments {
 
     @Option(
         name: .customLong("watermark-opacity"),
-        help: ArgumentHelp("How much of the logo shows, 0 to 1.", valueName: "fraction"))
-    var opacity: Double = Watermark.defaultOpacity
+        help: ArgumentHelp("How much of the logo shows, 0 to 1 (default: 0.6).", valueName: "fraction"))
+    var opacity: Double?
 
     @Option(
         name: .customLong("watermark-size"),
-        help: ArgumentHelp("The logo's width as a fraction of the output's width; never enlarged.", valueName: "fraction"))
-    var size: Double = Watermark.defaultSize
+        help: ArgumentHelp("The logo's width as a fraction of the output's width; never enlarged (default: 0.2).", valueName: "fraction"))
+    var size: Double?
 
     func validate() throws {
         do {
@@ -44,9 +44,29 @@ struct WatermarkOptions: ParsableArguments {
 
     /// The watermark these options draw with the logo whose bytes hash to `logoSHA256`.
     func settings(logoSHA256: String) throws(ImagePipeError) -> Watermark {
-        guard let position = CropPosition(option: position.lowercased()), !position.isSmart else {
-            throw .configuration("--watermark-position must be one of \(Watermark.positionNames), not '\(position)'")
+        let name = position ?? Watermark.defaultPosition.rawValue
+        guard let position = CropPosition(option: name.lowercased()), !position.isSmart else {
+            throw .configuration("--watermark-position must be one of \(Watermark.positionNames), not '\(name)'")
         }
-        return Watermark(logoSHA256: logoSHA256, position: position, margin: margin, opacity: opacity, size: size)
+        return Watermark(
+            logoSHA256: logoSHA256, position: position, margin: margin, opacity: opacity ?? Watermark.defaultOpacity,
+            size: size ?? Watermark.defaultSize)
+    }
+
+    /// Refuses watermark settings given without a logo to draw (`--watermark-opacity`, or a
+    /// variant's `watermark=FRACTION`): a forgotten `--watermark` must not pass unseen. A
+    /// variant's `nowatermark` says nothing is drawn, which holds without a logo too.
+    func checkApplies(to variants: [VariantSpec]) throws(ImagePipeError) {
+        guard file == nil else { return }
+        var given: [String] = []
+        if position != nil { given.append("--watermark-position") }
+        if margin != nil { given.append("--watermark-margin") }
+        if opacity != nil { given.append("--watermark-opacity") }
+        if size != nil { given.append("--watermark-size") }
+        for variant in variants {
+            if case .size(let size) = variant.watermarkChoice { given.append("variant \(variant.name)'s watermark=\(size)") }
+        }
+        guard !given.isEmpty else { return }
+        throw .configuration("\(given.joined(separator: ", ")) set a watermark, but there is no logo to draw: give --watermark FILE")
     }
 }
