@@ -14,13 +14,15 @@ struct PostgresWatchCommandTests {
     static let smallVariant = ["--variant", "t=32x32,jpeg,q70"]
 
     /// Starts a worker on the fixture's queue.
-    func worker(_ fixture: PostgresFixture, _ name: String, _ extra: [String] = [], url: String? = nil) throws -> WorkerProcess {
+    func worker(
+        _ fixture: PostgresFixture, _ name: String, _ extra: [String] = [], url: String? = nil, environment: [String: String] = [:]
+    ) throws -> WorkerProcess {
         try WorkerProcess(
             [
                 "watch", url ?? fixture.server.url(database: fixture.database), "--dest", fixture.directory.url("out"),
                 "--jobs", "1", "--uploads", "2", "--status-interval", "0", "--lease", "2", "--shutdown-timeout", "5",
             ] + extra,
-            log: fixture.directory.url(name + ".log"), environment: fixture.server.environment)
+            log: fixture.directory.url(name + ".log"), environment: fixture.server.environment.merging(environment) { $1 })
     }
 
     /// Copies `fixture` under `count` names and queues them with `imagepipe enqueue -`; returns the paths.
@@ -87,17 +89,28 @@ struct PostgresWatchCommandTests {
 
     @Test func aWorkerStoppedPastItsLeaseLosesTheJobAndItsLateResultIsRefused() async throws {
         let fixture = try PostgresFixture()
-        try await enqueueCopies(of: "images/exif-orientation/Landscape_1.jpg", count: 1, into: fixture)
+        // The job is held in its first stage (its source is read from a server that answers only
+        // when told), so the worker is surely stopped in the middle of it, however fast the machine.
+        let held = try HelperProcess(
+            "held_source.py", in: URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Support/python",
+            ["--file", Self.fixtures + "/images/exif-orientation/Landscape_1.jpg"])
+        let store = ["SUPABASE_URL": "http://127.0.0.1:\(held.port)", "SUPABASE_SERVICE_ROLE_KEY": "test-key"]
+        let url = fixture.server.url(database: fixture.database)
+        let enqueued = try await offPool {
+            try CommandRunner.run(["enqueue", url, "supabase://uploads/big.jpg"], environment: fixture.server.environment)
+        }
+        #expect(enqueued.status == 0, "\(enqueued.stderr)")
         let listener = try await DoneListener(fixture.location)
-        // AVIF encoding keeps the job busy long enough to stop the worker in the middle of it.
         let slow = ["--variant", "a=1800x1800,avif,q60", "--log-level", "debug"]
-        let stopped = try worker(fixture, "stopped", slow)
-        #expect(try await offPool { stopped.waitForLog("claimed") }, "\(stopped.log)")
+        let stopped = try worker(fixture, "stopped", slow, environment: store)
+        try await offPool { _ = try held.call(["cmd": "wait_request"]) }
         stopped.send(SIGSTOP)
         #expect(try fixture.sql("SELECT state FROM imagepipe.jobs") == "running")
         // Stopped, it renews nothing: its lease runs out.
         #expect(try await fixture.eventually { try fixture.sql("SELECT lease_expires_at < now() FROM imagepipe.jobs") == "t" })
-        let other = try worker(fixture, "other", slow)
+        // Every read goes on from now: the stopped worker's answer waits for it in its socket.
+        try await offPool { _ = try held.call(["cmd": "release"]) }
+        let other = try worker(fixture, "other", slow, environment: store)
         #expect(try await fixture.eventually { try fixture.states() == ["done": 1] }, "\(other.log)")
         stopped.send(SIGCONT)
         #expect(try await offPool { stopped.waitForLog("lease lost") }, "\(stopped.log)")
