@@ -35,10 +35,11 @@ enum CompositionRoot {
     ) throws(ImagePipeError) -> FileHandler {
         try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
         // Read and decoded once, before any image: a logo that cannot be stops the command here.
-        try options.watermark.checkApplies(to: try options.variantSpecs())
+        let specs = try options.variantSpecs()
+        try options.watermark.checkApplies(to: specs)
         let logo = try options.watermark.file.map { (path) throws(ImagePipeError) in try WatermarkLogo(path: path) }
         let watermark = try logo.map { (logo) throws(ImagePipeError) in try options.watermark.settings(logoSHA256: logo.sha256) }
-        let variants = try options.variantSpecs().map { $0.applying(watermark) }
+        let variants = specs.map { $0.applying(watermark) }
         let configuration = FileHandler.Configuration(
             variants: variants,
             keyTemplate: try KeyTemplate(options.key),

@@ -77,7 +77,8 @@ public final class JobPipeline: Sendable {
         // A job withdrawn before a stage starts ends there, with what it reserved given back.
         let withdrawn: @Sendable (JobContext) -> Bool = { [self] context in
             guard context.job.cancellation?.isWithdrawn == true, !context.hasEnded else { return false }
-            _ = handler.end(context)
+            var context = context
+            handler.releaseKeys(&context)
             progress.store(2, ordering: .releasing)
             events(.withdrawn)
             if capacity.end(handedOff: false) { handler.compressor.releaseMemory() }
