@@ -215,7 +215,7 @@ import Testing
         let compressor = ScriptedCompressor(work: .milliseconds(2))
         let maxClaimed = Atomic<Int>(0)
         // A synchronous store: nothing waits for durability, so the room alone bounds the claims.
-        let limits = Capacity.Limits(jobs: 2, uploads: 2, room: 3)
+        let limits = Capacity.Limits(jobs: 2, uploads: 2, room: 3, handedOff: 6)
         try await fixture.withWorker(compressor: compressor, storage: InMemoryStorage(retainingBodies: false), pipeline: limits) { _ in
             let finished = await eventually {
                 // Hidden files are the lock and records being written, not claims.

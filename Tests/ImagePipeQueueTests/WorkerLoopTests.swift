@@ -164,7 +164,7 @@ import Testing
         let storage = DeferredStorage()
         let loop = makeLoop(queue, storage: storage)
         let limit = loop.pipeline.capacity.limits.holdLimit
-        #expect(limit == 3 * loop.pipeline.capacity.limits.room)
+        #expect(limit == loop.pipeline.capacity.limits.room + 6)
         try await RunningWorker.run(loop) { worker in
             // Every put waits, so no job is recorded, yet the worker goes on past its pipeline's
             // room, up to its hold limit.
@@ -216,7 +216,7 @@ import Testing
         observer: (any WorkerObserver)? = nil
     ) -> WorkerLoop {
         let handler = FileHandler(compressor: compressor, storage: storage)
-        let pipeline = JobPipeline(handler: handler, limits: .init(jobs: 1, uploads: 1))
+        let pipeline = JobPipeline(handler: handler, limits: .init(jobs: 1, uploads: 1, handedOff: 6))
         return WorkerLoop(
             queue: queue, pipeline: pipeline,
             configuration: configuration ?? .init(retry: retry, statusInterval: .zero),

@@ -161,7 +161,7 @@ import Testing
         let compressor = ScriptedCompressor()
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
-            limits: .init(jobs: 1, uploads: 1, room: 1))
+            limits: .init(jobs: 1, uploads: 1, room: 1, handedOff: 2))
         let summary = try await BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline).run { _, _ in }
         #expect(summary.done == 4)
         #expect(

@@ -7,7 +7,9 @@ import Testing
 @Suite struct CapacityTests {
     @Test func theLimitsComeFromTheCompressionsTransfersAndOutputs() {
         let defaults = Capacity.Limits(jobs: 2, uploads: 4)
-        #expect(defaults.room == 8 && defaults.holdLimit == 24, "room for twice the compressions plus the transfers, three times that held")
+        #expect(
+            defaults.room == 8 && defaults.holdLimit == 8 + Capacity.Limits.filesWaitingForDurability / 3,
+            "room for twice the compressions plus the transfers, and handed-off jobs up to the files a store keeps open")
         // Many outputs per job: the handed-off jobs' files stay within what a store keeps open.
         let wide = Capacity.Limits(jobs: 16, uploads: 8, outputsPerJob: 10)
         #expect(wide.room == 40 && wide.holdLimit == 40 + Capacity.Limits.filesWaitingForDurability / 10)
@@ -15,7 +17,7 @@ import Testing
     }
 
     @Test func admissionsStopAtTheRoomAndHandOffsGiveItBackUpToTheHoldLimit() {
-        let capacity = Capacity(.init(jobs: 1, uploads: 1, room: 2))
+        let capacity = Capacity(.init(jobs: 1, uploads: 1, room: 2, handedOff: 4))
         #expect(capacity.limits.holdLimit == 6)
         #expect(capacity.tryReserve(upTo: 5) == 2)
         #expect(capacity.tryReserve(upTo: 1) == 0)
@@ -34,7 +36,7 @@ import Testing
     }
 
     @Test func anEndGivesBackTheRoomOnlyOfAJobThatStillHeldIt() {
-        let capacity = Capacity(.init(jobs: 1, uploads: 1, room: 1))
+        let capacity = Capacity(.init(jobs: 1, uploads: 1, room: 1, handedOff: 2))
         #expect(capacity.tryReserve(upTo: 1) == 1)
         #expect(capacity.end(handedOff: false) == true, "idle again")
         #expect(capacity.working == 0 && capacity.held == 0)
@@ -46,7 +48,7 @@ import Testing
     }
 
     @Test func everyListenerHearsEachReturnOfRoom() {
-        let capacity = Capacity(.init(jobs: 1, uploads: 1, room: 1))
+        let capacity = Capacity(.init(jobs: 1, uploads: 1, room: 1, handedOff: 2))
         let heard = Mutex([0, 0])
         let first = capacity.addRoomListener { heard.withLock { $0[0] += 1 } }
         _ = capacity.addRoomListener { heard.withLock { $0[1] += 1 } }
@@ -62,7 +64,7 @@ import Testing
     }
 
     @Test func aWaiterIsAdmittedWhenRoomComesBackAheadOfLaterTries() async throws {
-        let capacity = Capacity(.init(jobs: 1, uploads: 1, room: 1))
+        let capacity = Capacity(.init(jobs: 1, uploads: 1, room: 1, handedOff: 2))
         #expect(capacity.tryReserve(upTo: 1) == 1)
         let waiter = Task { try await capacity.reserve() }
         while capacity.held == 1 && capacity.available == 0 {

@@ -61,7 +61,7 @@ import Testing
         let compressor = ScriptedCompressor()
         let storage = InMemoryStorage(delay: .milliseconds(2), retainingBodies: false)
         let pipeline = JobPipeline(
-            handler: FileHandler(compressor: compressor, storage: storage), limits: .init(jobs: 2, uploads: 2, room: 4))
+            handler: FileHandler(compressor: compressor, storage: storage), limits: .init(jobs: 2, uploads: 2, room: 4, handedOff: 8))
         let maxHeld = Atomic<Int>(0)
         for job in jobs(120) {
             try await pipeline.reserve()
@@ -81,7 +81,7 @@ import Testing
         let compressor = ScriptedCompressor()
         let storage = DeferredStorage()
         let pipeline = JobPipeline(
-            handler: FileHandler(compressor: compressor, storage: storage), limits: .init(jobs: 1, uploads: 1, room: 2))
+            handler: FileHandler(compressor: compressor, storage: storage), limits: .init(jobs: 1, uploads: 1, room: 2, handedOff: 4))
         #expect(pipeline.capacity.limits.holdLimit == 6, "room for two, and twice that handed off")
         let events = Mutex<[String]>([])
         for job in jobs(6) {
@@ -107,11 +107,34 @@ import Testing
         pipeline.cancelReservation(2)
     }
 
+    @Test func jobsWaitingForTheirOutputsToBeMadeDurableKeepNoSourceOpen() async throws {
+        // Every source is kept open for the decoder (as large ones are) and let go once compressed:
+        // jobs waiting for their round of fsyncs are bounded by the store's open files, not by
+        // sources held for nothing.
+        let storage = DeferredStorage()
+        let handler = FileHandler(
+            compressor: ScriptedCompressor(), storage: storage, configuration: .init(inMemoryLimit: 0))
+        let pipeline = JobPipeline(handler: handler, limits: .init(jobs: 1, uploads: 1, room: 2, handedOff: 4))
+        let sources = jobs(6)
+        for job in sources {
+            try await pipeline.reserve()
+            pipeline.submit(job) { _ in }
+        }
+        while storage.waiting < 18 { try await Task.sleep(for: .milliseconds(2)) }
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")
+        }
+        #expect(!sources.contains { job in open.contains(job.path) }, "open: \(open.filter { $0.contains("/src/") })")
+        storage.reportAll()
+        await pipeline.idle()
+        #expect(pipeline.capacity.held == 0)
+    }
+
     @Test func aJobThatEndsBeforeItsOutputsAreHandedOffGivesItsRoomBackOnce() async throws {
         let pipeline = JobPipeline(
             handler: FileHandler(
                 compressor: ScriptedCompressor(failing: { _ in ImagePipeError(.corruptImage, "bad") }), storage: InMemoryStorage()),
-            limits: .init(jobs: 1, uploads: 1, room: 1))
+            limits: .init(jobs: 1, uploads: 1, room: 1, handedOff: 2))
         let events = Mutex<[String]>([])
         try await pipeline.reserve()
         pipeline.submit(jobs(1)[0]) { event in
@@ -129,7 +152,7 @@ import Testing
     @Test func aJobWithdrawnBeforeItStartsEndsUnreadWithItsRoomBackAndNoResult() async throws {
         let compressor = ScriptedCompressor()
         let pipeline = JobPipeline(
-            handler: FileHandler(compressor: compressor, storage: InMemoryStorage()), limits: .init(jobs: 1, uploads: 1, room: 1))
+            handler: FileHandler(compressor: compressor, storage: InMemoryStorage()), limits: .init(jobs: 1, uploads: 1, room: 1, handedOff: 2))
         var job = jobs(1)[0]
         let token = JobCancellation()
         job.cancellation = token
@@ -152,7 +175,7 @@ import Testing
         let compressor = ScriptedCompressor(work: .milliseconds(50))
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),
-            limits: .init(jobs: 1, uploads: 1, room: 1))
+            limits: .init(jobs: 1, uploads: 1, room: 1, handedOff: 2))
         let all = jobs(2)
         #expect(pipeline.tryReserve(upTo: 2) == 1)
         pipeline.submit(all[0]) { _ in }
@@ -166,7 +189,7 @@ import Testing
     @Test func aWaitingReservationEndsWhenItsTaskIsCancelled() async throws {
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: ScriptedCompressor(), storage: DeferredStorage()),
-            limits: .init(jobs: 1, uploads: 1, room: 1))
+            limits: .init(jobs: 1, uploads: 1, room: 1, handedOff: 2))
         #expect(pipeline.tryReserve(upTo: 1) == 1)
         let waiting = Task { try await pipeline.reserve() }
         waiting.cancel()

@@ -11,6 +11,9 @@ extension FileHandler {
             context.failure = ImagePipeError(.unreadableSource, "the source was not read")
             return
         }
+        // The source's bytes (or its open descriptor) are not needed past this stage: a job whose
+        // outputs wait for their round of fsyncs holds neither.
+        defer { context.source?.content = .bytes(Data()) }
         let outcome = Result { () throws(ImagePipeError) in
             try compressor.compress(
                 // The job's own point (queued with it) wins over the one its object's metadata gives.

@@ -37,17 +37,23 @@ public final class Capacity: Sendable {
 
         /// Limits for `jobs` compressions and `uploads` transfers at once: room for twice the
         /// compressions plus the transfers (one image decoding, one waiting, each transfer busy),
-        /// and a hold limit of up to three times the room, as far as the files its handed-off
-        /// jobs write (`outputsPerJob` each) stay within ``filesWaitingForDurability``.
+        /// and a hold limit of the room plus as many handed-off jobs as the files they write
+        /// (`outputsPerJob` each) allow within ``filesWaitingForDurability``, or `handedOff`.
+        ///
+        /// Handed-off jobs hold no image data (nor their sources: those are let go once
+        /// compressed), so the bound is the store's open files, not memory. It is what makes a
+        /// local directory's rounds of fsyncs large: on ext4 a round's first fsync commits the
+        /// journal for the files after it, and rounds held to three times the room (16 jobs by
+        /// default) made a batch of small images 11% slower than rounds of up to 85
+        /// (docs/performance.md, "Rounds of fsyncs").
         public init(
             jobs: Int = ProcessInfo.processInfo.activeProcessorCount, uploads: Int = 4, room: Int? = nil,
-            outputsPerJob: Int = 3, workingMemory: Int? = nil
+            outputsPerJob: Int = 3, handedOff: Int? = nil, workingMemory: Int? = nil
         ) {
             compressions = max(1, jobs)
             transfers = max(1, uploads)
             self.room = max(compressions, room ?? (2 * compressions + transfers))
-            let handedOff = min(2 * self.room, Self.filesWaitingForDurability / max(1, outputsPerJob))
-            holdLimit = self.room + max(0, handedOff)
+            holdLimit = self.room + max(0, handedOff ?? Self.filesWaitingForDurability / max(1, outputsPerJob))
             self.workingMemory = workingMemory
         }
     }
