@@ -44,7 +44,7 @@ public final class Capacity: Sendable {
         /// compressed), so the bound is the store's open files, not memory. It is what makes a
         /// local directory's rounds of fsyncs large: on ext4 a round's first fsync commits the
         /// journal for the files after it, and rounds held to three times the room (16 jobs by
-        /// default) made a batch of small images 11% slower than rounds of up to 85
+        /// default) made a batch of small images 12% slower than rounds of up to 85
         /// (docs/performance.md, "Rounds of fsyncs").
         public init(
             jobs: Int = ProcessInfo.processInfo.activeProcessorCount, uploads: Int = 4, room: Int? = nil,
