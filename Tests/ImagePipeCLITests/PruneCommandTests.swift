@@ -122,6 +122,22 @@ import Testing
         #expect(outputs() == before)
     }
 
+    /// Variants forgotten (the web preset by default, where the batch made others) would make every
+    /// output a dropped variant: listed with a warning, never deleted.
+    @Test func deleteRefusesWhenNoOutputIsOfAVariantGiven() throws {
+        try makeOutputs()
+        let before = outputs()
+
+        let output = try CommandRunner.run(["prune", directory.url("out"), "--sources", directory.url("src"), "--delete"])
+
+        #expect(output.status == 2, "\(output.stderr)")
+        #expect(
+            output.stderr.contains("warning: no output is of a variant given (large, medium, thumb); the outputs have big, small"),
+            "\(output.stderr)")
+        #expect(output.stderr.contains("not deleting anything: none of the outputs is of a variant given"), "\(output.stderr)")
+        #expect(outputs() == before)
+    }
+
     @Test func aMissingDestinationOrNoSourcesAreUsageErrors() throws {
         directory.write("src/a.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
         let missing = try CommandRunner.run(["prune", directory.url("nothing"), "--sources", directory.url("src")])

@@ -38,6 +38,9 @@ public struct PrunePlan: Sendable {
     /// Why the verdicts may be wrong: sources that could not be read (their outputs are kept).
     /// A plan with any is not complete, and `--delete` refuses it.
     public var problems: [String]
+    /// The variant names the objects record, to tell a variant dropped from one forgotten: when
+    /// none of them is among those given, the variants given are likely not the batch's.
+    public var recordedVariants: Set<String>
 
     /// Judges `objects` (each key with its origin, nil for none) against the sources and the
     /// variants asked for, by name (`original` counts as one when the originals are kept too).
@@ -49,6 +52,7 @@ public struct PrunePlan: Sendable {
             entries.append(Entry(key: key, verdict: verdict, reason: reason))
         }
         self.problems = problems
+        recordedVariants = Set(objects.compactMap { $0.origin?.variantName })
     }
 
     /// The objects to delete, in key order.

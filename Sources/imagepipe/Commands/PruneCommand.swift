@@ -80,12 +80,18 @@ struct PruneCommand: AsyncParsableCommand {
         }
         let problems = prepared.unlisted.map { "cannot list \($0.path): \($0.reason)" } + plan.problems
         for problem in problems { Console.shared.line("imagepipe: warning: \(problem)") }
+        let unknownVariants = prepared.variants.isDisjoint(with: plan.recordedVariants) && plan.count(.droppedVariant) > 0
+        if unknownVariants {
+            Console.shared.line(
+                "imagepipe: warning: no output is of a variant given (\(prepared.variants.sorted().joined(separator: ", "))); "
+                    + "the outputs have \(plan.recordedVariants.sorted().joined(separator: ", ")): give the variants the batch made")
+        }
         guard delete else {
             Console.shared.line("imagepipe: \(plan.summary(deleted: false)); dry run, nothing was deleted (--delete deletes them)")
             if !problems.isEmpty { throw ExitCode(1) }
             return
         }
-        try refuseIncomplete(plan, problems: problems, sourceCount: prepared.sourceCount)
+        try refuseIncomplete(plan, problems: problems, sourceCount: prepared.sourceCount, unknownVariants: unknownVariants)
         let storage = prepared.storage
         let keys = plan.deletions.map(\.key)
         let pageSize = self.pageSize
@@ -102,6 +108,7 @@ struct PruneCommand: AsyncParsableCommand {
     /// listed, and how many sources there are.
     private struct Prepared: Sendable {
         var plan: PrunePlan
+        var variants: Set<String>
         var storage: any PrunableStorage
         var unlisted: [(path: String, reason: String)]
         var sourceCount: Int
@@ -127,12 +134,15 @@ struct PruneCommand: AsyncParsableCommand {
         let objects = try OriginLookup.origins(of: keys, in: storage, concurrency: lookups)
         let digests = SourceDigests(jobs: scan.jobs, repositories: bySchema, maxSourceBytes: maxSourceBytes)
         let plan = PrunePlan(objects: objects, sources: digests, variants: variants)
-        return Prepared(plan: plan, storage: storage, unlisted: scan.unreadable, sourceCount: scan.jobs.count)
+        return Prepared(plan: plan, variants: variants, storage: storage, unlisted: scan.unreadable, sourceCount: scan.jobs.count)
     }
 
     /// `--delete` deletes only what a complete look at the sources found: a folder that could not be
     /// listed, or a source that could not be read, would make outputs look orphaned that are not.
-    private func refuseIncomplete(_ plan: PrunePlan, problems: [String], sourceCount: Int) throws(ImagePipeError) {
+    /// Sources without files, or variants none of the outputs has, are taken for mistakes too.
+    private func refuseIncomplete(
+        _ plan: PrunePlan, problems: [String], sourceCount: Int, unknownVariants: Bool
+    ) throws(ImagePipeError) {
         if !problems.isEmpty {
             throw ImagePipeError(
                 .unreadableSource,
@@ -145,6 +155,13 @@ struct PruneCommand: AsyncParsableCommand {
                 .sourceNotFound,
                 "not deleting anything: the sources (\(sources.joined(separator: ", "))) hold no files, which would make every "
                     + "output an orphan; check the source paths (to empty the destination, remove it instead)")
+        }
+        // Variants forgotten (the web preset by default, where the batch had others) would drop every output.
+        if unknownVariants {
+            throw ImagePipeError(
+                .configuration,
+                "not deleting anything: none of the outputs is of a variant given, so every one would go as a dropped variant; "
+                    + "give the variants the batch made (--variant, --preset or --config)")
         }
     }
 
