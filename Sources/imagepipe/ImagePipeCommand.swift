@@ -10,7 +10,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
         abstract: "Turn original images into web variants and store them.",
         version: "0.2.0",
         subcommands: [
-            BatchCommand.self, WatchCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self,
+            BatchCommand.self, WatchCommand.self, PruneCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self,
             BenchCommand.self, SrcsetCommand.self, ReportCommand.self, ConfigCommand.self,
         ])
 }

@@ -15,24 +15,34 @@ enum StorageFactory {
         _ options: StorageOptions, sourceURLs: [String] = [],
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ImagePipeError) -> any StorageRepository {
-        let destination = options.dest
+        try make(
+            destination: options.dest, options.endpoints, publicBaseURL: options.publicBaseURL, sourceURLs: sourceURLs,
+            environment: environment)
+    }
+
+    /// The repository for `destination`, as ``make(_:sourceURLs:environment:)`` chooses it, for
+    /// commands that name their destination otherwise than with `--dest` (prune).
+    static func make(
+        destination: String, _ options: EndpointOptions, publicBaseURL: String? = nil, sourceURLs: [String] = [],
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ImagePipeError) -> any StorageRepository {
         let scheme = destination.range(of: "://").map { destination[..<$0.lowerBound].lowercased() }
         if scheme != "s3", !sourceURLs.contains(where: { $0.lowercased().hasPrefix("s3://") }) {
             if options.endpoint != nil { throw .configuration("--endpoint applies only to s3:// destinations and sources") }
             if options.region != nil { throw .configuration("--region applies only to s3:// destinations and sources") }
         }
-        if scheme != "s3" && scheme != "supabase" && options.publicBaseURL != nil {
+        if scheme != "s3" && scheme != "supabase" && publicBaseURL != nil {
             throw .configuration("--public-base-url applies only to s3:// and supabase:// destinations")
         }
         switch scheme {
         case "s3":
             let configuration = try S3Configuration.resolve(
                 destination: destination, endpoint: options.endpoint, region: options.region,
-                publicBaseURL: options.publicBaseURL, environment: environment)
+                publicBaseURL: publicBaseURL, environment: environment)
             return S3Storage(configuration: configuration, logger: Logger(label: "imagepipe.s3"))
         case "supabase":
             let configuration = try SupabaseConfiguration.resolve(
-                destination: destination, publicBaseURL: options.publicBaseURL, environment: environment)
+                destination: destination, publicBaseURL: publicBaseURL, environment: environment)
             return SupabaseStorage(configuration: configuration, logger: Logger(label: "imagepipe.supabase"))
         case "file":
             guard let url = URL(string: destination), url.isFileURL, !url.path.isEmpty else {
@@ -72,6 +82,14 @@ enum StorageFactory {
 
     static func sources(
         _ urls: [String], _ options: StorageOptions,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ImagePipeError) -> [any SourceRepository] {
+        try sources(urls, options.endpoints, environment: environment)
+    }
+
+    /// The repositories that read `urls`, as above, with `--endpoint` and `--region` alone.
+    static func sources(
+        _ urls: [String], _ options: EndpointOptions,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ImagePipeError) -> [any SourceRepository] {
         var repositories: [any SourceRepository] = []

@@ -119,7 +119,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("jbos = 2", "imagepipe.toml:2: jbos: names no option of batch or watch; did you mean 'jobs'?"),
+        ("jbos = 2", "imagepipe.toml:2: jbos: names no option of batch, watch or prune; did you mean 'jobs'?"),
         ("[watch]\nforce = true", "imagepipe.toml:3: watch.force: names no option of watch"),
         ("jobs = \"many\"", "imagepipe.toml:2: jobs: The value 'many' is invalid for '--jobs <jobs>'"),
         ("jobs = 0", "imagepipe.toml:2: jobs: --jobs must be between 1 and 256"),
@@ -187,7 +187,7 @@ import Testing
             ["batch", directory.url("src"), "--dest", directory.url("out"), "--variant", "v=10x,png"],
             environment: ["IMAGEPIPE_JOBZ": "2"])
         #expect(output.status == 0, "\(output.stderr)")
-        #expect(output.stderr.contains("warning: IMAGEPIPE_JOBZ names no option of batch or watch; ignored"), "\(output.stderr)")
+        #expect(output.stderr.contains("warning: IMAGEPIPE_JOBZ names no option of batch, watch or prune; ignored"), "\(output.stderr)")
     }
 
     @Test func theConfigCommandPrintsTheResolvedSettingsWithSecretsMasked() throws {

@@ -62,7 +62,9 @@ extension Origin {
     /// `imagepipe-original` (`WxH,format`) and `imagepipe-placeholder` (`#rrggbb,thumbhash`).
     public var metadataFields: [String: String] {
         // S3 takes 2 KB of user metadata in all: a very long name is cut (it only serves messages).
-        var fields = ["imagepipe-sha256": sha256, "imagepipe-source": PercentEncoding.encodePath(String(source.prefix(200)))]
+        var fields = [
+            "imagepipe-sha256": sha256, "imagepipe-source": PercentEncoding.encodePath(String(source.prefix(Self.recordedSourceLimit))),
+        ]
         if let width, let height { fields["imagepipe-size"] = "\(width)x\(height)" }
         if let variant { fields["imagepipe-variant"] = PercentEncoding.encodePath(variant) }
         if let image {
@@ -71,6 +73,15 @@ extension Origin {
             if let placeholder = image.placeholder { fields["imagepipe-placeholder"] = "\(placeholder.color),\(placeholder.thumbHash)" }
         }
         return fields
+    }
+
+    /// The most characters of the original's name object metadata records (see ``metadataFields``).
+    public static let recordedSourceLimit = 200
+
+    /// The variant's name (`large`) in ``variant``, or `original`; nil when the object records none.
+    public var variantName: String? {
+        guard let variant else { return nil }
+        return String(variant.prefix { $0 != "=" && $0 != "," })
     }
 
     /// Reads ``metadataFields`` back (names are matched without regard to case); nil when the

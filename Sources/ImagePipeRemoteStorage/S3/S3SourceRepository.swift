@@ -26,33 +26,7 @@ public final class S3SourceRepository: SourceRepository {
     /// survives the XML.
     public func list(_ folder: ObjectLocation) throws(ImagePipeError) -> [ListedObject] {
         try S3BucketName.validate(folder.bucket)
-        var objects: [ListedObject] = []
-        var token: String?
-        // A store that hands out a token it gave before would have the listing go round for ever.
-        var tokens = Set<String>()
-        repeat {
-            var query: [(name: String, value: String)] = [("list-type", "2"), ("prefix", folder.key), ("encoding-type", "url")]
-            if let token { query.append(("continuation-token", token)) }
-            let page: String
-            do {
-                page = try s3.retrier.run("ListObjectsV2 \(folder)") { (_) throws(RequestFailure) in
-                    try s3.send("GET", bucket: folder.bucket, key: nil, query: query).text
-                }
-            } catch {
-                throw s3.bucketError(folder.bucket, error.failure, permissions: "list it (s3:ListBucket) and read its objects (s3:GetObject)")
-            }
-            let listed = Self.listingPage(page, in: folder)
-            objects += listed.objects
-            guard listed.isTruncated else { break }
-            token = listed.continuationToken
-            guard let next = token, !next.isEmpty else {
-                throw .configuration("listing \(folder) stopped: the store said there is more but gave no continuation token")
-            }
-            guard tokens.insert(next).inserted else {
-                throw .configuration("listing \(folder) stopped: the store gave the continuation token '\(next.prefix(200))' a second time")
-            }
-        } while true
-        return objects
+        return try s3.listAll(folder, permissions: "list it (s3:ListBucket) and read its objects (s3:GetObject)")
     }
 
     public func info(_ location: ObjectLocation) throws(ImagePipeError) -> ListedObject? {

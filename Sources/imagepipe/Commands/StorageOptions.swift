@@ -11,19 +11,12 @@ struct StorageOptions: ParsableArguments {
             valueName: "dest"))
     var dest: String
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "S3-compatible endpoint URL (MinIO, R2, Ceph, ...); addressed path-style. Default: AWS, or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL.",
-            valueName: "url"))
-    var endpoint: String?
+    @OptionGroup var endpoints: EndpointOptions
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "S3 signing region. Default: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else us-east-1.",
-            valueName: "region"))
-    var region: String?
+    /// `--endpoint`, see ``EndpointOptions``.
+    var endpoint: String? { endpoints.endpoint }
+    /// `--region`, see ``EndpointOptions``.
+    var region: String? { endpoints.region }
 
     @Option(
         name: .customLong("public-base-url"),

@@ -37,8 +37,12 @@ struct CommandOptions: Sendable {
     /// Its options in declaration order, without help, version and the configuration file itself.
     let options: [Option]
 
-    /// The keys no configuration may set: the file's own name and argument-parser's built-in flags.
-    static let reservedKeys: Set<String> = ["config", "help", "version", "experimental-dump-help", "generate-completion-script"]
+    /// The keys no configuration may set: the file's own name, argument-parser's built-in flags, and
+    /// `prune --delete`, which removes objects and so is only ever typed (a `delete = true` left in a
+    /// file, or an `IMAGEPIPE_DELETE` in a service's environment, would turn every listing into a deletion).
+    static let reservedKeys: Set<String> = [
+        "config", "help", "version", "experimental-dump-help", "generate-completion-script", "delete",
+    ]
 
     /// The environment variables' common prefix.
     static let environmentPrefix = "IMAGEPIPE_"

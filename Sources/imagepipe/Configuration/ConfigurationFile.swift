@@ -1,4 +1,4 @@
-// The `--config` file: every option of batch and watch, per-command tables and named variant presets, checked key by key.
+// The `--config` file: every option of batch, watch and prune, per-command tables and named variant presets, checked key by key.
 import Foundation
 import ImagePipe
 import ImagePipeTOML
@@ -96,7 +96,7 @@ struct ConfigurationFile: Sendable {
                 throw error(path, entry.value.line, qualified, "a configuration file cannot name another one")
             }
             guard let option = options.lazy.compactMap({ $0.option(key) }).first else {
-                let where_ = name.map { "of \($0)" } ?? "of " + options.map(\.command).joined(separator: " or ")
+                let where_ = name.map { "of \($0)" } ?? "of " + ConfiguredCommandLine.spoken(options.map(\.command))
                 let known = options.flatMap { $0.options.map(\.key) }
                 let hint = NameSuggestion.hint(for: key, among: known)
                 throw error(path, entry.value.line, qualified, "names no option \(where_)\(hint)")

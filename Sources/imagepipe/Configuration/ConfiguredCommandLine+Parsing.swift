@@ -70,7 +70,13 @@ extension ConfiguredCommandLine {
     func warnAboutUnknownVariables() {
         for name in unknownVariables {
             FileHandle.standardError.write(
-                Data("imagepipe: warning: \(name) names no option of \(Self.commands.joined(separator: " or ")); ignored\n".utf8))
+                Data("imagepipe: warning: \(name) names no option of \(Self.spoken(Self.commands)); ignored\n".utf8))
         }
+    }
+
+    /// Names as a sentence says them: `batch`, `batch or watch`, `batch, watch or prune`.
+    static func spoken(_ names: [String]) -> String {
+        guard let last = names.last, names.count > 1 else { return names.first ?? "" }
+        return names.dropLast().joined(separator: ", ") + " or " + last
     }
 }

@@ -36,7 +36,7 @@ struct ConfiguredCommandLine {
         var origin: Origin
     }
 
-    /// The subcommand: `batch` or `watch`.
+    /// The subcommand: `batch`, `watch` or `prune`.
     let command: String
     /// Every option of the command, resolved, in declaration order.
     let settings: [Setting]
@@ -59,7 +59,7 @@ struct ConfiguredCommandLine {
     ]
 
     /// The commands whose options the configuration covers.
-    static let commands = ["batch", "watch"]
+    static let commands = ["batch", "watch", "prune"]
 
     /// Resolves `arguments` (what follows the subcommand's name) for `command`.
     init(

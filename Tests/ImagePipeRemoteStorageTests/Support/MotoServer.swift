@@ -68,12 +68,13 @@ final class MotoServer: Sendable {
             as? String ?? ""
     }
 
-    /// Stores `count` objects `prefix/dNN/NNNNN-NAME` with boto3, cycling through `files`, many at
-    /// once; returns their keys.
-    func fill(_ bucket: String, prefix: String, count: Int, files: [String]) throws -> [String] {
-        try check([
+    /// Stores `count` objects `prefix/dNN/NNNNN-NAME` with boto3, cycling through `files`, each with
+    /// the user `metadata`, many at once; returns their keys.
+    func fill(_ bucket: String, prefix: String, count: Int, files: [String], metadata: [String: String] = [:]) throws -> [String] {
+        let encoded = String(decoding: try JSONSerialization.data(withJSONObject: metadata), as: UTF8.self)
+        return try check([
             "op": "fill", "bucket": bucket, "prefix": prefix, "count": String(count),
-            "files": files.joined(separator: ","),
+            "files": files.joined(separator: ","), "metadata": encoded,
         ])["keys"] as? [String] ?? []
     }
 

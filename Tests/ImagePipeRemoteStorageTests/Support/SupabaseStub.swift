@@ -28,6 +28,11 @@ final class SupabaseStub: Sendable {
         try fullState()["listings"] as? [[String: Any]] ?? []
     }
 
+    /// How many names each batch removal (`DELETE /storage/v1/object/BUCKET`) carried, in order.
+    func deletions() throws -> [Int] {
+        try fullState()["deletions"] as? [Int] ?? []
+    }
+
     private func fullState() throws -> [String: Any] {
         let response = try CurlHTTPClient().perform(HTTPRequest(method: "GET", url: url + "/_stub/state"))
         return try JSONSerialization.jsonObject(with: response.body) as? [String: Any] ?? [:]

@@ -9,9 +9,10 @@ Each input line is a command, each output line its answer:
   {"op": "uploads", "bucket": B}           -> multipart uploads in progress
   {"op": "put", "bucket": B, "key": K, "file": PATH or "size": N}
                                            -> stores the file's bytes (or N random bytes); its etag
-  {"op": "fill", "bucket": B, "prefix": P, "count": N, "files": "PATH,PATH,..."}
+  {"op": "fill", "bucket": B, "prefix": P, "count": N, "files": "PATH,PATH,..."[, "metadata": JSON]}
                                            -> stores N objects P/dNN/NNNNN-NAME, cycling through the files,
-                                              from several threads at once; every key
+                                              each with the user metadata given, from several threads at
+                                              once; every key
 Endpoint and credentials come from the arguments. Exits when standard input closes.
 """
 import base64
@@ -70,8 +71,9 @@ def handle(command):
         for index in range(int(command["count"])):
             name, _ = bodies[index % len(bodies)]
             keys.append((f"{command['prefix']}/d{index % 16:02d}/{index:05d}-{name}", index % len(bodies)))
+        metadata = json.loads(command.get("metadata") or "{}")
         with ThreadPoolExecutor(max_workers=16) as pool:
-            list(pool.map(lambda item: s3.put_object(Bucket=bucket, Key=item[0], Body=bodies[item[1]][1]), keys))
+            list(pool.map(lambda item: s3.put_object(Bucket=bucket, Key=item[0], Body=bodies[item[1]][1], Metadata=metadata), keys))
         return {"keys": [key for key, _ in keys]}
     raise ValueError(f"unknown op {op}")
 

@@ -18,8 +18,12 @@ No Supabase server can run here, so this checks what the client sends:
                                          folders as entries with id null, files with metadata {size, eTag,
                                          mimetype}, sorted by name, `limit` entries from `offset`
   DELETE /storage/v1/object/BUCKET/KEY   removes an object
+  DELETE /storage/v1/object/BUCKET       JSON {"prefixes": [NAME, ...]}, at most 1000 names: removes those
+                                         objects, answers the removed ones as [{"name", "bucket_id", ...}]
+                                         (names not found are left out, as Supabase does)
   PUT   /_stub/object/BUCKET/KEY         stores the body as an object, unchecked (test set-up)
-  GET   /_stub/state                     what was stored, every request seen and every listing's query (for assertions)
+  GET   /_stub/state                     what was stored, every request seen, every listing's query and the
+                                         size of every batch removal (for assertions)
 Every /storage/v1 route wants Authorization: Bearer KEY and apikey: KEY (403 otherwise).
 --faults NAME#N=FAULT,... injects faults into the N-th request of a kind (post, create, patch, get):
 503 answers 503; cut stores half of a PATCH body, then drops the connection without answering.
@@ -54,6 +58,7 @@ bodies = {}
 uploads = {}
 requests = []
 listings = []
+deletions = []
 
 
 def error(handler, status, code, message):
@@ -97,7 +102,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/_stub/state":
             with lock:
-                state = {"objects": objects, "requests": requests, "listings": listings}
+                state = {"objects": objects, "requests": requests, "listings": listings, "deletions": deletions}
             return self.reply(200, json.dumps(state).encode(), [("Content-Type", "application/json")])
         self.record()
         if not self.authorized():
@@ -172,15 +177,33 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         self.record()
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         if not self.authorized():
             return
         path = urllib.parse.unquote(self.path)
         prefix = "/storage/v1/object/"
+        if path.startswith(prefix) and "/" not in path[len(prefix):]:
+            return self.delete_many(path[len(prefix):], body)
         with lock:
             found = objects.pop(path[len(prefix):], None) if path.startswith(prefix) else None
         if found is None:
             return error(self, 400, "not_found", "Object not found")
         self.reply(200, json.dumps({"message": "Successfully deleted"}).encode(), [("Content-Type", "application/json")])
+
+    def delete_many(self, bucket, body):
+        """Supabase's batch removal: the objects named, by their full names in the bucket."""
+        if self.headers.get("Content-Type") != "application/json":
+            return error(self, 400, "InvalidRequest", "Content-Type application/json required")
+        try:
+            names = json.loads(body)["prefixes"]
+            assert isinstance(names, list) and all(isinstance(name, str) for name in names) and 0 < len(names) <= 1000
+        except (ValueError, KeyError, AssertionError):
+            return error(self, 400, "InvalidRequest", "prefixes: a list of 1 to 1000 names required")
+        with lock:
+            removed = [name for name in names if objects.pop(f"{bucket}/{name}", None) is not None]
+            deletions.append(len(names))
+        answer = [{"name": name, "bucket_id": bucket, "id": str(uuid.uuid5(uuid.NAMESPACE_URL, name))} for name in removed]
+        self.reply(200, json.dumps(answer).encode(), [("Content-Type", "application/json")])
 
     def do_POST(self):
         self.record()

@@ -1,0 +1,53 @@
+// What `imagepipe prune` needs of a destination beyond puts and look-ups: every key it holds, and removing many at once.
+
+/// A destination that can list what it holds and remove objects in batches, so outputs whose
+/// original is gone can be found and removed (see ``PrunePlan``).
+///
+/// Both methods block until done; they are called from a Dispatch queue, never from Swift's
+/// cooperative pool.
+public protocol PrunableStorage: StorageRepository {
+    /// Every object's key under the destination, relative to it (the destination's prefix taken
+    /// off), asking the store for at most `pageSize` keys a request where it pages its listings.
+    /// Files imagepipe writes only while a put runs (`.imagepipe-*.tmp`) are left out.
+    ///
+    /// - Throws: when any part of the destination cannot be listed: a partial listing would make
+    ///   the objects left out look kept, never deleted, but it is reported rather than passed over.
+    func allKeys(pageSize: Int) throws(ImagePipeError) -> [String]
+
+    /// Removes `keys`, at most `batchSize` a request where the store removes several at once.
+    ///
+    /// - Returns: the keys that were not removed, each with the store's reason; the others are gone.
+    /// - Throws: when a request as a whole failed (after its retries): the keys of the batches not
+    ///   yet sent are then untouched.
+    func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure]
+}
+
+/// A key a batch removal did not remove, and why.
+public struct KeyFailure: Sendable, Hashable {
+    /// The key relative to the destination.
+    public var key: String
+    /// Why, as the store said it.
+    public var reason: String
+
+    /// Creates a failure record.
+    public init(key: String, reason: String) {
+        self.key = key
+        self.reason = reason
+    }
+}
+
+extension PrunableStorage {
+    /// Removes the keys one request each, for stores without a batch removal: a key whose removal
+    /// fails is reported and the others still go.
+    public func deleteOneByOne(_ keys: [String]) -> [KeyFailure] {
+        var failures: [KeyFailure] = []
+        for key in keys {
+            do {
+                try delete(key)
+            } catch {
+                failures.append(KeyFailure(key: key, reason: error.reason))
+            }
+        }
+        return failures
+    }
+}

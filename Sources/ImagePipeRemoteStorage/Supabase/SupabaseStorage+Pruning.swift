@@ -1,0 +1,63 @@
+// Listing the destination's keys (the list API, paged, folder by folder) and removing them in batches for `imagepipe prune`.
+import Foundation
+public import ImagePipe
+
+extension SupabaseStorage: PrunableStorage {
+    /// The most names one batch removal takes (Supabase Storage's own limit).
+    public static let deleteBatchLimit = 1000
+
+    /// Every key under the prefix, listed as sources are (``SupabaseSourceRepository/list(_:)``),
+    /// `pageSize` entries a request, the prefix taken off.
+    public func allKeys(pageSize: Int) throws(ImagePipeError) -> [String] {
+        var listing = configuration
+        listing.listPageSize = max(1, pageSize)
+        let destination = configuration.destination
+        let folder = ObjectLocation(scheme: "supabase", bucket: destination.bucket, key: destination.prefix)
+        let listed = try SupabaseSourceRepository(configuration: listing, logger: logger).list(folder)
+        return listed.map { String($0.location.key.dropFirst(destination.prefix.count)) }
+    }
+
+    /// `DELETE /storage/v1/object/BUCKET` with `{"prefixes": [NAME, …]}`, at most `batchSize` (and
+    /// never more than 1000) names a request. Supabase answers with the objects it removed and says
+    /// nothing of the others: each name missing from the answer is looked up, and one still there
+    /// is reported as not removed.
+    public func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure] {
+        let size = max(1, min(batchSize, Self.deleteBatchLimit))
+        var failures: [KeyFailure] = []
+        var start = 0
+        while start < keys.count {
+            let batch = Array(keys[start..<min(start + size, keys.count)])
+            failures += try deleteBatch(batch)
+            start += batch.count
+        }
+        return failures
+    }
+
+    private func deleteBatch(_ keys: [String]) throws(ImagePipeError) -> [KeyFailure] {
+        let destination = configuration.destination
+        let names = keys.map(destination.fullKey)
+        // Encoding strings cannot fail.
+        let body = try! JSONSerialization.data(withJSONObject: ["prefixes": names], options: [.sortedKeys])
+        let request = HTTPRequest(
+            method: "DELETE", url: supabase.url("/storage/v1/object/\(destination.bucket)"),
+            headers: supabase.authorizationHeaders + [("Content-Type", "application/json")], body: body)
+        let response = try run("delete \(keys.count) objects under", destination.prefix) { (_) throws(RequestFailure) in
+            try supabase.send(request)
+        }
+        guard let removed = (try? JSONSerialization.jsonObject(with: response.body)) as? [[String: Any]] else {
+            throw ImagePipeError(
+                .storageRejected,
+                "removing objects under supabase://\(destination.bucket)/\(destination.prefix) answered with no list of removed objects")
+        }
+        let gone = Set(removed.compactMap { $0["name"] as? String })
+        var failures: [KeyFailure] = []
+        for (key, name) in zip(keys, names) where !gone.contains(name) {
+            // Not in the answer: gone before (fine), or refused (still there).
+            if try existing(key) != nil {
+                failures.append(
+                    KeyFailure(key: key, reason: "supabase://\(destination.bucket)/\(name) was not removed (may the key delete it?)"))
+            }
+        }
+        return failures
+    }
+}

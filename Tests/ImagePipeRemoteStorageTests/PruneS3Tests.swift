@@ -1,0 +1,152 @@
+// `imagepipe prune` on S3 (moto): outputs of a real batch, origins in object metadata, paged listings, batched deletions.
+import Foundation
+import ImagePipe
+import ImagePipeRemoteStorage
+import ImagePipeTestSupport
+import Testing
+
+/// The real binary against moto: what it lists, what it deletes and what it leaves. moto's
+/// signature check gets a listed prefix's slash wrong (see S3SourceTests), so a destination under a
+/// prefix is pruned on the server that does not check signatures; the whole bucket on the one that does.
+@Suite struct PruneS3Tests {
+    let directory = TemporaryDirectory()
+    static let small = "small=100x,webp,q70", big = "big=120x,jpeg,q80"
+
+    func environment(_ moto: MotoServer) -> [String: String] {
+        [
+            "AWS_ACCESS_KEY_ID": moto.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.credentials.secretAccessKey,
+            "AWS_REGION": "us-east-1", "HOME": directory.path,
+        ]
+    }
+
+    func prune(_ moto: MotoServer, _ arguments: [String], endpoint: String? = nil) throws -> CommandRunner.Output {
+        try CommandRunner.run(["prune"] + arguments + ["--endpoint", endpoint ?? moto.endpoint], environment: environment(moto))
+    }
+
+    /// Origin metadata as imagepipe writes it, for objects made without a batch.
+    static func origin(source: String, sha256: String, variant: String = small) -> [String: String] {
+        ["imagepipe-sha256": sha256, "imagepipe-source": PercentEncoding.encodePath(source), "imagepipe-variant": variant]
+    }
+
+    @Test func outputsOfRemovedAndChangedOriginalsAndDroppedVariantsGoAndNothingElse() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "src/keep.jpg")
+        CommandRunner.copyFixture("images/formats/small-400x300.jpg", to: directory, as: "src/gone.jpg")
+        CommandRunner.copyFixture("images/formats/alpha.png", to: directory, as: "src/trip/changed.png")
+        let batch = try CommandRunner.run(
+            [
+                "batch", directory.url("src"), "--dest", "s3://\(bucket)/site", "--endpoint", moto.endpoint,
+                "--variant", Self.small, "--variant", Self.big, "--jobs", "1",
+            ], environment: environment(moto))
+        #expect(batch.status == 0, "\(batch.stderr)")
+        try moto.put(bucket, "site/foreign.txt", size: 10)
+        // Outside the prefix: not the destination's, whatever it records.
+        let goneSHA = Fixtures.data("images/formats/small-400x300.jpg").sha256
+        try moto.put(bucket, "outside/gone-small.webp", size: 10, metadata: Self.origin(source: "gone.jpg", sha256: goneSHA))
+        try FileManager.default.removeItem(atPath: directory.url("src/gone.jpg"))
+        CommandRunner.copyFixture("images/formats/tall.jpg", to: directory, as: "src/trip/changed.png")
+        let before = try moto.keys(bucket)
+        #expect(before.count == 8)
+
+        let dryRun = try prune(moto, ["s3://\(bucket)/site", "--sources", directory.url("src"), "--variant", Self.small])
+        #expect(dryRun.status == 0, "\(dryRun.stderr)")
+        #expect(
+            dryRun.stdout.split(separator: "\n").map { String($0.prefix { $0 != ":" }) } == [
+                "dropped-variant gone-big.jpg", "orphaned gone-small.webp", "dropped-variant keep-big.jpg",
+                "dropped-variant trip/changed-big.jpg", "changed trip/changed-small.webp",
+            ], "\(dryRun.stdout)")
+        #expect(
+            dryRun.stderr.contains("1 outputs kept, 5 to delete (orphaned: 1, changed: 1, dropped variant: 3), 1 foreign left alone"),
+            "\(dryRun.stderr)")
+        #expect(try moto.keys(bucket) == before, "a dry run deletes nothing")
+
+        let deleted = try prune(moto, ["s3://\(bucket)/site", "--sources", directory.url("src"), "--variant", Self.small, "--delete"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(deleted.stderr.contains("1 outputs kept, 5 deleted"), "\(deleted.stderr)")
+        #expect(try moto.keys(bucket) == ["outside/gone-small.webp", "site/foreign.txt", "site/keep-small.webp"])
+    }
+
+    /// More than one listing page and one DeleteObjects request (S3's 1000 keys each), every
+    /// request signed and checked; the DeleteObjects bodies carry their Content-MD5.
+    @Test func moreThanAThousandOrphansAreListedAndDeletedInBatches() throws {
+        let moto = try MotoServer.signed()
+        let bucket = try moto.makeBucket()
+        directory.write("src/other.jpg", Fixtures.data("images/formats/tiny.png"))
+        let tiny = Fixtures.path("images/formats/tiny.png")
+        let orphans = try moto.fill(
+            bucket, prefix: "o", count: 1005, files: [tiny],
+            metadata: Self.origin(source: "vanished.jpg", sha256: String(repeating: "ab", count: 32)))
+        let foreign = try moto.fill(bucket, prefix: "f", count: 3, files: [tiny])
+        let proxy = try FaultProxy(upstream: moto, plan: [])
+
+        let output = try prune(
+            moto, ["s3://\(bucket)", "--sources", directory.url("src"), "--variant", Self.small, "--delete"], endpoint: proxy.endpoint)
+
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stdout.split(separator: "\n").count == orphans.count)
+        #expect(output.stderr.contains("0 outputs kept, 1005 deleted (orphaned: 1005, changed: 0, dropped variant: 0), 3 foreign left alone"))
+        #expect(try moto.keys(bucket) == foreign.sorted())
+        let requests = proxy.entries()
+        #expect(requests.filter { $0.path.contains("list-type=2") }.count == 2, "two listing pages")
+        let deletions = requests.filter { $0.method == "POST" && $0.path.contains("delete") }
+        #expect(deletions.count == 2, "1000 keys, then 5: \(deletions.map(\.path))")
+        #expect(deletions.allSatisfy { $0.contentMD5 != nil })
+        #expect(!requests.contains { $0.method == "DELETE" }, "no key removed on its own")
+    }
+
+    /// A small page size: the listing follows its continuation tokens and the deletions go in
+    /// batches of that size, the last one short.
+    @Test func aSmallPageSizeListsAndDeletesEveryPage() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        let kept = Fixtures.data("images/formats/tiny.png")
+        directory.write("src/kept.png", kept)
+        let tiny = Fixtures.path("images/formats/tiny.png")
+        _ = try moto.fill(
+            bucket, prefix: "site", count: 23, files: [tiny],
+            metadata: Self.origin(source: "vanished.jpg", sha256: String(repeating: "cd", count: 32)))
+        try moto.put(bucket, "site/kept-small.webp", size: 10, metadata: Self.origin(source: "kept.png", sha256: kept.sha256))
+        try moto.put(bucket, "site/zz-foreign", size: 10)
+
+        let listed = try prune(moto, ["s3://\(bucket)/site/", "--sources", directory.url("src"), "--variant", Self.small, "--page-size", "5"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.split(separator: "\n").count == 23, "\(listed.stdout)")
+        #expect(listed.stderr.contains("1 outputs kept, 23 to delete (orphaned: 23, changed: 0, dropped variant: 0), 1 foreign left alone"))
+
+        let deleted = try prune(
+            moto, ["s3://\(bucket)/site/", "--sources", directory.url("src"), "--variant", Self.small, "--page-size", "5", "--delete"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(try moto.keys(bucket) == ["site/kept-small.webp", "site/zz-foreign"])
+    }
+
+    /// A source that cannot be read (here: larger than --max-source-bytes) keeps its outputs, and
+    /// `--delete` then deletes nothing at all; read, it judges them. Sources in S3 are named by URL.
+    @Test func deleteRefusesWhileASourceCannotBeRead() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        try moto.put(bucket, "orig/big.jpg", size: 2000)
+        try moto.put(bucket, "orig/still.jpg", file: Fixtures.path("images/formats/tiny.png"))
+        let stillSHA = Fixtures.data("images/formats/tiny.png").sha256
+        let made = String(repeating: "ef", count: 32)
+        try moto.put(bucket, "site/big-small.webp", size: 10, metadata: Self.origin(source: "s3://\(bucket)/orig/big.jpg", sha256: made))
+        try moto.put(bucket, "site/gone-small.webp", size: 10, metadata: Self.origin(source: "s3://\(bucket)/orig/gone.jpg", sha256: made))
+        try moto.put(bucket, "site/still-small.webp", size: 10, metadata: Self.origin(source: "s3://\(bucket)/orig/still.jpg", sha256: stillSHA))
+        let before = try moto.keys(bucket)
+
+        let refused = try prune(
+            moto, ["s3://\(bucket)/site", "--sources", "s3://\(bucket)/orig", "--variant", Self.small, "--max-source-bytes", "1000", "--delete"])
+
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("not deleting anything: the sources could not be read completely"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("s3://\(bucket)/orig/big.jpg is 2000 bytes"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("warning: big-small.webp kept:"), "\(refused.stderr)")
+        #expect(try moto.keys(bucket) == before)
+
+        let deleted = try prune(moto, ["s3://\(bucket)/site", "--sources", "s3://\(bucket)/orig", "--variant", Self.small, "--delete"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(
+            deleted.stdout.split(separator: "\n").map { String($0.prefix { $0 != ":" }) } == ["changed big-small.webp", "orphaned gone-small.webp"])
+        #expect(try moto.keys(bucket) == ["orig/big.jpg", "orig/still.jpg", "site/still-small.webp"])
+    }
+}
