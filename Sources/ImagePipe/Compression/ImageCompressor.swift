@@ -43,14 +43,25 @@ extension ImageCompressor {
 
 /// Limits checked before any pixel is decoded.
 public struct CompressionLimits: Sendable, Hashable {
-    /// The largest pixel count (width × height of one frame) a source may declare.
+    /// The largest pixel count a source may declare: width × height of one frame, and for an
+    /// animated source whose frames are all decoded, frames × width × height.
     public var maxPixels: Int
+    /// The most frames an animated source whose frames are all decoded may declare: each frame
+    /// costs its own resize and encode whatever its size, so a file of many tiny frames is refused
+    /// even within ``maxPixels``.
+    public var maxFrames: Int
 
-    /// The default: 100 million pixels.
+    /// The default: 100 million pixels, 1000 frames.
     public static let `default` = CompressionLimits(maxPixels: 100_000_000)
 
+    /// The frames allowed by default: over 30 seconds at 30 frames a second.
+    public static let defaultMaxFrames = 1000
+
     /// Creates limits.
-    public init(maxPixels: Int) { self.maxPixels = maxPixels }
+    public init(maxPixels: Int, maxFrames: Int = defaultMaxFrames) {
+        self.maxPixels = maxPixels
+        self.maxFrames = maxFrames
+    }
 }
 
 /// What a source's header says, read without decoding pixels.
@@ -134,6 +145,8 @@ public struct EncodedVariant: Sendable {
     /// Whether the bytes are the original's own, its metadata removed, because encoding made them
     /// larger at the same size (then ``quality`` and ``score`` are nil).
     public var keptOriginal = false
+    /// The frames it holds: more than 1 for an animated output of an animated source.
+    public var frames = 1
 
     /// Creates an encoded variant.
     public init(spec: VariantSpec, size: PixelSize, data: Data) {

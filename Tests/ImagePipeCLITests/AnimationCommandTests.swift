@@ -1,0 +1,77 @@
+// Animated sources through the real binary: moving WebP outputs, re-runs that remake only what changed, and the frame budget.
+import Foundation
+import ImagePipe
+import ImagePipeTestSupport
+import Testing
+
+@Suite struct AnimationCommandTests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-animation-cli")
+
+    func batch(_ source: String, _ arguments: [String], into destination: String) throws -> (CommandRunner.Output, [String: JobResult]) {
+        let manifest = directory.url(destination + "-\(UUID().uuidString).jsonl")
+        let run = try CommandRunner.run(
+            ["batch", directory.url(source), "--dest", directory.url(destination), "--manifest", manifest] + arguments)
+        let results = try ManifestReader.read(manifest)
+        return (run, Dictionary(results.map { ($0.source, $0) }, uniquingKeysWith: { $1 }))
+    }
+
+    /// The frames Pillow reads in an output.
+    func frames(_ path: String) throws -> Int {
+        let text = try PythonOracle.run(
+            "import sys\nfrom PIL import Image\nprint(getattr(Image.open(sys.argv[1]), 'n_frames', 1))", [directory.url(path)])
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// The `web` preset moves an animated GIF's WebP variants and keeps its JPEG still; a re-run
+    /// remakes nothing, of the animation or of a photo. Adding `still` changes no photo's outputs (its
+    /// fingerprint is the same), but the animation's WebP variants are made again, still.
+    @Test func webPresetMovesAndReRunsRemakeOnlyWhatChanged() throws {
+        CommandRunner.copyFixture("images/formats/animated.gif", to: directory, as: "src/anim.gif")
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/photo.jpg")
+        let (first, made) = try batch("src", [], into: "out")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(made["anim.gif"]?.status == .done && made["photo.jpg"]?.status == .done, "\(made)")
+        #expect(try frames("out/anim-medium.webp") == 3 && frames("out/anim-thumb.webp") == 3)
+        #expect(try frames("out/anim-large.jpg") == 1)
+
+        let (_, again) = try batch("src", [], into: "out")
+        #expect(again.values.allSatisfy { $0.status == .skipped && $0.skipCode == .upToDate }, "\(again)")
+
+        let still = ["large=2048x2048,jpeg,q82", "medium=1024x1024,webp,q78,still", "thumb=320x320,webp,q70,cover,still"]
+        let (_, stilled) = try batch("src", still.flatMap { ["--variant", $0] }, into: "out")
+        #expect(stilled["photo.jpg"]?.status == .skipped && stilled["photo.jpg"]?.skipCode == .upToDate, "\(stilled)")
+        #expect(stilled["anim.gif"]?.status == .done, "\(stilled)")
+        #expect(try frames("out/anim-medium.webp") == 1)
+    }
+
+    /// A GIF variant of an animated source is an animated GIF; of a photo, a still one.
+    @Test func gifVariantsMove() throws {
+        CommandRunner.copyFixture("images/formats/animated-webp.webp", to: directory, as: "src/anim.webp")
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/photo.jpg")
+        let (run, made) = try batch("src", ["--variant", "g=100x,gif"], into: "out")
+        #expect(run.status == 0 && made.values.allSatisfy { $0.status == .done }, "\(run.stderr) \(made)")
+        #expect(try frames("out/anim-g.gif") == 3 && frames("out/photo-g.gif") == 1)
+        #expect(made["anim.webp"]?.variants.first?.format == .gif && made["anim.webp"]?.variants.first?.width == 100)
+    }
+
+    /// The frame budget, checked before decoding: 400 frames on a 2000x2000 canvas (6.4 GB decoded)
+    /// fail with `image_too_large` naming the numbers; 1500 tiny frames fail on `--max-frames`
+    /// unless it is raised. The other files of the batch are made.
+    @Test func frameBudgetRefusesBeforeDecoding() throws {
+        try FileManager.default.createDirectory(atPath: directory.url("src"), withIntermediateDirectories: true)
+        try ManyFrameGIF.make(frames: 400, width: 2000, height: 2000).write(to: URL(fileURLWithPath: directory.url("src/huge.gif")))
+        try ManyFrameGIF.make(frames: 1500, width: 4, height: 4).write(to: URL(fileURLWithPath: directory.url("src/long.gif")))
+        CommandRunner.copyFixture("images/formats/animated.gif", to: directory, as: "src/fine.gif")
+        let (run, results) = try batch("src", [], into: "out")
+        #expect(run.status != 0)
+        let huge = try #require(results["huge.gif"]), long = try #require(results["long.gif"])
+        #expect(huge.status == .failed && huge.errorCode == .imageTooLarge, "\(huge)")
+        #expect(huge.error?.contains("400 frames of 2000x2000") == true && huge.error?.contains("--max-pixels") == true, "\(huge)")
+        #expect(long.status == .failed && long.errorCode == .imageTooLarge && long.error?.contains("--max-frames") == true, "\(long)")
+        #expect(results["fine.gif"]?.status == .done)
+
+        let (raised, after) = try batch("src", ["--max-frames", "2000"], into: "out")
+        #expect(after["long.gif"]?.status == .done, "\(raised.stderr) \(after)")
+        #expect(try frames("out/long-medium.webp") == 1500)
+    }
+}
