@@ -117,8 +117,10 @@ import Testing
         let source = try writeAnimation(name, plays: plays)
         #expect(try read(source).plays == plays)
         let compressed = try Fixtures.compress(bytes: source, [Fixtures.variant("w=60x60,webp,q80"), Fixtures.variant("g=60x60,gif")])
-        #expect(try read(compressed.output("w").data).plays == plays)
-        #expect(try read(compressed.output("g").data).plays == plays)
+        for name in ["w", "g"] {
+            let decoded = try read(compressed.output(name).data)
+            #expect(decoded.frames == 4 && decoded.plays == plays, "\(name): \(decoded)")
+        }
     }
 
     /// The fixtures: their frame counts as Pillow reads them, kept by the `web` preset's WebP
