@@ -74,4 +74,58 @@ import Testing
         #expect(after["long.gif"]?.status == .done, "\(raised.stderr) \(after)")
         #expect(try frames("out/long-medium.webp") == 1500)
     }
+
+    /// A watermark lands on every frame at its place, and a crop at a compass point is taken at the
+    /// same place on every frame. The frames are 120x80, their left half each its own colour and their
+    /// right half grey; the logo a solid 24x16 magenta, drawn opaque in the south-east corner.
+    @Test func watermarkAndCropApplyToEveryFrame() throws {
+        try FileManager.default.createDirectory(atPath: directory.url("src"), withIntermediateDirectories: true)
+        let colours = [[230, 30, 30], [30, 200, 40], [40, 50, 220], [240, 220, 20]]
+        _ = try PythonOracle.run(
+            """
+            import sys, json
+            from PIL import Image
+            frames = []
+            for colour in json.loads(sys.argv[2]):
+                frame = Image.new('RGB', (120, 80), (128, 128, 128))
+                frame.paste(tuple(colour), (0, 0, 60, 80))
+                frames.append(frame)
+            frames[0].save(sys.argv[1], save_all=True, append_images=frames[1:], duration=100, loop=0)
+            Image.new('RGB', (24, 16), (255, 0, 255)).save(sys.argv[3])
+            """, [directory.url("src/anim.gif"), "\(colours)", directory.url("logo.png")])
+        let (run, made) = try batch(
+            "src",
+            [
+                "--variant", "m=200x200,webp,lossless", "--variant", "c=60x80,webp,lossless,cover,west,nowatermark",
+                "--watermark", directory.url("logo.png"), "--watermark-margin", "0", "--watermark-opacity", "1",
+            ], into: "out")
+        #expect(run.status == 0 && made["anim.gif"]?.status == .done, "\(run.stderr) \(made)")
+        let text = try PythonOracle.run(
+            """
+            import sys, json
+            from PIL import Image
+            result = {}
+            for name, points in (('m', [(30, 20), (110, 72), (90, 20)]), ('c', [(45, 40), (5, 5)])):
+                im = Image.open(sys.argv[1] + '/anim-' + name + '.webp')
+                frames = []
+                for k in range(im.n_frames):
+                    im.seek(k)
+                    rgb = im.convert('RGB')
+                    frames.append([list(rgb.getpixel(p)) for p in points])
+                result[name] = {'size': list(im.size), 'frames': frames}
+            print(json.dumps(result))
+            """, [directory.url("out")])
+        struct Output: Decodable { var size: [Int], frames: [[[Int]]] }
+        let outputs = try JSONDecoder().decode([String: Output].self, from: Data(text.utf8))
+        let marked = try #require(outputs["m"]), cropped = try #require(outputs["c"])
+        #expect(marked.size == [120, 80] && cropped.size == [60, 80])
+        #expect(marked.frames.count == 4 && cropped.frames.count == 4)
+        func near(_ a: [Int], _ b: [Int]) -> Bool { zip(a, b).allSatisfy { abs($0 - $1) <= 6 } }
+        for (index, colour) in colours.enumerated() where index < marked.frames.count && index < cropped.frames.count {
+            let m = marked.frames[index], c = cropped.frames[index]
+            #expect(near(m[0], colour) && near(m[1], [255, 0, 255]) && near(m[2], [128, 128, 128]), "frame \(index): \(m)")
+            // West: the crop keeps the left 60 columns, all this frame's colour.
+            #expect(near(c[0], colour) && near(c[1], colour), "frame \(index): \(c)")
+        }
+    }
 }
