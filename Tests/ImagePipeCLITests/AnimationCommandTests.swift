@@ -56,12 +56,20 @@ import Testing
 
     /// The frame budget, checked before decoding: 400 frames on a 2000x2000 canvas (6.4 GB decoded)
     /// fail with `image_too_large` naming the numbers; 1500 tiny frames fail on `--max-frames`
-    /// unless it is raised. The other files of the batch are made.
+    /// unless it is raised. The other files of the batch are made, and a dry run foresees it all.
     @Test func frameBudgetRefusesBeforeDecoding() throws {
         try FileManager.default.createDirectory(atPath: directory.url("src"), withIntermediateDirectories: true)
         try ManyFrameGIF.make(frames: 400, width: 2000, height: 2000).write(to: URL(fileURLWithPath: directory.url("src/huge.gif")))
         try ManyFrameGIF.make(frames: 1500, width: 4, height: 4).write(to: URL(fileURLWithPath: directory.url("src/long.gif")))
         CommandRunner.copyFixture("images/formats/animated.gif", to: directory, as: "src/fine.gif")
+        // A dry run predicts both from the header.
+        let dry = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"), "--dry-run"])
+        let lines = dry.stdout.split(separator: "\n")
+        #expect(
+            lines.contains { $0.hasPrefix("fail") && $0.contains("huge.gif") && $0.contains("400 frames") && $0.hasSuffix("[image_too_large]") },
+            "\(dry.stdout)")
+        #expect(lines.contains { $0.hasPrefix("fail") && $0.contains("long.gif") && $0.contains("--max-frames") }, "\(dry.stdout)")
+        #expect(lines.contains { $0.hasPrefix("write") && $0.contains("fine.gif") }, "\(dry.stdout)")
         let (run, results) = try batch("src", [], into: "out")
         #expect(run.status != 0)
         let huge = try #require(results["huge.gif"]), long = try #require(results["long.gif"])

@@ -22,10 +22,11 @@ public protocol ImageCompressor: Sendable {
     func releaseMemory()
 
     /// Reads `source`'s header without decoding pixels and refuses it as ``compress(_:variants:limits:memory:)``
-    /// would from what the header shows (a format not accepted, more pixels than `limits` allow, a
-    /// header that cannot be read). `--dry-run` predicts a run with it. Nil when the compressor
-    /// cannot tell without decoding.
-    func readHeader(_ source: SourceImage, limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader?
+    /// would from what the header shows (a format not accepted, more pixels than `limits` allow, an
+    /// animation whose frames `variants` would all decode over the frame budget, a header that
+    /// cannot be read). `--dry-run` predicts a run with it. Nil when the compressor cannot tell
+    /// without decoding.
+    func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader?
 }
 
 extension ImageCompressor {
@@ -33,7 +34,9 @@ extension ImageCompressor {
     public func releaseMemory() {}
 
     /// Cannot tell by default.
-    public func readHeader(_ source: SourceImage, limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? { nil }
+    public func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? {
+        nil
+    }
 
     /// Compresses outside a pipeline, with no limit on working memory.
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
