@@ -103,7 +103,7 @@ extension VariantSpec {
     /// QUALITY is `qN` (1–100), `auto` or `auto:TARGET` (a SSIMULACRA 2 score to reach, 1–100); it may
     /// be left out for PNG and lossless WebP only. The options, in any order: `cover` or `inside`, a
     /// ``CropPosition`` (with `cover` only), the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`,
-    /// and a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`).
+    /// a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`), and `still` (an animated source's first frame only).
     public init(parsing text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError {
             .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,QUALITY[,OPTION...])")

@@ -4,8 +4,9 @@ import Foundation
 extension FileHandler {
     /// Predicts what compressing an inspected job would do from what can be read cheaply: the
     /// header's format and declared size (the compressor's own checks, with its errors: a format
-    /// not accepted, `image_too_large`, an animation's frame budget included) and whether the file reaches its format's end
-    /// (``ImageEnd``: a file cut short is `corrupt_image`). Records the format and size on success.
+    /// not accepted, `image_too_large`, an animation's frame budget included) and whether the file
+    /// reaches its format's end (``ImageEnd``: a file cut short is `corrupt_image`). Records the
+    /// format and size on success.
     ///
     /// A prediction: damage inside the image data shows only when it is decoded.
     public func predict(_ context: inout JobContext) {
