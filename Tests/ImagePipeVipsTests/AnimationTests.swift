@@ -151,4 +151,54 @@ import Testing
         #expect(FrameCount.of(Fixtures.data("images/formats/landscape-webp.webp")) == 1)
         #expect(FrameCount.of(Fixtures.data("images/formats/landscape.jpg")) == 1)
     }
+
+    /// An animated WebP whose EXIF orientation turns it (6: a quarter turn clockwise) has every frame
+    /// turned: 120x80 frames, their left half each its colour and their right half grey, come out
+    /// 40x60 with the colour on top.
+    @Test func everyFrameIsTurnedUpright() throws {
+        let path = directory.url("turned.webp")
+        _ = try PythonOracle.run(
+            """
+            import sys, json
+            from PIL import Image
+            frames = []
+            for colour in json.loads(sys.argv[2]):
+                frame = Image.new('RGB', (120, 80), (128, 128, 128))
+                frame.paste(tuple(colour), (0, 0, 60, 80))
+                frames.append(frame)
+            exif = Image.Exif()
+            exif[0x0112] = 6
+            frames[0].save(sys.argv[1], save_all=True, append_images=frames[1:], duration=100, loop=0,
+                           lossless=True, exif=exif.tobytes())
+            """, [path, "[" + Self.colours.map { "[\($0.0),\($0.1),\($0.2)]" }.joined(separator: ",") + "]"])
+        let source = try Data(contentsOf: URL(fileURLWithPath: path))
+        let compressed = try Fixtures.compress(bytes: source, [Fixtures.variant("v=60x60,webp,lossless")])
+        #expect(compressed.sourceSize == PixelSize(width: 80, height: 120))
+        let text = try PythonOracle.run(
+            """
+            import sys, json
+            from PIL import Image
+            im = Image.open(sys.argv[1])
+            frames = []
+            for k in range(im.n_frames):
+                im.seek(k)
+                rgb = im.convert('RGB')
+                frames.append([list(rgb.getpixel((35, 10))), list(rgb.getpixel((5, 50)))])
+            print(json.dumps({'size': list(im.size), 'frames': frames}))
+            """, [try write(compressed.variants[0].data)])
+        struct Turned: Decodable { var size: [Int], frames: [[[Int]]] }
+        let turned = try JSONDecoder().decode(Turned.self, from: Data(text.utf8))
+        #expect(turned.size == [40, 60] && turned.frames.count == 4, "\(turned)")
+        for (index, pixels) in turned.frames.enumerated() {
+            #expect(Self.matches(pixels[0], frame: index, tolerance: 4), "frame \(index) top: \(pixels)")
+            #expect(pixels[1].allSatisfy { abs($0 - 128) <= 4 }, "frame \(index) bottom: \(pixels)")
+        }
+    }
+
+    /// Writes bytes to a new file in the test's directory and returns its path.
+    func write(_ data: Data) throws -> String {
+        let path = directory.url("out-\(UUID().uuidString)")
+        try data.write(to: URL(fileURLWithPath: path))
+        return path
+    }
 }
