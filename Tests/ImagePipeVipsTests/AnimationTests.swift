@@ -153,9 +153,9 @@ import Testing
     }
 
     /// An animated WebP whose EXIF orientation turns it (6: a quarter turn clockwise) has every frame
-    /// turned: 120x80 frames, their left half each its colour and their right half grey, show 80x120
-    /// with the colour on top, and a 40x40 crop from the north (of the 40x60 that covers it) is
-    /// colour above and grey at its foot.
+    /// turned: 80x80 frames, their left half each its colour and their right half grey, show the
+    /// colour on top. At the frames' own size nothing is resized, and a frame not turned by imagepipe
+    /// itself would keep its colour on the left (a resize would turn it on its own).
     @Test func everyFrameIsTurnedUpright() throws {
         let path = directory.url("turned.webp")
         _ = try PythonOracle.run(
@@ -164,8 +164,8 @@ import Testing
             from PIL import Image
             frames = []
             for colour in json.loads(sys.argv[2]):
-                frame = Image.new('RGB', (120, 80), (128, 128, 128))
-                frame.paste(tuple(colour), (0, 0, 60, 80))
+                frame = Image.new('RGB', (80, 80), (128, 128, 128))
+                frame.paste(tuple(colour), (0, 0, 40, 80))
                 frames.append(frame)
             exif = Image.Exif()
             exif[0x0112] = 6
@@ -173,8 +173,8 @@ import Testing
                            lossless=True, exif=exif.tobytes())
             """, [path, "[" + Self.colours.map { "[\($0.0),\($0.1),\($0.2)]" }.joined(separator: ",") + "]"])
         let source = try Data(contentsOf: URL(fileURLWithPath: path))
-        let compressed = try Fixtures.compress(bytes: source, [Fixtures.variant("c=40x40,webp,lossless,cover,north")])
-        #expect(compressed.sourceSize == PixelSize(width: 80, height: 120))
+        let compressed = try Fixtures.compress(bytes: source, [Fixtures.variant("s=80x80,webp,lossless")])
+        #expect(compressed.sourceSize == PixelSize(width: 80, height: 80))
         let text = try PythonOracle.run(
             """
             import sys, json
@@ -184,12 +184,12 @@ import Testing
             for k in range(im.n_frames):
                 im.seek(k)
                 rgb = im.convert('RGB')
-                frames.append([list(rgb.getpixel((20, 5))), list(rgb.getpixel((20, 38)))])
+                frames.append([list(rgb.getpixel((70, 10))), list(rgb.getpixel((10, 70)))])
             print(json.dumps({'size': list(im.size), 'frames': frames}))
             """, [try write(compressed.variants[0].data)])
         struct Turned: Decodable { var size: [Int], frames: [[[Int]]] }
         let turned = try JSONDecoder().decode(Turned.self, from: Data(text.utf8))
-        #expect(turned.size == [40, 40] && turned.frames.count == 4, "\(turned)")
+        #expect(turned.size == [80, 80] && turned.frames.count == 4, "\(turned)")
         for (index, pixels) in turned.frames.enumerated() {
             #expect(Self.matches(pixels[0], frame: index, tolerance: 4), "frame \(index) top: \(pixels)")
             #expect(pixels[1].allSatisfy { abs($0 - 128) <= 4 }, "frame \(index) bottom: \(pixels)")
