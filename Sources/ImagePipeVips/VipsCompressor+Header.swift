@@ -4,13 +4,18 @@ public import ImagePipe
 
 extension VipsCompressor {
     /// The same header steps as ``compress(_:variants:limits:memory:)`` (open without decoding,
-    /// the format allowlist, the pixel limit), with the same errors, and nothing after them.
-    public func readHeader(_ source: SourceImage, limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? {
+    /// the format allowlist, the pixel limit, an animation's frame budget when some variant would
+    /// decode every frame), with the same errors, and nothing after them.
+    public func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? {
         defer { ipv_thread_done() }
         ipv_begin_call()
         let header = try openHeader(source)
         let format = try Self.acceptedFormat(of: header)
         try Self.checkPixels(header, limits)
+        let frames = Self.frameCount(of: header)
+        if frames > 1, variants.contains(where: { $0.animates(focus: source.focus) }) {
+            try Self.checkFrames(header, frames: frames, limits)
+        }
         return SourceHeader(format: format, size: Self.displayedSize(of: header))
     }
 }

@@ -4,6 +4,29 @@ import CVipsShim
 public import ImagePipe
 
 extension VipsCompressor {
+    /// The memory one compression of `variants` will hold at its peak, estimated from the header:
+    /// the still variants' as below, and for an animated source's moving variants every frame
+    /// decoded and the largest one's frames as its encoder holds them (``animationMemory(_:frames:outputs:)``).
+    package static func workingMemory(
+        _ header: VipsImageHandle, format: SourceFormat, variants: [VariantSpec], sourceBytes: Int, focus: FocalPoint?
+    ) -> Int {
+        let displayed = displayedSize(of: header)
+        let frames = frameCount(of: header)
+        let moves = { (variant: VariantSpec) in frames > 1 && variant.animates(focus: focus) }
+        let still = variants.filter { !moves($0) }
+        let moving = variants.filter(moves)
+        var needed =
+            still.isEmpty
+            ? sourceBytes
+            : workingMemory(
+                header, format: format, plan: ResizePlan(source: displayed, variants: still), variants: still,
+                sourceBytes: sourceBytes, focus: focus)
+        if !moving.isEmpty {
+            needed += animationMemory(header, frames: frames, outputs: moving.map { ResizePlan.outputSize(source: displayed, variant: $0) })
+        }
+        return needed
+    }
+
     /// The memory one compression will hold at its peak, estimated from the header: the source bytes,
     /// the decoder's buffers, the in-memory intermediate and the largest encoder's buffers.
     package static func workingMemory(

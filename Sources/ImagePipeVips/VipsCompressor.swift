@@ -12,6 +12,8 @@ public import ImagePipe
 /// that serves the largest variant, auto-oriented and converted to 8-bit sRGB, held in memory, and
 /// every variant is resized (and cropped for `cover`, at the centre or where its position says) from that copy, watermarked when
 /// it has one, and encoded with its metadata stripped. With a single variant nothing is held: libvips streams decode into encode.
+/// An animated GIF or WebP gives its WebP and GIF variants every frame, from a second decode of all
+/// frames (``decodeFrames(_:)``); its other variants are made from the first frame as above.
 public struct VipsCompressor: ImageCompressor {
     /// Encoder settings shared by every variant.
     public struct Configuration: Sendable, Hashable {
@@ -87,8 +89,9 @@ public struct VipsCompressor: ImageCompressor {
 
     /// The steps, in pipeline order. A plain JPEG that needs no resizing takes the direct path
     /// (libjpeg alone, same bytes); everything else: header, format and size checks, working
-    /// memory, one decode, placeholder, then each variant resized from the decode, watermarked
-    /// and encoded. A variant without a watermark that comes out larger than its original, of its
+    /// memory, one decode (and for an animated source's moving variants, one of every frame,
+    /// within the frame budget), placeholder, then each variant resized from the decode,
+    /// watermarked and encoded. A variant without a watermark that comes out larger than its original, of its
     /// format and size, is then the original's own bytes (``keepingSmallerOriginal(_:source:)``).
     /// A watermark shows on every variant that has one: neither the direct path nor the kept
     /// original, which both pass the original's pixels through, ever makes such a variant.
@@ -124,24 +127,42 @@ public struct VipsCompressor: ImageCompressor {
         let format = try Self.acceptedFormat(of: header)
         try Self.checkPixels(header, limits)
         let displayed = Self.displayedSize(of: header)
-        let plan = ResizePlan(source: displayed, variants: variants)
+        // An animated source's WebP and GIF variants keep every frame; the rest take the first.
+        let frames = Self.frameCount(of: header)
+        let animated = variants.map { frames > 1 && $0.animates(focus: source.focus) }
+        let anyAnimated = animated.contains(true)
+        if anyAnimated { try Self.checkFrames(header, frames: frames, limits) }
+        let outputs = ResizePlan(source: displayed, variants: variants).outputs
+        let still = variants.indices.filter { !animated[$0] }.map { variants[$0] }
+        let plan = still.isEmpty ? nil : ResizePlan(source: displayed, variants: still)
         let needed = Self.workingMemory(
-            header, format: format, plan: plan, variants: variants, sourceBytes: Self.heldBytes(source, format), focus: source.focus)
+            header, format: format, variants: variants, sourceBytes: Self.heldBytes(source, format), focus: source.focus)
         heldMuch = needed >= Self.trimAfterBytes
         let reserved = memory.acquire(needed)
         defer { memory.release(reserved) }
 
-        let decoded = try decodeOnce(source, header: header, plan: plan, variants: variants, displayed: displayed)
+        var decoded: VipsImageHandle?
+        if let plan { decoded = try decodeOnce(source, header: header, plan: plan, variants: still, displayed: displayed) }
+        let allFrames = anyAnimated ? try decodeFrames(source) : nil
         let decodeTime = clock.now - start
-        let placeholder = Self.placeholder(of: decoded)
+        var placeholder: Placeholder?
+        if let decoded {
+            placeholder = Self.placeholder(of: decoded)
+        } else if let allFrames {
+            placeholder = Self.placeholder(of: try firstFrame(of: allFrames))
+        }
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
-        for (variant, output) in zip(variants, plan.outputs) {
-            let resized =
-                Self.placesCrop(variant, focus: source.focus)
-                ? try placeCrop(decoded, to: output, variant: variant, focus: source.focus)
-                : try resize(decoded, to: output, crop: variant.fit == .cover)
-            encoded.append(try encode(try overlayWatermark(resized, variant: variant), as: variant))
+        for (index, variant) in variants.enumerated() {
+            if animated[index], let allFrames {
+                encoded.append(try animate(allFrames, to: outputs[index], variant: variant, focus: source.focus))
+            } else if let decoded {
+                let resized =
+                    Self.placesCrop(variant, focus: source.focus)
+                    ? try placeCrop(decoded, to: outputs[index], variant: variant, focus: source.focus)
+                    : try resize(decoded, to: outputs[index], crop: variant.fit == .cover)
+                encoded.append(try encode(try overlayWatermark(resized, variant: variant), as: variant))
+            }
         }
         var compressed = CompressedImage(
             sourceFormat: format, sourceSize: displayed, variants: encoded,
@@ -330,6 +351,8 @@ public struct VipsCompressor: ImageCompressor {
                 ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, &buffer, &length)
             case .png:
                 ipv_save_png(source.pointer, Int32(configuration.pngCompression), &buffer, &length)
+            case .gif:
+                ipv_save_gif(source.pointer, &buffer, &length)
             }
         guard status == 0, let buffer else {
             // Lazy pipelines decode while encoding, so damaged input often surfaces here.
@@ -352,36 +375,5 @@ public struct VipsCompressor: ImageCompressor {
         let unbounded = Int32(VariantSpec.unbounded)
         if crop { return (Int32(target.width), Int32(target.height)) }
         return byWidth ? (Int32(target.width), unbounded) : (unbounded, Int32(target.height))
-    }
-
-    // MARK: - Errors
-
-    private func headerError() -> ImagePipeError {
-        let text = Vips.takeError() ?? "unknown error"
-        // Checked first: when another image is refused at the same moment, its "blocked" line can
-        // join this one's text (libvips has one error buffer), and the reverse mix-up still gives
-        // the right code.
-        if text.contains("not in a known format") || text.contains("is not a known file format") {
-            return ImagePipeError(.unsupportedFormat, "not a recognised image format")
-        }
-        if let blocked = text.range(of: ": operation is blocked") {
-            let loader = text[..<blocked.lowerBound].split(separator: " ").last.map(String.init) ?? "untrusted"
-            let format = loader.replacingOccurrences(of: "_buffer", with: "").replacingOccurrences(of: "_source", with: "")
-                .replacingOccurrences(of: "load", with: "").uppercased()
-            return ImagePipeError(.unsupportedFormat, "refused: \(format) input is blocked (its libvips loader is not safe for untrusted files)")
-        }
-        return ImagePipeError(.corruptImage, "cannot read image header: \(text)")
-    }
-
-    func decodeError() -> ImagePipeError {
-        ImagePipeError(.corruptImage, "corrupt or truncated image data: \(Vips.takeError() ?? "decoder failed")")
-    }
-
-    func encodeError(_ variant: VariantSpec) -> ImagePipeError {
-        ImagePipeError(.encodeFailed, "cannot encode variant \(variant.name) as \(variant.format.rawValue): \(Vips.takeError() ?? "encoder failed")")
-    }
-
-    static func megapixels(_ pixels: Int) -> String {
-        String(format: "%.1f", Double(pixels) / 1e6)
     }
 }

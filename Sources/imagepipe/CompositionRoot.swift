@@ -43,7 +43,7 @@ enum CompositionRoot {
         let configuration = FileHandler.Configuration(
             variants: variants,
             keyTemplate: try KeyTemplate(options.key),
-            limits: CompressionLimits(maxPixels: options.maxPixels),
+            limits: CompressionLimits(maxPixels: options.maxPixels, maxFrames: options.maxFrames),
             cacheControl: options.storage.cacheControl,
             maxSourceBytes: maxSourceBytes,
             storeOriginal: options.storage.withOriginal,

@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test(arguments: [
-        "photo", "=10x10,jpeg,q80", "a b=10x10,jpeg,q80", "a=10,jpeg,q80", "a=0x10,jpeg,q80", "a=10x10,gif,q80",
+        "photo", "=10x10,jpeg,q80", "a b=10x10,jpeg,q80", "a=10,jpeg,q80", "a=0x10,jpeg,q80", "a=10x10,bmp,q80",
         "a=10x10,jpeg,80", "a=10x10,jpeg,q0", "a=10x10,jpeg,q101", "a=10x10,jpeg,q80,fill", "a=10x10,jpeg",
         "a=10x10,jpeg,q80,cover,x", "a=x,png", "a=10x0,png", "a=0x,png", "a=x100001,png", "a=10x10,webp,cover",
         "a=10x10,png,cover,inside", "a=10x10,png,q0",

@@ -125,10 +125,8 @@ public enum VipsProbe {
         let pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count) }
         guard let pointer else { throw ImagePipeError(.unsupportedFormat, Vips.takeError() ?? "unreadable header") }
         let header = VipsImageHandle(pointer)
-        let plan = ResizePlan(source: VipsCompressor.displayedSize(of: header), variants: variants)
         return VipsCompressor.workingMemory(
-            header, format: try VipsCompressor.acceptedFormat(of: header), plan: plan,
-            variants: variants, sourceBytes: data.count)
+            header, format: try VipsCompressor.acceptedFormat(of: header), variants: variants, sourceBytes: data.count, focus: nil)
     }
 
     /// The size libvips' own thumbnail makes of an image of `size` asked for `box` (shrinking only;

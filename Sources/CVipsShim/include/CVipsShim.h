@@ -74,6 +74,18 @@ int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, i
 int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void **buf, size_t *len);
 int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len);
 
+/// Every frame of an animated GIF or WebP (n=-1), one under the other, with page-height, delay (ms per
+/// frame) and loop set; opened lazily, failing on truncated data.
+VipsImage *ipv_frames_buffer(const void *buf, size_t len);
+VipsImage *ipv_frames_file(const char *path);
+/// `in` turned upright by its EXIF orientation, which is then removed (a copy when it is upright).
+int ipv_autorot(VipsImage *in, VipsImage **out);
+/// `count` frames of one size stacked in order as an animation: page-height set to their height,
+/// delay and loop taken from `timing` (the decode they were made from).
+int ipv_join_frames(VipsImage **frames, int count, VipsImage *timing, VipsImage **out);
+/// GIF through libvips' cgif saver: every frame when `in` has a page-height, metadata stripped.
+int ipv_save_gif(VipsImage *in, void **buf, size_t *len);
+
 /// Forgets the warnings libvips raised on this thread so far and marks where the error text of its
 /// next operation starts; called as each image starts. Every wrapper here that runs a libvips
 /// operation marks that start again.

@@ -40,7 +40,7 @@ public struct EncoderOptions: Sendable, Hashable, Codable {
         switch format {
         case .webp: 4
         case .avif: 2
-        case .jpeg, .png: nil
+        case .jpeg, .png, .gif: nil
         }
     }
 
@@ -49,7 +49,7 @@ public struct EncoderOptions: Sendable, Hashable, Codable {
         switch format {
         case .webp: 6
         case .avif: 9
-        case .jpeg, .png: nil
+        case .jpeg, .png, .gif: nil
         }
     }
 

@@ -22,10 +22,11 @@ public protocol ImageCompressor: Sendable {
     func releaseMemory()
 
     /// Reads `source`'s header without decoding pixels and refuses it as ``compress(_:variants:limits:memory:)``
-    /// would from what the header shows (a format not accepted, more pixels than `limits` allow, a
-    /// header that cannot be read). `--dry-run` predicts a run with it. Nil when the compressor
-    /// cannot tell without decoding.
-    func readHeader(_ source: SourceImage, limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader?
+    /// would from what the header shows (a format not accepted, more pixels than `limits` allow, an
+    /// animation whose frames `variants` would all decode over the frame budget, a header that
+    /// cannot be read). `--dry-run` predicts a run with it. Nil when the compressor cannot tell
+    /// without decoding.
+    func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader?
 }
 
 extension ImageCompressor {
@@ -33,7 +34,9 @@ extension ImageCompressor {
     public func releaseMemory() {}
 
     /// Cannot tell by default.
-    public func readHeader(_ source: SourceImage, limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? { nil }
+    public func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? {
+        nil
+    }
 
     /// Compresses outside a pipeline, with no limit on working memory.
     public func compress(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> CompressedImage {
@@ -43,14 +46,25 @@ extension ImageCompressor {
 
 /// Limits checked before any pixel is decoded.
 public struct CompressionLimits: Sendable, Hashable {
-    /// The largest pixel count (width × height of one frame) a source may declare.
+    /// The largest pixel count a source may declare: width × height of one frame, and for an
+    /// animated source whose frames are all decoded, frames × width × height.
     public var maxPixels: Int
+    /// The most frames an animated source whose frames are all decoded may declare: each frame
+    /// costs its own resize and encode whatever its size, so a file of many tiny frames is refused
+    /// even within ``maxPixels``.
+    public var maxFrames: Int
 
-    /// The default: 100 million pixels.
+    /// The default: 100 million pixels, 1000 frames.
     public static let `default` = CompressionLimits(maxPixels: 100_000_000)
 
+    /// The frames allowed by default: over 30 seconds at 30 frames a second.
+    public static let defaultMaxFrames = 1000
+
     /// Creates limits.
-    public init(maxPixels: Int) { self.maxPixels = maxPixels }
+    public init(maxPixels: Int, maxFrames: Int = defaultMaxFrames) {
+        self.maxPixels = maxPixels
+        self.maxFrames = maxFrames
+    }
 }
 
 /// What a source's header says, read without decoding pixels.
@@ -134,6 +148,8 @@ public struct EncodedVariant: Sendable {
     /// Whether the bytes are the original's own, its metadata removed, because encoding made them
     /// larger at the same size (then ``quality`` and ``score`` are nil).
     public var keptOriginal = false
+    /// The frames it holds: more than 1 for an animated output of an animated source.
+    public var frames = 1
 
     /// Creates an encoded variant.
     public init(spec: VariantSpec, size: PixelSize, data: Data) {

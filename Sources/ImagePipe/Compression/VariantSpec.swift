@@ -36,6 +36,9 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     /// The logo laid over this variant, once the command's `--watermark` is applied
     /// (``applying(_:)``); nil for none.
     public var watermark: Watermark?
+    /// Whether an animated source gives this variant its first frame only (`still`), even in a
+    /// format that holds animation (see ``animates(focus:)``).
+    public var still = false
 
     /// Creates a variant; see ``init(parsing:)`` for the command-line form. With `autoTarget`, the
     /// quality is chosen per image and `quality` is replaced by the format's starting point.
@@ -77,7 +80,7 @@ public struct VariantSpec: Sendable, Hashable, Codable {
             case .jpeg: (61, 67.5)
             case .webp: (51, 59.5)
             case .avif: (50, 70)
-            case .png: (Double(pngQuality), 100)
+            case .png, .gif: (Double(pngQuality), 100)
             }
         return min(95, max(10, Int((quality + (target - score) / typicalSlope(for: format)).rounded())))
     }
@@ -88,7 +91,7 @@ public struct VariantSpec: Sendable, Hashable, Codable {
         switch format {
         case .jpeg: 0.56
         case .webp: 0.45
-        case .avif, .png: 0.5
+        case .avif, .png, .gif: 0.5
         }
     }
 }
@@ -100,7 +103,7 @@ extension VariantSpec {
     /// QUALITY is `qN` (1–100), `auto` or `auto:TARGET` (a SSIMULACRA 2 score to reach, 1–100); it may
     /// be left out for PNG and lossless WebP only. The options, in any order: `cover` or `inside`, a
     /// ``CropPosition`` (with `cover` only), the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`,
-    /// and a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`).
+    /// a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`), and `still` (an animated source's first frame only).
     public init(parsing text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError {
             .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,QUALITY[,OPTION...])")
@@ -124,7 +127,7 @@ extension VariantSpec {
 
         let formatName = fields.removeFirst()
         guard let format = OutputFormat(name: formatName) else {
-            throw bad("unknown format '\(formatName)'; use jpeg, webp, avif or png")
+            throw bad("unknown format '\(formatName)'; use jpeg, webp, avif, png or gif")
         }
 
         var quality: Int?
@@ -147,6 +150,7 @@ extension VariantSpec {
         var crop: CropPosition?
         var options = EncoderOptions()
         var watermarkChoice: WatermarkChoice?
+        var still = false
         var seen = Set<String>()
         for field in fields {
             guard seen.insert(field.hasPrefix("effort=") ? "effort" : field).inserted else { throw bad("'\(field)' is given twice") }
@@ -159,6 +163,10 @@ extension VariantSpec {
             if let choice {
                 guard watermarkChoice == nil else { throw bad("give one of 'nowatermark' and 'watermark=FRACTION'") }
                 watermarkChoice = choice
+                continue
+            }
+            if field == "still" {
+                still = true
                 continue
             }
             if let parsed = Fit(rawValue: field) {
@@ -179,17 +187,17 @@ extension VariantSpec {
             }
             guard known else {
                 throw bad(
-                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless, nowatermark, watermark=FRACTION"
+                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless, nowatermark, watermark=FRACTION, still"
                 )
             }
         }
-        let lossless = format == .png || options.lossless
+        let lossless = format.isLossless || options.lossless
         if quality == nil && autoTarget == nil {
             guard lossless else { throw bad("the quality must be q1 to q100, auto or auto:TARGET") }
             quality = Self.pngQuality
         }
         if autoTarget != nil && lossless {
-            throw bad("auto needs a lossy encoding; \(format == .png ? "png" : "lossless webp") has no quality to choose")
+            throw bad("auto needs a lossy encoding; \(format.isLossless ? format.rawValue : "lossless webp") has no quality to choose")
         }
         if fit == .cover && (width == Self.unbounded || height == Self.unbounded) {
             throw bad("cover fills and crops to a box, so it needs both a width and a height")
@@ -201,6 +209,7 @@ extension VariantSpec {
             name: name, width: width, height: height, fit: fit ?? .inside, crop: crop ?? .centre, format: format, quality: quality ?? 0,
             autoTarget: autoTarget, options: options)
         self.watermarkChoice = watermarkChoice ?? .standard
+        self.still = still
     }
 
     /// This variant with the command's watermark as its own option makes it: as it is, at the size
@@ -214,14 +223,15 @@ extension VariantSpec {
     /// The command-line form of this variant; parsing it gives this variant back (without the
     /// command's ``watermark``, which ``applying(_:)`` adds).
     public var specString: String {
-        (encodingFields + [watermarkChoice.field].compactMap { $0 }).joined(separator: ",")
+        (encodingFields + [watermarkChoice.field, still ? "still" : nil].compactMap { $0 }).joined(separator: ",")
     }
 
     /// The settings stored with every output, so any change to them makes the variant again on a
     /// re-run: the spec as written back, without its watermark option, and the watermark it got
     /// (logo and settings). A variant without a watermark keeps the fingerprint it had before
     /// watermarks existed; one whose option changes nothing it got (`watermark=0.2` at the
-    /// command's size) keeps its outputs.
+    /// command's size) keeps its outputs. `still` is left out: it changes no output but an animated
+    /// source's, whose animated outputs say so themselves (``fingerprint(animated:)``).
     public var fingerprint: String {
         (encodingFields + [watermark?.settingsString].compactMap { $0 }).joined(separator: ",")
     }
@@ -232,7 +242,7 @@ extension VariantSpec {
         var fields = ["\(name)=\(side(width))x\(side(height))", format.rawValue]
         if let autoTarget {
             fields.append("auto:" + Self.formatTarget(autoTarget))
-        } else if !((format == .png || options.lossless) && quality == Self.pngQuality) {
+        } else if !((format.isLossless || options.lossless) && quality == Self.pngQuality) {
             fields.append("q\(quality)")
         }
         fields += options.fields
@@ -251,7 +261,7 @@ extension VariantSpec {
     public var isAuto: Bool { autoTarget != nil }
 
     /// Whether the encoding is lossy, so the quality means something.
-    public var hasQuality: Bool { format != .png && !options.lossless }
+    public var hasQuality: Bool { !format.isLossless && !options.lossless }
 }
 
 /// A named set of variants.

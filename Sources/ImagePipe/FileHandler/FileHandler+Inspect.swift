@@ -56,6 +56,12 @@ extension FileHandler {
         context.timings.readMs = (clock.now - start).milliseconds
 
         context.outputs = try outputKeys(job, source).map { JobContext.Output(spec: $0.spec, key: $0.key) }
+        if Self.frameCount(of: source) > 1 {
+            let focus = job.focus ?? source.focus
+            for index in context.outputs.indices {
+                context.outputs[index].animated = context.outputs[index].spec?.animates(focus: focus) ?? false
+            }
+        }
         let keys = context.outputs.map(\.key)
         if reserving {
             if let clash = reservations.reserve(keys, for: origin) {
@@ -125,6 +131,20 @@ extension FileHandler {
         switch source.content {
         case .bytes(let data): ImageSignature.fileExtension(of: data.prefix(ImageSignature.headLength))
         case .file(let opened): (try? opened.read(count: ImageSignature.headLength)).flatMap { ImageSignature.fileExtension(of: $0) }
+        }
+    }
+
+    /// The frames the source's container declares (``FrameCount``). GIF and WebP sources are held in
+    /// memory; one kept open is read for it only when its first bytes are a GIF's or a WebP's.
+    static func frameCount(of source: SourceFile) -> Int {
+        switch source.content {
+        case .bytes(let data):
+            return FrameCount.of(data)
+        case .file(let opened):
+            guard let head = try? opened.read(count: ImageSignature.headLength), FrameCount.mayBeAnimated(head),
+                let data = try? opened.readAll()
+            else { return 1 }
+            return FrameCount.of(data)
         }
     }
 

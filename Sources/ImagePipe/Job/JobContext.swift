@@ -30,8 +30,13 @@ public struct JobContext: Sendable {
         /// What the store did with it.
         public var stored: Result<StoredObject, ImagePipeError>?
 
-        /// What the output's origin records as its variant: the spec, or `original`.
-        public var fingerprint: String { spec?.fingerprint ?? FileHandler.originalVariantName }
+        /// Whether the output holds every frame of an animated source: foreseen from the source's
+        /// container at inspection (``FrameCount``), then set from what was encoded.
+        public var animated = false
+
+        /// What the output's origin records as its variant: the spec (marked when the output is
+        /// animated, ``VariantSpec/fingerprint(animated:)``), or `original`.
+        public var fingerprint: String { spec?.fingerprint(animated: animated) ?? FileHandler.originalVariantName }
 
         /// Whether the key holds exactly this output: made from `origin`'s bytes with the same settings.
         public func isInPlace(for origin: Origin) -> Bool {

@@ -54,6 +54,11 @@ struct JobOptions: ParsableArguments {
     var maxPixels: Int = CompressionLimits.default.maxPixels
 
     @Option(
+        name: .customLong("max-frames"),
+        help: "Refuse animated sources declaring more frames than this when their frames are all decoded (checked before decoding).")
+    var maxFrames: Int = CompressionLimits.defaultMaxFrames
+
+    @Option(
         name: .customLong("working-memory"),
         help: ArgumentHelp(
             "MiB the images compressed at once may hold together (default: 128 per --jobs, more with auto qualities); 0: no limit.",
@@ -67,6 +72,7 @@ struct JobOptions: ParsableArguments {
         guard jobs >= 1 && jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard uploads >= 1 && uploads <= 256 else { throw ValidationError("--uploads must be between 1 and 256") }
         guard maxPixels >= 1 else { throw ValidationError("--max-pixels must be positive") }
+        guard maxFrames >= 1 else { throw ValidationError("--max-frames must be positive") }
         guard (workingMemory ?? 0) >= 0 else { throw ValidationError("--working-memory cannot be negative") }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
