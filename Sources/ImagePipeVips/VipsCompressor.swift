@@ -122,6 +122,8 @@ public struct VipsCompressor: ImageCompressor {
 
         let header = try openHeader(source)
         let format = try Self.acceptedFormat(of: header)
+        // Read before the header goes, and only when some variant keeps metadata.
+        let metadata = variants.contains { $0.metadata != .strip } ? SourceMetadata(header) : nil
         try Self.checkPixels(header, limits)
         let displayed = Self.displayedSize(of: header)
         let plan = ResizePlan(source: displayed, variants: variants)
@@ -141,7 +143,8 @@ public struct VipsCompressor: ImageCompressor {
                 Self.placesCrop(variant, focus: source.focus)
                 ? try placeCrop(decoded, to: output, variant: variant, focus: source.focus)
                 : try resize(decoded, to: output, crop: variant.fit == .cover)
-            encoded.append(try encode(try overlayWatermark(resized, variant: variant), as: variant))
+            let blocks = metadata?.blocks(for: variant.metadata) ?? SourceMetadata.Blocks()
+            encoded.append(try encode(try overlayWatermark(resized, variant: variant), as: variant, metadata: blocks))
         }
         var compressed = CompressedImage(
             sourceFormat: format, sourceSize: displayed, variants: encoded,
@@ -284,13 +287,17 @@ public struct VipsCompressor: ImageCompressor {
         return VipsImageHandle(out)
     }
 
-    /// Drops metadata, flattens alpha for JPEG and encodes at the variant's quality, or with `auto`
-    /// at a quality whose score meets its target, found in few encodes.
-    private func encode(_ image: VipsImageHandle, as variant: VariantSpec) throws(ImagePipeError) -> EncodedVariant {
-        // Every saver is called with `strip`; only libvips 8.14's WebP saver still writes EXIF then,
-        // so only WebP pays for a copy without the fields.
+    /// Drops metadata (or sets what the variant's policy keeps, `metadata`), flattens alpha for JPEG
+    /// and encodes at the variant's quality, or with `auto` at a quality whose score meets its
+    /// target, found in few encodes.
+    private func encode(_ image: VipsImageHandle, as variant: VariantSpec, metadata: SourceMetadata.Blocks) throws(ImagePipeError) -> EncodedVariant {
+        // Savers strip unless there is metadata to keep (none found: the output is a stripped one);
+        // libvips 8.14's WebP saver still writes EXIF then, so only WebP pays for a copy without it.
         var source = image
-        if variant.format == .webp {
+        let keepsMetadata = !metadata.isEmpty
+        if keepsMetadata {
+            source = try withMetadata(image, metadata, variant: variant)
+        } else if variant.format == .webp {
             var stripped: UnsafeMutablePointer<VipsImage>?
             guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }
             source = VipsImageHandle(stripped)
@@ -300,8 +307,11 @@ public struct VipsCompressor: ImageCompressor {
             guard ipv_flatten_white(source.pointer, &out) == 0, let out else { throw encodeError(variant) }
             source = VipsImageHandle(out)
         }
-        if let target = variant.autoTarget { return try encodeChoosingQuality(source, as: variant, target: target) }
-        var encoded = EncodedVariant(spec: variant, size: source.size, data: try encode(source, as: variant, quality: variant.quality))
+        if let target = variant.autoTarget {
+            return try encodeChoosingQuality(source, as: variant, target: target, keepingMetadata: keepsMetadata)
+        }
+        let data = try encode(source, as: variant, quality: variant.quality, keepingMetadata: keepsMetadata)
+        var encoded = EncodedVariant(spec: variant, size: source.size, data: data)
         if variant.hasQuality {
             encoded.quality = variant.quality
             if configuration.scoreEveryVariant {
@@ -311,8 +321,10 @@ public struct VipsCompressor: ImageCompressor {
         return encoded
     }
 
-    /// Encodes once; the returned Data owns libvips' buffer without copying it.
-    func encode(_ source: VipsImageHandle, as variant: VariantSpec, quality: Int) throws(ImagePipeError) -> Data {
+    /// Encodes once, writing the metadata `source` carries when `keepingMetadata` (see
+    /// ``withMetadata(_:_:variant:)``), else none; the returned Data owns libvips' buffer without copying it.
+    func encode(_ source: VipsImageHandle, as variant: VariantSpec, quality: Int, keepingMetadata: Bool = false) throws(ImagePipeError) -> Data {
+        let keep: Int32 = keepingMetadata ? 1 : 0
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let options = variant.options
@@ -321,22 +333,23 @@ public struct VipsCompressor: ImageCompressor {
             switch variant.format {
             case .jpeg:
                 ipv_save_jpeg(
-                    source.pointer, Int32(quality), options.isProgressive(for: source.size) ? 1 : 0, options.fullChroma ? 1 : 0, &buffer, &length)
+                    source.pointer, Int32(quality), options.isProgressive(for: source.size) ? 1 : 0, options.fullChroma ? 1 : 0, keep, &buffer,
+                    &length)
             case .webp:
                 ipv_save_webp(
                     source.pointer, Int32(quality), effort, options.smartSubsample ? 1 : 0, options.lossless ? 1 : 0,
-                    &buffer, &length)
+                    keep, &buffer, &length)
             case .avif:
-                ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, &buffer, &length)
+                ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, keep, &buffer, &length)
             case .png:
-                ipv_save_png(source.pointer, Int32(configuration.pngCompression), &buffer, &length)
+                ipv_save_png(source.pointer, Int32(configuration.pngCompression), keep, &buffer, &length)
             }
         guard status == 0, let buffer else {
             // Lazy pipelines decode while encoding, so damaged input often surfaces here.
             throw decodeError()
         }
         let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
-        return variant.format == .webp ? WebPMetadata.stripped(data) : data
+        return variant.format == .webp && !keepingMetadata ? WebPMetadata.stripped(data) : data
     }
 
     /// The size as displayed: width and height swapped when the EXIF orientation turns the image.

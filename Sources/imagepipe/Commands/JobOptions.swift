@@ -14,7 +14,7 @@ struct JobOptions: ParsableArguments {
             "A variant NAME=WxH,FORMAT,QUALITY[,OPTION...] (repeatable; replaces the preset). FORMAT: jpeg, webp, avif, png. "
                 + "QUALITY: qN, auto (SSIMULACRA 2 target \(VariantSpec.formatTarget(VariantSpec.defaultAutoTarget))) or auto:TARGET; "
                 + "left out for png and lossless webp. OPTION: cover, progressive or baseline (jpeg), 444 (jpeg, avif), effort=N "
-                + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp), nowatermark, watermark=FRACTION. "
+                + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp), nowatermark, watermark=FRACTION, metadata=POLICY. "
                 + "Wx or xH leaves a side open (not with cover). "
                 + "Examples: photo=1600x,jpeg,q80  photo=1600x,jpeg,auto  hero=2400x1200,avif,q50,444,effort=4,cover",
             valueName: "spec"))
@@ -43,6 +43,15 @@ struct JobOptions: ParsableArguments {
     var config: String?
 
     @OptionGroup var watermark: WatermarkOptions
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "What every variant keeps of the source's metadata, unless its spec says metadata=POLICY: strip (nothing), "
+                + "copyright (EXIF Artist, Copyright), safe (copyright, capture dates, camera, lens, an sRGB profile; never GPS, "
+                + "serial numbers, maker notes or thumbnails), keep (all, orientation reset to 1, no thumbnail).",
+            valueName: "policy"))
+    var metadata: String = MetadataPolicy.strip.rawValue
 
     @Flag(
         name: .long,
@@ -129,7 +138,8 @@ struct JobOptions: ParsableArguments {
 
     /// The variants asked for, or the preset (the web preset unless chosen).
     func variantSpecs() throws(ImagePipeError) -> [VariantSpec] {
-        let specs = try Preset.variants(variants, preset: preset, defined: definedPresets)
+        let policy = try MetadataPolicy(name: metadata)
+        let specs = try Preset.variants(variants, preset: preset, defined: definedPresets).map { $0.applying(metadata: policy) }
         try Preset.validate(specs)
         if storage.withOriginal, specs.contains(where: { $0.name == FileHandler.originalVariantName }) {
             throw .configuration("a variant named '\(FileHandler.originalVariantName)' would share its keys with --with-original; rename it")
