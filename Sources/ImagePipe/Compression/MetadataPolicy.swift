@@ -16,9 +16,10 @@ public enum MetadataPolicy: String, Sendable, Hashable, Codable, CaseIterable {
     /// still describes the output's pixels; never location, serial numbers, maker notes,
     /// thumbnails or editing history.
     case safe
-    /// Everything the source's EXIF had (location, serials, maker notes included), with the
-    /// orientation reset to 1 (the pixels are turned upright) and without the thumbnail (IFD1),
-    /// which would show the uncropped, unwatermarked original; the source's XMP and IPTC as they are.
+    /// Everything the source's EXIF had (location and serials included; the maker note is passed
+    /// on, but libvips' libexif drops one it cannot read), with the orientation reset to 1 (the
+    /// pixels are turned upright) and without the thumbnail (IFD1), which would show the uncropped,
+    /// unwatermarked original; the source's XMP and IPTC as they are.
     case keep
 
     /// The policies, for messages.
