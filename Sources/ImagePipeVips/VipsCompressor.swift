@@ -11,7 +11,8 @@ public import ImagePipe
 /// before any pixel is decoded. It is then decoded once with shrink-on-load at the smallest size
 /// that serves the largest variant, auto-oriented and converted to 8-bit sRGB, held in memory, and
 /// every variant is resized (and cropped for `cover`, at the centre or where its position says) from that copy, watermarked when
-/// it has one, and encoded with its metadata stripped. With a single variant nothing is held: libvips streams decode into encode.
+/// it has one, and encoded with its metadata stripped or what its ``MetadataPolicy`` keeps. With a single variant nothing is
+/// held: libvips streams decode into encode.
 public struct VipsCompressor: ImageCompressor {
     /// Encoder settings shared by every variant.
     public struct Configuration: Sendable, Hashable {
@@ -90,8 +91,8 @@ public struct VipsCompressor: ImageCompressor {
     /// memory, one decode, placeholder, then each variant resized from the decode, watermarked
     /// and encoded. A variant without a watermark that comes out larger than its original, of its
     /// format and size, is then the original's own bytes (``keepingSmallerOriginal(_:source:)``).
-    /// A watermark shows on every variant that has one: neither the direct path nor the kept
-    /// original, which both pass the original's pixels through, ever makes such a variant.
+    /// A watermark shows on every variant that has one, and a metadata policy's tags on every variant
+    /// that keeps them: neither the direct path nor the kept original ever makes such a variant.
     public func compress(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> CompressedImage {
@@ -350,12 +351,6 @@ public struct VipsCompressor: ImageCompressor {
         }
         let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
         return variant.format == .webp && !keepingMetadata ? WebPMetadata.stripped(data) : data
-    }
-
-    /// The size as displayed: width and height swapped when the EXIF orientation turns the image.
-    package static func displayedSize(of header: VipsImageHandle) -> PixelSize {
-        let stored = header.size
-        return ipv_orientation_swaps(header.pointer) != 0 ? PixelSize(width: stored.height, height: stored.width) : stored
     }
 
     /// What to ask libvips for so it produces `target`: for a crop, the box itself. For a fit, only the
