@@ -109,6 +109,8 @@ test-deps:
 	@{ command -v promtool && command -v prometheus && command -v curl; } >/dev/null || { \
 		echo "installing prometheus and curl for the metrics tests"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus curl; }
+	@command -v exiftool >/dev/null || { echo "installing exiftool, the metadata tests' oracle"; $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libimage-exiftool-perl; }
 	@command -v strace >/dev/null || { echo "installing strace for the test that checks the order of fsyncs and renames"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends strace; }
 	@{ command -v dpkg-shlibdeps && command -v groff && command -v objdump; } >/dev/null || { \

@@ -216,29 +216,29 @@ int ipv_flatten_white(VipsImage *in, VipsImage **out) {
     return result;
 }
 
-int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, void **buf, size_t *len) {
+int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, int keep_metadata, void **buf, size_t *len) {
     mark_errors();
     return vips_jpegsave_buffer(in, buf, len,
         "Q", quality,
-        "strip", TRUE,
+        "strip", keep_metadata ? FALSE : TRUE,
         "optimize_coding", TRUE,
         "interlace", progressive ? TRUE : FALSE,
         "subsample_mode", full_chroma ? VIPS_FOREIGN_SUBSAMPLE_OFF : VIPS_FOREIGN_SUBSAMPLE_AUTO,
         NULL);
 }
 
-int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, int lossless, void **buf, size_t *len) {
+int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, int lossless, int keep_metadata, void **buf, size_t *len) {
     mark_errors();
     return vips_webpsave_buffer(in, buf, len,
         "Q", quality,
         "effort", effort,
         "smart_subsample", smart_subsample ? TRUE : FALSE,
         "lossless", lossless ? TRUE : FALSE,
-        "strip", TRUE,
+        "strip", keep_metadata ? FALSE : TRUE,
         NULL);
 }
 
-int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void **buf, size_t *len) {
+int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, int keep_metadata, void **buf, size_t *len) {
     mark_errors();
     return vips_heifsave_buffer(in, buf, len,
         "Q", quality,
@@ -246,15 +246,15 @@ int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void 
         "effort", effort,
         "bitdepth", 8,
         "subsample_mode", full_chroma ? VIPS_FOREIGN_SUBSAMPLE_OFF : VIPS_FOREIGN_SUBSAMPLE_AUTO,
-        "strip", TRUE,
+        "strip", keep_metadata ? FALSE : TRUE,
         NULL);
 }
 
-int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len) {
+int ipv_save_png(VipsImage *in, int compression, int keep_metadata, void **buf, size_t *len) {
     mark_errors();
     return vips_pngsave_buffer(in, buf, len,
         "compression", compression,
-        "strip", TRUE,
+        "strip", keep_metadata ? FALSE : TRUE,
         NULL);
 }
 

@@ -33,7 +33,9 @@ extension VipsCompressor {
     ///
     /// The source is held in memory first: it is a lazy resize of the intermediate, which every probe
     /// would otherwise compute again.
-    func encodeChoosingQuality(_ lazy: VipsImageHandle, as variant: VariantSpec, target: Double) throws(ImagePipeError) -> EncodedVariant {
+    func encodeChoosingQuality(
+        _ lazy: VipsImageHandle, as variant: VariantSpec, target: Double, keepingMetadata: Bool = false
+    ) throws(ImagePipeError) -> EncodedVariant {
         guard let memory = ipv_copy_memory(lazy.pointer) else { throw decodeError() }
         let source = VipsImageHandle(memory)
         let scorer = try PerceptualScore(reference: source, variant: variant, sampled: true)
@@ -43,7 +45,7 @@ extension VipsCompressor {
             tolerance: Self.autoTolerance, resolution: Self.autoResolution,
             typicalSlope: VariantSpec.typicalSlope(for: variant.format) * Self.autoStepSlopeFactor, margin: Self.autoStepMargin)
         let outcome = try search.run { (quality: Int) throws(ImagePipeError) -> (score: Double, payload: Data) in
-            let data = try encode(source, as: variant, quality: quality)
+            let data = try encode(source, as: variant, quality: quality, keepingMetadata: keepingMetadata)
             return (try scorer.score(of: data, variant: variant), data)
         }
         var encoded = EncodedVariant(spec: variant, size: source.size, data: outcome.chosen.payload)

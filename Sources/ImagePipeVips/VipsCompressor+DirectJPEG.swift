@@ -11,7 +11,7 @@ extension VipsCompressor {
     /// same decode, orientation and encoder settings give the same bytes (tested against the libvips
     /// path); what is saved is libvips' per-image machinery, most of a small image's cost.
     ///
-    /// Never with a watermark, which needs libvips to draw it. Nil whenever any of that does not hold, and for every failure: the libvips path then makes
+    /// Never with a watermark, which needs libvips to draw it, nor for a variant that keeps metadata. Nil whenever any of that does not hold, and for every failure: the libvips path then makes
     /// the outputs, or words the error, as it always has.
     package func compressDirectly(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
@@ -20,7 +20,9 @@ extension VipsCompressor {
             case .bytes(let data) = source.content,
             variants.allSatisfy({ $0.format == .jpeg && !$0.isAuto }),
             // Its pixels go from decoder to encoder untouched: a logo needs libvips.
-            !Self.anyWatermarked(variants)
+            !Self.anyWatermarked(variants),
+            // libjpeg writes no metadata here: a variant that keeps some is saved by libvips.
+            variants.allSatisfy({ $0.metadata == .strip })
         else { return nil }
         let clock = ContinuousClock()
         let start = clock.now

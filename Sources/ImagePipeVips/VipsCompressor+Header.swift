@@ -18,4 +18,10 @@ extension VipsCompressor {
         }
         return SourceHeader(format: format, size: Self.displayedSize(of: header))
     }
+
+    /// The size as displayed: width and height swapped when the EXIF orientation turns the image.
+    package static func displayedSize(of header: VipsImageHandle) -> PixelSize {
+        let stored = header.size
+        return ipv_orientation_swaps(header.pointer) != 0 ? PixelSize(width: stored.height, height: stored.width) : stored
+    }
 }

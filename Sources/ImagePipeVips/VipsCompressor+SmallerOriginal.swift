@@ -36,9 +36,11 @@ extension VipsCompressor {
     }
 
     /// Whether `variant` could be the original's bytes: a JPEG at the original's size, with no
-    /// watermark (the original has none, so its bytes would lose it).
+    /// watermark (the original has none, so its bytes would lose it), and stripped: the original's
+    /// bytes are kept without their metadata, and a variant that keeps some must have it (its
+    /// encode carries what the policy allows; the original's own segments would carry all of it).
     private static func mayKeepOriginal(_ variant: EncodedVariant, sourceSize: PixelSize) -> Bool {
-        variant.spec.format == .jpeg && variant.size == sourceSize && variant.spec.watermark == nil
+        variant.spec.format == .jpeg && variant.size == sourceSize && variant.spec.watermark == nil && variant.spec.metadata == .strip
     }
 
     private static func isSRGB(_ profile: Data) -> Bool {

@@ -11,7 +11,8 @@ public import ImagePipe
 /// before any pixel is decoded. It is then decoded once with shrink-on-load at the smallest size
 /// that serves the largest variant, auto-oriented and converted to 8-bit sRGB, held in memory, and
 /// every variant is resized (and cropped for `cover`, at the centre or where its position says) from that copy, watermarked when
-/// it has one, and encoded with its metadata stripped. With a single variant nothing is held: libvips streams decode into encode.
+/// it has one, and encoded with its metadata stripped or what its ``MetadataPolicy`` keeps. With a single variant nothing is
+/// held: libvips streams decode into encode.
 /// An animated GIF or WebP gives its WebP and GIF variants every frame, from a second decode of all
 /// frames (``decodeFrames(_:)``); its other variants are made from the first frame as above.
 public struct VipsCompressor: ImageCompressor {
@@ -93,8 +94,8 @@ public struct VipsCompressor: ImageCompressor {
     /// within the frame budget), placeholder, then each variant resized from the decode,
     /// watermarked and encoded. A variant without a watermark that comes out larger than its original, of its
     /// format and size, is then the original's own bytes (``keepingSmallerOriginal(_:source:)``).
-    /// A watermark shows on every variant that has one: neither the direct path nor the kept
-    /// original, which both pass the original's pixels through, ever makes such a variant.
+    /// A watermark shows on every variant that has one, and a metadata policy's tags on every variant
+    /// that keeps them: neither the direct path nor the kept original ever makes such a variant.
     public func compress(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> CompressedImage {
@@ -125,6 +126,8 @@ public struct VipsCompressor: ImageCompressor {
 
         let header = try openHeader(source)
         let format = try Self.acceptedFormat(of: header)
+        // Read before the header goes, and only when some variant keeps metadata.
+        let metadata = variants.contains { $0.metadata != .strip } ? SourceMetadata(header) : nil
         try Self.checkPixels(header, limits)
         let displayed = Self.displayedSize(of: header)
         // An animated source's WebP and GIF variants keep every frame; the rest take the first.
@@ -161,7 +164,8 @@ public struct VipsCompressor: ImageCompressor {
                     Self.placesCrop(variant, focus: source.focus)
                     ? try placeCrop(decoded, to: outputs[index], variant: variant, focus: source.focus)
                     : try resize(decoded, to: outputs[index], crop: variant.fit == .cover)
-                encoded.append(try encode(try overlayWatermark(resized, variant: variant), as: variant))
+                let blocks = metadata?.blocks(for: variant.metadata) ?? SourceMetadata.Blocks()
+                encoded.append(try encode(try overlayWatermark(resized, variant: variant), as: variant, metadata: blocks))
             }
         }
         var compressed = CompressedImage(
@@ -305,13 +309,17 @@ public struct VipsCompressor: ImageCompressor {
         return VipsImageHandle(out)
     }
 
-    /// Drops metadata, flattens alpha for JPEG and encodes at the variant's quality, or with `auto`
-    /// at a quality whose score meets its target, found in few encodes.
-    private func encode(_ image: VipsImageHandle, as variant: VariantSpec) throws(ImagePipeError) -> EncodedVariant {
-        // Every saver is called with `strip`; only libvips 8.14's WebP saver still writes EXIF then,
-        // so only WebP pays for a copy without the fields.
+    /// Drops metadata (or sets what the variant's policy keeps, `metadata`), flattens alpha for JPEG
+    /// and encodes at the variant's quality, or with `auto` at a quality whose score meets its
+    /// target, found in few encodes.
+    private func encode(_ image: VipsImageHandle, as variant: VariantSpec, metadata: SourceMetadata.Blocks) throws(ImagePipeError) -> EncodedVariant {
+        // Savers strip unless there is metadata to keep (none found: the output is a stripped one);
+        // libvips 8.14's WebP saver still writes EXIF then, so only WebP pays for a copy without it.
         var source = image
-        if variant.format == .webp {
+        let keepsMetadata = !metadata.isEmpty
+        if keepsMetadata {
+            source = try withMetadata(image, metadata, variant: variant)
+        } else if variant.format == .webp {
             var stripped: UnsafeMutablePointer<VipsImage>?
             guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }
             source = VipsImageHandle(stripped)
@@ -321,8 +329,11 @@ public struct VipsCompressor: ImageCompressor {
             guard ipv_flatten_white(source.pointer, &out) == 0, let out else { throw encodeError(variant) }
             source = VipsImageHandle(out)
         }
-        if let target = variant.autoTarget { return try encodeChoosingQuality(source, as: variant, target: target) }
-        var encoded = EncodedVariant(spec: variant, size: source.size, data: try encode(source, as: variant, quality: variant.quality))
+        if let target = variant.autoTarget {
+            return try encodeChoosingQuality(source, as: variant, target: target, keepingMetadata: keepsMetadata)
+        }
+        let data = try encode(source, as: variant, quality: variant.quality, keepingMetadata: keepsMetadata)
+        var encoded = EncodedVariant(spec: variant, size: source.size, data: data)
         if variant.hasQuality {
             encoded.quality = variant.quality
             if configuration.scoreEveryVariant {
@@ -332,8 +343,10 @@ public struct VipsCompressor: ImageCompressor {
         return encoded
     }
 
-    /// Encodes once; the returned Data owns libvips' buffer without copying it.
-    func encode(_ source: VipsImageHandle, as variant: VariantSpec, quality: Int) throws(ImagePipeError) -> Data {
+    /// Encodes once, writing the metadata `source` carries when `keepingMetadata` (see
+    /// ``withMetadata(_:_:variant:)``), else none; the returned Data owns libvips' buffer without copying it.
+    func encode(_ source: VipsImageHandle, as variant: VariantSpec, quality: Int, keepingMetadata: Bool = false) throws(ImagePipeError) -> Data {
+        let keep: Int32 = keepingMetadata ? 1 : 0
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let options = variant.options
@@ -342,15 +355,16 @@ public struct VipsCompressor: ImageCompressor {
             switch variant.format {
             case .jpeg:
                 ipv_save_jpeg(
-                    source.pointer, Int32(quality), options.isProgressive(for: source.size) ? 1 : 0, options.fullChroma ? 1 : 0, &buffer, &length)
+                    source.pointer, Int32(quality), options.isProgressive(for: source.size) ? 1 : 0, options.fullChroma ? 1 : 0, keep, &buffer,
+                    &length)
             case .webp:
                 ipv_save_webp(
                     source.pointer, Int32(quality), effort, options.smartSubsample ? 1 : 0, options.lossless ? 1 : 0,
-                    &buffer, &length)
+                    keep, &buffer, &length)
             case .avif:
-                ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, &buffer, &length)
+                ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, keep, &buffer, &length)
             case .png:
-                ipv_save_png(source.pointer, Int32(configuration.pngCompression), &buffer, &length)
+                ipv_save_png(source.pointer, Int32(configuration.pngCompression), keep, &buffer, &length)
             case .gif:
                 ipv_save_gif(source.pointer, &buffer, &length)
             }
@@ -359,13 +373,7 @@ public struct VipsCompressor: ImageCompressor {
             throw decodeError()
         }
         let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
-        return variant.format == .webp ? WebPMetadata.stripped(data) : data
-    }
-
-    /// The size as displayed: width and height swapped when the EXIF orientation turns the image.
-    package static func displayedSize(of header: VipsImageHandle) -> PixelSize {
-        let stored = header.size
-        return ipv_orientation_swaps(header.pointer) != 0 ? PixelSize(width: stored.height, height: stored.width) : stored
+        return variant.format == .webp && !keepingMetadata ? WebPMetadata.stripped(data) : data
     }
 
     /// What to ask libvips for so it produces `target`: for a crop, the box itself. For a fit, only the

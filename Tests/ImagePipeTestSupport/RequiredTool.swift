@@ -46,6 +46,7 @@ public struct RequiredTool: Sendable, CustomStringConvertible {
     public static let systemdAnalyze = RequiredTool("systemd-analyze", at: "/usr/bin/systemd-analyze", package: "systemd")
     public static let ip = RequiredTool("ip", at: "/usr/sbin/ip", package: "iproute2")
     public static let setpriv = RequiredTool("setpriv", at: "/usr/bin/setpriv", package: "util-linux")
+    public static let exiftool = RequiredTool("exiftool", at: "/usr/bin/exiftool", package: "libimage-exiftool-perl")
 
     /// Programs that are missing, as an error a test run reports.
     public struct Missing: Error, CustomStringConvertible {

@@ -67,12 +67,28 @@ int ipv_strip_metadata(VipsImage *in, VipsImage **out);
 /// Flattens alpha onto white.
 int ipv_flatten_white(VipsImage *in, VipsImage **out);
 
-/// Encoders: metadata stripped, output in a g_malloc'd buffer the caller frees with g_free.
-/// `full_chroma` turns chroma subsampling off (4:4:4); JPEG is always written with optimised Huffman tables.
-int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, void **buf, size_t *len);
-int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, int lossless, void **buf, size_t *len);
-int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, void **buf, size_t *len);
-int ipv_save_png(VipsImage *in, int compression, void **buf, size_t *len);
+/// A copy of `in` (pixels shared) whose only metadata is what is given, each a copy: an EXIF block
+/// (as ExifBlock writes it: `Exif\0\0` and a TIFF structure), an ICC profile, an XMP packet and an
+/// IPTC block, each NULL (or of length 0) for none. Every field libvips parsed from the source
+/// (`exif-ifd*`, which its savers write back into the EXIF block, `orientation`, the EXIF
+/// thumbnail, PNG text chunks, …) is removed first, so a saver called with `keep_metadata` writes
+/// these and nothing else.
+int ipv_set_metadata(VipsImage *in, const void *exif, size_t exif_len, const void *icc, size_t icc_len, const void *xmp,
+    size_t xmp_len, const void *iptc, size_t iptc_len, VipsImage **out);
+
+/// The metadata blob `name` of `image` (e.g. "exif-data", "icc-profile-data"), or NULL when absent;
+/// the bytes belong to the image.
+const void *ipv_get_blob(VipsImage *image, const char *name, size_t *len);
+
+/// Encoders, output in a g_malloc'd buffer the caller frees with g_free. With `keep_metadata` 0
+/// the metadata is stripped; otherwise the image's EXIF, XMP, IPTC (JPEG) and ICC fields are
+/// written, as ipv_set_metadata left them. `full_chroma` turns chroma subsampling off (4:4:4);
+/// JPEG is always written with optimised Huffman tables.
+int ipv_save_jpeg(VipsImage *in, int quality, int progressive, int full_chroma, int keep_metadata, void **buf, size_t *len);
+int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, int lossless, int keep_metadata, void **buf,
+    size_t *len);
+int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, int keep_metadata, void **buf, size_t *len);
+int ipv_save_png(VipsImage *in, int compression, int keep_metadata, void **buf, size_t *len);
 
 /// Every frame of an animated GIF or WebP (n=-1), one under the other, with page-height, delay (ms per
 /// frame) and loop set; opened lazily, failing on truncated data.

@@ -39,6 +39,11 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     /// Whether an animated source gives this variant its first frame only (`still`), even in a
     /// format that holds animation (see ``animates(focus:)``).
     public var still = false
+    /// The metadata policy the spec names (`metadata=POLICY`); nil when it names none and the
+    /// command's `--metadata` decides (``applying(metadata:)``).
+    public var metadataChoice: MetadataPolicy?
+    /// What the outputs keep of the source's metadata: the spec's choice, else the command's.
+    public var metadata: MetadataPolicy = .strip
 
     /// Creates a variant; see ``init(parsing:)`` for the command-line form. With `autoTarget`, the
     /// quality is chosen per image and `quality` is replaced by the format's starting point.
@@ -103,7 +108,7 @@ extension VariantSpec {
     /// QUALITY is `qN` (1–100), `auto` or `auto:TARGET` (a SSIMULACRA 2 score to reach, 1–100); it may
     /// be left out for PNG and lossless WebP only. The options, in any order: `cover` or `inside`, a
     /// ``CropPosition`` (with `cover` only), the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`,
-    /// a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`), and `still` (an animated source's first frame only).
+    /// a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`), a ``MetadataPolicy`` (`metadata=POLICY`), and `still` (an animated source's first frame only).
     public init(parsing text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError {
             .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,QUALITY[,OPTION...])")
@@ -151,9 +156,19 @@ extension VariantSpec {
         var options = EncoderOptions()
         var watermarkChoice: WatermarkChoice?
         var still = false
+        var metadataChoice: MetadataPolicy?
         var seen = Set<String>()
         for field in fields {
-            guard seen.insert(field.hasPrefix("effort=") ? "effort" : field).inserted else { throw bad("'\(field)' is given twice") }
+            let key = field.hasPrefix("effort=") ? "effort" : field.hasPrefix("metadata=") ? "metadata" : field
+            guard seen.insert(key).inserted else { throw bad("'\(field)' is given twice") }
+            if field.hasPrefix("metadata=") {
+                do throws(ImagePipeError) {
+                    metadataChoice = try MetadataPolicy(name: String(field.dropFirst("metadata=".count)))
+                } catch {
+                    throw bad(error.reason)
+                }
+                continue
+            }
             let choice: WatermarkChoice?
             do throws(ImagePipeError) {
                 choice = try WatermarkChoice(option: field)
@@ -187,7 +202,7 @@ extension VariantSpec {
             }
             guard known else {
                 throw bad(
-                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless, nowatermark, watermark=FRACTION, still"
+                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless, nowatermark, watermark=FRACTION, metadata=POLICY, still"
                 )
             }
         }
@@ -210,6 +225,15 @@ extension VariantSpec {
             autoTarget: autoTarget, options: options)
         self.watermarkChoice = watermarkChoice ?? .standard
         self.still = still
+        self.metadataChoice = metadataChoice
+        self.metadata = metadataChoice ?? .strip
+    }
+
+    /// This variant with the command's `--metadata` policy, unless its spec names its own.
+    public func applying(metadata policy: MetadataPolicy) -> VariantSpec {
+        var variant = self
+        variant.metadata = metadataChoice ?? policy
+        return variant
     }
 
     /// This variant with the command's watermark as its own option makes it: as it is, at the size
@@ -223,17 +247,21 @@ extension VariantSpec {
     /// The command-line form of this variant; parsing it gives this variant back (without the
     /// command's ``watermark``, which ``applying(_:)`` adds).
     public var specString: String {
-        (encodingFields + [watermarkChoice.field, still ? "still" : nil].compactMap { $0 }).joined(separator: ",")
+        (encodingFields + [watermarkChoice.field, metadataChoice.map { "metadata=\($0.rawValue)" }, still ? "still" : nil].compactMap { $0 })
+            .joined(separator: ",")
     }
 
     /// The settings stored with every output, so any change to them makes the variant again on a
     /// re-run: the spec as written back, without its watermark option, and the watermark it got
     /// (logo and settings). A variant without a watermark keeps the fingerprint it had before
     /// watermarks existed; one whose option changes nothing it got (`watermark=0.2` at the
-    /// command's size) keeps its outputs. `still` is left out: it changes no output but an animated
-    /// source's, whose animated outputs say so themselves (``fingerprint(animated:)``).
+    /// command's size) keeps its outputs. The metadata policy is there unless it is `strip`, for the
+    /// same reason: outputs made before policies existed, all stripped, stay up to date. `still` is
+    /// left out: it changes no output but an animated source's, whose animated outputs say so
+    /// themselves (``fingerprint(animated:)``).
     public var fingerprint: String {
-        (encodingFields + [watermark?.settingsString].compactMap { $0 }).joined(separator: ",")
+        (encodingFields + [watermark?.settingsString, metadata == .strip ? nil : "metadata=\(metadata.rawValue)"].compactMap { $0 })
+            .joined(separator: ",")
     }
 
     /// The spec's fields but the watermark option.

@@ -12,6 +12,15 @@ struct JobOptions: ParsableArguments {
 
     @OptionGroup var watermark: WatermarkOptions
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "What every variant keeps of the source's metadata, unless its spec says metadata=POLICY: strip (nothing), "
+                + "copyright (EXIF Artist, Copyright), safe (copyright, capture dates, camera, lens, an sRGB profile; never GPS, "
+                + "serial numbers, maker notes or thumbnails), keep (all, orientation reset to 1, no thumbnail).",
+            valueName: "policy"))
+    var metadata: String = MetadataPolicy.strip.rawValue
+
     @Flag(
         name: .long,
         help:
@@ -88,6 +97,7 @@ struct JobOptions: ParsableArguments {
 
     /// The variants asked for, or the preset (the web preset unless chosen).
     func variantSpecs() throws(ImagePipeError) -> [VariantSpec] {
-        try variantOptions.variantSpecs(withOriginal: storage.withOriginal)
+        let policy = try MetadataPolicy(name: metadata)
+        return try variantOptions.variantSpecs(withOriginal: storage.withOriginal).map { $0.applying(metadata: policy) }
     }
 }

@@ -21,6 +21,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "key-template", run: NameTargets.keyTemplate),
         FuzzTarget(name: "sniff", run: NameTargets.sniff),
         FuzzTarget(name: "image-end", run: ImageTargets.imageEnd),
+        FuzzTarget(name: "exif", run: MetadataTargets.exif),
     ]
 
     static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
