@@ -22,6 +22,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "sniff", run: NameTargets.sniff),
         FuzzTarget(name: "image-end", run: ImageTargets.imageEnd),
         FuzzTarget(name: "exif", run: MetadataTargets.exif),
+        FuzzTarget(name: "frame-count", run: ImageTargets.frameCount),
     ]
 
     static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }

@@ -14,4 +14,15 @@ enum ImageTargets {
         require(ImageEnd.endOfJPEG(stripped) == stripped.count, "the stripped JPEG does not end at its end-of-image marker")
         require(JPEGOriginal.stripped(stripped, isSRGB: { _ in true }) == stripped, "stripping twice changes the file")
     }
+
+    /// The frame count inspection reads from a GIF's or WebP's container to know which outputs
+    /// move: it ends, is at least one, is one for a file that cannot be animated, and is the same
+    /// for the bytes as a slice of a larger buffer.
+    static func frameCount(_ data: Data) {
+        let frames = FrameCount.of(data)
+        require(frames >= 1 && frames <= max(1, data.count), "\(frames) frames in \(data.count) bytes")
+        if !FrameCount.mayBeAnimated(data.prefix(16)) { require(frames == 1, "\(frames) frames in a file that cannot move") }
+        let sliced = (Data([0x47]) + data).dropFirst()
+        require(FrameCount.of(sliced) == frames, "a slice of the same bytes has \(FrameCount.of(sliced)) frames, not \(frames)")
+    }
 }
