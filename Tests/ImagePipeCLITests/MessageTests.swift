@@ -30,7 +30,7 @@ import Testing
         for (arguments, reason) in [
             (["batch", photos(), "--dest", directory.url("out"), "--jobs", "x"], "The value 'x' is invalid for '--jobs <jobs>'"),
             (["batch", photos(), "--dest"], "Missing value for '--dest <dest>'"),
-            (["batch", photos(), "--dest", directory.url("out"), "--variant", "t=10x10,gif"], "t=10x10,gif"),
+            (["batch", photos(), "--dest", directory.url("out"), "--variant", "t=10x10,bmp"], "t=10x10,bmp"),
         ] {
             let output = try CommandRunner.run(arguments, environment: [:])
             #expect(output.status == 2, "\(output)")

@@ -31,6 +31,47 @@ import Testing
         #expect(changed.entries.map(\.verdict) == [.changed])
     }
 
+    @Test func twoSourcesOfOneNameInTwoFoldersEachKeepTheirOutputs() {
+        // `batch 2023 2024 --key '{hash}/{variant}.{ext}'`: both hold IMG_0001.jpg, other bytes.
+        let old = Data("2023".utf8)
+        let new = Data("2024".utf8)
+        let jobs = [
+            Job(path: directory.write("2023/IMG_0001.jpg", old), relativePath: "IMG_0001.jpg"),
+            Job(path: directory.write("2024/IMG_0001.jpg", new), relativePath: "IMG_0001.jpg"),
+        ]
+        let digests = SourceDigests(jobs: jobs, repositories: [:], maxSourceBytes: 1 << 20)
+        let plan = PrunePlan(
+            objects: [
+                ("a/s.webp", Origin(sha256: Self.sha256(old), source: "IMG_0001.jpg", variant: "s=1x")),
+                ("b/s.webp", Origin(sha256: Self.sha256(new), source: "IMG_0001.jpg", variant: "s=1x")),
+            ],
+            sources: digests, variants: ["s"])
+        #expect(plan.entries.map(\.verdict) == [.keep, .keep])
+    }
+
+    @Test func anOutputWhoseRecordedOriginalChangedIsKeptWhileACopyHasItsBytes() {
+        // a.jpg and b.jpg were copies; a `{hash}` output records a.jpg; a.jpg is edited since.
+        let bytes = Data("the photo".utf8)
+        let plan = PrunePlan(
+            objects: [("h/s.webp", Origin(sha256: Self.sha256(bytes), source: "a.jpg", variant: "s=1x"))],
+            sources: sources(["a.jpg": Data("edited".utf8), "b.jpg": bytes]), variants: ["s"])
+        #expect(plan.entries.map(\.verdict) == [.keep])
+        let alone = PrunePlan(
+            objects: [("h/s.webp", Origin(sha256: Self.sha256(bytes), source: "a.jpg", variant: "s=1x"))],
+            sources: sources(["a.jpg": Data("edited".utf8)]), variants: ["s"])
+        #expect(alone.entries.map(\.verdict) == [.changed])
+    }
+
+    @Test func anOutputOfASourceTheScanCouldNotTakeIsKeptAndReported() {
+        let plan = PrunePlan(
+            objects: [("a-s.webp", Origin(sha256: String(repeating: "1", count: 64), source: "a.jpg", variant: "s=1x"))],
+            sources: SourceDigests(
+                jobs: [], unavailable: ["a.jpg": "a link whose target is gone"], repositories: [:], maxSourceBytes: 1 << 20),
+            variants: ["s"])
+        #expect(plan.entries.map(\.verdict) == [.keep])
+        #expect(plan.problems.contains { $0.contains("a link whose target is gone") })
+    }
+
     @Test func anOutputWithoutARecordedVariantIsJudgedByItsOriginalAlone() {
         let bytes = Data("x".utf8)
         let old = Origin(sha256: Self.sha256(bytes), source: "a.jpg")

@@ -81,8 +81,8 @@ public struct PrunePlan: Sendable {
         let candidates = sources.names(matching: origin.source)
         var differing: [String] = []
         for name in candidates {
-            switch sources.sha256(of: name) {
-            case .success(let sha) where sha == origin.sha256:
+            switch sources.sha256s(of: name) {
+            case .success(let digests) where digests.contains(origin.sha256):
                 return (.keep, "\(original) is among the sources")
             case .success:
                 differing.append(name)
@@ -90,6 +90,11 @@ public struct PrunePlan: Sendable {
                 problems.append(error.reason)
                 return (.keep, "kept: \(original) could not be read (\(error.reason))")
             }
+        }
+        // Another source with the bytes the output was made from (a `{hash}` key serves every copy
+        // of a photo) keeps it, whatever became of the one it records.
+        if !differing.isEmpty, let other = sources.source(withSHA256: origin.sha256) {
+            return (.keep, "\(original) has other bytes now, but '\(other)' has the bytes this output was made from")
         }
         if let name = differing.first {
             return (

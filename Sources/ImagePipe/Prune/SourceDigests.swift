@@ -9,19 +9,24 @@ import Foundation
 /// gone makes every source be read once, to find the same bytes under another name.
 /// Not thread-safe: one prune asks from one thread, a Dispatch queue's (it reads files).
 public final class SourceDigests {
-    private let jobs: [String: Job]
+    // Every source of each name: two folders given to one batch may each hold `IMG_0001.jpg`, and
+    // names that differ only in their Unicode normalisation are one key of a Swift dictionary.
+    private let jobs: [String: [Job]]
+    // Names the scan found but could not take (a link whose target is gone: an unmounted disk).
+    private let unavailable: [String: String]
     private let repositories: [String: any SourceRepository]
     private let maxSourceBytes: Int
-    private var hashed: [String: Result<String, ImagePipeError>] = [:]
+    private var hashed: [String: Result<[String], ImagePipeError>] = [:]
     private var byDigest: [String: String]?
 
-    /// The names of the sources found.
-    public var names: Dictionary<String, Job>.Keys { jobs.keys }
-
     /// Creates the index of `jobs` (a scan's), reading objects through `repositories` by scheme,
-    /// refusing objects larger than `maxSourceBytes` as a batch would.
-    public init(jobs: [Job], repositories: [String: any SourceRepository], maxSourceBytes: Int) {
-        self.jobs = Dictionary(jobs.map { ($0.sourceName, $0) }, uniquingKeysWith: { first, _ in first })
+    /// refusing objects larger than `maxSourceBytes` as a batch would. `unavailable` are names the
+    /// scan found and could not take, with why: an output of one is never judged orphaned.
+    public init(
+        jobs: [Job], unavailable: [String: String] = [:], repositories: [String: any SourceRepository], maxSourceBytes: Int
+    ) {
+        self.jobs = Dictionary(grouping: jobs, by: \.sourceName)
+        self.unavailable = unavailable
         self.repositories = repositories
         self.maxSourceBytes = maxSourceBytes
     }
@@ -30,17 +35,21 @@ public final class SourceDigests {
     /// name itself, or, when the record was cut to fit object metadata (200 characters), every name
     /// it begins.
     public func names(matching recorded: String) -> [String] {
-        if jobs[recorded] != nil { return [recorded] }
-        guard recorded.count >= Origin.recordedSourceLimit else { return [] }
-        return jobs.keys.filter { $0.hasPrefix(recorded) }.sorted()
+        if jobs[recorded] != nil || unavailable[recorded] != nil { return [recorded] }
+        guard recorded.count == Origin.recordedSourceLimit else { return [] }
+        return Set(jobs.keys).union(unavailable.keys).filter { $0.hasPrefix(recorded) }.sorted()
     }
 
-    /// The source's SHA-256 (hex), read and hashed on first use; the error names the source.
-    public func sha256(of name: String) -> Result<String, ImagePipeError> {
+    /// The SHA-256s (hex) of every source of this name, read and hashed on first use; the error
+    /// names the source.
+    public func sha256s(of name: String) -> Result<[String], ImagePipeError> {
         if let known = hashed[name] { return known }
-        guard let job = jobs[name] else { return .failure(ImagePipeError(.sourceNotFound, "\(name) is not among the sources")) }
-        let result = Result { () throws(ImagePipeError) in try Self.hash(job, repositories: repositories, maxSourceBytes: maxSourceBytes) }
-            .mapError { $0.reason.contains(name) ? $0 : $0.prefixed(name) }
+        if let reason = unavailable[name] { return .failure(ImagePipeError(.unreadableSource, "\(name): \(reason)")) }
+        guard let sources = jobs[name] else { return .failure(ImagePipeError(.sourceNotFound, "\(name) is not among the sources")) }
+        let result = Result { () throws(ImagePipeError) in
+            try sources.map { job throws(ImagePipeError) in try Self.hash(job, repositories: repositories, maxSourceBytes: maxSourceBytes) }
+        }
+        .mapError { $0.reason.contains(name) ? $0 : $0.prefixed(name) }
         hashed[name] = result
         return result
     }
@@ -51,7 +60,8 @@ public final class SourceDigests {
         if byDigest == nil {
             var index: [String: String] = [:]
             for name in jobs.keys.sorted() {
-                if case .success(let sha) = sha256(of: name), index[sha] == nil { index[sha] = name }
+                guard case .success(let digests) = sha256s(of: name) else { continue }
+                for sha in digests where index[sha] == nil { index[sha] = name }
             }
             byDigest = index
         }

@@ -80,7 +80,12 @@ struct PruneCommand: AsyncParsableCommand {
         }
         let problems = prepared.unlisted.map { "cannot list \($0.path): \($0.reason)" } + plan.problems
         for problem in problems { Console.shared.line("imagepipe: warning: \(problem)") }
-        let unknownVariants = prepared.variants.isDisjoint(with: plan.recordedVariants) && plan.count(.droppedVariant) > 0
+        // The stored original (`--with-original`) is no variant the batch chose: leaving it out, the
+        // check still sees variants forgotten when both runs store originals.
+        let original: Set = [FileHandler.originalVariantName]
+        let unknownVariants =
+            prepared.variants.subtracting(original).isDisjoint(with: plan.recordedVariants.subtracting(original))
+            && plan.count(.droppedVariant) > 0
         if unknownVariants {
             Console.shared.line(
                 "imagepipe: warning: no output is of a variant given (\(prepared.variants.sorted().joined(separator: ", "))); "
@@ -132,7 +137,11 @@ struct PruneCommand: AsyncParsableCommand {
         }
         let keys = try storage.allKeys(pageSize: pageSize)
         let objects = try OriginLookup.origins(of: keys, in: storage, concurrency: lookups)
-        let digests = SourceDigests(jobs: scan.jobs, repositories: bySchema, maxSourceBytes: maxSourceBytes)
+        // A name the scan found but could not take (a link whose target is gone) may be an
+        // unmounted disk's: its outputs are kept, and --delete refuses.
+        let unavailable = Dictionary(
+            scan.skipped.map { ($0.source, $0.reason ?? "could not be read") }, uniquingKeysWith: { first, _ in first })
+        let digests = SourceDigests(jobs: scan.jobs, unavailable: unavailable, repositories: bySchema, maxSourceBytes: maxSourceBytes)
         let plan = PrunePlan(objects: objects, sources: digests, variants: variants)
         return Prepared(plan: plan, variants: variants, storage: storage, unlisted: scan.unreadable, sourceCount: scan.jobs.count)
     }
