@@ -21,6 +21,8 @@ import Testing
         var sources = [
             size(4000, 3000), size(3000, 4000), size(6000, 4000), size(1999, 1333), size(20000, 700), size(333, 999),
             size(2049, 2047), size(641, 321), size(12000, 500), size(1, 1), size(1, 5000), size(5000, 1), size(319, 320),
+            // 30 px wide is 82.5 px tall exactly: libvips makes 82 (a shrink factor, then its inverse).
+            size(3628, 9977),
         ]
         for _ in 0..<300 {
             let long = Int.random(in: 1...30000, using: &generator), short = Int.random(in: 1...9000, using: &generator)

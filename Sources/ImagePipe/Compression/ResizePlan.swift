@@ -83,15 +83,18 @@ public struct ResizePlan: Sendable, Equatable {
 
     /// The size libvips makes of `image` fitted to `target`'s width (`byWidth`) or height, the other
     /// side following the aspect ratio, rounded to nearest as libvips rounds (halves up).
+    ///
+    /// Computed in libvips' own steps, a shrink factor and then its inverse as the scale: on an exact
+    /// half the two roundings part (3628x9977 fitted to 30 px wide is 82.5 px tall; libvips'
+    /// `9977 × (1 / (3628 / 30))` is 82.49999999999999, so it makes 82).
     public static func resized(_ image: PixelSize, to target: PixelSize, byWidth: Bool) -> PixelSize {
-        if byWidth {
-            return PixelSize(
-                width: target.width,
-                height: max(1, Int((Double(image.height) * Double(target.width) / Double(image.width)).rounded())))
+        func scaled(_ side: Int, _ from: Int, _ to: Int) -> Int {
+            max(1, Int((Double(side) * (1.0 / (Double(from) / Double(to)))).rounded(.toNearestOrAwayFromZero)))
         }
-        return PixelSize(
-            width: max(1, Int((Double(image.width) * Double(target.height) / Double(image.height)).rounded())),
-            height: target.height)
+        if byWidth {
+            return PixelSize(width: target.width, height: scaled(image.height, image.width, target.width))
+        }
+        return PixelSize(width: scaled(image.width, image.height, target.height), height: target.height)
     }
 
     /// The size at `scale`, each side rounded up, never larger than the size itself.
@@ -114,7 +117,9 @@ public struct ResizePlan: Sendable, Equatable {
         let bw = Double(variant.width), bh = Double(variant.height)
         switch variant.fit {
         case .inside:
-            let scale = min(1, bw / sw, bh / sh)
+            // A shrink factor, then its inverse, as libvips computes it: on an exact half the other
+            // way rounds apart (see ``resized(_:to:byWidth:)``).
+            let scale = 1 / max(1, sw / bw, sh / bh)
             return scaled(source, by: scale)
         case .cover:
             if source.width >= variant.width && source.height >= variant.height { return variant.box }
