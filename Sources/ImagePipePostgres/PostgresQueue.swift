@@ -29,16 +29,21 @@ public final class PostgresQueue: JobQueue {
         public var retention: Duration
         /// How often a worker looks for due jobs without being woken.
         public var pollInterval: Duration
+        /// Whether the worker notifies (`--notify-url`): it keeps each notice with its job's result,
+        /// holding it like a claim (renewed at each upkeep, for a lease) until it is delivered, and
+        /// takes over the notices whose worker stopped or died.
+        public var keepsNotices: Bool
 
-        /// Creates settings: a 30 s lease, 5 attempts, 7 days' retention, a poll every second.
+        /// Creates settings: a 30 s lease, 5 attempts, 7 days' retention, a poll every second, no notices.
         public init(
             lease: Duration = .seconds(30), maxAttempts: Int = 5, retention: Duration = .seconds(7 * 86_400),
-            pollInterval: Duration = .seconds(1)
+            pollInterval: Duration = .seconds(1), keepsNotices: Bool = false
         ) {
             self.lease = lease
             self.maxAttempts = maxAttempts
             self.retention = retention
             self.pollInterval = pollInterval
+            self.keepsNotices = keepsNotices
         }
     }
 
@@ -57,12 +62,19 @@ public final class PostgresQueue: JobQueue {
     private let leasesSeen = Mutex<[String: Double]>([:])
     /// Successes that arrive while one statement records others go together in the next.
     private let completions: GroupCommitter<Completion, Settlement>
+    /// Notices delivered or given up, deleted together at the next upkeep or at close.
+    let forgotten = Mutex<[String]>([])
+    /// Notices this worker holds (kept or taken over, not yet forgotten): renewed at each upkeep.
+    let heldNotices = Mutex<Set<String>>([])
+    /// Notices of jobs refused at their claim, which the loop never sees: sent as taken over.
+    let refusedNotices = Mutex<[JobNotice]>([])
 
     /// A job's success, waiting to be recorded with others.
     struct Completion: Sendable {
         let id: Int
         let attempt: Int
         let result: String
+        let notice: (id: String, body: String)?
     }
 
     /// Creates the queue's client; nothing is connected until ``open(wake:)``.
@@ -77,8 +89,9 @@ public final class PostgresQueue: JobQueue {
         let database = try QueueDatabase(location: location, logger: logger)
         self.database = database
         let owner = self.owner
+        let hold = configuration.lease
         self.completions = GroupCommitter(maxBatch: 500) { batch, done in
-            Task { done(await database.completeAll(batch, owner: owner)) }
+            Task { done(await database.completeAll(batch, owner: owner, hold: hold)) }
         }
     }
 
@@ -129,12 +142,16 @@ public final class PostgresQueue: JobQueue {
     private func refuse(_ row: QueueDatabase.ClaimedRow, _ error: ImagePipeError, source: String) async {
         logger.error("refused", metadata: ["job": "\(row.id)", "source": "\(source)", "error": "\(error.reason)"])
         let result = JobResult(source: source, status: .failed, error: error, attempts: row.attempt)
-        _ = await database.discard(
+        let notice = configuration.keepsNotices ? JobNotice(event: .discarded, job: String(row.id), result: result) : nil
+        let settled = await database.discard(
             QueueDatabase.Fence(id: row.id, attempt: row.attempt), owner: owner,
-            failure: JSONLine.encode(AttemptRecord(result)), result: result.jsonLine())
+            failure: JSONLine.encode(AttemptRecord(result)), result: result.jsonLine(), notice: kept(notice))
+        if settled == .recorded, let notice { refusedNotices.withLock { $0.append(notice) } }
     }
 
     public func maintain() async {
+        await flushForgottenNotices()
+        await renewHeldNotices()
         await database.probe()
         await database.takeBackExpired(queue: location.queue, maxAttempts: configuration.maxAttempts)
         let now = ContinuousClock.now
@@ -157,9 +174,12 @@ public final class PostgresQueue: JobQueue {
             cancelRequested: Set(renewed.filter(\.value).map { String($0.key) }))
     }
 
-    public func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement {
+    public func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
-        return await completions.submit(Completion(id: fence.id, attempt: fence.attempt, result: result.jsonLine()))
+        return holding(
+            notice,
+            await completions.submit(
+                Completion(id: fence.id, attempt: fence.attempt, result: result.jsonLine(), notice: kept(notice).map { ($0.id, $0.body) })))
     }
 
     public func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition {
@@ -171,14 +191,18 @@ public final class PostgresQueue: JobQueue {
         }
     }
 
-    public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
+    public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
-        return await database.discard(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine())
+        return holding(
+            notice,
+            await database.discard(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine(), notice: kept(notice)))
     }
 
-    public func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
+    public func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
-        return await database.cancel(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine())
+        return holding(
+            notice,
+            await database.cancel(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine(), notice: kept(notice)))
     }
 
     public func release(_ jobs: [ClaimedJob]) async {
@@ -226,6 +250,7 @@ public final class PostgresQueue: JobQueue {
     }
 
     public func close() async {
+        await flushForgottenNotices()
         let tasks = background.withLock { tasks in
             defer { tasks.removeAll() }
             return tasks

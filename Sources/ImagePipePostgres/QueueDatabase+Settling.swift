@@ -1,4 +1,4 @@
-// Recording outcomes: done (batched, with a NOTIFY), retry, discard and release, each fenced by ID, attempt and owner.
+// Recording outcomes: done (batched, with a NOTIFY and the kept notices), retry, discard and release, each fenced by ID, attempt and owner.
 import Foundation
 import ImagePipe
 import ImagePipeQueue
@@ -6,8 +6,11 @@ import PostgresNIO
 
 extension QueueDatabase {
     /// Records many jobs' success in one statement and notifies `imagepipe_done` with each job's ID.
-    func completeAll(_ batch: [PostgresQueue.Completion], owner: String) async -> [Settlement] {
-        let statement = Complete(ids: batch.map(\.id), attempts: batch.map(\.attempt), results: batch.map(\.result), owner: owner)
+    /// A job's notice, if it has one, is kept in the same statement as its result.
+    func completeAll(_ batch: [PostgresQueue.Completion], owner: String, hold: Duration) async -> [Settlement] {
+        let statement = Complete(
+            ids: batch.map(\.id), attempts: batch.map(\.attempt), results: batch.map(\.result), owner: owner,
+            noticeIDs: batch.map { $0.notice?.id ?? "" }, notices: batch.map { $0.notice?.body ?? "" }, hold: hold.timeInterval)
         guard let recorded = await persistently("complete", .prepared(statement)).map(Set.init) else {
             return batch.map { _ in .unrecorded }
         }
@@ -22,7 +25,12 @@ extension QueueDatabase {
                 SET state = 'done', result = d.result::jsonb, finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
                 FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS d(id, attempt, result)
                 WHERE j.id = d.id AND j.attempt = d.attempt AND j.lease_owner = $4 AND j.state = 'running'
-                RETURNING j.id
+                RETURNING j.id, j.queue
+            ), kept AS (
+                INSERT INTO imagepipe.notices (id, job_id, queue, body, due_at)
+                SELECT n.notice_id, s.id, s.queue, n.body, now() + make_interval(secs => $7)
+                FROM settled AS s JOIN unnest($1::bigint[], $5::text[], $6::text[]) AS n(job_id, notice_id, body) ON n.job_id = s.id
+                WHERE n.notice_id <> ''
             )
             SELECT imagepipe.notify_finished(id) FROM settled
             """
@@ -32,13 +40,21 @@ extension QueueDatabase {
         let attempts: [Int]
         let results: [String]
         let owner: String
+        /// Each job's notice id and body, empty when it has none.
+        let noticeIDs: [String]
+        let notices: [String]
+        /// Seconds the settling worker has to deliver them before another may.
+        let hold: Double
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 4)
+            var bindings = PostgresBindings(capacity: 7)
             bindings.append(ids)
             bindings.append(attempts)
             bindings.append(results)
             bindings.append(owner)
+            bindings.append(noticeIDs)
+            bindings.append(notices)
+            bindings.append(hold)
             return bindings
         }
 
@@ -61,8 +77,8 @@ extension QueueDatabase {
     }
 
     /// Discards a job: its last attempt's `failure` added to its history, and that attempt's result record.
-    func discard(_ fence: Fence, owner: String, failure: String, result: String) async -> Settlement {
-        await end(fence, as: "discarded", owner: owner, failure: failure, result: result)
+    func discard(_ fence: Fence, owner: String, failure: String, result: String, notice: KeptNotice? = nil) async -> Settlement {
+        await end(fence, as: "discarded", owner: owner, failure: failure, result: result, notice: notice)
     }
 
     /// Gives jobs back unfinished (a shutdown): waiting again at once, the attempt not counted; a
@@ -84,20 +100,35 @@ extension QueueDatabase {
 
     /// Records a job stopped at a cancel request: its attempt's `failure` (`cancelled`) added to its
     /// history, with that attempt's result record. Never retried, never done.
-    func cancel(_ fence: Fence, owner: String, failure: String, result: String) async -> Settlement {
-        await end(fence, as: "cancelled", owner: owner, failure: failure, result: result)
+    func cancel(_ fence: Fence, owner: String, failure: String, result: String, notice: KeptNotice?) async -> Settlement {
+        await end(fence, as: "cancelled", owner: owner, failure: failure, result: result, notice: notice)
+    }
+
+    /// A notice to keep with a job's result: its id, its body, and how long the settling worker
+    /// has to deliver it before another may take it over.
+    struct KeptNotice: Sendable {
+        var id: String
+        var body: String
+        var hold: Duration
     }
 
     /// Ends a running job for good in `state` (`discarded` or `cancelled`), fenced by its attempt and
-    /// owner, and tells listeners it finished.
-    private func end(_ fence: Fence, as state: String, owner: String, failure: String, result: String) async -> Settlement {
+    /// owner, keeps its notice, and tells listeners it finished.
+    private func end(
+        _ fence: Fence, as state: String, owner: String, failure: String, result: String, notice: KeptNotice?
+    ) async -> Settlement {
         let query: PostgresQuery = """
             WITH settled AS (
                 UPDATE imagepipe.jobs
                 SET state = \(state), finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
                     errors = errors || jsonb_build_array(\(failure)::jsonb), result = \(result)::jsonb
                 WHERE id = \(fence.id) AND attempt = \(fence.attempt) AND lease_owner = \(owner) AND state = 'running'
-                RETURNING id
+                RETURNING id, queue
+            ), kept AS (
+                INSERT INTO imagepipe.notices (id, job_id, queue, body, due_at)
+                SELECT \(notice?.id ?? "")::text, id, queue, \(notice?.body ?? "")::text,
+                       now() + make_interval(secs => \(notice?.hold.timeInterval ?? 0)::float8)
+                FROM settled WHERE \(notice?.id ?? "")::text <> ''
             )
             SELECT imagepipe.notify_finished(id) FROM settled
             """

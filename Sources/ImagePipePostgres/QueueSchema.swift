@@ -167,6 +167,23 @@ enum QueueSchema {
             $$
             """,
         ],
+        // 4: notices of finished jobs kept until delivered (`--notify-url`), written in the
+        // statement that records the job, so a worker that dies leaves them to the others.
+        [
+            """
+            CREATE TABLE imagepipe.notices (
+                id text PRIMARY KEY,
+                job_id bigint NOT NULL REFERENCES imagepipe.jobs (id) ON DELETE CASCADE,
+                queue text NOT NULL,
+                body text NOT NULL,
+                due_at timestamptz NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            // Workers take over what is due; the cascade from pruned jobs finds theirs.
+            "CREATE INDEX notices_due ON imagepipe.notices (queue, due_at)",
+            "CREATE INDEX notices_job ON imagepipe.notices (job_id)",
+        ],
     ]
 
     /// The version this build brings a database to.

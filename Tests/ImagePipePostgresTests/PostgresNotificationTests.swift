@@ -54,4 +54,71 @@ struct PostgresNotificationTests {
             #expect(parts.first == ((result["source"] as? String ?? "").hasSuffix("a.jpg") ? "done" : "discarded"), "\(row)")
         }
     }
+
+    /// The receiver's POSTs so far.
+    private func received(_ receiver: HelperProcess) throws -> [[String: Any]] {
+        let state = LoopbackHTTP.get("http://127.0.0.1:\(receiver.port)/_receiver/state")
+        let object = try JSONSerialization.jsonObject(with: Data(state.body.utf8)) as? [String: Any]
+        return object?["requests"] as? [[String: Any]] ?? []
+    }
+
+    private func ids(_ requests: [[String: Any]]) -> Set<String> {
+        Set(requests.compactMap { ($0["body"] as? [String: Any])?["id"] as? String })
+    }
+
+    /// A worker killed while its receiver is down leaves its notices in the table with the results;
+    /// another worker takes them over once their hold (a lease) is not renewed, and delivers each
+    /// under the id the first one tried, without running any job again.
+    @Test func aKilledWorkersNotificationsAreTakenOverALeaseLaterByAnother() async throws {
+        let fixture = try PostgresFixture()
+        let secret = "whsec-postgres-outbox-93d0"
+        let scripts =
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
+            + "/ImagePipeRemoteStorageTests/Support/python"
+        let down = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret, "--fail", "1000000"])
+        let up = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret])
+        let sources = (1...3).map { fixture.directory.write("src/\($0).jpg", Fixtures.data("images/formats/small-200x150.jpg")) }
+        let url = fixture.server.url(database: fixture.database)
+        let environment = fixture.server.environment.merging(["IMAGEPIPE_NOTIFY_SECRET": secret]) { $1 }
+        let enqueued = try await offPool {
+            try CommandRunner.run(["enqueue", url, "-"], environment: environment, input: Data(sources.joined(separator: "\n").utf8))
+        }
+        #expect(enqueued.status == 0, "\(enqueued.stderr)")
+        func worker(_ receiver: HelperProcess, _ log: String) throws -> WorkerProcess {
+            try WorkerProcess(
+                [
+                    "watch", url, "--dest", fixture.directory.url("out"), "--lease", "3", "--status-interval", "0",
+                    "--notify-url", "http://127.0.0.1:\(receiver.port)/hooks", "--notify-deadline", "10m",
+                ], log: fixture.directory.url(log), environment: environment)
+        }
+
+        let first = try worker(down, "first.log")
+        #expect(
+            try await offPool {
+                eventually {
+                    (try? fixture.sql("SELECT count(*) FROM imagepipe.jobs WHERE state = 'done'")) == "3"
+                        && self.ids((try? self.received(down)) ?? []).count == 3
+                }
+            }, "\(first.log.suffix(2000))")
+        first.send(SIGKILL)
+        _ = try await offPool { first.waitForExit(seconds: 10) }
+        let tried = ids(try received(down))
+        #expect(try fixture.sql("SELECT count(*) FROM imagepipe.notices") == "3", "kept with the results")
+
+        let second = try worker(up, "second.log")
+        #expect(
+            try await offPool { eventually { self.ids((try? self.received(up)) ?? []) == tried } },
+            "\(second.log.suffix(2000))")
+        #expect(
+            try await offPool { eventually { (try? fixture.sql("SELECT count(*) FROM imagepipe.notices")) == "0" } },
+            "forgotten once delivered")
+        second.send(SIGTERM)
+        #expect(try await offPool { second.waitForExit(seconds: 30) } == 0, "\(second.log.suffix(2000))")
+        for request in try received(up) {
+            #expect(request["signature_ok"] as? Bool == true, "\(request)")
+            #expect((request["body"] as? [String: Any])?["event"] as? String == "done")
+        }
+        #expect(try received(up).count == 3, "once each")
+        #expect(try fixture.sql("SELECT string_agg(attempt::text, ',') FROM imagepipe.jobs") == "1,1,1", "no job ran again")
+    }
 }

@@ -20,7 +20,7 @@ import Testing
 
         let recovered = ClaimArea.recoverAbandoned(
             in: fixture.queue, except: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        #expect(recovered == ["sub/orphan.jpg"])
+        #expect(recovered.jobs == ["sub/orphan.jpg"])
         #expect(fixture.files("inbox") == ["sub/orphan.jpg"])
         #expect(!FileManager.default.fileExists(atPath: dead))
         #expect(FileManager.default.fileExists(atPath: live.path + "/mine.jpg"))
@@ -49,7 +49,7 @@ import Testing
 
         let recovered = ClaimArea.recoverAbandoned(
             in: fixture.queue, except: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        #expect(recovered.sorted() == ["linked.jpg", "returning.jpg"])
+        #expect(recovered.jobs.sorted() == ["linked.jpg", "returning.jpg"])
         #expect(fixture.files("inbox") == ["linked.jpg", "returning.jpg"], "nothing under a second name")
         #expect(!FileManager.default.fileExists(atPath: dead))
 
@@ -90,5 +90,53 @@ import Testing
         #expect(policy.delay(afterAttempt: 9, random: 1) == .seconds(10))
         #expect(policy.delay(afterAttempt: 3, random: 0) == .zero)
         #expect(policy.shouldRetry(afterAttempt: 4) && !policy.shouldRetry(afterAttempt: 5))
+    }
+}
+
+/// The notices a dead worker's area kept: sent by the next worker that notifies when their job's
+/// record is written, dropped when the job was cut short before it (it runs again, with its own).
+@Suite struct ClaimAreaNoticeTests {
+    @Test func aDeadWorkersNoticesGoOnlyForRecordedJobsAndOnlyToAWorkerThatNotifies() throws {
+        let fixture = try QueueFixture()
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        var ids: [String: String] = [:]
+        let deadPath: String
+        do {
+            let dead = try ClaimArea(queue: fixture.queue)
+            deadPath = dead.path
+            for name in ["recorded.jpg", "released.jpg", "cut.jpg"] {
+                fixture.deliver(name)
+                guard case .claimed = dead.claim(.init(name)) else {
+                    Issue.record("\(name) not claimed")
+                    return
+                }
+                let notice = JobNotice(event: .done, job: name, result: JobResult(source: name, status: .done))
+                ids[name] = notice.id
+                try dead.keep(notice, for: name)
+            }
+            // Finished: the original in done/ with its record, the claim released.
+            try dead.moveOut("released.jpg", into: fixture.queue.done, record: Data("{}".utf8), suffix: ".json")
+            // Killed after the record was written, before the release.
+            link(dead.pathOf("recorded.jpg"), fixture.queue.done + "/recorded.jpg")
+            try Data("{}".utf8).write(to: URL(fileURLWithPath: fixture.queue.done + "/recorded.jpg.json"))
+            // cut.jpg: killed before its original moved; no record tells of it.
+        }  // The area's lock goes with it, as with the process of a worker killed.
+
+        let silent = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, takingNoticesInto: nil, logger: logger)
+        #expect(silent.jobs == ["cut.jpg"] && silent.notices.isEmpty)
+        #expect(fixture.files("inbox") == ["cut.jpg"])
+        #expect(
+            Set(try FileManager.default.contentsOfDirectory(atPath: deadPath + "/.outbox"))
+                == [ids["recorded.jpg"]! + ".json", ids["released.jpg"]! + ".json"],
+            "the cut job's notice is gone; the others wait, with their area, for a worker that notifies")
+
+        let own = try ClaimArea(queue: fixture.queue)
+        let taken = ClaimArea.recoverAbandoned(in: fixture.queue, except: own.id, takingNoticesInto: own, logger: logger)
+        #expect(Set(taken.notices.map(\.id)) == [ids["recorded.jpg"]!, ids["released.jpg"]!])
+        #expect(taken.notices.allSatisfy { $0.event == .done && $0.result.status == .done })
+        #expect(!FileManager.default.fileExists(atPath: deadPath), "the emptied area is removed")
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: own.path + "/.outbox")).count == 2, "kept here until delivered")
+        for id in taken.notices.map(\.id) { own.forget(notice: id) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: own.path + "/.outbox").isEmpty)
     }
 }

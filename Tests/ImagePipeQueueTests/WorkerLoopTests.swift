@@ -240,6 +240,11 @@ final class MemoryQueue: JobQueue {
         var claimsHeld = 0
         var closed = false
         var wake: (@Sendable () -> Void)?
+        /// Notices kept with their records, by id, until forgotten.
+        var kept: [String: JobNotice] = [:]
+        /// Notices a stopped worker left, handed to the next one that asks.
+        var orphans: [JobNotice] = []
+        var left: [String] = []
     }
 
     private let state = Mutex(State())
@@ -318,8 +323,11 @@ final class MemoryQueue: JobQueue {
         }
     }
 
-    func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement {
-        state.withLock { $0.completed.append(job.id) }
+    func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement {
+        state.withLock { state in
+            state.completed.append(job.id)
+            if let notice { state.kept[notice.id] = notice }
+        }
         return .recorded
     }
 
@@ -334,10 +342,36 @@ final class MemoryQueue: JobQueue {
         return .requeued
     }
 
-    func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
-        state.withLock { $0.discarded.append(job.id) }
+    func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
+        state.withLock { state in
+            state.discarded.append(job.id)
+            if let notice { state.kept[notice.id] = notice }
+        }
         return .recorded
     }
+
+    /// Notices kept and not yet forgotten.
+    var kept: [String: JobNotice] { state.withLock { $0.kept } }
+    /// The ids the worker left undelivered when it stopped.
+    var left: [String] { state.withLock { $0.left } }
+    /// Notices a worker that died left, for the next one.
+    func leaveOrphans(_ notices: [JobNotice]) {
+        state.withLock { state in
+            state.orphans += notices
+            for notice in notices { state.kept[notice.id] = notice }
+        }
+    }
+
+    func takeOverNotices() async -> [JobNotice] {
+        state.withLock { state in
+            defer { state.orphans.removeAll() }
+            return state.orphans
+        }
+    }
+
+    func forgetNotice(_ id: String) { _ = state.withLock { $0.kept.removeValue(forKey: id) } }
+
+    func leaveNotices(_ ids: [String]) async { state.withLock { $0.left += ids } }
 
     func release(_ jobs: [ClaimedJob]) async {
         state.withLock { $0.released += jobs.map(\.id) }

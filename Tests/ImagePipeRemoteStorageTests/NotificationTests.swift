@@ -155,8 +155,8 @@ import Testing
         // The third found room only once the first attempt, sent after `start`, timed out (1 s) and
         // the sender took the second; without the bound it would have been queued at once.
         #expect(ContinuousClock.now - start > .milliseconds(900))
-        let left = await BlockingIO.run { notifier.finish(within: .seconds(30)) }
-        #expect(left == 0)
+        let left = await BlockingIO.run { notifier.finishWaiting(within: .seconds(30)) }
+        #expect(left.isEmpty)
         let received = try receiver.received()
         #expect(received.map(\.answer) == ["hang", "200", "200", "200"], "the first retried after its timeout; nothing dropped")
         #expect(received.map(\.job) == ["first", "first", "second", "third"])

@@ -61,5 +61,16 @@ public struct JobNotice: Sendable, Codable, Equatable {
 /// notification never runs ahead of the record and a failed one never loses it.
 public protocol JobNotifier: Sendable {
     /// Hands a notice over; suspends (never blocks a thread) while the notifier's queue is full.
-    func send(_ notice: JobNotice) async
+    /// `settled` is called once the notice is delivered or given up for good (refused, or past its
+    /// deadline), on any thread, and never for a notice still undelivered when the notifier stops:
+    /// a queue keeps the notice until then, so one a worker dies with is sent by the next.
+    func send(_ notice: JobNotice, settled: (@Sendable (String) -> Void)?) async
+    /// Waits until every notice handed over is delivered or given up, for at most `limit`, then
+    /// stops; returns the ids of the notices still undelivered.
+    func finish(within limit: Duration) async -> [String]
+}
+
+extension JobNotifier {
+    /// Hands a notice over that nobody keeps (a batch's: running the batch again sends it again).
+    public func send(_ notice: JobNotice) async { await send(notice, settled: nil) }
 }

@@ -158,9 +158,10 @@ public final class ClaimArea: Sendable {
         return false
     }
 
-    /// Removes the area when no job is left in it (a clean shutdown); the lock goes with the process.
+    /// Removes the area when no job is left in it (a clean shutdown) and no notice it keeps is
+    /// undelivered; the lock goes with the process, and the next worker takes what is left over.
     public func removeIfEmpty() {
-        guard QueueDirectory.files(under: path).isEmpty else { return }
+        guard QueueDirectory.files(under: path).isEmpty, Self.keptNotices(in: path).isEmpty else { return }
         unlink(path + "/.lock")
         try? FileManager.default.removeItem(atPath: path)
     }
@@ -170,12 +171,22 @@ public final class ClaimArea: Sendable {
         FileMoves.removeEmptyParents(of: relative, under: path)
     }
 
-    /// Returns the jobs of every abandoned area (its lock free) to the inbox, and removes the area.
-    ///
-    /// - Returns: the relative paths returned to the inbox.
-    public static func recoverAbandoned(in queue: QueueDirectory, except ownID: String?, logger: Logger) -> [String] {
-        guard let areas = try? FileManager.default.contentsOfDirectory(atPath: queue.processing) else { return [] }
+    /// What ``recoverAbandoned(in:except:takingNoticesInto:logger:)`` found.
+    public struct Recovery: Sendable {
+        /// The relative paths returned to the inbox.
+        public var jobs: [String] = []
+        /// Kept notices of recorded jobs, now in the recovering worker's outbox, to be sent.
+        public var notices: [JobNotice] = []
+    }
+
+    /// Returns the jobs of every abandoned area (its lock free) to the inbox, takes over the notices
+    /// it kept into `own` (see ``takeOverNotices(of:in:into:logger:)``), and removes the area.
+    public static func recoverAbandoned(
+        in queue: QueueDirectory, except ownID: String?, takingNoticesInto own: ClaimArea? = nil, logger: Logger
+    ) -> Recovery {
+        guard let areas = try? FileManager.default.contentsOfDirectory(atPath: queue.processing) else { return Recovery() }
         var recovered: [String] = []
+        var notices: [JobNotice] = []
         for area in areas where area != ownID {
             let areaPath = queue.processing + "/" + area
             var info = stat()
@@ -189,6 +200,8 @@ public final class ClaimArea: Sendable {
                 continue
             }
             defer { if fd >= 0 { close(fd) } }
+            // Before the claims move: whether a notice may go depends on its claim.
+            notices += takeOverNotices(of: areaPath, in: queue, into: own, logger: logger)
             for relative in QueueDirectory.files(under: areaPath).map(\.name) {
                 if isFinished(areaPath + "/" + relative, relative: relative, in: queue) {
                     unlink(areaPath + "/" + relative)
@@ -203,7 +216,7 @@ public final class ClaimArea: Sendable {
                         metadata: ["source": "\(relative)", "area": "\(area)", "error": "\(error.reason)"])
                 }
             }
-            if QueueDirectory.files(under: areaPath).isEmpty {
+            if QueueDirectory.files(under: areaPath).isEmpty, keptNotices(in: areaPath).isEmpty {
                 unlink(areaPath + "/.lock")
                 try? FileManager.default.removeItem(atPath: areaPath)
                 logger.notice(
@@ -211,6 +224,6 @@ public final class ClaimArea: Sendable {
                     metadata: ["area": "\(area)", "jobs": .stringConvertible(recovered.count)])
             }
         }
-        return recovered
+        return Recovery(jobs: recovered, notices: notices)
     }
 }

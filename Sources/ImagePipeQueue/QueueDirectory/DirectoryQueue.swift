@@ -21,15 +21,20 @@ public final class DirectoryQueue: JobQueue {
         public var quietPeriod: Duration
         /// How long an empty subdirectory of the inbox must stay unchanged before a rescan removes it.
         public var emptyDirectoryIdle: Duration
+        /// Whether this worker notifies (`--notify-url`): it takes over the notices that stopped or
+        /// dead workers' areas kept. One that does not leaves them for one that does.
+        public var takesOverNotices: Bool
 
-        /// Creates settings: rescans every 5 s, a 10 s quiet period, empty delivery folders removed after a minute.
+        /// Creates settings: rescans every 5 s, a 10 s quiet period, empty delivery folders removed
+        /// after a minute, no notices taken over.
         public init(
             rescanInterval: Duration = .seconds(5), quietPeriod: Duration = .seconds(10),
-            emptyDirectoryIdle: Duration = .seconds(60)
+            emptyDirectoryIdle: Duration = .seconds(60), takesOverNotices: Bool = false
         ) {
             self.rescanInterval = rescanInterval
             self.quietPeriod = quietPeriod
             self.emptyDirectoryIdle = emptyDirectoryIdle
+            self.takesOverNotices = takesOverNotices
         }
     }
 
@@ -42,6 +47,8 @@ public final class DirectoryQueue: JobQueue {
         var busy: [String: QueueDirectory.Entry] = [:]
         /// The failed attempts of jobs held for a retry, oldest first.
         var histories: [String: [AttemptRecord]] = [:]
+        /// Notices taken over from abandoned areas, not yet handed to the loop.
+        var takenOver: [JobNotice] = []
         var warnedBlindWriterCheck = false
         var closed = false
         var wake: (@Sendable () -> Void)?
@@ -130,25 +137,24 @@ public final class DirectoryQueue: JobQueue {
     /// `skip_code` says so: `done/` holds what variants were made from, and a file in an image
     /// queue that is no image is a producer's mistake for someone to look at (or to send back
     /// with `imagepipe retry` once replaced), as it was when the decoder refused it.
-    public func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement {
+    public func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement {
         if result.skipCode == .notAnImage {
             let record = FailureRecord(
                 source: job.source, error: result.reason ?? "not an image", errorCode: nil, skipCode: .notAnImage,
                 attempts: job.job.attempt, history: [], result: result)
-            await BlockingIO.run {
-                self.moveOutAndForget(job.id) { () throws(ImagePipeError) in
+            let settled = await BlockingIO.run {
+                self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
                     try self.area.moveOut(job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json")
                 }
             }
-            return .recordedDiscarded
+            return settled == .recorded ? .recordedDiscarded : settled
         }
         let record = Data((result.jsonLine() + "\n").utf8)
-        await BlockingIO.run {
-            self.moveOutAndForget(job.id) { () throws(ImagePipeError) in
+        return await BlockingIO.run {
+            self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
                 try self.area.moveOut(job.id, into: self.directory.done, record: record, suffix: ".json")
             }
         }
-        return .recorded
     }
 
     /// Keeps the job in the claim area, to run again here once the delay has passed.
@@ -157,18 +163,26 @@ public final class DirectoryQueue: JobQueue {
         return .keepHolding
     }
 
-    public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
+    public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
         let history = state.withLock { $0.histories.removeValue(forKey: job.id) ?? [] } + [failure]
         let record = FailureRecord(
             source: job.source, error: result.error ?? "unknown error", errorCode: result.errorCode,
             attempts: job.job.attempt, history: history, result: result)
-        await BlockingIO.run {
-            self.moveOutAndForget(job.id) { () throws(ImagePipeError) in
+        return await BlockingIO.run {
+            self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
                 try self.area.moveOut(job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json")
             }
         }
-        return .recorded
     }
+
+    public func takeOverNotices() async -> [JobNotice] {
+        state.withLock { state in
+            defer { state.takenOver.removeAll() }
+            return state.takenOver
+        }
+    }
+
+    public func forgetNotice(_ id: String) { area.forget(notice: id) }
 
     public func release(_ jobs: [ClaimedJob]) async {
         await BlockingIO.run {
@@ -231,8 +245,12 @@ public final class DirectoryQueue: JobQueue {
     }
 
     private func recoverAbandoned() {
-        let recovered = ClaimArea.recoverAbandoned(in: directory, except: area.id, logger: logger)
-        if !recovered.isEmpty { logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.count)]) }
+        let recovered = ClaimArea.recoverAbandoned(
+            in: directory, except: area.id, takingNoticesInto: configuration.takesOverNotices ? area : nil, logger: logger)
+        if !recovered.jobs.isEmpty {
+            logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.jobs.count)])
+        }
+        if !recovered.notices.isEmpty { state.withLock { $0.takenOver += recovered.notices } }
     }
 
     private func enqueue(_ entries: [QueueDirectory.Entry]) {
@@ -305,16 +323,21 @@ public final class DirectoryQueue: JobQueue {
 
     // MARK: - Moving finished jobs out
 
-    /// Moves a settled job out of the claim area (done/ or failed/) and forgets it; a job whose original cannot be moved stays in the
-    /// claim area and returns to the inbox when this worker restarts.
-    private func moveOutAndForget(_ name: String, _ move: () throws(ImagePipeError) -> String) {
+    /// Moves a settled job out of the claim area (done/ or failed/), its notice kept first, and
+    /// forgets it; a job whose original cannot be moved stays in the claim area (its notice is
+    /// dropped: no record tells of it) and returns to the inbox when this worker restarts.
+    private func moveOutAndForget(_ name: String, _ notice: JobNotice?, _ move: () throws(ImagePipeError) -> String) -> Settlement {
+        defer { forget(name) }
         do {
+            if let notice { try area.keep(notice, for: name) }
             _ = try move()
+            return .recorded
         } catch {
+            if let notice { area.forget(notice: notice.id) }
             logger.error(
                 "cannot finish a job; it stays claimed until this worker restarts", metadata: ["source": "\(name)", "error": "\(error.reason)"])
+            return .unrecorded
         }
-        forget(name)
     }
 
     private func forget(_ name: String) {

@@ -32,18 +32,20 @@ public protocol JobQueue: AnyObject, Sendable {
     /// Renews the claims on `jobs`; returns those this worker no longer holds, and those someone
     /// asked to cancel.
     func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome
-    /// Records a job's success.
-    func complete(_ job: ClaimedJob, result: JobResult) async -> Settlement
+    /// Records a job's success; with `notice` (the worker notifies, `--notify-url`), keeps the
+    /// notice with the record in one step, until ``forgetNotice(_:)``, so the notice of a recorded
+    /// job outlives the worker (see ``takeOverNotices()``).
+    func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement
     /// Schedules another attempt of a job whose attempt failed for a reason that may pass, adding
     /// `failure` to its history.
     func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition
     /// Records a job's permanent failure: its last attempt's `failure` added to its history, and
-    /// the last attempt's result record.
-    func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement
+    /// the last attempt's result record, and `notice` kept with it as ``complete(_:result:notice:)`` does.
+    func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement
     /// Records a job stopped because someone asked to cancel it (see ``HeartbeatOutcome/cancelRequested``):
     /// its attempt's `failure` added to its history, with that attempt's result record. The default,
     /// for queues that never ask, discards it.
-    func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement
+    func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement
     /// Gives jobs back unfinished, for other workers (a shutdown).
     func release(_ jobs: [ClaimedJob]) async
     /// Jobs waiting to be claimed, for the status line; nil when not known.
@@ -60,6 +62,16 @@ public protocol JobQueue: AnyObject, Sendable {
     func check() async throws(ImagePipeError) -> Int?
     /// Stops reporting work and lets go of the queue; called once, after the last job is settled or released.
     func close() async
+
+    /// Notices kept with their records that workers stopped or died with undelivered, now this
+    /// worker's to send (each handed to one worker at a time). A worker that notifies asks when it
+    /// opens the queue and at every upkeep. The default, for queues that keep none, is none.
+    func takeOverNotices() async -> [JobNotice]
+    /// Forgets a kept notice once it is delivered or given up for good. Called on the notifier's
+    /// threads, which may block; a queue may forget in batches, later.
+    func forgetNotice(_ id: String)
+    /// This worker stops with these kept notices undelivered: the next worker may take them at once.
+    func leaveNotices(_ ids: [String]) async
 }
 
 extension JobQueue {
@@ -69,9 +81,13 @@ extension JobQueue {
 
     public func check() async throws(ImagePipeError) -> Int? { await waitingCount() }
 
-    public func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult) async -> Settlement {
-        await discard(job, failure: failure, result: result)
+    public func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
+        await discard(job, failure: failure, result: result, notice: notice)
     }
+
+    public func takeOverNotices() async -> [JobNotice] { [] }
+    public func forgetNotice(_ id: String) {}
+    public func leaveNotices(_ ids: [String]) async {}
 
     /// Opens the queue with only a wake-up for new work.
     public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {

@@ -9,11 +9,12 @@ extension WorkerLoop {
         let outcome: Machine.Settled
         switch decision {
         case .complete:
-            outcome = settled(await queue.complete(claimed, result: result), claimed)
+            let notice = self.notice(.init(result.status), claimed, result)
+            outcome = settled(await queue.complete(claimed, result: result, notice: notice), claimed)
             if outcome == .recorded || outcome == .recordedDiscarded {
                 logger.info(result.status == .skipped ? "skipped" : "done", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
-                await notify(.init(result.status), claimed, result)
+                await send(notice)
             }
         case .retry(let delay):
             var metadata = Self.metadata(result, claimed)
@@ -34,32 +35,62 @@ extension WorkerLoop {
                 outcome = .unrecorded
             }
         case .discard:
-            outcome = settled(await queue.discard(claimed, failure: AttemptRecord(result), result: result), claimed)
+            let notice = self.notice(.discarded, claimed, result)
+            outcome = settled(await queue.discard(claimed, failure: AttemptRecord(result), result: result, notice: notice), claimed)
             if outcome == .recorded {
                 logger.error("failed", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
-                await notify(.discarded, claimed, result)
+                await send(notice)
             }
         case .release:
             await queue.release([claimed])
             outcome = .released
         case .cancel:
-            outcome = settled(await queue.cancel(claimed, failure: AttemptRecord(result), result: result), claimed)
+            let notice = self.notice(.cancelled, claimed, result)
+            outcome = settled(await queue.cancel(claimed, failure: AttemptRecord(result), result: result, notice: notice), claimed)
             if outcome == .recorded {
                 logger.notice("cancelled", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
-                await notify(.cancelled, claimed, result)
+                await send(notice)
             }
         }
         events.send(.settled(claimed.id, outcome))
     }
 
+    /// The notice of an outcome about to be recorded, when this worker notifies: the queue keeps it
+    /// with the record, so it is sent even if this worker dies right after.
+    private func notice(_ event: JobNotice.Event, _ claimed: ClaimedJob, _ result: JobResult) -> JobNotice? {
+        notifier.map { _ in JobNotice(event: event, job: claimed.id, result: result) }
+    }
+
     /// Hands a recorded outcome's notice to the notifier: only now, after the queue recorded it, so
-    /// a notification never tells of a result the queue could lose. While the notifier's queue is
-    /// full this waits, and the job keeps its place in the pipeline's room: the worker claims no
-    /// more than the receiver takes.
-    private func notify(_ event: JobNotice.Event, _ claimed: ClaimedJob, _ result: JobResult) async {
-        await notifier?.send(JobNotice(event: event, job: claimed.id, result: result))
+    /// a notification never tells of a result the queue could lose. Once delivered or given up the
+    /// queue forgets it. While the notifier's queue is full this waits, and the job keeps its place
+    /// in the pipeline's room: the worker claims no more than the receiver takes.
+    func send(_ notice: JobNotice?) async {
+        guard let notifier, let notice else { return }
+        await notifier.send(notice) { [queue] id in queue.forgetNotice(id) }
+    }
+
+    /// Sends the kept notices that workers stopped or died with (see ``JobQueue/takeOverNotices()``).
+    func sendTakenOverNotices() async {
+        guard notifier != nil else { return }
+        let notices = await queue.takeOverNotices()
+        guard !notices.isEmpty else { return }
+        logger.notice("sending the notifications a stopped worker left", metadata: ["notifications": .stringConvertible(notices.count)])
+        for notice in notices { await send(notice) }
+    }
+
+    /// Gives the notifications still going out the time `limit` leaves, then stops the notifier;
+    /// those still undelivered stay kept by the queue, for the next worker to send at once.
+    func finishNotifying(within limit: Duration) async {
+        guard let notifier else { return }
+        let left = await notifier.finish(within: max(.zero, limit))
+        guard !left.isEmpty else { return }
+        await queue.leaveNotices(left)
+        logger.notice(
+            "the undelivered notifications stay with the queue: the next worker with --notify-url sends them",
+            metadata: ["notifications": .stringConvertible(left.count)])
     }
 
     /// Gives jobs back to the queue, logging why.

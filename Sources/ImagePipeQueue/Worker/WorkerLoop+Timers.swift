@@ -18,6 +18,7 @@ extension WorkerLoop {
             try? await cancelWhenGracefulShutdown {
                 try await self.every(self.queue.maintenanceInterval) {
                     await self.queue.maintain()
+                    await self.sendTakenOverNotices()
                     self.snapshot.withLock { $0.statistics.upkeeps += 1 }
                 }
             }

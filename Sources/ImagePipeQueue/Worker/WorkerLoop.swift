@@ -33,17 +33,22 @@ public final class WorkerLoop: Service, Sendable {
         /// ``JobQueue/remainder(dueWithin:)``): a backlog worked off by a cron job or a benchmark.
         /// Jobs live workers are running stay theirs to finish.
         public var exitWhenEmpty: Bool
+        /// The stop's time limit (`--shutdown-timeout`): once the jobs are settled, notifications
+        /// still going out get what is left of it after the stop request (all of it when the loop
+        /// ended by itself); the queue keeps those still undelivered for the next worker.
+        public var shutdownTimeout: Duration
 
         /// Creates settings: 5 attempts, status every 30 s, a 5 s first pause when the storage is
-        /// full, running until stopped.
+        /// full, running until stopped, 30 s to stop.
         public init(
             retry: RetryPolicy = .init(), statusInterval: Duration = .seconds(30), fullStoragePause: Duration = .seconds(5),
-            exitWhenEmpty: Bool = false
+            exitWhenEmpty: Bool = false, shutdownTimeout: Duration = .seconds(30)
         ) {
             self.retry = retry
             self.statusInterval = statusInterval
             self.fullStoragePause = fullStoragePause
             self.exitWhenEmpty = exitWhenEmpty
+            self.shutdownTimeout = shutdownTimeout
         }
     }
 
@@ -92,6 +97,8 @@ public final class WorkerLoop: Service, Sendable {
     let status: Mutex<StatusReport>
     /// The tokens of jobs in the pipeline, by ID.
     let cancellations = Mutex<[String: JobCancellation]>([:])
+    /// When the graceful shutdown was asked for: the stop's time limit counts from it.
+    let stopRequestedAt = Mutex<ContinuousClock.Instant?>(nil)
 
     /// Creates a loop; `clock` is the real one unless a test drives time; `observer` hears of every
     /// recorded outcome and retry; `notifier` gets a notice of every recorded outcome.
@@ -146,6 +153,7 @@ public final class WorkerLoop: Service, Sendable {
         let room = pipeline.capacity.addRoomListener { [events] in events.send(.roomReturned) }
         defer { pipeline.capacity.removeRoomListener(room) }
         guard try await openQueue() else { return }
+        await sendTakenOverNotices()
         var machine = Machine(limits: limits, now: clock.now)
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
@@ -177,13 +185,16 @@ public final class WorkerLoop: Service, Sendable {
                     // settlements a stop at once no longer waits for.
                     group.cancelAll()
                 }
-            } onGracefulShutdown: { [events] in
+            } onGracefulShutdown: { [events, self] in
+                self.stopRequestedAt.withLock { $0 = $0 ?? .now }
                 events.send(.gracefulShutdown)
             }
         } onCancel: { [events] in
             events.send(.stopNow(.cancelled))
         }
         await logStatus()
+        let elapsed = stopRequestedAt.withLock { requested in requested.map { .now - $0 } } ?? .zero
+        await finishNotifying(within: configuration.shutdownTimeout - elapsed)
         await queue.close()
         logger.notice("stopped")
     }

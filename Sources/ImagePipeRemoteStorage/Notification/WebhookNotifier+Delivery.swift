@@ -13,9 +13,10 @@ extension WebhookNotifier {
         case refused(String)
     }
 
-    /// Tries `notice` until it is delivered, refused or its deadline (counted from when its job
-    /// finished) passes. Runs on a sender thread: blocking here is what those threads are for.
-    func deliver(_ notice: JobNotice, since: ContinuousClock.Instant) {
+    /// Tries `notice` until it is delivered, refused or its deadline (counted from when it was
+    /// handed over) passes; true then, false when the notifier stopped first (the notice is left to
+    /// whoever keeps it). Runs on a sender thread: blocking here is what those threads are for.
+    func deliver(_ notice: JobNotice, since: ContinuousClock.Instant) -> Bool {
         let body = notice.body()
         let deadline = since + configuration.deadline
         var number = 1
@@ -29,19 +30,20 @@ extension WebhookNotifier {
             case .delivered:
                 logger.debug("notified", metadata: metadata)
                 NotificationMetrics.finished(delivered: true)
-                return
+                return true
             case .refused(let reason):
                 metadata["error"] = "\(reason)"
                 logger.error("notification refused: not sent again; the job's result is recorded", metadata: metadata)
                 NotificationMetrics.finished(delivered: false)
-                return
+                return true
             case .retryable(let reason):
                 metadata["error"] = "\(reason)"
                 let delay = backoff(afterAttempt: number)
-                guard ContinuousClock.now + delay < deadline, !isStopped else {
+                if isStopped { return false }
+                guard ContinuousClock.now + delay < deadline else {
                     logger.error("notification failed until its deadline: given up; the job's result is recorded", metadata: metadata)
                     NotificationMetrics.finished(delivered: false)
-                    return
+                    return true
                 }
                 metadata["retry_in_ms"] = .stringConvertible(Int(delay.milliseconds.rounded()))
                 logger.warning("notification attempt failed, retrying", metadata: metadata)

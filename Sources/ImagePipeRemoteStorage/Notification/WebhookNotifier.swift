@@ -55,11 +55,11 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
     let logger: Logger
     /// Guards everything below; senders and blocked producers wait on it.
     private let condition = NSCondition()
-    private var pending: [(notice: JobNotice, since: ContinuousClock.Instant)] = []
+    private var pending: [Pending] = []
     /// Async producers waiting for room, each with its notice.
-    private var waiters: [(notice: JobNotice, since: ContinuousClock.Instant, resume: CheckedContinuation<Void, Never>)] = []
-    /// Notices taken by a sender and not yet delivered or given up.
-    private var sending = 0
+    private var waiters: [(notice: Pending, resume: CheckedContinuation<Void, Never>)] = []
+    /// Notices taken by a sender and not yet delivered or given up, by id.
+    private var sending: [String: Int] = [:]
     private var stopped = false
 
     /// Checks the URL and starts the senders.
@@ -96,91 +96,106 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
         }
     }
 
-    public func send(_ notice: JobNotice) async {
-        let since = ContinuousClock.now
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in offer(notice, since, continuation) }
+    /// A notice waiting for a sender, with when its deadline starts and whom to tell once it is settled.
+    struct Pending: Sendable {
+        var notice: JobNotice
+        var since: ContinuousClock.Instant
+        var settled: (@Sendable (String) -> Void)?
+    }
+
+    public func send(_ notice: JobNotice, settled: (@Sendable (String) -> Void)?) async {
+        let entry = Pending(notice: notice, since: .now, settled: settled)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in offer(entry, continuation) }
     }
 
     /// Queues the notice and resumes at once when there is room; else parks it with its producer,
     /// whom the sender that makes room resumes. Under the lock throughout, so no room can be freed
     /// between the check and the parking.
-    private func offer(_ notice: JobNotice, _ since: ContinuousClock.Instant, _ continuation: CheckedContinuation<Void, Never>) {
+    private func offer(_ entry: Pending, _ continuation: CheckedContinuation<Void, Never>) {
         condition.lock()
         defer { condition.unlock() }
         if pending.count < configuration.capacity || stopped {
-            enqueueLocked(notice, since)
+            enqueueLocked(entry)
             continuation.resume()
         } else {
-            waiters.append((notice, since, continuation))
+            waiters.append((entry, continuation))
         }
     }
 
     /// Hands a notice over from a thread that may block (a batch's result queue), waiting while the queue is full.
     public func sendWaiting(_ notice: JobNotice) {
-        let since = ContinuousClock.now
         condition.lock()
         while pending.count >= configuration.capacity && !stopped { condition.wait() }
-        enqueueLocked(notice, since)
+        enqueueLocked(Pending(notice: notice, since: .now, settled: nil))
         condition.unlock()
     }
 
-    private func enqueueLocked(_ notice: JobNotice, _ since: ContinuousClock.Instant) {
+    private func enqueueLocked(_ entry: Pending) {
         if stopped {
             logger.error(
-                "notification not sent: the notifier has stopped", metadata: ["job": "\(notice.job)", "url": "\(Self.redacted(configuration.url))"])
+                "notification not sent: the notifier has stopped",
+                metadata: ["job": "\(entry.notice.job)", "url": "\(Self.redacted(configuration.url))"])
             NotificationMetrics.finished(delivered: false)
             return
         }
-        pending.append((notice, since))
+        pending.append(entry)
         condition.broadcast()
     }
 
+    public func finish(within limit: Duration) async -> [String] {
+        await BlockingIO.run { self.finishWaiting(within: limit) }
+    }
+
     /// Waits until every notice handed over is delivered or given up, for at most `limit`; then stops
-    /// the senders. Returns how many notices were still undelivered (logged and counted). Blocks.
+    /// the senders. Returns the ids of the notices still undelivered (logged and counted). Blocks.
     @discardableResult
-    public func finish(within limit: Duration) -> Int {
+    public func finishWaiting(within limit: Duration) -> [String] {
         let end = Date().addingTimeInterval(limit.timeInterval)
         condition.lock()
         defer { condition.unlock() }
-        while !(pending.isEmpty && waiters.isEmpty && sending == 0) && condition.wait(until: end) {}
-        let left = pending.count + waiters.count + sending
+        while !(pending.isEmpty && waiters.isEmpty && sending.isEmpty) && condition.wait(until: end) {}
+        let left = pending.map(\.notice.id) + waiters.map(\.notice.notice.id) + sending.keys.sorted()
         stopped = true
         let resumes = waiters.map(\.resume)
         pending.removeAll()
         waiters.removeAll()
         condition.broadcast()
         for resume in resumes { resume.resume() }
-        if left > 0 {
+        if !left.isEmpty {
             logger.error(
                 "stopping with notifications undelivered; their jobs' results are recorded",
-                metadata: ["notifications": .stringConvertible(left), "url": "\(Self.redacted(configuration.url))"])
-            for _ in 0..<left { NotificationMetrics.finished(delivered: false) }
+                metadata: ["notifications": .stringConvertible(left.count), "url": "\(Self.redacted(configuration.url))"])
+            for _ in left { NotificationMetrics.finished(delivered: false) }
         }
         return left
     }
 
-    /// One sender: takes the oldest notice, delivers it (or gives up), and again, until stopped.
+    /// One sender: takes the oldest notice, delivers it (or gives up), and again, until stopped. A
+    /// notice cut short by the stop is not settled: whoever keeps it sends it again.
     private func runSender() {
         while let taken = take() {
-            deliver(taken.notice, since: taken.since)
+            // Told before the notice stops counting as sent, so a finish that returns has every
+            // settled notice forgotten by whoever keeps them.
+            if deliver(taken.notice, since: taken.since) { taken.settled?(taken.notice.id) }
             condition.lock()
-            sending -= 1
+            sending[taken.notice.id, default: 1] -= 1
+            if sending[taken.notice.id] == 0 { sending[taken.notice.id] = nil }
             condition.broadcast()
             condition.unlock()
         }
     }
 
-    private func take() -> (notice: JobNotice, since: ContinuousClock.Instant)? {
+    private func take() -> Pending? {
         condition.lock()
         defer { condition.unlock() }
         while pending.isEmpty && !stopped { condition.wait() }
         guard !stopped else { return nil }
         let first = pending.removeFirst()
-        sending += 1
+        sending[first.notice.id, default: 0] += 1
         // Room has been made: the longest-waiting async producer's notice takes it.
         if !waiters.isEmpty {
             let waiter = waiters.removeFirst()
-            pending.append((waiter.notice, waiter.since))
+            pending.append(waiter.notice)
             waiter.resume.resume()
         }
         condition.broadcast()

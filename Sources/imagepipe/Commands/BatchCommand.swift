@@ -173,7 +173,7 @@ struct BatchCommand: AsyncParsableCommand {
         await BlockingIO.run { writer?.close() }
         // Every notification gets its deadline; the run ends when the last is delivered or given up.
         let notifyLimit = notify.deadline + notify.timeout
-        _ = await BlockingIO.run { notifier?.finish(within: notifyLimit) }
+        _ = await BlockingIO.run { notifier?.finishWaiting(within: notifyLimit) }
         // Known only now: whether a file is an image is decided by its first bytes as it is read.
         if summary.foundNoImage, !summary.interrupted { logger.warning("no images found") }
         if service.logFormat == .json {

@@ -8,7 +8,6 @@ import ImagePipePostgres
 import ImagePipeQueue
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -124,7 +123,9 @@ struct WatchCommand: AsyncParsableCommand {
         let retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay))
         let worker = WorkerLoop(
             queue: jobs, pipeline: pipeline,
-            configuration: .init(retry: retry, statusInterval: .seconds(statusInterval), exitWhenEmpty: exitWhenEmpty),
+            configuration: .init(
+                retry: retry, statusInterval: .seconds(statusInterval), exitWhenEmpty: exitWhenEmpty,
+                shutdownTimeout: .seconds(shutdownTimeout)),
             observer: jobMetrics, notifier: notifier, logger: logger)
         let monitoring = try service.address.map { (address) throws(ImagePipeError) in
             try CompositionRoot.monitoring(
@@ -147,15 +148,8 @@ struct WatchCommand: AsyncParsableCommand {
         configuration.maximumGracefulShutdownDuration = .seconds(shutdownTimeout)
         configuration.maximumCancellationDuration = ShutdownSignals.cancellationGrace
         let group = ServiceGroup(configuration: configuration)
-        // When the first stop request came: the notifications still going out get what is left of
-        // --shutdown-timeout after it, so the whole stop stays within it.
-        let stopRequested = Mutex<ContinuousClock.Instant?>(nil)
         let signals = ShutdownSignals(
-            logger: logger,
-            graceful: {
-                stopRequested.withLock { $0 = $0 ?? .now }
-                Task { await group.triggerGracefulShutdown() }
-            }, immediate: { worker.stopNow() })
+            logger: logger, graceful: { Task { await group.triggerGracefulShutdown() } }, immediate: { worker.stopNow() })
         do {
             try await group.run()
         } catch  where signals.received > 0 {
@@ -163,11 +157,6 @@ struct WatchCommand: AsyncParsableCommand {
             logger.debug("the service group ended with an error after a stop request", metadata: ["error": "\(error)"])
         }
         withExtendedLifetime(signals) {}
-        // Notifications of recorded jobs get the rest of the shutdown's time (all of it when the
-        // queue ran empty); those still undelivered are logged and counted (the results are in the queue).
-        let timeout = Duration.seconds(shutdownTimeout)
-        let left = stopRequested.withLock { requested in requested.map { timeout - (.now - $0) } ?? timeout }
-        _ = await BlockingIO.run { notifier?.finish(within: max(.zero, left)) }
         // The worker has stopped and given back every job. A job abandoned at the shutdown timeout may
         // still hold a thread (a read that never returns, a decode under way), and exit(3)'s clean-up
         // of libraries can wait for such threads: end the process here instead.
@@ -179,12 +168,16 @@ struct WatchCommand: AsyncParsableCommand {
         guard PostgresLocation.isURL(queue) else {
             return try DirectoryQueue(
                 directory: QueueDirectory(root: queue),
-                configuration: .init(rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod)),
+                configuration: .init(
+                    rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod),
+                    takesOverNotices: notify.notifyURL != nil),
                 logger: logger)
         }
         return try PostgresQueue(
             location: PostgresLocation(parsing: queue),
-            configuration: .init(lease: .seconds(lease), maxAttempts: maxAttempts, retention: .seconds(retentionDays * 86_400)),
+            configuration: .init(
+                lease: .seconds(lease), maxAttempts: maxAttempts, retention: .seconds(retentionDays * 86_400),
+                keepsNotices: notify.notifyURL != nil),
             logger: logger)
     }
 }

@@ -1,0 +1,81 @@
+// The claim area's outbox: a notice written before its job's record, so a worker that dies leaves it to the next one.
+import Foundation
+public import ImagePipe
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One kept notice as `processing/AREA/.outbox/ID.json` holds it: the notice, and which claimed
+/// file it tells of (device and inode: a later delivery under the same name is another file).
+struct KeptNotice: Codable {
+    var device: UInt64
+    var inode: UInt64
+    var notice: JobNotice
+}
+
+extension ClaimArea {
+    /// Where this area keeps the notices of its jobs until they are delivered.
+    var outbox: String { path + "/.outbox" }
+
+    /// Keeps `notice` durably before the job `relative` is moved out with its record.
+    ///
+    /// Written ahead, the entry may tell of a record a crash kept from being written: whoever takes
+    /// it over sends it only once the record is there (see ``takeOverNotices(of:in:into:logger:)``).
+    public func keep(_ notice: JobNotice, for relative: String) throws(ImagePipeError) {
+        var info = stat()
+        guard lstat(pathOf(relative), &info) == 0 else { throw FileMoves.failure("cannot keep the notice of \(relative)") }
+        let entry = KeptNotice(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), notice: notice)
+        try DurableFile.write(Data(JSONLine.encode(entry).utf8), to: outbox + "/\(notice.id).json", stagingIn: path)
+    }
+
+    /// Forgets a notice delivered or given up.
+    public func forget(notice id: String) {
+        BlockingIO.mayBlock("unlink a kept notice")
+        unlink(outbox + "/\(id).json")
+    }
+
+    /// The kept notices of this area, by file name (ignoring what is not an entry).
+    static func keptNotices(in areaPath: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: areaPath + "/.outbox")) ?? []
+        return names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
+    }
+
+    /// Takes over the notices an abandoned area kept (its lock is held by the caller, and its claims
+    /// are still in place): those whose record is written move into `own`'s outbox and are returned,
+    /// to be sent; those whose job was cut short before its record are removed, as the job goes back
+    /// to the inbox and its next run has its own. Without `own` (this worker does not notify) the
+    /// deliverable ones stay, and so does the area, for a worker that does.
+    static func takeOverNotices(of areaPath: String, in queue: QueueDirectory, into own: ClaimArea?, logger: Logger) -> [JobNotice] {
+        let names = keptNotices(in: areaPath)
+        guard !names.isEmpty else { return [] }
+        var claims: [String: String] = [:]
+        for relative in QueueDirectory.files(under: areaPath).map(\.name) {
+            var info = stat()
+            if lstat(areaPath + "/" + relative, &info) == 0 { claims["\(info.st_dev):\(info.st_ino)"] = relative }
+        }
+        var taken: [JobNotice] = []
+        for name in names {
+            let file = areaPath + "/.outbox/" + name
+            guard let data = FileManager.default.contents(atPath: file), let entry = try? JSONDecoder().decode(KeptNotice.self, from: data)
+            else {
+                // Entries are written whole (a temporary file renamed), so this is a damaged disk: the
+                // job's record is in done/ or failed/ all the same.
+                logger.error("cannot read a kept notification; removed, its job's record is in the queue", metadata: ["file": "\(file)"])
+                unlink(file)
+                continue
+            }
+            if let claimed = claims["\(entry.device):\(entry.inode)"],
+                !isFinished(areaPath + "/" + claimed, relative: claimed, in: queue)
+            {
+                unlink(file)
+                continue
+            }
+            guard let own else { continue }
+            try? DurableFile.makeParent(of: own.outbox + "/" + name)
+            if rename(file, own.outbox + "/" + name) == 0 { taken.append(entry.notice) }
+        }
+        if !taken.isEmpty, let own { _ = DurableFile.syncDirectory(own.outbox) }
+        return taken
+    }
+}

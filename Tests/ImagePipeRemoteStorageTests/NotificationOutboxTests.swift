@@ -1,0 +1,86 @@
+// Notifications a queue directory keeps with its records: a worker killed or stopped with some undelivered leaves them to the next.
+import Foundation
+import ImagePipe
+import ImagePipeRemoteStorage
+import ImagePipeTestSupport
+import Testing
+
+/// The real binary, a receiver that is down (answers 500) while the first worker runs, and one that
+/// takes everything for the second: each notification the first tried arrives, with its own id.
+@Suite struct NotificationOutboxTests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-outbox")
+    let secret = "whsec-outbox-51c9"
+    var environment: [String: String] { ["IMAGEPIPE_NOTIFY_SECRET": secret, "HOME": directory.path] }
+    let names = ["a.jpg", "b.jpg", "c.jpg"]
+
+    /// Runs a worker until every job is recorded and the down receiver has seen a notification of
+    /// each; returns the worker and those notifications' ids.
+    func runUntilEveryJobIsRecorded(_ queue: String, down: NotifyReceiver, extra: [String] = []) throws -> (WorkerProcess, Set<String>) {
+        for name in names { directory.write("queue/inbox/" + name, Fixtures.data("images/formats/small-200x150.jpg")) }
+        let worker = try WorkerProcess(
+            ["watch", queue, "--dest", directory.url("out"), "--status-interval", "0", "--notify-url", down.url, "--notify-deadline", "10m"]
+                + extra, log: directory.url("worker.log"), environment: environment)
+        #expect(
+            eventually {
+                names.allSatisfy { FileManager.default.fileExists(atPath: queue + "/done/\($0).json") }
+                    && Set(((try? down.received()) ?? []).map(\.job)) == Set(names)
+            }, "\(worker.log)")
+        return (worker, Set(try down.received().map(\.id)))
+    }
+
+    /// The second worker, against a receiver that is up, until the queue is empty.
+    func runAgain(_ queue: String, up: NotifyReceiver) throws -> CommandRunner.Output {
+        try CommandRunner.run(
+            ["watch", queue, "--dest", directory.url("out"), "--exit-when-empty", "--status-interval", "0", "--notify-url", up.url],
+            environment: environment)
+    }
+
+    @Test func aWorkerKilledWithNotificationsUndeliveredLeavesThemToTheNextWorker() throws {
+        let queue = directory.url("queue")
+        let down = try NotifyReceiver(secret: secret, fail: 1_000_000)
+        let (worker, tried) = try runUntilEveryJobIsRecorded(queue, down: down)
+        worker.send(SIGKILL)
+        _ = worker.waitForExit(seconds: 10)
+        #expect(tried.count == names.count)
+
+        let up = try NotifyReceiver(secret: secret, queue: queue)
+        let output = try runAgain(queue, up: up)
+        #expect(output.status == 0, "\(output.stderr)")
+        let received = try up.received()
+        #expect(Set(received.map(\.id)) == tried, "each notification the killed worker could not deliver, under its own id")
+        #expect(received.count == names.count, "once each")
+        for notice in received {
+            #expect(notice.signatureOK, "\(notice.job): \(notice.signatureProblem)")
+            #expect(notice.recordExisted == true && notice.event == "done", "\(notice.job)")
+        }
+        for name in names {
+            let record = try JSONDecoder().decode(JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: queue + "/done/\(name).json")))
+            #expect(record.attempts == 1, "\(name) ran once: its notification went, not the job again")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: queue + "/processing").isEmpty, "nothing kept any longer")
+    }
+
+    @Test func aWorkerStoppedWithNotificationsUndeliveredLeavesThemToTheNextWorker() throws {
+        let queue = directory.url("queue")
+        let down = try NotifyReceiver(secret: secret, fail: 1_000_000)
+        let (worker, tried) = try runUntilEveryJobIsRecorded(queue, down: down, extra: ["--shutdown-timeout", "1"])
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 20) == 0, "\(worker.log)")
+        #expect(
+            TextLog.hasLine(
+                worker.log, "notice", "the undelivered notifications stay with the queue: the next worker with --notify-url sends them",
+                ["notifications": "\(names.count)"]), "\(worker.log)")
+
+        // A worker without --notify-url leaves them alone.
+        let silent = try CommandRunner.run(
+            ["watch", queue, "--dest", directory.url("out"), "--exit-when-empty", "--status-interval", "0"], environment: environment)
+        #expect(silent.status == 0, "\(silent.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: queue + "/processing").count == 1, "the stopped worker's notices wait")
+
+        let up = try NotifyReceiver(secret: secret, queue: queue)
+        let output = try runAgain(queue, up: up)
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(Set(try up.received().map(\.id)) == tried)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: queue + "/processing").isEmpty)
+    }
+}
