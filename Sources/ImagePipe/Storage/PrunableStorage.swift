@@ -36,6 +36,21 @@ public struct KeyFailure: Sendable, Hashable {
     }
 }
 
+extension KeyFailure {
+    /// Hands `keys` to `removeBatch` at most `size` at a time, in order, and gathers what each call
+    /// did not remove: the loop of the stores that remove several objects a request.
+    public static func removingInBatches(
+        _ keys: [String], of size: Int, _ removeBatch: ([String]) throws(ImagePipeError) -> [KeyFailure]
+    ) throws(ImagePipeError) -> [KeyFailure] {
+        let size = max(1, size)
+        var failures: [KeyFailure] = []
+        for start in stride(from: 0, to: keys.count, by: size) {
+            failures += try removeBatch(Array(keys[start..<min(start + size, keys.count)]))
+        }
+        return failures
+    }
+}
+
 extension PrunableStorage {
     /// Removes the keys one request each, for stores without a batch removal: a key whose removal
     /// fails is reported and the others still go.

@@ -22,15 +22,7 @@ extension SupabaseStorage: PrunableStorage {
     /// nothing of the others: each name missing from the answer is looked up, and one still there
     /// is reported as not removed.
     public func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure] {
-        let size = max(1, min(batchSize, Self.deleteBatchLimit))
-        var failures: [KeyFailure] = []
-        var start = 0
-        while start < keys.count {
-            let batch = Array(keys[start..<min(start + size, keys.count)])
-            failures += try deleteBatch(batch)
-            start += batch.count
-        }
-        return failures
+        try KeyFailure.removingInBatches(keys, of: min(batchSize, Self.deleteBatchLimit), deleteBatch)
     }
 
     private func deleteBatch(_ keys: [String]) throws(ImagePipeError) -> [KeyFailure] {
