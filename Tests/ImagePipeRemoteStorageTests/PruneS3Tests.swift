@@ -149,4 +149,30 @@ import Testing
             deleted.stdout.split(separator: "\n").map { String($0.prefix { $0 != ":" }) } == ["changed big-small.webp", "orphaned gone-small.webp"])
         #expect(try moto.keys(bucket) == ["orig/big.jpg", "orig/still.jpg", "site/still-small.webp"])
     }
+
+    /// A bucket that cannot be listed, the destination's or a source's, stops prune before anything is
+    /// judged, as it stops batch: a configuration error, exit status 2, which the help gives.
+    @Test func aBucketThatCannotBeListedIsAConfigurationError() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        try moto.put(bucket, "site/a-small.webp", size: 10, metadata: Self.origin(source: "a.jpg", sha256: String(repeating: "ab", count: 32)))
+        directory.write("src/b.png", Fixtures.data("images/formats/tiny.png"))
+        let missing = "gone-" + bucket
+
+        let destination = try prune(moto, ["s3://\(missing)/site", "--sources", directory.url("src"), "--variant", Self.small])
+        #expect(destination.status == 2, "\(destination.stderr)")
+        #expect(destination.stderr.contains("bucket s3://\(missing) does not exist"), "\(destination.stderr)")
+
+        let source = try prune(moto, ["s3://\(bucket)/site", "--sources", "s3://\(missing)/orig/", "--variant", Self.small, "--delete"])
+        #expect(source.status == 2, "\(source.stderr)")
+        #expect(source.stderr.contains("bucket s3://\(missing) does not exist"), "\(source.stderr)")
+        #expect(try moto.keys(bucket) == ["site/a-small.webp"])
+
+        let help = try CommandRunner.run(["prune", "--help"])
+        let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(
+            text.contains(
+                "2 for usage or configuration errors, found before anything is judged: a destination that does not exist, "
+                    + "a bucket that cannot be listed (missing, credentials refused, unreachable), as in batch"), "\(help.stdout)")
+    }
 }

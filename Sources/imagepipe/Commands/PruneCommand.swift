@@ -18,8 +18,10 @@ struct PruneCommand: AsyncParsableCommand {
             Without --delete nothing is changed: one line per output that would go, then a summary. \
             --delete refuses to run when a source folder could not be listed or a source could not be read. \
             Exit status: 0 when every output was judged (and, with --delete, every one to go is gone), \
-            1 when a source or the destination could not be read completely or a deletion failed, \
-            2 for usage or configuration errors.
+            1 when a source or an output's recorded origin could not be read, a local folder could not be \
+            listed or a deletion failed, 2 for usage or configuration errors, found before anything is \
+            judged: a destination that does not exist, a bucket that cannot be listed (missing, credentials \
+            refused, unreachable), as in batch.
             """)
 
     @Argument(
