@@ -150,6 +150,24 @@ import Testing
         #expect(try moto.keys(bucket) == ["orig/big.jpg", "orig/still.jpg", "site/still-small.webp"])
     }
 
+    /// A source folder in a bucket that lists nothing (a mistyped prefix), beside one that does,
+    /// would make the outputs made from it look orphaned: `--delete` refuses, naming it.
+    @Test func deleteRefusesWhenOneSourceFolderInABucketHoldsNothing() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        try moto.put(bucket, "orig/a.jpg", file: Fixtures.path("images/formats/tiny.png"))
+        let made = String(repeating: "ef", count: 32)
+        try moto.put(bucket, "site/b-small.webp", size: 10, metadata: Self.origin(source: "s3://\(bucket)/orig/b.jpg", sha256: made))
+        let before = try moto.keys(bucket)
+
+        let refused = try prune(
+            moto, ["s3://\(bucket)/site", "--sources", "s3://\(bucket)/orig/", "s3://\(bucket)/orgi/", "--variant", Self.small, "--delete"])
+
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("a source folder holds no files (s3://\(bucket)/orgi/)"), "\(refused.stderr)")
+        #expect(try moto.keys(bucket) == before)
+    }
+
     /// A bucket that cannot be listed, the destination's or a source's, stops prune before anything is
     /// judged, as it stops batch: a configuration error, exit status 2, which the help gives.
     @Test func aBucketThatCannotBeListedIsAConfigurationError() throws {
