@@ -123,6 +123,33 @@ import Testing
         #expect(outputs() == before)
     }
 
+    /// One empty source folder among others (an unmounted disk beside a mounted one) would make the
+    /// outputs made from it look orphaned: listed, never deleted; a missing one stops prune at once.
+    @Test func deleteRefusesWhenOneOfTheSourceFoldersHoldsNoFilesOrIsMissing() throws {
+        try makeOutputs()
+        let before = outputs()
+        directory.write("other/c.jpg", Fixtures.data("images/formats/tiny.png"))
+        directory.write("empty/.hidden.jpg", Fixtures.data("images/formats/tiny.png"))
+        let sources = ["--sources", directory.url("src"), "--sources", directory.url("empty"), "--sources", directory.url("other")]
+
+        let output = try CommandRunner.run(["prune", directory.url("out")] + sources + ["--variant", Self.small, "--delete"])
+
+        #expect(output.status == 1, "\(output.stderr)")
+        #expect(
+            output.stderr.contains("not deleting anything: a source folder holds no files (\(directory.url("empty"))), which would make"),
+            "\(output.stderr)")
+        #expect(!output.stdout.isEmpty, "what would go is listed")
+        #expect(outputs() == before)
+
+        let missing = try CommandRunner.run([
+            "prune", directory.url("out"), "--sources", directory.url("src"), "--sources", directory.url("typo"), "--variant", Self.small,
+            "--delete",
+        ])
+        #expect(missing.status == 2, "\(missing.stderr)")
+        #expect(missing.stderr.contains("source \(directory.url("typo")) does not exist"), "\(missing.stderr)")
+        #expect(missing.stdout.isEmpty && outputs() == before)
+    }
+
     /// Variants forgotten (the web preset by default, where the batch made others) would make every
     /// output a dropped variant: listed with a warning, never deleted.
     @Test func deleteRefusesWhenNoOutputIsOfAVariantGiven() throws {

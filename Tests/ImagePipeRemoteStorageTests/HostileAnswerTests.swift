@@ -13,8 +13,29 @@ import Testing
     @Test func aKeyThatStartsWithAByteOrderMarkKeepsIt() {
         // Foundation's percent-decoding dropped it: the listing named another object, `a.jpg`.
         #expect(S3SourceRepository.urlDecoded("%EF%BB%BFa.jpg") == "\u{FEFF}a.jpg")
-        let page = S3SourceRepository.listingPage("<Contents><Key>%EF%BB%BFa+b.jpg</Key></Contents>", in: folder)
-        #expect(page.objects.map(\.location.key) == ["\u{FEFF}a b.jpg"])
+        let page = try? S3SourceRepository.listingPage(
+            "<ListBucketResult><Contents><Key>%EF%BB%BFa+b.jpg</Key></Contents></ListBucketResult>", in: folder)
+        #expect(page?.objects.map(\.location.key) == ["\u{FEFF}a b.jpg"])
+    }
+
+    /// A 200 that is no listing (a proxy's login page, an empty body, another operation's answer)
+    /// read as a page would be a folder holding nothing: every output an orphan to prune.
+    @Test(
+        arguments: [
+            ("", "an empty answer"), ("<html><body>Sign in to continue</body></html>", "'<html><body>Sign in to continue</body></html>'"),
+            ("<?xml version=\"1.0\"?><DeleteResult></DeleteResult>", "'<?xml version=\"1.0\"?><DeleteResult></DeleteResult>'"),
+        ])
+    func anAnswerWithoutAListBucketResultIsRefused(_ body: String, _ shown: String) throws {
+        let folder = ObjectLocation(scheme: "s3", bucket: "media", key: "orig/")
+        let error = try #require(thrownError { () throws(ImagePipeError) in try S3SourceRepository.listingPage(body, in: folder) })
+        #expect(error.code == .configuration)
+        #expect(error.reason == "cannot list s3://media/orig/: the answer is no ListObjectsV2 result (no <ListBucketResult>): \(shown)")
+    }
+
+    @Test func anEmptyListingIsNoError() throws {
+        let empty = String(decoding: Fixtures.data("fuzz/s3-listing/list-empty.xml"), as: UTF8.self)
+        let page = try S3SourceRepository.listingPage(empty, in: ObjectLocation(scheme: "s3", bucket: "media", key: "nothing/"))
+        #expect(page.objects.isEmpty && !page.isTruncated)
     }
 
     @Test(

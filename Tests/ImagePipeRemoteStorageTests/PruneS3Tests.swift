@@ -149,4 +149,48 @@ import Testing
             deleted.stdout.split(separator: "\n").map { String($0.prefix { $0 != ":" }) } == ["changed big-small.webp", "orphaned gone-small.webp"])
         #expect(try moto.keys(bucket) == ["orig/big.jpg", "orig/still.jpg", "site/still-small.webp"])
     }
+
+    /// A source folder in a bucket that lists nothing (a mistyped prefix), beside one that does,
+    /// would make the outputs made from it look orphaned: `--delete` refuses, naming it.
+    @Test func deleteRefusesWhenOneSourceFolderInABucketHoldsNothing() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        try moto.put(bucket, "orig/a.jpg", file: Fixtures.path("images/formats/tiny.png"))
+        let made = String(repeating: "ef", count: 32)
+        try moto.put(bucket, "site/b-small.webp", size: 10, metadata: Self.origin(source: "s3://\(bucket)/orig/b.jpg", sha256: made))
+        let before = try moto.keys(bucket)
+
+        let refused = try prune(
+            moto, ["s3://\(bucket)/site", "--sources", "s3://\(bucket)/orig/", "s3://\(bucket)/orgi/", "--variant", Self.small, "--delete"])
+
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("a source folder holds no files (s3://\(bucket)/orgi/)"), "\(refused.stderr)")
+        #expect(try moto.keys(bucket) == before)
+    }
+
+    /// A bucket that cannot be listed, the destination's or a source's, stops prune before anything is
+    /// judged, as it stops batch: a configuration error, exit status 2, which the help gives.
+    @Test func aBucketThatCannotBeListedIsAConfigurationError() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        try moto.put(bucket, "site/a-small.webp", size: 10, metadata: Self.origin(source: "a.jpg", sha256: String(repeating: "ab", count: 32)))
+        directory.write("src/b.png", Fixtures.data("images/formats/tiny.png"))
+        let missing = "gone-" + bucket
+
+        let destination = try prune(moto, ["s3://\(missing)/site", "--sources", directory.url("src"), "--variant", Self.small])
+        #expect(destination.status == 2, "\(destination.stderr)")
+        #expect(destination.stderr.contains("bucket s3://\(missing) does not exist"), "\(destination.stderr)")
+
+        let source = try prune(moto, ["s3://\(bucket)/site", "--sources", "s3://\(missing)/orig/", "--variant", Self.small, "--delete"])
+        #expect(source.status == 2, "\(source.stderr)")
+        #expect(source.stderr.contains("bucket s3://\(missing) does not exist"), "\(source.stderr)")
+        #expect(try moto.keys(bucket) == ["site/a-small.webp"])
+
+        let help = try CommandRunner.run(["prune", "--help"])
+        let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(
+            text.contains(
+                "2 for usage or configuration errors, found before anything is judged: a destination that does not exist, "
+                    + "a bucket that cannot be listed (missing, credentials refused, unreachable), as in batch"), "\(help.stdout)")
+    }
 }

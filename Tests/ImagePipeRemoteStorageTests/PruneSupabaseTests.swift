@@ -41,4 +41,27 @@ import Testing
         #expect(try stub.deletions() == [2, 1], "two batch removals")
         #expect(try stub.state().objects.keys.sorted() == ["media/site/foreign.jpg", "media/site/keep-small.webp"])
     }
+
+    /// Names a batch removal's answer leaves out are looked up: one still there is reported, and so
+    /// is one whose look-up fails (not known to be gone), without losing those found before or after.
+    @Test func everyNameNotConfirmedGoneIsReportedWhenALookUpFails() throws {
+        let destination = try RemoteDestination(bucket: "media", prefix: "site")
+        var looked: [String] = []
+        let failures = SupabaseStorage.notRemoved(["a", "b", "c", "d", "e"], answered: ["site/a"], in: destination) {
+            (key) throws(ImagePipeError) in
+            looked.append(key)
+            if key == "c" { throw ImagePipeError(.storageUnavailable, "info supabase://media/site/c: HTTP 503 (gave up after 3 attempts)") }
+            return key == "b" || key == "e"
+        }
+        #expect(looked == ["b", "c", "d", "e"], "the removed one is not looked up, the rest all are")
+        #expect(
+            failures == [
+                KeyFailure(key: "b", reason: "supabase://media/site/b was not removed (may the key delete it?)"),
+                KeyFailure(
+                    key: "c",
+                    reason: "supabase://media/site/c may not have been removed: looking it up failed: "
+                        + "info supabase://media/site/c: HTTP 503 (gave up after 3 attempts)"),
+                KeyFailure(key: "e", reason: "supabase://media/site/e was not removed (may the key delete it?)"),
+            ])
+    }
 }

@@ -58,6 +58,7 @@ extension SourceScanner {
             }
             found.append(Job(object: object, relativePath: relative))
         }
+        if found.isEmpty { result.emptyFolders.append(input.path) }
         result.jobs += found.sorted { $0.relativePath < $1.relativePath }
         result.hidden += hidden.sorted()
     }

@@ -41,6 +41,9 @@ public struct SourceScanner: Sendable {
         /// gone by: a file's or directory's path relative to its folder, an object's URL. Never
         /// read, but counted in the summary, so none is left out unsaid.
         public var hidden: [String] = []
+        /// Folders given (local, or a folder URL) in which nothing was found, as given: an unmounted
+        /// disk or a mistyped prefix looks like this, which matters to `imagepipe prune`.
+        public var emptyFolders: [String] = []
     }
 
     /// The inputs, in the order given.
@@ -113,6 +116,7 @@ public struct SourceScanner: Sendable {
                 result.skipped += found.skipped
                 result.unreadable += found.unreadable.map { (Self.joined(input.path, $0.path), $0.reason) }
                 result.hidden += found.hidden
+                if found.jobs.isEmpty { result.emptyFolders.append(input.path) }
             case S_IFREG:
                 result.jobs.append(Job(path: path, relativePath: Self.relativePath(ofFile: input.path)))
             default:

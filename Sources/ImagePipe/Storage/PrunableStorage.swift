@@ -18,7 +18,7 @@ public protocol PrunableStorage: StorageRepository {
     ///
     /// - Returns: the keys that were not removed, each with the store's reason; the others are gone.
     /// - Throws: when a request as a whole failed (after its retries): the keys of the batches not
-    ///   yet sent are then untouched.
+    ///   yet sent are then untouched, and the error names those the batches before did not remove.
     func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure]
 }
 
@@ -33,6 +33,32 @@ public struct KeyFailure: Sendable, Hashable {
     public init(key: String, reason: String) {
         self.key = key
         self.reason = reason
+    }
+}
+
+extension KeyFailure {
+    /// Hands `keys` to `removeBatch` at most `size` at a time, in order, and gathers what each call
+    /// did not remove: the loop of the stores that remove several objects a request.
+    ///
+    /// - Throws: the error of a call that failed as a whole, after which no batch is sent; it also
+    ///   names the keys the calls before it did not remove, which would otherwise go unreported.
+    public static func removingInBatches(
+        _ keys: [String], of size: Int, _ removeBatch: ([String]) throws(ImagePipeError) -> [KeyFailure]
+    ) throws(ImagePipeError) -> [KeyFailure] {
+        let size = max(1, size)
+        var failures: [KeyFailure] = []
+        for start in stride(from: 0, to: keys.count, by: size) {
+            do {
+                failures += try removeBatch(Array(keys[start..<min(start + size, keys.count)]))
+            } catch {
+                guard !failures.isEmpty else { throw error }
+                throw ImagePipeError(
+                    error.code,
+                    "\(error.reason); the batches before it did not remove: "
+                        + failures.map { "\($0.key) (\($0.reason))" }.joined(separator: "; "))
+            }
+        }
+        return failures
     }
 }
 

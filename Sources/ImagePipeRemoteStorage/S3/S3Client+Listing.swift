@@ -26,7 +26,7 @@ extension S3Client {
             } catch {
                 throw bucketError(folder.bucket, error.failure, permissions: permissions)
             }
-            let listed = S3SourceRepository.listingPage(page, in: folder)
+            let listed = try S3SourceRepository.listingPage(page, in: folder)
             objects += listed.objects
             guard listed.isTruncated else { break }
             token = listed.continuationToken

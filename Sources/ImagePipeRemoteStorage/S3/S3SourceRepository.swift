@@ -64,9 +64,17 @@ public final class S3SourceRepository: SourceRepository {
 
     /// One ListObjectsV2 page (`encoding-type=url`): its objects as siblings of `folder`, whether the
     /// store has more, and the token that asks for them. Entries without a key that decodes are left out.
+    ///
+    /// - Throws: `configuration` for an answer that is no listing (no `<ListBucketResult>`: an empty
+    ///   body, a proxy's HTML page), which would otherwise read as a folder holding nothing.
     package static func listingPage(
         _ page: String, in folder: ObjectLocation
-    ) -> (objects: [ListedObject], isTruncated: Bool, continuationToken: String?) {
+    ) throws(ImagePipeError) -> (objects: [ListedObject], isTruncated: Bool, continuationToken: String?) {
+        guard page.contains("<ListBucketResult") else {
+            throw .configuration(
+                "cannot list \(folder): the answer is no ListObjectsV2 result (no <ListBucketResult>): "
+                    + (page.isEmpty ? "an empty answer" : "'\(page.prefix(200))'"))
+        }
         var objects: [ListedObject] = []
         for entry in XMLText.elements("Contents", in: page) {
             guard let key = XMLText.first("Key", in: entry).flatMap(Self.urlDecoded) else { continue }

@@ -19,16 +19,9 @@ extension S3Storage: PrunableStorage {
     /// the answer lists only the keys it did not remove, each with S3's code and message. A key XML
     /// cannot carry (a control character) is removed on its own.
     public func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure] {
-        let size = max(1, min(batchSize, Self.deleteBatchLimit))
+        let size = min(batchSize, Self.deleteBatchLimit)
         let (carried, single) = (keys.filter(Self.fitsXML), keys.filter { !Self.fitsXML($0) })
-        var failures: [KeyFailure] = []
-        var start = 0
-        while start < carried.count {
-            let batch = Array(carried[start..<min(start + size, carried.count)])
-            failures += try deleteBatch(batch)
-            start += batch.count
-        }
-        return failures + deleteOneByOne(single)
+        return try KeyFailure.removingInBatches(carried, of: size, deleteBatch) + deleteOneByOne(single)
     }
 
     /// One DeleteObjects request, retried as a whole (removing a key twice is harmless).

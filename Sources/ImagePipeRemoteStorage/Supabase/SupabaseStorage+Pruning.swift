@@ -20,17 +20,9 @@ extension SupabaseStorage: PrunableStorage {
     /// `DELETE /storage/v1/object/BUCKET` with `{"prefixes": [NAME, …]}`, at most `batchSize` (and
     /// never more than 1000) names a request. Supabase answers with the objects it removed and says
     /// nothing of the others: each name missing from the answer is looked up, and one still there
-    /// is reported as not removed.
+    /// (or whose look-up fails) is reported as not removed.
     public func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure] {
-        let size = max(1, min(batchSize, Self.deleteBatchLimit))
-        var failures: [KeyFailure] = []
-        var start = 0
-        while start < keys.count {
-            let batch = Array(keys[start..<min(start + size, keys.count)])
-            failures += try deleteBatch(batch)
-            start += batch.count
-        }
-        return failures
+        try KeyFailure.removingInBatches(keys, of: min(batchSize, Self.deleteBatchLimit), deleteBatch)
     }
 
     private func deleteBatch(_ keys: [String]) throws(ImagePipeError) -> [KeyFailure] {
@@ -50,12 +42,24 @@ extension SupabaseStorage: PrunableStorage {
                 "removing objects under supabase://\(destination.bucket)/\(destination.prefix) answered with no list of removed objects")
         }
         let gone = Set(removed.compactMap { $0["name"] as? String })
+        return Self.notRemoved(keys, answered: gone, in: destination) { (key) throws(ImagePipeError) in try existing(key) != nil }
+    }
+
+    /// The keys of one batch removal that may still be there: those whose names the answer left out
+    /// (`answered`) and that `stillThere` finds, or whose look-up failed. A failed look-up is that
+    /// key's failure, not the batch's: thrown, it would lose the keys found still there before it.
+    package static func notRemoved(
+        _ keys: [String], answered gone: Set<String>, in destination: RemoteDestination,
+        stillThere: (String) throws(ImagePipeError) -> Bool
+    ) -> [KeyFailure] {
         var failures: [KeyFailure] = []
-        for (key, name) in zip(keys, names) where !gone.contains(name) {
+        for key in keys where !gone.contains(destination.fullKey(key)) {
+            let url = "supabase://\(destination.bucket)/\(destination.fullKey(key))"
             // Not in the answer: gone before (fine), or refused (still there).
-            if try existing(key) != nil {
-                failures.append(
-                    KeyFailure(key: key, reason: "supabase://\(destination.bucket)/\(name) was not removed (may the key delete it?)"))
+            do {
+                if try stillThere(key) { failures.append(KeyFailure(key: key, reason: "\(url) was not removed (may the key delete it?)")) }
+            } catch {
+                failures.append(KeyFailure(key: key, reason: "\(url) may not have been removed: looking it up failed: \(error.reason)"))
             }
         }
         return failures

@@ -16,10 +16,13 @@ struct PruneCommand: AsyncParsableCommand {
             --with-original). Objects without a recorded original are never touched (foreign). The sources \
             are named as batch names them: give the same folders, files and URLs the outputs were made from. \
             Without --delete nothing is changed: one line per output that would go, then a summary. \
-            --delete refuses to run when a source folder could not be listed or a source could not be read. \
+            --delete refuses to run when a source folder could not be listed or holds no files, or a source \
+            could not be read. \
             Exit status: 0 when every output was judged (and, with --delete, every one to go is gone), \
-            1 when a source or the destination could not be read completely or a deletion failed, \
-            2 for usage or configuration errors.
+            1 when a source or an output's recorded origin could not be read, a local folder could not be \
+            listed or a deletion failed, 2 for usage or configuration errors, found before anything is \
+            judged: a destination that does not exist, a bucket that cannot be listed (missing, credentials \
+            refused, unreachable), as in batch.
             """)
 
     @Argument(
@@ -96,7 +99,8 @@ struct PruneCommand: AsyncParsableCommand {
             if !problems.isEmpty { throw ExitCode(1) }
             return
         }
-        try refuseIncomplete(plan, problems: problems, sourceCount: prepared.sourceCount, unknownVariants: unknownVariants)
+        try refuseIncomplete(
+            plan, problems: problems, sourceCount: prepared.sourceCount, emptyFolders: prepared.emptyFolders, unknownVariants: unknownVariants)
         let storage = prepared.storage
         let keys = plan.deletions.map(\.key)
         let pageSize = self.pageSize
@@ -110,13 +114,14 @@ struct PruneCommand: AsyncParsableCommand {
     }
 
     /// What was found: the plan, the storage it is about, the source folders that could not be
-    /// listed, and how many sources there are.
+    /// listed, how many sources there are and the folders that hold none.
     private struct Prepared: Sendable {
         var plan: PrunePlan
         var variants: Set<String>
         var storage: any PrunableStorage
         var unlisted: [(path: String, reason: String)]
         var sourceCount: Int
+        var emptyFolders: [String]
     }
 
     /// Lists the sources and the destination, reads each output's origin and judges it. Blocking I/O.
@@ -143,14 +148,16 @@ struct PruneCommand: AsyncParsableCommand {
             scan.skipped.map { ($0.source, $0.reason ?? "could not be read") }, uniquingKeysWith: { first, _ in first })
         let digests = SourceDigests(jobs: scan.jobs, unavailable: unavailable, repositories: bySchema, maxSourceBytes: maxSourceBytes)
         let plan = PrunePlan(objects: objects, sources: digests, variants: variants)
-        return Prepared(plan: plan, variants: variants, storage: storage, unlisted: scan.unreadable, sourceCount: scan.jobs.count)
+        return Prepared(
+            plan: plan, variants: variants, storage: storage, unlisted: scan.unreadable, sourceCount: scan.jobs.count,
+            emptyFolders: scan.emptyFolders)
     }
 
     /// `--delete` deletes only what a complete look at the sources found: a folder that could not be
     /// listed, or a source that could not be read, would make outputs look orphaned that are not.
     /// Sources without files, or variants none of the outputs has, are taken for mistakes too.
     private func refuseIncomplete(
-        _ plan: PrunePlan, problems: [String], sourceCount: Int, unknownVariants: Bool
+        _ plan: PrunePlan, problems: [String], sourceCount: Int, emptyFolders: [String], unknownVariants: Bool
     ) throws(ImagePipeError) {
         if !problems.isEmpty {
             throw ImagePipeError(
@@ -164,6 +171,13 @@ struct PruneCommand: AsyncParsableCommand {
                 .sourceNotFound,
                 "not deleting anything: the sources (\(sources.joined(separator: ", "))) hold no files, which would make every "
                     + "output an orphan; check the source paths (to empty the destination, remove it instead)")
+        }
+        // So does one among others, for the outputs made from it, which would go with the true orphans.
+        if !emptyFolders.isEmpty, !plan.deletions.isEmpty {
+            throw ImagePipeError(
+                .sourceNotFound,
+                "not deleting anything: a source folder holds no files (\(emptyFolders.joined(separator: ", "))), which would make "
+                    + "the outputs made from it look orphaned; check the source paths, or leave out a folder that is empty on purpose")
         }
         // Variants forgotten (the web preset by default, where the batch had others) would drop every output.
         if unknownVariants {
