@@ -83,4 +83,19 @@ import Testing
         #expect(Set(try up.received().map(\.id)) == tried)
         #expect(try FileManager.default.contentsOfDirectory(atPath: queue + "/processing").isEmpty)
     }
+
+    @Test func aJobRefusedForItsOptionsFileIsNotifiedAsDiscarded() throws {
+        let queue = directory.url("queue")
+        directory.write("queue/inbox/bad.jpg.options.json", Data("{\"focus\": [1.5, 0.5]}".utf8))
+        directory.write("queue/inbox/bad.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
+        directory.write("queue/inbox/good.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
+        let up = try NotifyReceiver(secret: secret, queue: queue)
+        let output = try runAgain(queue, up: up)
+        #expect(output.status == 0, "\(output.stderr)")
+        let received = try up.received()
+        #expect(received.map(\.job).sorted() == ["bad.jpg", "good.jpg"], "the refused job too, though the loop never ran it")
+        let bad = try #require(received.first { $0.job == "bad.jpg" })
+        #expect(bad.event == "discarded" && bad.recordExisted == true && bad.signatureOK)
+        #expect(bad.result["error_code"] as? String == "invalid_job_options", "\(bad.result)")
+    }
 }

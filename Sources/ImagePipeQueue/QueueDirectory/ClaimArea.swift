@@ -60,7 +60,10 @@ public final class ClaimArea: Sendable {
     /// Claims a delivery by renaming it into this area: of several workers, exactly one wins.
     ///
     /// It is claimed under its escaped name (``QueueDirectory/Entry/name``), so a name that is not
-    /// valid UTF-8 goes by a name every later step can use.
+    /// valid UTF-8 goes by a name every later step can use. Its options file (``JobOptionsFile``)
+    /// follows it, once the original is this worker's: a worker that loses the race for the
+    /// original never touches them, and one killed between the two renames leaves the options in
+    /// the inbox, where the original goes back to.
     public func claim(_ delivery: QueueDirectory.Entry) -> ClaimOutcome {
         let target = pathOf(delivery.name)
         if FileMoves.exists(target) { return .busy }
@@ -70,15 +73,40 @@ public final class ClaimArea: Sendable {
             return .failed(error.reason)
         }
         let renamed = RawPath(queue.inbox).appending(delivery.raw).withCString { source in rename(source, target) }
-        if renamed == 0 { return .claimed(target) }
-        if errno == ENOENT { return .gone }
-        return .failed("cannot claim \(delivery.name): \(String(cString: strerror(errno)))")
+        if renamed != 0 {
+            if errno == ENOENT { return .gone }
+            return .failed("cannot claim \(delivery.name): \(String(cString: strerror(errno)))")
+        }
+        if let reason = claimOptions(of: delivery) {
+            // Without its options the job would run as it was not meant to: it waits in the inbox.
+            do throws(ImagePipeError) {
+                try returnToInbox(delivery.name)
+            } catch {
+                return .failed("\(reason); and it cannot be returned to the inbox: \(error.reason)")
+            }
+            return .failed(reason)
+        }
+        return .claimed(target)
     }
 
-    /// Puts a claimed job back into the inbox (shutdown, or giving up on it for now).
+    /// Moves a claimed original's options file from the inbox into this area (replacing one an
+    /// earlier job of the name left here); nil when it moved or there is none, else why not.
+    private func claimOptions(of delivery: QueueDirectory.Entry) -> String? {
+        let source = RawPath(queue.inbox).appending(RawPath(bytes: delivery.raw.bytes + Array(JobOptionsFile.suffix.utf8)))
+        var info = stat()
+        // A folder of that name is a folder of deliveries, not options.
+        guard source.withCString({ lstat($0, &info) }) == 0, info.st_mode & S_IFMT != S_IFDIR else { return nil }
+        let target = pathOf(JobOptionsFile.name(of: delivery.name))
+        if source.withCString({ rename($0, target) }) == 0 || errno == ENOENT { return nil }
+        return "cannot claim \(JobOptionsFile.name(of: delivery.name)): \(String(cString: strerror(errno)))"
+    }
+
+    /// Puts a claimed job back into the inbox (shutdown, or giving up on it for now), with its
+    /// options file when it has one.
     @discardableResult
     public func returnToInbox(_ relative: String) throws(ImagePipeError) -> String {
-        let placed = try FileMoves.moveKeepingBoth(pathOf(relative), to: queue.inbox + "/" + relative)
+        let placed = try FileMoves.moveJobKeepingBoth(
+            pathOf(relative), options: pathOf(JobOptionsFile.name(of: relative)), to: queue.inbox + "/" + relative)
         removeEmptyParents(of: relative)
         return placed
     }
@@ -90,27 +118,38 @@ public final class ClaimArea: Sendable {
     /// original already linked (the same file) and completes the move under the same name, so a job
     /// is never finished twice under two names.
     ///
+    /// The job's options file (``JobOptionsFile``) is put beside the original before the record
+    /// when `keepingOptions` (`failed/`: a job sent back keeps them), and leaves the area only once
+    /// the record is written, so options found alone in an area belong to a finished job.
+    ///
     /// - Parameters:
     ///   - record: the JSON to write beside the original.
     ///   - suffix: `.json` for done, `.error.json` for failed.
+    ///   - keepingOptions: whether the options go beside the original; else they are removed.
     /// - Returns: the original's new path.
     @discardableResult
-    public func moveOut(_ relative: String, into directory: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
+    public func moveOut(
+        _ relative: String, into directory: String, record: Data, suffix: String, keepingOptions: Bool = false
+    ) throws(ImagePipeError) -> String {
         let source = pathOf(relative)
+        let options = pathOf(JobOptionsFile.name(of: relative))
+        let keeps = keepingOptions && FileMoves.exists(options)
         let target = directory + "/" + relative
         try DurableFile.makeParent(of: target)
         var number = 0, parentRemakes = 0
         while true {
             let candidate = number == 0 ? target : FileMoves.numbered(target, number)
             if FileMoves.sameFile(source, candidate) {
-                return try complete(relative, at: candidate, record: record, suffix: suffix)
+                return try complete(relative, at: candidate, record: record, suffix: suffix, keepingOptions: keeps)
             }
-            if FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix) {
+            if FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix)
+                || (keeps && FileMoves.exists(JobOptionsFile.name(of: candidate)))
+            {
                 number += 1
                 continue
             }
             if link(source, candidate) == 0 {
-                return try complete(relative, at: candidate, record: record, suffix: suffix)
+                return try complete(relative, at: candidate, record: record, suffix: suffix, keepingOptions: keeps)
             } else if errno == EEXIST {
                 // Another worker took this name between the check and the link.
                 number += 1
@@ -121,10 +160,13 @@ public final class ClaimArea: Sendable {
                 try DurableFile.makeParent(of: target)
                 continue
             } else if errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP || errno == EMLINK {
-                // No hard links here (some network filesystems): record first, then a rename.
+                // No hard links here (some network filesystems): options and record first, then a
+                // rename. Options left here by a crash after it belong to a finished job.
+                if keeps { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: candidate), staging: path) }
                 try DurableFile.write(record, to: candidate + suffix, stagingIn: path)
                 if rename(source, candidate) != 0 { throw FileMoves.failure("cannot move \(source) to \(candidate)") }
                 _ = DurableFile.syncDirectory(LocalPath.parent(of: candidate))
+                try release(options)
                 removeEmptyParents(of: relative)
                 return candidate
             } else {
@@ -133,13 +175,24 @@ public final class ClaimArea: Sendable {
         }
     }
 
-    /// Writes the record of an original already linked at `placed` and releases the claim.
-    private func complete(_ relative: String, at placed: String, record: Data, suffix: String) throws(ImagePipeError) -> String {
-        // The record's write fsyncs the directory, which holds the original's link too.
+    /// Writes the record of an original already linked at `placed` (its options beside it first,
+    /// when kept) and releases the claim: the options, then the original.
+    private func complete(
+        _ relative: String, at placed: String, record: Data, suffix: String, keepingOptions: Bool
+    ) throws(ImagePipeError) -> String {
+        let options = pathOf(JobOptionsFile.name(of: relative))
+        if keepingOptions { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: placed), staging: path) }
+        // The record's write fsyncs the directory, which holds the original's link (and its options) too.
         try DurableFile.write(record, to: placed + suffix, stagingIn: path)
+        try release(options)
         if unlink(pathOf(relative)) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
         removeEmptyParents(of: relative)
         return placed
+    }
+
+    /// Removes a file from this area; one already gone is no error.
+    private func release(_ path: String) throws(ImagePipeError) {
+        if unlink(path) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(path)") }
     }
 
     /// Whether a claimed file was already finished (it is in `done/` or `failed/` with its record) and
@@ -149,7 +202,8 @@ public final class ClaimArea: Sendable {
             let target = directory + "/" + relative
             var number = 0
             var candidate = target
-            while FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix) {
+            // A name whose options file alone is there was passed over by a job keeping its own.
+            while FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix) || FileMoves.exists(JobOptionsFile.name(of: candidate)) {
                 if FileMoves.sameFile(claimed, candidate) { return FileMoves.exists(candidate + suffix) }
                 number += 1
                 candidate = FileMoves.numbered(target, number)
@@ -179,8 +233,13 @@ public final class ClaimArea: Sendable {
         public var notices: [JobNotice] = []
     }
 
-    /// Returns the jobs of every abandoned area (its lock free) to the inbox, takes over the notices
-    /// it kept into `own` (see ``takeOverNotices(of:in:into:logger:)``), and removes the area.
+    /// Returns the jobs of every abandoned area (its lock free) to the inbox, each with its options
+    /// file, takes over the notices it kept into `own` (see ``takeOverNotices(of:in:into:logger:)``),
+    /// and removes the area.
+    ///
+    /// Options whose original is not in the area belong to a job that finished: every step that
+    /// takes an original out of an area (a claim never does) takes its options out before it, or has
+    /// put a copy of them beside the original first. They are removed.
     public static func recoverAbandoned(
         in queue: QueueDirectory, except ownID: String?, takingNoticesInto own: ClaimArea? = nil, logger: Logger
     ) -> Recovery {
@@ -202,13 +261,21 @@ public final class ClaimArea: Sendable {
             defer { if fd >= 0 { close(fd) } }
             // Before the claims move: whether a notice may go depends on its claim.
             notices += takeOverNotices(of: areaPath, in: queue, into: own, logger: logger)
-            for relative in QueueDirectory.files(under: areaPath).map(\.name) {
+            let names = QueueDirectory.files(under: areaPath).map(\.name)
+            let present = Set(names)
+            for relative in names {
+                let options = areaPath + "/" + JobOptionsFile.name(of: relative)
+                if JobOptionsFile.isOptions(relative) {
+                    if !present.contains(JobOptionsFile.original(of: relative)) { unlink(areaPath + "/" + relative) }
+                    continue
+                }
                 if isFinished(areaPath + "/" + relative, relative: relative, in: queue) {
+                    unlink(options)
                     unlink(areaPath + "/" + relative)
                     continue
                 }
                 do {
-                    try FileMoves.moveKeepingBoth(areaPath + "/" + relative, to: queue.inbox + "/" + relative)
+                    try FileMoves.moveJobKeepingBoth(areaPath + "/" + relative, options: options, to: queue.inbox + "/" + relative)
                     recovered.append(relative)
                 } catch {
                     logger.error(

@@ -10,7 +10,9 @@ import Synchronization
 /// renames the file into the claim area, whose lock is the worker's claim for as long as its
 /// process lives: no lease needs renewing, and a job waiting for a retry stays in the area, held
 /// by this worker, with the history of its failed attempts. Finished jobs move to `done/` or
-/// `failed/` beside their records. Every file step blocks, so each runs through ``BlockingIO``.
+/// `failed/` beside their records. A job's options file (``JobOptionsFile``) is claimed and read
+/// with its original, and never taken as a job of its own. Every file step blocks, so each runs
+/// through ``BlockingIO``.
 public final class DirectoryQueue: JobQueue {
     /// Settings of finding and taking deliveries.
     public struct Configuration: Sendable {
@@ -58,8 +60,8 @@ public final class DirectoryQueue: JobQueue {
     public let directory: QueueDirectory
     /// The settings.
     public let configuration: Configuration
-    private let logger: Logger
-    private let area: ClaimArea
+    let logger: Logger
+    let area: ClaimArea
     private let watcher: InboxWatcher
     private let state = Mutex(State())
 
@@ -144,7 +146,8 @@ public final class DirectoryQueue: JobQueue {
                 attempts: job.job.attempt, history: [], result: result)
             let settled = await BlockingIO.run {
                 self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
-                    try self.area.moveOut(job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json")
+                    try self.area.moveOut(
+                        job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true)
                 }
             }
             return settled == .recorded ? .recordedDiscarded : settled
@@ -170,7 +173,8 @@ public final class DirectoryQueue: JobQueue {
             attempts: job.job.attempt, history: history, result: result)
         return await BlockingIO.run {
             self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
-                try self.area.moveOut(job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json")
+                try self.area.moveOut(
+                    job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true)
             }
         }
     }
@@ -250,7 +254,12 @@ public final class DirectoryQueue: JobQueue {
         if !recovered.jobs.isEmpty {
             logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.jobs.count)])
         }
-        if !recovered.notices.isEmpty { state.withLock { $0.takenOver += recovered.notices } }
+        takeOver(recovered.notices)
+    }
+
+    /// Notices to hand the loop at its next ask (``takeOverNotices()``).
+    func takeOver(_ notices: [JobNotice]) {
+        if !notices.isEmpty { state.withLock { $0.takenOver += notices } }
     }
 
     private func enqueue(_ entries: [QueueDirectory.Entry]) {
@@ -258,7 +267,7 @@ public final class DirectoryQueue: JobQueue {
             guard !state.closed else { return nil }
             var added = false
             for entry in entries
-            where !QueueDirectory.isIgnored(LocalPath.name(of: entry.name))
+            where !QueueDirectory.isIgnored(LocalPath.name(of: entry.name)) && !JobOptionsFile.isOptions(entry.name)
                 && !state.pendingSet.contains(entry.name) && !state.claimed.contains(entry.name)
             {
                 state.pending.append(entry)
@@ -309,7 +318,14 @@ public final class DirectoryQueue: JobQueue {
             }
             state.withLock { _ = $0.claimed.insert(name) }
             // Links are not followed: a delivered link could publish any file the worker can read.
-            return ClaimedJob(id: name, job: Job(path: claimedPath, relativePath: name, attempt: 1, followsLinks: false))
+            var job = Job(path: claimedPath, relativePath: name, attempt: 1, followsLinks: false)
+            do throws(ImagePipeError) {
+                job.focus = try readOptions(of: name)?.focus
+            } catch {
+                refuse(name, error)
+                return nil
+            }
+            return ClaimedJob(id: name, job: job)
         case .gone:
             return nil
         case .busy:
@@ -326,7 +342,8 @@ public final class DirectoryQueue: JobQueue {
     /// Moves a settled job out of the claim area (done/ or failed/), its notice kept first, and
     /// forgets it; a job whose original cannot be moved stays in the claim area (its notice is
     /// dropped: no record tells of it) and returns to the inbox when this worker restarts.
-    private func moveOutAndForget(_ name: String, _ notice: JobNotice?, _ move: () throws(ImagePipeError) -> String) -> Settlement {
+    @discardableResult
+    func moveOutAndForget(_ name: String, _ notice: JobNotice?, _ move: () throws(ImagePipeError) -> String) -> Settlement {
         defer { forget(name) }
         do {
             if let notice { try area.keep(notice, for: name) }

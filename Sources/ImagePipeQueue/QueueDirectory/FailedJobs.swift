@@ -12,7 +12,10 @@ import Glibc
 /// the inbox. A worker never sees a job both in the inbox and in `failed/`, so one that fails again
 /// at once writes a new record that this move cannot remove; a crash midway leaves the job in the
 /// claim area, and the next worker to start returns it to the inbox. An inbox file of the same name
-/// is never replaced: the job gets a numbered name beside it (`photo.1.jpg`).
+/// is never replaced: the job gets a numbered name beside it (`photo.1.jpg`). A job's options file
+/// (``JobOptionsFile``) goes back with it: copied into the claim area before the original moves (a
+/// crash in between leaves the copy alone there, which the next worker removes, and the job in
+/// `failed/` as it was), removed from `failed/` before the error record.
 public struct FailedJobs: Sendable {
     /// What happened to one job.
     public enum Outcome: Sendable, Equatable {
@@ -30,9 +33,9 @@ public struct FailedJobs: Sendable {
         self.queue = queue
     }
 
-    /// The originals in `failed/` (not their error records), relative to it, sorted.
+    /// The originals in `failed/` (not their error records or options files), relative to it, sorted.
     public func list() -> [String] {
-        QueueDirectory.files(under: queue.failed).map(\.name).filter { !$0.hasSuffix(Self.recordSuffix) }
+        QueueDirectory.files(under: queue.failed).map(\.name).filter { !$0.hasSuffix(Self.recordSuffix) && !JobOptionsFile.isOptions($0) }
     }
 
     /// The failed jobs at `paths` (relative to `failed/`; a folder stands for every job under it),
@@ -64,7 +67,10 @@ public struct FailedJobs: Sendable {
     }
 
     private func retry(_ relative: String, through area: ClaimArea) throws(ImagePipeError) -> Outcome {
+        let options = queue.failed + "/" + JobOptionsFile.name(of: relative)
+        if FileMoves.exists(options) { try FileMoves.keepCopy(options, at: area.pathOf(JobOptionsFile.name(of: relative)), staging: area.path) }
         try FileMoves.moveKeepingBoth(queue.failed + "/" + relative, to: area.pathOf(relative))
+        if unlink(options) != 0 && errno != ENOENT { throw FileMoves.failure("cannot remove \(options)") }
         let record = queue.failed + "/" + relative + Self.recordSuffix
         if unlink(record) != 0 && errno != ENOENT { throw FileMoves.failure("cannot remove \(record)") }
         FileMoves.removeEmptyParents(of: relative, under: queue.failed)

@@ -18,28 +18,101 @@ enum FileMoves {
     @discardableResult
     static func moveKeepingBoth(_ source: String, to target: String) throws(ImagePipeError) -> String {
         try DurableFile.makeParent(of: target)
-        var candidate = target
         var number = 0
         while true {
-            switch DurableFile.place(source, at: candidate, replacing: false) {
-            case .success(.placed):
-                return candidate
-            case .success(.taken) where sameFile(source, candidate):
-                // An earlier move of this very file stopped between link and unlink (a crash).
-                if unlink(source) != 0 && errno != ENOENT { throw failure("cannot remove \(source)") }
-                return candidate
-            case .success(.taken) where exists(candidate):
-                number += 1
-                candidate = numbered(target, number)
-            case .success(.taken):
-                // No hard links here (some network file systems): a checked rename.
-                if rename(source, candidate) != 0 { throw failure("cannot move \(source) to \(candidate)") }
-                return candidate
-            case .failure(let code):
-                errno = code.rawValue
-                throw failure("cannot move \(source) to \(candidate)")
-            }
+            let candidate = number == 0 ? target : numbered(target, number)
+            if try place(source, at: candidate) { return candidate }
+            number += 1
         }
+    }
+
+    /// Moves a job's original to `target` as ``moveKeepingBoth(_:to:)`` does, and its options file
+    /// (at `options`, when there is one) to the same name with ``JobOptionsFile/suffix``: both are
+    /// numbered alike when either name is taken, so they stay a pair.
+    ///
+    /// The options file moves first. A crash between the two leaves the original where it was and
+    /// its options already at the name it goes to: the next move of the original alone
+    /// (``moveKeepingBoth(_:to:)``) finds that name free and lands beside them again. Should the
+    /// original's name be taken just after its options were placed (a producer delivering that name
+    /// at that moment), the options go on with it to the next free name.
+    @discardableResult
+    static func moveJobKeepingBoth(_ source: String, options: String, to target: String) throws(ImagePipeError) -> String {
+        guard exists(options) else { return try moveKeepingBoth(source, to: target) }
+        try DurableFile.makeParent(of: target)
+        var optionsAt = options
+        var number = 0
+        while true {
+            let candidate = number == 0 ? target : numbered(target, number)
+            let candidateOptions = JobOptionsFile.name(of: candidate)
+            let taken = { (file: String, name: String) in file != name && exists(name) && !sameFile(file, name) }
+            if taken(source, candidate) || taken(optionsAt, candidateOptions) {
+                number += 1
+                continue
+            }
+            if optionsAt != candidateOptions {
+                guard try place(optionsAt, at: candidateOptions) else {
+                    number += 1
+                    continue
+                }
+                optionsAt = candidateOptions
+            }
+            if try place(source, at: candidate) { return candidate }
+            number += 1
+        }
+    }
+
+    /// Moves `source` to exactly `target` unless another file is there: true when it is there now
+    /// (a move of this very file found half done is finished), false when `target` is taken.
+    private static func place(_ source: String, at target: String) throws(ImagePipeError) -> Bool {
+        switch DurableFile.place(source, at: target, replacing: false) {
+        case .success(.placed):
+            return true
+        case .success(.taken) where sameFile(source, target):
+            // An earlier move of this very file stopped between link and unlink (a crash).
+            if unlink(source) != 0 && errno != ENOENT { throw failure("cannot remove \(source)") }
+            return true
+        case .success(.taken) where exists(target):
+            return false
+        case .success(.taken):
+            // No hard links here (some network file systems): a checked rename.
+            if rename(source, target) != 0 { throw failure("cannot move \(source) to \(target)") }
+            return true
+        case .failure(let code):
+            errno = code.rawValue
+            throw failure("cannot move \(source) to \(target)")
+        }
+    }
+
+    /// Puts the file at `source` also at `target`, replacing what is there (a copy an earlier,
+    /// interrupted try of the same step left): a hard link where the file system has them, a copy of
+    /// its bytes where it has not. `source` stays. The link is made in `staging` and renamed into
+    /// place, so `target` is never a half-written file; `target`'s directory is not fsynced (the
+    /// caller's next write there does it).
+    static func keepCopy(_ source: String, at target: String, staging: String) throws(ImagePipeError) {
+        try DurableFile.makeParent(of: target)
+        let temporary = staging + "/.\(LocalPath.name(of: target)).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        if link(source, temporary) == 0 {
+            // Renaming a link of the file onto itself changes nothing and leaves the temporary name.
+            defer { unlink(temporary) }
+            if rename(temporary, target) == 0 { return }
+            guard errno == EXDEV else { throw failure("cannot place \(target)") }
+        } else if !(errno == EPERM || errno == EOPNOTSUPP || errno == EMLINK || errno == EXDEV) {
+            throw failure("cannot link \(source)")
+        }
+        // A copy: only a regular file has bytes worth keeping (an options file that is a FIFO or a
+        // link was refused when it was read, and holds no options).
+        guard let data = regularFileContents(source) else { return }
+        try DurableFile.write(data, to: target, stagingIn: staging)
+    }
+
+    /// The bytes of the regular file at `path` (a link not followed), or nil when it is something else.
+    private static func regularFileContents(_ path: String) -> Data? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return try? handle.readToEnd() ?? Data()
     }
 
     /// Whether anything (a link too, even a dangling one) is at `path`.

@@ -23,8 +23,9 @@ extension QueueDirectory {
         }
     }
 
-    /// Counts by state, the oldest delivery's wait, jobs finished over the last minute, and the
-    /// running jobs and latest failures (up to `detailLimit` of each).
+    /// Counts by state, the oldest delivery's wait, jobs finished over the last minute, the
+    /// running jobs and latest failures (up to `detailLimit` of each), and the options files
+    /// waiting in the inbox for an original.
     public func overview(now: Date = Date(), detailLimit: Int = 10) -> QueueOverview {
         let waiting = jobs(in: .waiting, now: now)
         let running = jobs(in: .running, now: now)
@@ -34,11 +35,13 @@ extension QueueDirectory {
         let lastMinute = (done + failures).count { job in
             Self.secondsSinceChange(RawPath(job.record), now: now, modification: true).map { $0 <= 60 } ?? false
         }
-        return QueueOverview(
+        var overview = QueueOverview(
             kind: "directory", queue: root,
             counts: [.waiting: waiting.count, .running: running.count, .done: done.count, .discarded: failures.count],
             oldestWaitingSeconds: waiting.compactMap(\.ageSeconds).max(), finishedPerSecond: Double(lastMinute) / 60,
             jobs: Array(running.prefix(detailLimit)) + discarded)
+        overview.optionsWithoutOriginal = optionsWithoutOriginal().count
+        return overview
     }
 
     /// The jobs in `state`: waiting ones oldest first, running ones longest-running first, finished
@@ -59,7 +62,8 @@ extension QueueDirectory {
             }.sorted { ($0.ageSeconds ?? 0) > ($1.ageSeconds ?? 0) }
         case .running:
             return claimAreas().flatMap { area in
-                QueueDirectory.files(under: processing + "/" + area.name).map { entry in
+                // An options file in an area goes with its job.
+                QueueDirectory.files(under: processing + "/" + area.name).filter { !JobOptionsFile.isOptions($0.name) }.map { entry in
                     var job = QueueOverview.Job(id: entry.name, state: .running, source: entry.name)
                     // A claim is a rename into the area: the ctime is the claim's time.
                     job.ageSeconds = Self.secondsSinceChange(

@@ -10,7 +10,8 @@ import Glibc
 /// Producers deliver originals into `inbox/` (subdirectories allowed; the relative directory becomes
 /// `{dir}` in keys). Workers claim them by renaming into their own area under `processing/`, and
 /// finish them into `done/` (with `NAME.json`, the result record) or `failed/` (with
-/// `NAME.error.json`, the reason and every attempt's error).
+/// `NAME.error.json`, the reason and every attempt's error). A job's options come beside its
+/// original as `NAME.options.json` (``JobOptionsFile``).
 public struct QueueDirectory: Sendable {
     /// The queue root.
     public let root: String
@@ -65,11 +66,19 @@ public struct QueueDirectory: Sendable {
         }
     }
 
-    /// Every delivered file under `inbox/`, sorted by name; ignored names and hidden directories are
-    /// skipped, symbolic links are not followed (a link, a FIFO or a device is listed like a file, and
-    /// refused when it is read).
+    /// Every delivered file under `inbox/`, sorted by name; ignored names, options files (which go
+    /// with their originals, ``JobOptionsFile``) and hidden directories are skipped, symbolic links
+    /// are not followed (a link, a FIFO or a device is listed like a file, and refused when it is read).
     public func scanInbox() -> [Entry] {
-        Self.files(under: inbox)
+        Self.files(under: inbox).filter { !JobOptionsFile.isOptions($0.name) }
+    }
+
+    /// The options files in `inbox/` whose original is not there (yet, or ever), by relative path:
+    /// they are no jobs, and wait.
+    public func optionsWithoutOriginal() -> [String] {
+        let names = Self.files(under: inbox).map(\.name)
+        let present = Set(names)
+        return names.filter { JobOptionsFile.isOptions($0) && !present.contains(JobOptionsFile.original(of: $0)) }
     }
 
     /// Everything but directories under a directory, by relative path, skipping ignored names.

@@ -13,7 +13,8 @@ import Glibc
 /// written yet is still being finished by its worker and is never touched. `failed/` is pruned only
 /// when asked: it holds the only copy of uploads someone may want to fix and retry. The inbox and
 /// claimed jobs are never pruned. Safe while workers run: they only add to these folders, and a file
-/// already gone is not an error.
+/// already gone is not an error. A failed job's options file (``JobOptionsFile``) goes first of the
+/// three, and with a record whose original is gone.
 public struct QueueRetention: Sendable {
     /// What a prune did.
     public struct Outcome: Sendable, Equatable {
@@ -50,6 +51,11 @@ public struct QueueRetention: Sendable {
                 // A record of its own name's original ("a.jpg.json" beside "a.jpg") that also
                 // ends in the suffix is only a record when its original is here or it has none itself.
                 if files.contains(name + suffix) { continue }
+                // In failed/ only: done/ keeps no options, and there `NAME.options.json` is the record of `NAME.options`.
+                let options = JobOptionsFile.name(of: original)
+                if label == "failed", files.contains(options) {
+                    guard remove(folder + "/" + options, &outcome) else { continue }
+                }
                 if files.contains(original) {
                     guard remove(folder + "/" + original, &outcome) else { continue }
                     outcome.deleted.append(label + "/" + original)

@@ -60,6 +60,9 @@ public struct QueueOverview: Sendable, Equatable, Encodable {
     public var finishedPerSecond: Double
     /// The running jobs and the latest discarded ones, for a look at what is going on.
     public var jobs: [Job]
+    /// A queue directory's options files whose original is not in the inbox (no jobs: a producer
+    /// that never delivered the original, or one delivering it now); nil for PostgreSQL.
+    public var optionsWithoutOriginal: Int?
 
     /// Creates an overview.
     public init(kind: String, queue: String, counts: [State: Int], oldestWaitingSeconds: Double?, finishedPerSecond: Double, jobs: [Job]) {
@@ -73,6 +76,7 @@ public struct QueueOverview: Sendable, Equatable, Encodable {
 
     enum CodingKeys: String, CodingKey {
         case kind, queue, counts, oldestWaitingSeconds = "oldest_waiting_s", finishedPerSecond = "jobs_per_s", jobs
+        case optionsWithoutOriginal = "options_without_original"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -83,5 +87,6 @@ public struct QueueOverview: Sendable, Equatable, Encodable {
         try container.encode(oldestWaitingSeconds, forKey: .oldestWaitingSeconds)
         try container.encode(finishedPerSecond, forKey: .finishedPerSecond)
         try container.encode(jobs, forKey: .jobs)
+        try container.encodeIfPresent(optionsWithoutOriginal, forKey: .optionsWithoutOriginal)
     }
 }

@@ -4,13 +4,15 @@ import ImagePipe
 import ImagePipeQueue
 
 extension QueueOverview {
-    /// `queue`, a line per state, `oldest_waiting_s`, `jobs_per_s`, then the running jobs and the
+    /// `queue`, a line per state, `oldest_waiting_s`, `jobs_per_s`, `options_without_original` when a
+    /// queue directory's inbox has options files waiting for their originals, then the running jobs and the
     /// latest discarded ones after a blank line (see ``QueueOverview/Job/line``).
     var text: String {
         var lines = ["queue\t\(queue)"]
         for state in State.allCases { if let count = counts[state] { lines.append("\(state.rawValue)\t\(count)") } }
         lines.append("oldest_waiting_s\t\(oldestWaitingSeconds.map { String(format: "%.1f", $0) } ?? "-")")
         lines.append("jobs_per_s\t\(String(format: "%.2f", finishedPerSecond))")
+        if let optionsWithoutOriginal, optionsWithoutOriginal > 0 { lines.append("options_without_original\t\(optionsWithoutOriginal)") }
         if !jobs.isEmpty { lines += [""] + jobs.map(\.line) }
         return lines.joined(separator: "\n") + "\n"
     }
