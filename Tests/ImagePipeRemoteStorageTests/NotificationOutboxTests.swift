@@ -98,4 +98,54 @@ import Testing
         #expect(bad.event == "discarded" && bad.recordExisted == true && bad.signatureOK)
         #expect(bad.result["error_code"] as? String == "invalid_job_options", "\(bad.result)")
     }
+
+    /// A receiver so slow that the notifier's queue (256) is full makes finished jobs wait for room;
+    /// a stop past --shutdown-timeout lets them go (it used to outlast the service group's
+    /// cancellation and crash the worker), and every notice stays kept for the next worker.
+    @Test func aStopWhileJobsWaitForRoomInTheNotifierEndsCleanlyAndKeepsEveryNotice() throws {
+        let queue = directory.url("queue")
+        let down = try NotifyReceiver(secret: secret, fail: 1_000_000)
+        let tiny = Fixtures.data("images/formats/tiny.png")
+        for index in 0..<400 { directory.write(String(format: "queue/inbox/%03d.png", index), tiny) }
+        let worker = try WorkerProcess(
+            [
+                "watch", queue, "--dest", directory.url("out"), "--status-interval", "0", "--shutdown-timeout", "2",
+                "--notify-url", down.url, "--log-level", "notice",
+            ], log: directory.url("worker.log"), environment: environment)
+        func records() -> Int {
+            ((try? FileManager.default.contentsOfDirectory(atPath: queue + "/done")) ?? []).filter { $0.hasSuffix(".json") }.count
+        }
+        // 256 waiting and 4 being sent fill the notifier: beyond 260 recorded, jobs wait for room.
+        #expect(eventually(seconds: 120) { records() >= 265 }, "\(worker.log.suffix(2000))")
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log.suffix(3000))")
+        let recorded = records()
+        #expect(
+            TextLog.hasLine(
+                worker.log, "notice", "the undelivered notifications stay with the queue: the next worker with --notify-url sends them",
+                ["notifications": "\(recorded)"]), "\(worker.log.suffix(2000))")
+
+        let up = try NotifyReceiver(secret: secret, queue: queue)
+        let output = try runAgain(queue, up: up)
+        #expect(output.status == 0, "\(output.stderr.suffix(2000))")
+        let received = try up.received()
+        #expect(received.count == 400 && Set(received.map(\.id)).count == 400, "the \(recorded) kept, and the rest as they were done")
+        #expect(received.allSatisfy { $0.recordExisted == true })
+    }
+
+    /// A batch keeps no notices (running it again sends them): interrupted while its receiver is
+    /// down, it finishes the images in flight and gives the notifications a short while, not the
+    /// 10-minute deadline each.
+    @Test func anInterruptedBatchGivesItsNotificationsAShortWhileNotTheirDeadline() throws {
+        let down = try NotifyReceiver(secret: secret, fail: 1_000_000)
+        let tiny = Fixtures.data("images/formats/tiny.png")
+        for index in 0..<400 { directory.write(String(format: "src/%03d.png", index), tiny) }
+        let batch = try WorkerProcess(
+            ["batch", directory.url("src"), "--dest", directory.url("out"), "--notify-url", down.url, "--notify-deadline", "10m"],
+            log: directory.url("batch.log"), environment: environment)
+        #expect(eventually { ((try? down.received().count) ?? 0) >= 8 }, "\(batch.log.suffix(2000))")
+        batch.send(SIGTERM)
+        #expect(batch.waitForExit(seconds: 90) == 130, "interrupted, and done within the grace: \(batch.log.suffix(2000))")
+        #expect(batch.log.contains("notification failed until its deadline: given up"), "\(batch.log.suffix(2000))")
+    }
 }

@@ -107,6 +107,27 @@ import Testing
         #expect(String(decoding: storage.objects["a-large.jpg"]!.body, as: UTF8.self).trimmingCharacters(in: .whitespaces) == "a.jpg:large")
     }
 
+    @Test func aCallbackThatBlocksHoldsUpNewJobsInsteadOfLettingResultsPileUp() async throws {
+        for index in 0..<200 { directory.write("src/\(index).jpg", "x") }
+        let storage = InMemoryStorage()
+        let pipeline = JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage), limits: .init(jobs: 1, uploads: 1))
+        let room = pipeline.capacity.limits.room
+        let storedWhileBlocked = Mutex<Int?>(nil)
+        let summary = try await BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline, deliveryLimit: 4)
+            .run { _, _ in
+                // The first callback blocks, as one waiting for a notifier whose receiver is down:
+                // the batch goes on only until four results wait (and the jobs in flight finish).
+                // It is let go once every job is stored, or after 3 s, whichever comes first.
+                guard storedWhileBlocked.withLock({ $0 == nil }) else { return }
+                let deadline = ContinuousClock.now + .seconds(3)
+                while storage.objects.count < 200 * 3 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+                storedWhileBlocked.withLock { $0 = storage.objects.count / 3 }
+            }
+        #expect(summary.done == 200, "and once it returns, the rest runs")
+        let stored = try #require(storedWhileBlocked.withLock { $0 })
+        #expect(stored <= 4 + room, "\(stored) jobs stored while the first result waited; the bound is 4 waiting + \(room) in flight")
+    }
+
     @Test func summaryCountsAndFormats() async throws {
         for index in 0..<5 { directory.write("src/\(index).jpg", String(repeating: "x", count: 1000)) }
         let compressor = ScriptedCompressor(failing: { $0 == "3.jpg" ? ImagePipeError(.corruptImage, "bad") : nil })

@@ -15,12 +15,15 @@ public struct BatchRunner: Sendable {
     /// The pipeline's handler: what a batch asks of it before anything is scheduled (the
     /// destination's probe, key collisions, a dry run's inspections).
     private let handler: FileHandler
+    /// How many finished jobs' results may wait for `onResult` before no new job starts.
+    private let deliveryLimit: Int
 
-    /// Creates a runner.
-    public init(scanner: SourceScanner, pipeline: JobPipeline) {
+    /// Creates a runner; at most `deliveryLimit` results wait for their callback at once.
+    public init(scanner: SourceScanner, pipeline: JobPipeline, deliveryLimit: Int = 64) {
         self.scanner = scanner
         self.pipeline = pipeline
         self.handler = pipeline.handler
+        self.deliveryLimit = deliveryLimit
     }
 
     /// Progress after each finished job.
@@ -93,6 +96,7 @@ public struct BatchRunner: Sendable {
         // Results arrive on pipeline threads; a serial queue keeps callbacks ordered and one at a
         // time, and may block (a manifest's write).
         let delivery = DispatchQueue(label: "imagepipe.batch.results")
+        let backlog = DeliveryBacklog(limit: deliveryLimit)
         let deliver: @Sendable (JobResult) -> Void = { [pipeline] result in
             if let error = result.failure, Self.halts(error) { pipeline.halt(error) }
             let (finished, failed) = collected.withLock { collected -> (Int, Int) in
@@ -100,8 +104,10 @@ public struct BatchRunner: Sendable {
                 collected.finished += 1
                 return (collected.finished, collected.summary.failed)
             }
+            backlog.added()
             delivery.async {
                 onResult(result, Progress(finished: finished, failed: failed, total: total, elapsed: .now - started))
+                backlog.delivered()
             }
         }
 
@@ -121,6 +127,7 @@ public struct BatchRunner: Sendable {
                 }
                 job.keyCollision = collision
             }
+            await backlog.waitForRoom()
             do {
                 try await pipeline.reserve()
             } catch {

@@ -18,7 +18,7 @@ extension WebhookNotifier {
     /// whoever keeps it). Runs on a sender thread: blocking here is what those threads are for.
     func deliver(_ notice: JobNotice, since: ContinuousClock.Instant) -> Bool {
         let body = notice.body()
-        let deadline = since + configuration.deadline
+        let ownDeadline = since + configuration.deadline
         var number = 1
         while true {
             let outcome = attempt(body)
@@ -40,6 +40,7 @@ extension WebhookNotifier {
                 metadata["error"] = "\(reason)"
                 let delay = backoff(afterAttempt: number)
                 if isStopped { return false }
+                let deadline = cutoff.map { min($0, ownDeadline) } ?? ownDeadline
                 guard ContinuousClock.now + delay < deadline else {
                     logger.error("notification failed until its deadline: given up; the job's result is recorded", metadata: metadata)
                     NotificationMetrics.finished(delivered: false)

@@ -60,6 +60,9 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
     private var waiters: [(notice: Pending, resume: CheckedContinuation<Void, Never>)] = []
     /// Notices taken by a sender and not yet delivered or given up, by id.
     private var sending: [String: Int] = [:]
+    /// Notices whose producer was cancelled while it waited for room: never queued, still undelivered.
+    private var withdrawn: [String] = []
+    private var hurriedUntil: ContinuousClock.Instant?
     private var stopped = false
 
     /// Checks the URL and starts the senders.
@@ -103,9 +106,26 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
         var settled: (@Sendable (String) -> Void)?
     }
 
+    /// A producer cancelled while it waits for room (a stop past its timeout) goes on at once, and
+    /// its notice is reported undelivered by ``finish(within:)``: whoever keeps it sends it later.
     public func send(_ notice: JobNotice, settled: (@Sendable (String) -> Void)?) async {
         let entry = Pending(notice: notice, since: .now, settled: settled)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in offer(entry, continuation) }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in offer(entry, continuation) }
+        } onCancel: {
+            withdraw(notice.id)
+        }
+    }
+
+    /// Lets a parked producer go without its notice taking a place.
+    private func withdraw(_ id: String) {
+        condition.lock()
+        let index = waiters.firstIndex { $0.notice.notice.id == id }
+        let waiter = index.map { waiters.remove(at: $0) }
+        if waiter != nil { withdrawn.append(id) }
+        condition.broadcast()
+        condition.unlock()
+        waiter?.resume.resume()
     }
 
     /// Queues the notice and resumes at once when there is room; else parks it with its producer,
@@ -116,6 +136,10 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
         defer { condition.unlock() }
         if pending.count < configuration.capacity || stopped {
             enqueueLocked(entry)
+            continuation.resume()
+        } else if Task.isCancelled {
+            // Cancelled before it could park: the handler found nothing to withdraw.
+            withdrawn.append(entry.notice.id)
             continuation.resume()
         } else {
             waiters.append((entry, continuation))
@@ -154,7 +178,7 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while !(pending.isEmpty && waiters.isEmpty && sending.isEmpty) && condition.wait(until: end) {}
-        let left = pending.map(\.notice.id) + waiters.map(\.notice.notice.id) + sending.keys.sorted()
+        let left = pending.map(\.notice.id) + waiters.map(\.notice.notice.id) + sending.keys.sorted() + withdrawn
         stopped = true
         let resumes = waiters.map(\.resume)
         pending.removeAll()
@@ -207,6 +231,23 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return stopped
+    }
+
+    /// When every notice's retries end, if sooner than its own deadline (see ``hurry(within:)``).
+    var cutoff: ContinuousClock.Instant? {
+        condition.lock()
+        defer { condition.unlock() }
+        return hurriedUntil
+    }
+
+    /// Ends every notice's retries within `limit` from now, sooner than their deadlines: a batch
+    /// interrupted (Ctrl-C) finishes its images in flight without each notice to a receiver that is
+    /// down holding it up for the whole deadline. Running the batch again sends them again.
+    public func hurry(within limit: Duration) {
+        condition.lock()
+        let until = ContinuousClock.now + limit
+        hurriedUntil = min(hurriedUntil ?? until, until)
+        condition.unlock()
     }
 
     /// `url` without what may be secret in it (user information, query): fit for logs.

@@ -8,6 +8,9 @@ import Synchronization
 import Logging
 
 struct BatchCommand: AsyncParsableCommand {
+    /// How long notifications still retrying may go on once a batch is interrupted.
+    static let notifyGraceWhenInterrupted = Duration.seconds(10)
+
     static let configuration = CommandConfiguration(
         commandName: "batch",
         abstract: "Turn every image of some folders or files into web variants and store them.",
@@ -167,12 +170,17 @@ struct BatchCommand: AsyncParsableCommand {
                 progress.update(state)
             }
         }
-        interruption.finishWorkInFlight { batch.cancel() }
+        interruption.finishWorkInFlight {
+            batch.cancel()
+            // The images in flight finish; their notifications (and those still retrying) get a
+            // short while more, not the whole deadline each, while a receiver is down.
+            notifier?.hurry(within: Self.notifyGraceWhenInterrupted)
+        }
         let summary = await batch.value
         progress.clear()
         await BlockingIO.run { writer?.close() }
         // Every notification gets its deadline; the run ends when the last is delivered or given up.
-        let notifyLimit = notify.deadline + notify.timeout
+        let notifyLimit = summary.interrupted ? Self.notifyGraceWhenInterrupted + notify.timeout : notify.deadline + notify.timeout
         _ = await BlockingIO.run { notifier?.finishWaiting(within: notifyLimit) }
         // Known only now: whether a file is an image is decided by its first bytes as it is read.
         if summary.foundNoImage, !summary.interrupted { logger.warning("no images found") }
