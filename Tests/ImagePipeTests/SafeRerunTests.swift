@@ -21,6 +21,22 @@ import Testing
         FileHandler(compressor: compressor, storage: storage, configuration: configuration)
     }
 
+    @Test func anAnimationTheDecoderReadsAsOneFrameIsStillUpToDateOnAReRun() async throws {
+        // The container declares three frames, and this decoder makes one frame of each: as
+        // libvips may of a malformed file. The outputs' settings are what was foreseen, so a re-run,
+        // which foresees the same, finds them in place instead of remaking them every time.
+        let storage = InMemoryStorage()
+        let compressor = ScriptedCompressor()
+        let bytes = Fixtures.data("images/formats/animated.gif")
+        let path = directory.url("anim.gif")
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let first = try await handler(storage, compressor).run(Job(path: path, relativePath: "anim.gif"))
+        #expect(first.status == .done)
+        let again = try await handler(storage, compressor).run(Job(path: path, relativePath: "anim.gif"))
+        #expect(again.status == .skipped && again.skipCode == .upToDate, "\(again.reason ?? "")")
+        #expect(compressor.calls.count == 1, "nothing was decoded again")
+    }
+
     @Test func aReRunSkipsWithoutDecodingAndReportsWhatIsInPlace() async throws {
         let storage = InMemoryStorage()
         let compressor = ScriptedCompressor()

@@ -44,7 +44,6 @@ extension FileHandler {
             width: compressed.sourceSize.width, height: compressed.sourceSize.height, format: compressed.sourceFormat,
             placeholder: compressed.placeholder)
         for (index, encoded) in compressed.variants.enumerated() {
-            context.outputs[index].animated = encoded.frames > 1
             made(&context.outputs[index], origin, encoded.size, encoded.data, encoded.spec.format.contentType)
             context.outputs[index].quality = encoded.quality
             context.outputs[index].score = encoded.score.map { ($0 * 100).rounded() / 100 }

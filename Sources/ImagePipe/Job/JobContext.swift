@@ -30,8 +30,10 @@ public struct JobContext: Sendable {
         /// What the store did with it.
         public var stored: Result<StoredObject, ImagePipeError>?
 
-        /// Whether the output holds every frame of an animated source: foreseen from the source's
-        /// container at inspection (``FrameCount``), then set from what was encoded.
+        /// Whether the output is to hold every frame of an animated source, as foreseen from the
+        /// source's container at inspection (``FrameCount``). Kept as foreseen after encoding, also
+        /// where the decoder reads the frames of a malformed file otherwise: the settings recorded
+        /// are what a re-run foresees, so it finds the output in place rather than remaking it each time.
         public var animated = false
 
         /// What the output's origin records as its variant: the spec (marked when the output is
