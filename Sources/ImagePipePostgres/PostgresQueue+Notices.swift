@@ -8,13 +8,16 @@ import Synchronization
 extension PostgresQueue {
     /// Notices whose worker stopped or died before delivering them (their hold was not renewed for
     /// a lease), and those of jobs refused at their claim; none unless this worker notifies.
-    public func takeOverNotices() async -> [JobNotice] {
-        guard configuration.keepsNotices else { return [] }
+    public func takeOverNotices(limit: Int) async -> [JobNotice] {
+        guard configuration.keepsNotices, limit > 0 else { return [] }
         let refused = refusedNotices.withLock { notices in
-            defer { notices.removeAll() }
-            return notices
+            let taken = Array(notices.prefix(limit))
+            notices.removeFirst(taken.count)
+            return taken
         }
-        let bodies = await database.takeOverNotices(queue: location.queue, hold: configuration.lease) ?? []
+        guard refused.count < limit else { return refused }
+        let bodies =
+            await database.takeOverNotices(queue: location.queue, hold: configuration.lease, limit: min(100, limit - refused.count)) ?? []
         var taken: [JobNotice] = []
         for body in bodies {
             do {
@@ -41,10 +44,15 @@ extension PostgresQueue {
 
     /// Renews the hold on the notices this worker is still sending, as heartbeats renew leases: a
     /// worker that dies stops renewing, and its notices are taken over a lease later.
-    func renewHeldNotices() async {
+    func renewHeldNotices(for hold: Duration? = nil) async {
         let ids = heldNotices.withLock { Array($0) }
         guard !ids.isEmpty else { return }
-        await database.renewNotices(ids, hold: configuration.lease)
+        await database.renewNotices(ids, hold: hold ?? configuration.lease)
+    }
+
+    /// Holds them for the rest of the stop and a lease more: upkeep has ended, heartbeats may have.
+    public func holdNotices(for duration: Duration) async {
+        await renewHeldNotices(for: duration + configuration.lease)
     }
 
     /// Deletes the notices forgotten since the last time, in one statement; kept for the next

@@ -143,9 +143,11 @@ public final class PostgresQueue: JobQueue {
         logger.error("refused", metadata: ["job": "\(row.id)", "source": "\(source)", "error": "\(error.reason)"])
         let result = JobResult(source: source, status: .failed, error: error, attempts: row.attempt)
         let notice = configuration.keepsNotices ? JobNotice(event: .discarded, job: String(row.id), result: result) : nil
-        let settled = await database.discard(
-            QueueDatabase.Fence(id: row.id, attempt: row.attempt), owner: owner,
-            failure: JSONLine.encode(AttemptRecord(result)), result: result.jsonLine(), notice: kept(notice))
+        let settled = holding(
+            notice,
+            await database.discard(
+                QueueDatabase.Fence(id: row.id, attempt: row.attempt), owner: owner,
+                failure: JSONLine.encode(AttemptRecord(result)), result: result.jsonLine(), notice: kept(notice)))
         if settled == .recorded, let notice { refusedNotices.withLock { $0.append(notice) } }
     }
 
@@ -164,6 +166,8 @@ public final class PostgresQueue: JobQueue {
     }
 
     public func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome {
+        // Notices too: heartbeats go on through a stop's drain, when upkeep has ended.
+        await renewHeldNotices()
         let fences = jobs.compactMap(Self.fence)
         guard let renewed = await database.renew(fences, owner: owner, lease: configuration.lease) else {
             // The database cannot be reached: keep the jobs; their leases may well still hold.

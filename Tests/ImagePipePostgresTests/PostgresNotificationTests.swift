@@ -77,7 +77,10 @@ struct PostgresNotificationTests {
             + "/ImagePipeRemoteStorageTests/Support/python"
         let down = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret, "--fail", "1000000"])
         let up = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret])
-        let sources = (1...3).map { fixture.directory.write("src/\($0).jpg", Fixtures.data("images/formats/small-200x150.jpg")) }
+        // Three done and one discarded: the notices of both settling statements are kept.
+        let sources =
+            (1...3).map { fixture.directory.write("src/\($0).jpg", Fixtures.data("images/formats/small-200x150.jpg")) }
+            + [fixture.directory.write("src/broken.jpg", Data("this promises a JPEG and is none\n".utf8))]
         let url = fixture.server.url(database: fixture.database)
         let environment = fixture.server.environment.merging(["IMAGEPIPE_NOTIFY_SECRET": secret]) { $1 }
         let enqueued = try await offPool {
@@ -96,14 +99,14 @@ struct PostgresNotificationTests {
         #expect(
             try await offPool {
                 eventually {
-                    (try? fixture.sql("SELECT count(*) FROM imagepipe.jobs WHERE state = 'done'")) == "3"
-                        && self.ids((try? self.received(down)) ?? []).count == 3
+                    (try? fixture.sql("SELECT count(*) FROM imagepipe.jobs WHERE state IN ('done', 'discarded')")) == "4"
+                        && self.ids((try? self.received(down)) ?? []).count == 4
                 }
             }, "\(first.log.suffix(2000))")
         first.send(SIGKILL)
         _ = try await offPool { first.waitForExit(seconds: 10) }
         let tried = ids(try received(down))
-        #expect(try fixture.sql("SELECT count(*) FROM imagepipe.notices") == "3", "kept with the results")
+        #expect(try fixture.sql("SELECT count(*) FROM imagepipe.notices") == "4", "kept with the results")
 
         let second = try worker(up, "second.log")
         #expect(
@@ -114,11 +117,9 @@ struct PostgresNotificationTests {
             "forgotten once delivered")
         second.send(SIGTERM)
         #expect(try await offPool { second.waitForExit(seconds: 30) } == 0, "\(second.log.suffix(2000))")
-        for request in try received(up) {
-            #expect(request["signature_ok"] as? Bool == true, "\(request)")
-            #expect((request["body"] as? [String: Any])?["event"] as? String == "done")
-        }
-        #expect(try received(up).count == 3, "once each")
-        #expect(try fixture.sql("SELECT string_agg(attempt::text, ',') FROM imagepipe.jobs") == "1,1,1", "no job ran again")
+        for request in try received(up) { #expect(request["signature_ok"] as? Bool == true, "\(request)") }
+        let events = try received(up).compactMap { ($0["body"] as? [String: Any])?["event"] as? String }.sorted()
+        #expect(events == ["discarded", "done", "done", "done"], "once each")
+        #expect(try fixture.sql("SELECT string_agg(attempt::text, ',') FROM imagepipe.jobs") == "1,1,1,1", "no job ran again")
     }
 }

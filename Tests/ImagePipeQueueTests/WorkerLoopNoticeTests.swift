@@ -73,5 +73,16 @@ final class HoldingNotifier: JobNotifier {
         if !holding.contains(notice.job) { settled?(notice.id) }
     }
 
+    func trySend(_ notice: JobNotice, settled: (@Sendable (String) -> Void)?) -> Bool {
+        state.withLock { state in
+            state.sent.append(notice)
+            if holding.contains(notice.job) { state.held.append(notice.id) }
+        }
+        if !holding.contains(notice.job) { settled?(notice.id) }
+        return true
+    }
+
+    var room: Int { 256 }
+
     func finish(within limit: Duration) async -> [String] { state.withLock { $0.held } }
 }

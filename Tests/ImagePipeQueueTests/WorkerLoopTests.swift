@@ -362,10 +362,11 @@ final class MemoryQueue: JobQueue {
         }
     }
 
-    func takeOverNotices() async -> [JobNotice] {
+    func takeOverNotices(limit: Int) async -> [JobNotice] {
         state.withLock { state in
-            defer { state.orphans.removeAll() }
-            return state.orphans
+            let taken = Array(state.orphans.prefix(limit))
+            state.orphans.removeFirst(taken.count)
+            return taken
         }
     }
 

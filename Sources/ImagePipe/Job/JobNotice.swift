@@ -65,6 +65,11 @@ public protocol JobNotifier: Sendable {
     /// deadline), on any thread, and never for a notice still undelivered when the notifier stops:
     /// a queue keeps the notice until then, so one a worker dies with is sent by the next.
     func send(_ notice: JobNotice, settled: (@Sendable (String) -> Void)?) async
+    /// Hands a notice over only if there is room now, never waiting: false when the notifier's
+    /// queue is full or it has stopped (the caller keeps the notice for later).
+    func trySend(_ notice: JobNotice, settled: (@Sendable (String) -> Void)?) -> Bool
+    /// How many notices ``trySend(_:settled:)`` would take now.
+    var room: Int { get }
     /// Waits until every notice handed over is delivered or given up, for at most `limit`, then
     /// stops; returns the ids of the notices still undelivered.
     func finish(within limit: Duration) async -> [String]

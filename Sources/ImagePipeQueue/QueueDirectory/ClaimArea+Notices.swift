@@ -7,9 +7,10 @@ import Glibc
 #endif
 
 /// One kept notice as `processing/AREA/.outbox/ID.json` holds it: the notice, and which claimed
-/// file it tells of (device and inode: a later delivery under the same name is another file).
+/// file it tells of: its name in the area and its inode (a later delivery under the same name is
+/// another file). No device number: another machine sharing the queue over NFS sees another one.
 struct KeptNotice: Codable {
-    var device: UInt64
+    var claim: String
     var inode: UInt64
     var notice: JobNotice
 }
@@ -25,8 +26,29 @@ extension ClaimArea {
     public func keep(_ notice: JobNotice, for relative: String) throws(ImagePipeError) {
         var info = stat()
         guard lstat(pathOf(relative), &info) == 0 else { throw FileMoves.failure("cannot keep the notice of \(relative)") }
-        let entry = KeptNotice(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), notice: notice)
+        try makeOutbox()
+        let entry = KeptNotice(claim: relative, inode: UInt64(info.st_ino), notice: notice)
         try DurableFile.write(Data(JSONLine.encode(entry).utf8), to: outbox + "/\(notice.id).json", stagingIn: path)
+    }
+
+    /// Creates the outbox once, durably: its entry in the area is fsynced, so an entry written in it
+    /// cannot vanish in a crash that the job's record survives.
+    private func makeOutbox() throws(ImagePipeError) {
+        var info = stat()
+        guard lstat(outbox, &info) != 0 else { return }
+        BlockingIO.mayBlock("mkdir \(outbox)")
+        guard mkdir(outbox, 0o755) == 0 || errno == EEXIST else { throw FileMoves.failure("cannot create \(outbox)") }
+        if let failed = DurableFile.syncDirectory(path) {
+            errno = failed.rawValue
+            throw FileMoves.failure("cannot sync \(path)")
+        }
+    }
+
+    /// The notices this area keeps under `ids`, read back (those a worker could not send now).
+    func keptNotices(_ ids: [String]) -> [JobNotice] {
+        ids.compactMap { id in
+            FileManager.default.contents(atPath: outbox + "/\(id).json").flatMap { try? JSONDecoder().decode(KeptNotice.self, from: $0).notice }
+        }
     }
 
     /// Forgets a notice delivered or given up.
@@ -49,11 +71,7 @@ extension ClaimArea {
     static func takeOverNotices(of areaPath: String, in queue: QueueDirectory, into own: ClaimArea?, logger: Logger) -> [JobNotice] {
         let names = keptNotices(in: areaPath)
         guard !names.isEmpty else { return [] }
-        var claims: [String: String] = [:]
-        for relative in QueueDirectory.files(under: areaPath).map(\.name) {
-            var info = stat()
-            if lstat(areaPath + "/" + relative, &info) == 0 { claims["\(info.st_dev):\(info.st_ino)"] = relative }
-        }
+
         var taken: [JobNotice] = []
         for name in names {
             let file = areaPath + "/.outbox/" + name
@@ -65,14 +83,15 @@ extension ClaimArea {
                 unlink(file)
                 continue
             }
-            if let claimed = claims["\(entry.device):\(entry.inode)"],
-                !isFinished(areaPath + "/" + claimed, relative: claimed, in: queue)
-            {
+            // Its job's claim still here (the same file under its name): the record is written only
+            // if the job finished. Else the claim was released, which comes after the record.
+            let claimed = areaPath + "/" + entry.claim
+            var info = stat()
+            if lstat(claimed, &info) == 0, UInt64(info.st_ino) == entry.inode, !isFinished(claimed, relative: entry.claim, in: queue) {
                 unlink(file)
                 continue
             }
-            guard let own else { continue }
-            try? DurableFile.makeParent(of: own.outbox + "/" + name)
+            guard let own, (try? own.makeOutbox()) != nil else { continue }
             if rename(file, own.outbox + "/" + name) == 0 { taken.append(entry.notice) }
         }
         if !taken.isEmpty, let own { _ = DurableFile.syncDirectory(own.outbox) }

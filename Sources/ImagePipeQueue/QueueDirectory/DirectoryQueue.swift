@@ -179,14 +179,22 @@ public final class DirectoryQueue: JobQueue {
         }
     }
 
-    public func takeOverNotices() async -> [JobNotice] {
+    public func takeOverNotices(limit: Int) async -> [JobNotice] {
         state.withLock { state in
-            defer { state.takenOver.removeAll() }
-            return state.takenOver
+            let taken = Array(state.takenOver.prefix(limit))
+            state.takenOver.removeFirst(taken.count)
+            return taken
         }
     }
 
     public func forgetNotice(_ id: String) { area.forget(notice: id) }
+
+    /// Notices this worker did not send now (no room in its notifier) are offered again at the next
+    /// upkeep; at a stop they stay in the area for the next worker.
+    public func leaveNotices(_ ids: [String]) async {
+        let notices = await BlockingIO.run { self.area.keptNotices(ids) }
+        takeOver(notices)
+    }
 
     public func release(_ jobs: [ClaimedJob]) async {
         await BlockingIO.run {
@@ -350,7 +358,8 @@ public final class DirectoryQueue: JobQueue {
             _ = try move()
             return .recorded
         } catch {
-            if let notice { area.forget(notice: notice.id) }
+            // Its notice stays: the move may have failed after the record was written. Whoever takes
+            // the area over sends it if the record is there, and drops it if not.
             logger.error(
                 "cannot finish a job; it stays claimed until this worker restarts", metadata: ["source": "\(name)", "error": "\(error.reason)"])
             return .unrecorded

@@ -63,15 +63,19 @@ public protocol JobQueue: AnyObject, Sendable {
     /// Stops reporting work and lets go of the queue; called once, after the last job is settled or released.
     func close() async
 
-    /// Notices kept with their records that workers stopped or died with undelivered, now this
-    /// worker's to send (each handed to one worker at a time). A worker that notifies asks when it
-    /// opens the queue and at every upkeep. The default, for queues that keep none, is none.
-    func takeOverNotices() async -> [JobNotice]
+    /// At most `limit` notices kept with their records that workers stopped or died with
+    /// undelivered, now this worker's to send (each handed to one worker at a time). A worker that
+    /// notifies asks when it opens the queue, at every upkeep and as it stops, for as many as its
+    /// notifier has room for. The default, for queues that keep none, is none.
+    func takeOverNotices(limit: Int) async -> [JobNotice]
     /// Forgets a kept notice once it is delivered or given up for good. Called on the notifier's
     /// threads, which may block; a queue may forget in batches, later.
     func forgetNotice(_ id: String)
-    /// This worker stops with these kept notices undelivered: the next worker may take them at once.
+    /// This worker is not sending these kept notices now (it stops with them undelivered, or its
+    /// notifier had no room for them): another worker, or this one later, may take them.
     func leaveNotices(_ ids: [String]) async
+    /// Holds the kept notices this worker is sending for `duration` more (the rest of a stop).
+    func holdNotices(for duration: Duration) async
 }
 
 extension JobQueue {
@@ -85,9 +89,10 @@ extension JobQueue {
         await discard(job, failure: failure, result: result, notice: notice)
     }
 
-    public func takeOverNotices() async -> [JobNotice] { [] }
+    public func takeOverNotices(limit: Int) async -> [JobNotice] { [] }
     public func forgetNotice(_ id: String) {}
     public func leaveNotices(_ ids: [String]) async {}
+    public func holdNotices(for duration: Duration) async {}
 
     /// Opens the queue with only a wake-up for new work.
     public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {

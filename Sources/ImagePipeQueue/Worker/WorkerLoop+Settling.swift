@@ -72,20 +72,36 @@ extension WorkerLoop {
         await notifier.send(notice) { [queue] id in queue.forgetNotice(id) }
     }
 
-    /// Sends the kept notices that workers stopped or died with (see ``JobQueue/takeOverNotices()``).
-    func sendTakenOverNotices() async {
-        guard notifier != nil else { return }
-        let notices = await queue.takeOverNotices()
-        guard !notices.isEmpty else { return }
-        logger.notice("sending the notifications a stopped worker left", metadata: ["notifications": .stringConvertible(notices.count)])
-        for notice in notices { await send(notice) }
+    /// Sends the kept notices that workers stopped or died with (see ``JobQueue/takeOverNotices(limit:)``),
+    /// as many as the notifier has room for now, never waiting for room: upkeep and the stop go on
+    /// while a receiver is down. The rest stay kept, for a later upkeep or another worker.
+    /// Returns whether more may be waiting: as many were taken as there was room for, or there was none.
+    @discardableResult
+    func sendTakenOverNotices() async -> Bool {
+        guard let notifier else { return false }
+        let room = notifier.room
+        guard room > 0 else { return true }
+        let notices = await queue.takeOverNotices(limit: room)
+        guard !notices.isEmpty else { return false }
+        let refused = notices.filter { notice in !notifier.trySend(notice, settled: { [queue] id in queue.forgetNotice(id) }) }
+        if !refused.isEmpty { await queue.leaveNotices(refused.map(\.id)) }
+        logger.notice(
+            "sending the notifications a stopped worker left", metadata: ["notifications": .stringConvertible(notices.count - refused.count)])
+        return notices.count == room || !refused.isEmpty
     }
 
     /// Gives the notifications still going out the time `limit` leaves, then stops the notifier;
     /// those still undelivered stay kept by the queue, for the next worker to send at once.
     func finishNotifying(within limit: Duration) async {
         guard let notifier else { return }
-        let left = await notifier.finish(within: max(.zero, limit))
+        let deadline = ContinuousClock.now + max(.zero, limit)
+        await queue.holdNotices(for: max(.zero, limit))
+        // Notices taken over since the last upkeep (a job refused at its claim), and those there was
+        // no room for, go out with the rest while the time lasts: room is looked for every 100 ms.
+        while await sendTakenOverNotices(), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        let left = await notifier.finish(within: max(.zero, deadline - .now))
         guard !left.isEmpty else { return }
         await queue.leaveNotices(left)
         logger.notice(

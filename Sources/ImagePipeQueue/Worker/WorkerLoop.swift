@@ -193,8 +193,6 @@ public final class WorkerLoop: Service, Sendable {
             events.send(.stopNow(.cancelled))
         }
         await logStatus()
-        // Notices taken over since the last upkeep (a job refused at its claim) go out with the rest.
-        await sendTakenOverNotices()
         let elapsed = stopRequestedAt.withLock { requested in requested.map { .now - $0 } } ?? .zero
         await finishNotifying(within: configuration.shutdownTimeout - elapsed)
         await queue.close()

@@ -21,6 +21,14 @@ extension WebhookNotifier {
         let ownDeadline = since + configuration.deadline
         var number = 1
         while true {
+            if let cutoff, ContinuousClock.now >= cutoff {
+                // Hurried (an interrupted batch): what is still queued is not tried again.
+                logger.error(
+                    "notification given up: the run was interrupted; the job's result is recorded",
+                    metadata: ["job": "\(notice.job)", "event": "\(notice.event.rawValue)", "url": "\(Self.redacted(configuration.url))"])
+                NotificationMetrics.finished(delivered: false)
+                return true
+            }
             let outcome = attempt(body)
             var metadata: Logger.Metadata = [
                 "job": "\(notice.job)", "event": "\(notice.event.rawValue)", "url": "\(Self.redacted(configuration.url))",
@@ -50,6 +58,8 @@ extension WebhookNotifier {
                 logger.warning("notification attempt failed, retrying", metadata: metadata)
                 NotificationMetrics.retry()
                 Thread.sleep(forTimeInterval: delay.timeInterval)
+                // Stopped meanwhile: the notice is left to whoever keeps it (another worker may be sending it).
+                if isStopped { return false }
                 number += 1
             }
         }

@@ -117,6 +117,20 @@ public final class WebhookNotifier: JobNotifier, @unchecked Sendable {
         }
     }
 
+    public func trySend(_ notice: JobNotice, settled: (@Sendable (String) -> Void)?) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopped, pending.count < configuration.capacity else { return false }
+        enqueueLocked(Pending(notice: notice, since: .now, settled: settled))
+        return true
+    }
+
+    public var room: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopped ? 0 : max(0, configuration.capacity - pending.count - waiters.count)
+    }
+
     /// Lets a parked producer go without its notice taking a place.
     private func withdraw(_ id: String) {
         condition.lock()
