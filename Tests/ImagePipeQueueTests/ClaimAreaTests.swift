@@ -120,22 +120,34 @@ import Testing
             link(dead.pathOf("recorded.jpg"), fixture.queue.done + "/recorded.jpg")
             try Data("{}".utf8).write(to: URL(fileURLWithPath: fixture.queue.done + "/recorded.jpg.json"))
             // cut.jpg: killed before its original moved; no record tells of it.
+            // reused.jpg: recorded, then a new delivery under its name claimed and cut short.
+            fixture.deliver("reused.jpg", "first bytes")
+            guard case .claimed = dead.claim(.init("reused.jpg")) else { return }
+            let first = JobNotice(event: .done, job: "reused.jpg", result: JobResult(source: "reused.jpg", status: .done))
+            ids["reused.jpg"] = first.id
+            try dead.keep(first, for: "reused.jpg")
+            try dead.moveOut("reused.jpg", into: fixture.queue.done, record: Data("{}".utf8), suffix: ".json")
+            fixture.deliver("reused.jpg", "second bytes")
+            guard case .claimed = dead.claim(.init("reused.jpg")) else { return }
+            let second = JobNotice(event: .done, job: "reused.jpg", result: JobResult(source: "reused.jpg", status: .done))
+            ids["reused.jpg again"] = second.id
+            try dead.keep(second, for: "reused.jpg")
         }  // The area's lock goes with it, as with the process of a worker killed.
 
         let silent = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, takingNoticesInto: nil, logger: logger)
-        #expect(silent.jobs == ["cut.jpg"] && silent.notices.isEmpty)
-        #expect(fixture.files("inbox") == ["cut.jpg"])
+        #expect(silent.jobs.sorted() == ["cut.jpg", "reused.jpg"] && silent.notices.isEmpty)
+        #expect(fixture.files("inbox") == ["cut.jpg", "reused.jpg"])
         #expect(
             Set(try FileManager.default.contentsOfDirectory(atPath: deadPath + "/.outbox"))
-                == [ids["recorded.jpg"]! + ".json", ids["released.jpg"]! + ".json"],
+                == [ids["recorded.jpg"]! + ".json", ids["released.jpg"]! + ".json", ids["reused.jpg"]! + ".json"],
             "the cut job's notice is gone; the others wait, with their area, for a worker that notifies")
 
         let own = try ClaimArea(queue: fixture.queue)
         let taken = ClaimArea.recoverAbandoned(in: fixture.queue, except: own.id, takingNoticesInto: own, logger: logger)
-        #expect(Set(taken.notices.map(\.id)) == [ids["recorded.jpg"]!, ids["released.jpg"]!])
+        #expect(Set(taken.notices.map(\.id)) == [ids["recorded.jpg"]!, ids["released.jpg"]!, ids["reused.jpg"]!])
         #expect(taken.notices.allSatisfy { $0.event == .done && $0.result.status == .done })
         #expect(!FileManager.default.fileExists(atPath: deadPath), "the emptied area is removed")
-        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: own.path + "/.outbox")).count == 2, "kept here until delivered")
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: own.path + "/.outbox")).count == 3, "kept here until delivered")
         for id in taken.notices.map(\.id) { own.forget(notice: id) }
         #expect(try FileManager.default.contentsOfDirectory(atPath: own.path + "/.outbox").isEmpty)
     }
