@@ -21,14 +21,33 @@ import Testing
         var sources = [
             size(4000, 3000), size(3000, 4000), size(6000, 4000), size(1999, 1333), size(20000, 700), size(333, 999),
             size(2049, 2047), size(641, 321), size(12000, 500), size(1, 1), size(1, 5000), size(5000, 1), size(319, 320),
-            // 30 px wide is 82.5 px tall exactly: libvips makes 82 (a shrink factor, then its inverse).
-            size(3628, 9977),
+            // Exact ties, 30 px wide: 82.5 px tall (libvips makes 82) and 727.5 (it makes 728).
+            size(3628, 9977), size(624, 15132),
         ]
         for _ in 0..<300 {
             let long = Int.random(in: 1...30000, using: &generator), short = Int.random(in: 1...9000, using: &generator)
             sources.append(Bool.random(using: &generator) ? size(long, short) : size(short, long))
         }
         return sources
+    }
+
+    /// Whether fitting `source` to `side` px along its limiting side makes the other side an exact
+    /// half in exact arithmetic (82.5 px). libvips shrinks by a whole factor before it reduces by the
+    /// rest, and at such a tie that first shrink decides which way the last pixel goes (3628x9977 and
+    /// 624x15132 go opposite ways at 30 px wide): the plan may be one pixel off there, and only there.
+    static func isTie(_ source: PixelSize, fittedTo side: Int, byWidth: Bool) -> Bool {
+        let (limiting, other) = byWidth ? (source.width, source.height) : (source.height, source.width)
+        return (2 * other * side) % (2 * limiting) == limiting
+    }
+
+    /// `made` is `planned`, or one pixel off along the other side at an exact tie.
+    static func agrees(_ made: PixelSize, _ planned: PixelSize, source: PixelSize, byWidth: Bool) -> Bool {
+        if made == planned { return true }
+        let side = byWidth ? planned.width : planned.height
+        guard isTie(source, fittedTo: side, byWidth: byWidth) else { return false }
+        return byWidth
+            ? made.width == planned.width && abs(made.height - planned.height) == 1
+            : made.height == planned.height && abs(made.width - planned.width) == 1
     }
 
     @Test func eachVariantAloneComesOutAtItsPlannedSize() throws {
@@ -42,12 +61,17 @@ import Testing
             for variant in every.sorted(by: { $0.name < $1.name }) where variant.fit == .inside {
                 // One variant: decoded straight to its own size, as the compressor does.
                 let planned = ResizePlan(source: source, variants: [variant]).outputs[0]
-                let box = VipsProbe.compressorBox(for: planned, byWidth: ResizePlan.fitsByWidth(source, variant.box), crop: false)
+                let byWidth = ResizePlan.fitsByWidth(source, variant.box)
+                let box = VipsProbe.compressorBox(for: planned, byWidth: byWidth, crop: false)
                 let made = try VipsProbe.thumbnailSize(of: source, box: box, crop: false)
-                #expect(made == planned, "\(source) \(variant.name): libvips made \(made) (IMAGEPIPE_TEST_SEED=\(seed))")
+                #expect(
+                    Self.agrees(made, planned, source: source, byWidth: byWidth),
+                    "\(source) \(variant.name): libvips made \(made), planned \(planned) (IMAGEPIPE_TEST_SEED=\(seed))")
                 // libvips asked for the variant's whole box agrees on what fits inside it.
                 let whole = try VipsProbe.thumbnailSize(of: source, box: (Int32(variant.width), Int32(variant.height)), crop: false)
-                #expect(whole == planned, "\(source) \(variant.name) in its box: libvips made \(whole) (IMAGEPIPE_TEST_SEED=\(seed))")
+                #expect(
+                    Self.agrees(whole, planned, source: source, byWidth: byWidth),
+                    "\(source) \(variant.name) in its box: libvips made \(whole), planned \(planned) (IMAGEPIPE_TEST_SEED=\(seed))")
             }
         }
     }

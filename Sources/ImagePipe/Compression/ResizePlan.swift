@@ -118,7 +118,9 @@ public struct ResizePlan: Sendable, Equatable {
         switch variant.fit {
         case .inside:
             // A shrink factor, then its inverse, as libvips computes it: on an exact half the other
-            // way rounds apart (see ``resized(_:to:byWidth:)``).
+            // way rounds apart (see ``resized(_:to:byWidth:)``). At an exact tie in exact arithmetic
+            // (82.5 px) libvips' whole-factor shrink before its reduce decides the last pixel, either
+            // way: the plan may be one pixel off along the other side there, and only there.
             let scale = 1 / max(1, sw / bw, sh / bh)
             return scaled(source, by: scale)
         case .cover:
