@@ -60,5 +60,14 @@ enum RemoteTargets {
         if let origin = Origin(metadataFields: fields) {
             require(origin.sha256.count == 64, "an origin without a full hash")
         }
+        // An uploader's focal point (`x-amz-meta-focus`), read from any header's value: a point that
+        // reads lies inside the image, and a crop centred on it stays inside too.
+        for value in fields.values {
+            guard let point = try? FetchedObject.focus(metadata: value) else { continue }
+            require((0...1).contains(point.x) && (0...1).contains(point.y), "focus '\(value)' read as \(point)")
+            let image = PixelSize(width: 4000, height: 3000), box = PixelSize(width: 320, height: 3000)
+            let offset = CropPlacement.offset(of: box, in: image, focus: point)
+            require((0...(image.width - box.width)).contains(offset.left) && offset.top == 0, "a crop at \(offset) for '\(value)'")
+        }
     }
 }
