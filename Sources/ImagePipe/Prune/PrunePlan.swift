@@ -31,6 +31,8 @@ public struct PrunePlan: Sendable {
         public var verdict: Verdict
         /// Why, for people: names the original (and what was found instead).
         public var reason: String
+        /// The origin it was judged by (nil for a foreign object).
+        public var origin: Origin?
     }
 
     /// Every object in key order.
@@ -49,7 +51,7 @@ public struct PrunePlan: Sendable {
         var problems: [String] = []
         for (key, origin) in objects.sorted(by: { $0.key < $1.key }) {
             let (verdict, reason) = Self.judge(origin, sources: sources, variants: variants, problems: &problems)
-            entries.append(Entry(key: key, verdict: verdict, reason: reason))
+            entries.append(Entry(key: key, verdict: verdict, reason: reason, origin: origin))
         }
         self.problems = problems
         recordedVariants = Set(objects.compactMap { $0.origin?.variantName })

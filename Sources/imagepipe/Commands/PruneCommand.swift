@@ -18,7 +18,8 @@ struct PruneCommand: AsyncParsableCommand {
             Without --delete nothing is changed: one line per output that would go, then a summary. \
             --delete refuses to run when a source folder could not be listed or holds no files, or a source \
             could not be read. \
-            Exit status: 0 when every output was judged (and, with --delete, every one to go is gone), \
+            Exit status: 0 when every output was judged (and, with --delete, every one to go is gone, or left \
+            because a batch wrote it again meanwhile), \
             1 when a source or an output's recorded origin could not be read, a local folder could not be \
             listed or a deletion failed, 2 for usage or configuration errors, found before anything is \
             judged: a destination that does not exist, a bucket that cannot be listed (missing, credentials \
@@ -102,14 +103,22 @@ struct PruneCommand: AsyncParsableCommand {
         try refuseIncomplete(
             plan, problems: problems, sourceCount: prepared.sourceCount, emptyFolders: prepared.emptyFolders, unknownVariants: unknownVariants)
         let storage = prepared.storage
-        let keys = plan.deletions.map(\.key)
-        let pageSize = self.pageSize
-        let failures = try await BlockingIO.run { () throws(ImagePipeError) in try storage.delete(keys, batchSize: pageSize) }
+        let (pageSize, lookups) = (self.pageSize, self.lookups)
+        let deletion = try await BlockingIO.run { () throws(ImagePipeError) in
+            try PruneSurvey.delete(plan, from: storage, batchSize: pageSize, lookups: lookups)
+        }
+        for entry in deletion.rewritten {
+            Console.shared.line(
+                "imagepipe: warning: left \(Self.shown(entry.key)): it was written again since it was judged (a batch writing into the destination?)")
+        }
+        let failures = deletion.failures
         for failure in failures {
             Console.shared.line("imagepipe: error: cannot delete \(Self.shown(failure.key)): \(failure.reason)")
         }
-        Console.shared.line(
-            "imagepipe: \(plan.summary(deleted: true))" + (failures.isEmpty ? "" : "; \(failures.count) of them could not be deleted"))
+        var summary = "imagepipe: \(plan.summary(deleted: true))"
+        if !deletion.rewritten.isEmpty { summary += "; \(deletion.rewritten.count) of them left, written again meanwhile" }
+        if !failures.isEmpty { summary += "; \(failures.count) of them could not be deleted" }
+        Console.shared.line(summary)
         if !failures.isEmpty { throw ExitCode(1) }
     }
 
@@ -135,19 +144,24 @@ struct PruneCommand: AsyncParsableCommand {
         let repositories = try StorageFactory.sources(urls, endpoints)
         let bySchema = Dictionary(repositories.map { ($0.scheme, $0) }, uniquingKeysWith: { first, _ in first })
         let inputs = sources.map { SourceScanner.Input($0) }
-        // A destination inside a source folder is not read back as sources, as in a batch.
-        let scan = try SourceScanner(inputs: inputs, excluding: [storage.location], sources: bySchema).scan()
         if storage is LocalDirectoryStorage, !FileManager.default.fileExists(atPath: storage.location) {
             throw .configuration("destination \(storage.location) does not exist")
         }
-        let keys = try storage.allKeys(pageSize: pageSize)
-        let objects = try OriginLookup.origins(of: keys, in: storage, concurrency: lookups)
-        // A name the scan found but could not take (a link whose target is gone) may be an
-        // unmounted disk's: its outputs are kept, and --delete refuses.
-        let unavailable = Dictionary(
-            scan.skipped.map { ($0.source, $0.reason ?? "could not be read") }, uniquingKeysWith: { first, _ in first })
-        let digests = SourceDigests(jobs: scan.jobs, unavailable: unavailable, repositories: bySchema, maxSourceBytes: maxSourceBytes)
-        let plan = PrunePlan(objects: objects, sources: digests, variants: variants)
+        // A destination inside a source folder is not read back as sources, as in a batch.
+        let scanner = SourceScanner(inputs: inputs, excluding: [storage.location], sources: bySchema)
+        // A source that does not exist stops the prune before the destination is read.
+        try scanner.check()
+        let maxSourceBytes = self.maxSourceBytes
+        // The destination first, then the sources: see PruneSurvey for a batch writing meanwhile.
+        let (plan, scan) = try PruneSurvey.plan(of: storage, pageSize: pageSize, lookups: lookups, variants: variants) {
+            () throws(ImagePipeError) in
+            let scan = try scanner.scan()
+            // A name the scan found but could not take (a link whose target is gone) may be an
+            // unmounted disk's: its outputs are kept, and --delete refuses.
+            let unavailable = Dictionary(
+                scan.skipped.map { ($0.source, $0.reason ?? "could not be read") }, uniquingKeysWith: { first, _ in first })
+            return (scan, SourceDigests(jobs: scan.jobs, unavailable: unavailable, repositories: bySchema, maxSourceBytes: maxSourceBytes))
+        }
         return Prepared(
             plan: plan, variants: variants, storage: storage, unlisted: scan.unreadable, sourceCount: scan.jobs.count,
             emptyFolders: scan.emptyFolders)

@@ -1,0 +1,64 @@
+// The order of a prune's looks, and the check before each deletion, that keep a batch writing into the destination meanwhile from losing outputs.
+
+/// How a prune looks at a destination while a batch (or a worker) may be writing into it: the
+/// destination first, the sources after, and each output looked up again just before it goes.
+///
+/// - An output a batch writes after the listing is not among the objects judged. One written before
+///   it was made from a source the batch had already read, which the later look at the sources
+///   finds: it is kept. (Looking at the sources first, a source added after that look, with an
+///   output written before the listing, would make its output look orphaned.)
+/// - An output judged stale (`changed`, or an orphan) that a batch writes again before the deletion
+///   records another origin by then: it is left, and reported, since it is not what was judged.
+///
+/// What remains is the time between an output's last look-up and its removal (one `unlink`, or one
+/// batch removal request): a batch writing that same key within it loses that output. A prune run
+/// while no batch writes into the destination has no race at all.
+public enum PruneSurvey {
+    /// The plan for `storage`'s objects: every key listed and its origin read, then `scan` run for
+    /// the sources as they are now, then each object judged against them.
+    ///
+    /// - Returns: the plan and what `scan` returned beside the sources' digests.
+    public static func plan<Scan>(
+        of storage: any PrunableStorage, pageSize: Int, lookups: Int, variants: Set<String>,
+        scan: () throws(ImagePipeError) -> (Scan, SourceDigests)
+    ) throws(ImagePipeError) -> (plan: PrunePlan, scan: Scan) {
+        let keys = try storage.allKeys(pageSize: pageSize)
+        let objects = try OriginLookup.origins(of: keys, in: storage, concurrency: lookups)
+        let (scanned, digests) = try scan()
+        return (PrunePlan(objects: objects, sources: digests, variants: variants), scanned)
+    }
+
+    /// What a deletion did beyond removing objects.
+    public struct Deletion: Sendable {
+        /// Keys the store did not remove, with its reasons.
+        public var failures: [KeyFailure] = []
+        /// Outputs left because they record another origin than the one judged: written again
+        /// since the plan was made.
+        public var rewritten: [PrunePlan.Entry] = []
+        /// Outputs that were gone already when looked up again (removed by someone else).
+        public var vanished: [PrunePlan.Entry] = []
+    }
+
+    /// Removes the plan's deletions, each only if it still records the origin it was judged by.
+    ///
+    /// - Throws: when the look-ups fail or a removal request fails as a whole (see
+    ///   ``PrunableStorage/delete(_:batchSize:)``); nothing is removed after a failed look-up.
+    public static func delete(
+        _ plan: PrunePlan, from storage: any PrunableStorage, batchSize: Int, lookups: Int
+    ) throws(ImagePipeError) -> Deletion {
+        let candidates = plan.deletions
+        let current = try OriginLookup.origins(of: candidates.map(\.key), in: storage, concurrency: lookups)
+        let now = Dictionary(current.map { ($0.key, $0.origin) }, uniquingKeysWith: { first, _ in first })
+        var deletion = Deletion()
+        var keys: [String] = []
+        for entry in candidates {
+            guard let origin = now[entry.key] else {
+                deletion.vanished.append(entry)
+                continue
+            }
+            if origin == entry.origin { keys.append(entry.key) } else { deletion.rewritten.append(entry) }
+        }
+        deletion.failures = try storage.delete(keys, batchSize: batchSize)
+        return deletion
+    }
+}
