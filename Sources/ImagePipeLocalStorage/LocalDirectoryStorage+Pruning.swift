@@ -35,6 +35,9 @@ extension LocalDirectoryStorage: PrunableStorage {
         return keys.sorted()
     }
 
+    /// A directory removes one file a call.
+    public var removesSeveralAtOnce: Bool { false }
+
     /// One `unlink` a key (and the directories it leaves empty, as ``delete(_:)`` does).
     public func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure] {
         BlockingIO.mayBlock("remove files under \(root)")

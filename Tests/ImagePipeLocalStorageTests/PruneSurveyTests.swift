@@ -66,6 +66,29 @@ import Testing
         #expect(deletion.failures.isEmpty && deletion.vanished.isEmpty)
         #expect(directory.files(under: "out") == ["photo-large.jpg"], "the fresh output stays, the orphan goes")
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.url("out/photo-large.jpg"))) == Data("output of second pixels".utf8))
+        #expect(
+            deletion.summary(of: plan)
+                == "0 outputs kept, 2 to delete (orphaned: 1, changed: 1, dropped variant: 0), 0 foreign left alone: "
+                + "1 deleted, 1 left, written again since they were judged")
+    }
+
+    @Test func aDirectoryIsCheckedAndPrunedOneOutputAtATimeSoOneRewrittenDuringTheDeletionsIsLeft() throws {
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        for name in ["a.jpg", "b.jpg", "c.jpg"] {
+            try batch(name, "first \(name)", into: storage)
+            directory.write("src/" + name, Data("edited \(name)".utf8))
+        }
+        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, variants: Self.variants) {
+            () throws(ImagePipeError) in ((), try scanSources())
+        }
+        #expect(plan.deletions.map(\.verdict) == [.changed, .changed, .changed])
+        // The batch remakes c's output while the prune removes a's.
+        let watched = RemovalWatcher(storage) { key throws(ImagePipeError) in
+            if key == "a-large.jpg" { try batch("c.jpg", "edited c.jpg", into: storage) }
+        }
+        let deletion = try PruneSurvey.delete(plan, from: watched, batchSize: 1000, lookups: 4)
+        #expect(deletion.rewritten.map(\.key) == ["c-large.jpg"])
+        #expect(directory.files(under: "out") == ["c-large.jpg"])
     }
 
     @Test func anOutputRemovedByOthersBeforeTheDeletionIsNoFailure() throws {
@@ -79,5 +102,31 @@ import Testing
         try FileManager.default.removeItem(atPath: directory.url("out/gone-large.jpg"))
         let deletion = try PruneSurvey.delete(plan, from: storage, batchSize: 1000, lookups: 4)
         #expect(deletion.vanished.map(\.key) == ["gone-large.jpg"] && deletion.failures.isEmpty && deletion.rewritten.isEmpty)
+    }
+}
+
+/// A directory that runs `removed` after each file it removes: a batch writing between two removals.
+private struct RemovalWatcher: PrunableStorage {
+    let storage: LocalDirectoryStorage
+    let removed: @Sendable (String) throws(ImagePipeError) -> Void
+
+    init(_ storage: LocalDirectoryStorage, removed: @escaping @Sendable (String) throws(ImagePipeError) -> Void) {
+        self.storage = storage
+        self.removed = removed
+    }
+
+    var keyLimits: KeyLimits { storage.keyLimits }
+    var location: String { storage.location }
+    var removesSeveralAtOnce: Bool { storage.removesSeveralAtOnce }
+    func put(_ object: StorageObject) throws(ImagePipeError) -> StoredObject { try storage.put(object) }
+    func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? { try storage.existing(key) }
+    func delete(_ key: String) throws(ImagePipeError) { try storage.delete(key) }
+    func probe() throws(ImagePipeError) { try storage.probe() }
+    func allKeys(pageSize: Int) throws(ImagePipeError) -> [String] { try storage.allKeys(pageSize: pageSize) }
+
+    func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure] {
+        let failures = try storage.delete(keys, batchSize: batchSize)
+        for key in keys { try removed(key) }
+        return failures
     }
 }

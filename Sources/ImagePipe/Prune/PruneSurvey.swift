@@ -10,9 +10,13 @@
 /// - An output judged stale (`changed`, or an orphan) that a batch writes again before the deletion
 ///   records another origin by then: it is left, and reported, since it is not what was judged.
 ///
-/// What remains is the time between an output's last look-up and its removal (one `unlink`, or one
-/// batch removal request): a batch writing that same key within it loses that output. A prune run
-/// while no batch writes into the destination has no race at all.
+/// What remains is the time between an output's last look-up and its removal: a batch writing that
+/// same key within it loses that output (the next batch makes it again). Outputs are looked up and
+/// removed a slice at a time (one key for a directory, one removal request's worth for a store), so
+/// that time is one `unlink`, or one slice's look-ups and its request, however many outputs go. And
+/// an original deleted and then put back with the same bytes while the prune runs gives its outputs
+/// the origin they were judged by, so they still go. A prune run while no batch writes into the
+/// destination has no race at all.
 public enum PruneSurvey {
     /// The plan for `storage`'s objects: every key listed and its origin read, then `scan` run for
     /// the sources as they are now, then each object judged against them.
@@ -39,26 +43,47 @@ public enum PruneSurvey {
         public var vanished: [PrunePlan.Entry] = []
     }
 
-    /// Removes the plan's deletions, each only if it still records the origin it was judged by.
+    /// Removes the plan's deletions, each only if it still records the origin it was judged by,
+    /// looking up and removing `batchSize` of them at a time (one at a time for a store that
+    /// removes them one by one, ``PrunableStorage/removesSeveralAtOnce``).
     ///
-    /// - Throws: when the look-ups fail or a removal request fails as a whole (see
-    ///   ``PrunableStorage/delete(_:batchSize:)``); nothing is removed after a failed look-up.
+    /// - Throws: when a look-up fails or a removal request fails as a whole (see
+    ///   ``PrunableStorage/delete(_:batchSize:)``); nothing more is removed after it, and the error
+    ///   names the keys the slices before it did not remove.
     public static func delete(
         _ plan: PrunePlan, from storage: any PrunableStorage, batchSize: Int, lookups: Int
     ) throws(ImagePipeError) -> Deletion {
-        let candidates = plan.deletions
-        let current = try OriginLookup.origins(of: candidates.map(\.key), in: storage, concurrency: lookups)
-        let now = Dictionary(current.map { ($0.key, $0.origin) }, uniquingKeysWith: { first, _ in first })
+        let slice = storage.removesSeveralAtOnce ? max(1, batchSize) : 1
+        let judged = Dictionary(plan.deletions.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         var deletion = Deletion()
-        var keys: [String] = []
-        for entry in candidates {
-            guard let origin = now[entry.key] else {
-                deletion.vanished.append(entry)
-                continue
+        deletion.failures = try KeyFailure.removingInBatches(plan.deletions.map(\.key), of: slice) {
+            (keys: [String]) throws(ImagePipeError) -> [KeyFailure] in
+            let current = try OriginLookup.origins(of: keys, in: storage, concurrency: lookups)
+            let now = Dictionary(current.map { ($0.key, $0.origin) }, uniquingKeysWith: { first, _ in first })
+            var unchanged: [String] = []
+            for key in keys {
+                guard let entry = judged[key] else { continue }
+                guard let origin = now[key] else {
+                    deletion.vanished.append(entry)
+                    continue
+                }
+                if origin == entry.origin { unchanged.append(key) } else { deletion.rewritten.append(entry) }
             }
-            if origin == entry.origin { keys.append(entry.key) } else { deletion.rewritten.append(entry) }
+            return try storage.delete(unchanged, batchSize: slice)
         }
-        deletion.failures = try storage.delete(keys, batchSize: batchSize)
         return deletion
+    }
+}
+
+extension PruneSurvey.Deletion {
+    /// The summary of a prune with `--delete`: the plan's, saying `deleted` when every output to
+    /// delete went; else the plan's `to delete` and then how many went, were left and failed.
+    public func summary(of plan: PrunePlan) -> String {
+        guard !rewritten.isEmpty || !failures.isEmpty else { return plan.summary(deleted: true) }
+        let gone = plan.deletions.count - rewritten.count - failures.count
+        var parts = ["\(gone) deleted"]
+        if !rewritten.isEmpty { parts.append("\(rewritten.count) left, written again since they were judged") }
+        if !failures.isEmpty { parts.append("\(failures.count) could not be deleted") }
+        return plan.summary(deleted: false) + ": " + parts.joined(separator: ", ")
     }
 }

@@ -20,6 +20,10 @@ public protocol PrunableStorage: StorageRepository {
     /// - Throws: when a request as a whole failed (after its retries): the keys of the batches not
     ///   yet sent are then untouched, and the error names those the batches before did not remove.
     func delete(_ keys: [String], batchSize: Int) throws(ImagePipeError) -> [KeyFailure]
+
+    /// Whether one request removes several objects: a prune then checks and removes a request's
+    /// worth at a time, else one object at a time (see ``PruneSurvey``).
+    var removesSeveralAtOnce: Bool { get }
 }
 
 /// A key a batch removal did not remove, and why.
@@ -63,6 +67,8 @@ extension KeyFailure {
 }
 
 extension PrunableStorage {
+    public var removesSeveralAtOnce: Bool { true }
+
     /// Removes the keys one request each, for stores without a batch removal: a key whose removal
     /// fails is reported and the others still go.
     public func deleteOneByOne(_ keys: [String]) -> [KeyFailure] {

@@ -109,16 +109,14 @@ struct PruneCommand: AsyncParsableCommand {
         }
         for entry in deletion.rewritten {
             Console.shared.line(
-                "imagepipe: warning: left \(Self.shown(entry.key)): it was written again since it was judged (a batch writing into the destination?)")
+                "imagepipe: warning: left \(Self.shown(entry.key)): it was written again since it was judged (by a batch writing into the destination?)"
+            )
         }
         let failures = deletion.failures
         for failure in failures {
             Console.shared.line("imagepipe: error: cannot delete \(Self.shown(failure.key)): \(failure.reason)")
         }
-        var summary = "imagepipe: \(plan.summary(deleted: true))"
-        if !deletion.rewritten.isEmpty { summary += "; \(deletion.rewritten.count) of them left, written again meanwhile" }
-        if !failures.isEmpty { summary += "; \(failures.count) of them could not be deleted" }
-        Console.shared.line(summary)
+        Console.shared.line("imagepipe: \(deletion.summary(of: plan))")
         if !failures.isEmpty { throw ExitCode(1) }
     }
 
@@ -149,7 +147,8 @@ struct PruneCommand: AsyncParsableCommand {
         }
         // A destination inside a source folder is not read back as sources, as in a batch.
         let scanner = SourceScanner(inputs: inputs, excluding: [storage.location], sources: bySchema)
-        // A source that does not exist stops the prune before the destination is read.
+        // A local source that does not exist stops the prune before the destination is read (a
+        // bucket that cannot be listed is found when the sources are scanned, after the listing).
         try scanner.check()
         let maxSourceBytes = self.maxSourceBytes
         // The destination first, then the sources: see PruneSurvey for a batch writing meanwhile.
