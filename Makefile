@@ -71,6 +71,7 @@ fuzz-check: fuzz-build
 	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh replay
 	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh run $(FUZZ_CHECK_SECONDS)
 	$(SWIFT) build --scratch-path $(ASAN_BUILD) --product imagepipe --sanitize address -Xcc -fsanitize=undefined -Xcc -fno-sanitize=vptr
+	$(SWIFT) build --build-tests
 	IMAGEPIPE_SANITIZED_BINARY=$(CURDIR)/$(ASAN_BUILD)/debug/imagepipe $(SWIFT) test --skip-build --filter SanitizedBatchTests
 
 # One layout for all Swift code (swift-format from the toolchain, settings in .ci/swift-format.json:

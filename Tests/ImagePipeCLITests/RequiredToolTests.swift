@@ -16,4 +16,12 @@ import Testing
         }
         #expect(try await ConditionTrait.requires(present, inCI: true).evaluate())
     }
+
+    @Test func aTestThatNeedsRootSkipsWithoutItOutsideCIAndFailsInCISayingWhy() async throws {
+        #expect(try await ConditionTrait.requiresRoot("mount a tmpfs", inCI: false, isRoot: false).evaluate() == false)
+        await #expect {
+            try await ConditionTrait.requiresRoot("mount a tmpfs", inCI: true, isRoot: false).evaluate()
+        } throws: { error in "\(error)".contains("needs root to mount a tmpfs") }
+        #expect(try await ConditionTrait.requiresRoot("mount a tmpfs", inCI: true, isRoot: true).evaluate())
+    }
 }

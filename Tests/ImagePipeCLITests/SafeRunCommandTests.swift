@@ -211,7 +211,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: getuid() == 0, "mounts a tmpfs")) func aReadOnlyDestinationStopsBatchAndWatchWithExitStatus2() throws {
+    @Test(.requiresRoot("mount a tmpfs")) func aReadOnlyDestinationStopsBatchAndWatchWithExitStatus2() throws {
         makeSources(["landscape.jpg"])
         let mount = try #require(Mount(at: directory.url("ro"), options: "ro,size=1m"))
         let batch = try CommandRunner.run(["batch", directory.url("src"), "--dest", mount.path])
@@ -224,7 +224,7 @@ import Testing
         #expect(watch.stderr.contains("Read-only file system"), "\(watch.stderr)")
     }
 
-    @Test(.enabled(if: getuid() == 0, "mounts a tmpfs")) func aFullDestinationStopsTheBatchAndLeavesNoPartialOutputs() throws {
+    @Test(.requiresRoot("mount a tmpfs")) func aFullDestinationStopsTheBatchAndLeavesNoPartialOutputs() throws {
         let names = (0..<10).map { "photo\($0).jpg" }
         for (index, name) in names.enumerated() {
             CommandRunner.copyFixture("images/formats/" + Self.photos[index % Self.photos.count], to: directory, as: "src/" + name)

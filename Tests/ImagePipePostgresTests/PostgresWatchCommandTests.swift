@@ -134,7 +134,7 @@ struct PostgresWatchCommandTests {
 
     /// Two hosts: a worker in a network namespace of its own reaches PostgreSQL over a veth link,
     /// which is cut in the middle of its job, as a failed switch or a partition would.
-    @Test(.enabled(if: getuid() == 0, "needs root to make a network namespace"), .requires(.ip))
+    @Test(.requiresRoot("make a network namespace"), .requires(.ip))
     func aWorkerCutOffFromTheDatabaseLosesItsJobToAnotherHostAndItsResultIsRefused() async throws {
         let host = try NetworkNamespace()
         let server = try PostgresServer(listen: host.hostAddress)

@@ -122,13 +122,19 @@ import Testing
             // cut.jpg: killed before its original moved; no record tells of it.
             // reused.jpg: recorded, then a new delivery under its name claimed and cut short.
             fixture.deliver("reused.jpg", "first bytes")
-            guard case .claimed = dead.claim(.init("reused.jpg")) else { return }
+            guard case .claimed = dead.claim(.init("reused.jpg")) else {
+                Issue.record("reused.jpg was not claimed")
+                return
+            }
             let first = JobNotice(event: .done, job: "reused.jpg", result: JobResult(source: "reused.jpg", status: .done))
             ids["reused.jpg"] = first.id
             try dead.keep(first, for: "reused.jpg")
             try dead.moveOut("reused.jpg", into: fixture.queue.done, record: Data("{}".utf8), suffix: ".json")
             fixture.deliver("reused.jpg", "second bytes")
-            guard case .claimed = dead.claim(.init("reused.jpg")) else { return }
+            guard case .claimed = dead.claim(.init("reused.jpg")) else {
+                Issue.record("reused.jpg was not claimed")
+                return
+            }
             let second = JobNotice(event: .done, job: "reused.jpg", result: JobResult(source: "reused.jpg", status: .done))
             ids["reused.jpg again"] = second.id
             try dead.keep(second, for: "reused.jpg")

@@ -40,6 +40,9 @@ public struct RequiredTool: Sendable, CustomStringConvertible {
     /// Whether the tests run in CI, where no test may be skipped for want of a program.
     public static var inCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
+    /// Whether the tests run as root (CI's do).
+    public static var isRoot: Bool { getuid() == 0 }
+
     public static let promtool = RequiredTool("promtool", at: "/usr/bin/promtool", package: "prometheus")
     public static let prometheus = RequiredTool("prometheus", at: "/usr/bin/prometheus", package: "prometheus")
     public static let chromium = RequiredTool("chromium", at: "/usr/bin/chromium", package: "chromium")
@@ -70,4 +73,24 @@ extension Trait where Self == ConditionTrait {
             return false
         }
     }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs the test as root only (`why`: what it needs root for). Otherwise it is skipped, or,
+    /// under `CI=true` (where the tests run as root), fails saying so.
+    public static func requiresRoot(
+        _ why: String, inCI: Bool = RequiredTool.inCI, isRoot: Bool = RequiredTool.isRoot, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Self {
+        .enabled("needs root to \(why)", sourceLocation: sourceLocation) {
+            if isRoot { return true }
+            if inCI { throw NotRoot(why: why) }
+            return false
+        }
+    }
+}
+
+/// A test that needs root run without it under CI.
+public struct NotRoot: Error, CustomStringConvertible {
+    public let why: String
+    public var description: String { "needs root to \(why); under CI=true a test never skips for it" }
 }
