@@ -10,6 +10,23 @@ import Testing
 @Suite struct HostileAnswerTests {
     let folder = ObjectLocation(scheme: "s3", bucket: "media", key: "")
 
+    @Test func aDeleteObjectsRefusalOfAKeyWhoseNameStartsWithACombiningMarkNamesItWithoutThePrefix() throws {
+        // `web/` and a combining mark after it are one character: the prefix is taken off as bytes.
+        let answer = "<DeleteResult><Error><Key>web/\u{301}x.jpg</Key><Code>AccessDenied</Code></Error></DeleteResult>"
+        let failures = try S3Storage.deleteFailures(answer, bucket: "media", prefix: "web/")
+        #expect(failures.map(\.key) == ["\u{301}x.jpg"])
+        #expect(failures.first?.reason == "DeleteObjects refused s3://media/web/\u{301}x.jpg: AccessDenied")
+        #expect(throws: ImagePipeError.self) { try S3Storage.deleteFailures("<html>busy</html>", bucket: "media", prefix: "web/") }
+    }
+
+    @Test func aSupabaseObjectInfoWithANegativeSizeGivesNone() {
+        let info = SupabaseStorage.objectInfo(Data(#"{"size": -5, "etag": "\"e\"", "metadata": "none"}"#.utf8))
+        #expect(SupabaseStorage.size(inObjectInfo: info) == nil)
+        #expect(SupabaseStorage.existingObject(info: info, url: "u").bytes == 0)
+        #expect(SupabaseStorage.removedNames(Data(#"[{"name": "web/a.jpg"}, {"name": 7}]"#.utf8)) == ["web/a.jpg"])
+        #expect(SupabaseStorage.removedNames(Data("{}".utf8)) == nil)
+    }
+
     @Test func aKeyThatStartsWithAByteOrderMarkKeepsIt() {
         // Foundation's percent-decoding dropped it: the listing named another object, `a.jpg`.
         #expect(S3SourceRepository.urlDecoded("%EF%BB%BFa.jpg") == "\u{FEFF}a.jpg")

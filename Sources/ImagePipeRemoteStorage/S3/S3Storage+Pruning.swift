@@ -39,7 +39,15 @@ extension S3Storage: PrunableStorage {
                 payloadHash: Digests.sha256(body).hexString
             ).text
         }
-        // A 200 whose body is no DeleteResult says nothing of which keys went: none is taken as gone.
+        return try Self.deleteFailures(answer, bucket: bucket, prefix: prefix)
+    }
+
+    /// The keys a DeleteObjects answer says were not removed, each with S3's code and message, the
+    /// prefix taken off.
+    ///
+    /// - Throws: `storage_rejected` for a 200 whose body is no DeleteResult: it says nothing of which
+    ///   keys went, and none is taken as gone.
+    package static func deleteFailures(_ answer: String, bucket: String, prefix: String) throws(ImagePipeError) -> [KeyFailure] {
         guard answer.contains("<DeleteResult") else {
             throw ImagePipeError(
                 .storageRejected, "DeleteObjects under s3://\(bucket)/\(prefix) answered without a DeleteResult: \(answer.prefix(200))")
@@ -49,7 +57,8 @@ extension S3Storage: PrunableStorage {
             let code = XMLText.first("Code", in: error) ?? "error"
             let message = XMLText.first("Message", in: error) ?? ""
             return KeyFailure(
-                key: key.hasPrefix(prefix) ? String(key.dropFirst(prefix.count)) : key,
+                // Compared as bytes: a `/` and a combining mark after it are one character.
+                key: key.utf8.starts(with: prefix.utf8) ? String(decoding: key.utf8.dropFirst(prefix.utf8.count), as: UTF8.self) : key,
                 reason: "DeleteObjects refused s3://\(bucket)/\(key): \(code)\(message.isEmpty ? "" : " (\(message))")")
         }
     }

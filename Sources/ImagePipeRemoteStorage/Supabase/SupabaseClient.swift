@@ -66,7 +66,7 @@ final class SupabaseClient: Sendable {
                 throw error
             }
         }
-        return response.map { (try? JSONSerialization.jsonObject(with: $0.body)) as? [String: Any] ?? [:] }
+        return response.map { SupabaseStorage.objectInfo($0.body) }
     }
 
     /// `GET /storage/v1/bucket/BUCKET`: a missing bucket, a refused key or an unreachable project

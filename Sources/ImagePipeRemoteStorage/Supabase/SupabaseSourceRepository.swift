@@ -104,7 +104,7 @@ public final class SupabaseSourceRepository: SourceRepository {
             throw error.failure.sourceError(location.description, attempts: error.attempts, isNotFound: false, maxBytes: .max)
         }
         return found.map { info in
-            ListedObject(location: location, bytes: info["size"] as? Int, etag: FetchedObject.unquoted(info["etag"] as? String))
+            ListedObject(location: location, bytes: SupabaseStorage.size(inObjectInfo: info), etag: FetchedObject.unquoted(info["etag"] as? String))
         }
     }
 

@@ -1,5 +1,5 @@
 // Looking up, removing and probing Supabase Storage objects: object info with its user metadata, DELETE, the bucket.
-import Foundation
+package import Foundation
 public import ImagePipe
 
 extension SupabaseStorage {
@@ -25,11 +25,23 @@ extension SupabaseStorage {
         } catch {
             throw error.failure.imagePipeError("info supabase://\(configuration.destination.bucket)/\(fullKey)", attempts: error.attempts)
         }
-        guard let info = found else { return nil }
+        return found.map { Self.existingObject(info: $0, url: configuration.objectURL(forKey: fullKey)) }
+    }
+
+    /// An object-info answer as a JSON object; empty when it is none.
+    package static func objectInfo(_ body: Data) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
+    }
+
+    /// The size an object-info answer gives: nil when it gives none, or none that can be a size.
+    package static func size(inObjectInfo info: [String: Any]) -> Int? {
+        (info["size"] as? Int).flatMap { $0 >= 0 ? $0 : nil }
+    }
+
+    /// What an object-info answer says of an object: its recorded origin (the user metadata) and size.
+    package static func existingObject(info: [String: Any], url: String) -> ExistingObject {
         let fields = (info["metadata"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
-        return ExistingObject(
-            origin: Origin(metadataFields: fields), bytes: (info["size"] as? Int) ?? 0,
-            url: configuration.objectURL(forKey: fullKey))
+        return ExistingObject(origin: Origin(metadataFields: fields), bytes: Self.size(inObjectInfo: info) ?? 0, url: url)
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {

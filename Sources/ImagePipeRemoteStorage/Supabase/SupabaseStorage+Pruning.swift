@@ -1,5 +1,5 @@
 // Listing the destination's keys (the list API, paged, folder by folder) and removing them in batches for `imagepipe prune`.
-import Foundation
+package import Foundation
 public import ImagePipe
 
 extension SupabaseStorage: PrunableStorage {
@@ -36,13 +36,18 @@ extension SupabaseStorage: PrunableStorage {
         let response = try run("delete \(keys.count) objects under", destination.prefix) { (_) throws(RequestFailure) in
             try supabase.send(request)
         }
-        guard let removed = (try? JSONSerialization.jsonObject(with: response.body)) as? [[String: Any]] else {
+        guard let gone = Self.removedNames(response.body) else {
             throw ImagePipeError(
                 .storageRejected,
                 "removing objects under supabase://\(destination.bucket)/\(destination.prefix) answered with no list of removed objects")
         }
-        let gone = Set(removed.compactMap { $0["name"] as? String })
         return Self.notRemoved(keys, answered: gone, in: destination) { (key) throws(ImagePipeError) in try existing(key) != nil }
+    }
+
+    /// The names a removal answer lists as removed (a JSON array of objects); nil when it is no such list.
+    package static func removedNames(_ body: Data) -> Set<String>? {
+        guard let removed = (try? JSONSerialization.jsonObject(with: body)) as? [[String: Any]] else { return nil }
+        return Set(removed.compactMap { $0["name"] as? String })
     }
 
     /// The keys of one batch removal that may still be there: those whose names the answer left out

@@ -15,6 +15,13 @@ enum RemoteTargets {
         let escaped = XMLText.escape(text)
         require(XMLText.unescape(escaped) == text, "escaping does not read back")
         require(XMLText.first("ETag", in: "<ETag>\(escaped)</ETag>") == text, "an escaped element does not read back")
+        // A DeleteObjects answer (prune): each key it says was not removed, the prefix taken off.
+        if let failures = try? S3Storage.deleteFailures(text, bucket: "media", prefix: "web/") {
+            require(failures.count == XMLText.elements("Error", in: text).count, "an <Error> lost")
+            for failure in failures { require(!failure.reason.isEmpty, "a failure without a reason") }
+        } else {
+            require(!text.contains("<DeleteResult"), "a DeleteResult refused")
+        }
     }
 
     /// A ListObjectsV2 page of a folder, as the S3 source lists it.
@@ -38,6 +45,12 @@ enum RemoteTargets {
             for object in listed.objects { require(object.location.key.utf8.starts(with: prefix), "object key '\(object.location.key)'") }
         }
         _ = SupabaseErrorResponse.failure(HTTPResponse(status: 400, headers: [], body: data))
+        // An object-info answer (a prune's look-up, a source's size and ETag): a size is never negative.
+        let info = SupabaseStorage.objectInfo(data)
+        let existing = SupabaseStorage.existingObject(info: info, url: "https://example.test/o")
+        require(existing.bytes >= 0 && (SupabaseStorage.size(inObjectInfo: info) ?? 0) >= 0, "a negative size from \(info)")
+        // A bulk removal's answer: the names it lists, or none.
+        _ = SupabaseStorage.removedNames(data)
     }
 
     /// Keys as listings send them (`encoding-type=url`), keys as requests encode them, and the origin
