@@ -94,11 +94,12 @@ import Testing
         store = try HelperProcess("hostile_store.py")
     }
 
-    func listingError(_ bucket: String) throws -> ImagePipeError? {
-        let configuration = S3Configuration(
+    func listingError(_ bucket: String, maxListedEntries: Int = ListingBound.defaultMaxEntries) throws -> ImagePipeError? {
+        var configuration = S3Configuration(
             destination: try RemoteDestination(bucket: "out", prefix: ""), region: "us-east-1",
             endpoint: try ServiceEndpoint(parsing: "http://127.0.0.1:\(store.port)", what: "endpoint"),
             credentials: AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret"), retry: .fast)
+        configuration.maxListedEntries = maxListedEntries
         let repository = S3SourceRepository(configuration: configuration)
         return thrownError { () throws(ImagePipeError) in try repository.list(ObjectLocation(scheme: "s3", bucket: bucket, key: "orig/")) }
     }
@@ -113,5 +114,34 @@ import Testing
     @Test func aContinuationTokenGivenTwiceStopsTheListing() throws {
         let error = try #require(try listingError("same-token"))
         #expect(error.reason == "listing s3://same-token/orig/ stopped: the store gave the continuation token 'again' a second time")
+    }
+
+    // Without the bound the listing would go on for ever: the time limit makes that a failure.
+    @Test(.timeLimit(.minutes(1))) func aListingThatNeverEndsStopsAtTheBoundNamingIt() throws {
+        // New tokens for ever, three objects a page: the bound stops it after the page that passes 10.
+        let error = try #require(try listingError("endless", maxListedEntries: 10))
+        #expect(error.code == .configuration)
+        #expect(error.reason.hasPrefix("listing s3://endless/orig/ stopped: it holds more than 10 entries"), "\(error.reason)")
+    }
+
+    func supabaseListingError(_ bucket: String, maxListedEntries: Int = ListingBound.defaultMaxEntries) throws -> ImagePipeError? {
+        var configuration = SupabaseConfiguration(
+            projectURL: try ServiceEndpoint(parsing: "http://127.0.0.1:\(store.port)", what: "project"), key: "key",
+            destination: try RemoteDestination(bucket: "out", prefix: ""), listPageSize: 4, retry: .fast)
+        configuration.maxListedEntries = maxListedEntries
+        let repository = SupabaseSourceRepository(configuration: configuration)
+        return thrownError { () throws(ImagePipeError) in try repository.list(ObjectLocation(scheme: "supabase", bucket: bucket, key: "orig/")) }
+    }
+
+    // Without the bound the listing would go on for ever: the time limit makes that a failure.
+    @Test(.timeLimit(.minutes(1))) func aSupabaseStoreThatIgnoresTheOffsetStopsTheListing() throws {
+        let error = try #require(try supabaseListingError("same-page"))
+        #expect(error.reason == "listing supabase://same-page/orig/ stopped: the store gave the same page of 'orig' again at offset 4")
+    }
+
+    // Without the bound the listing would go on for ever: the time limit makes that a failure.
+    @Test(.timeLimit(.minutes(1))) func aSupabaseListingThatNeverEndsStopsAtTheBound() throws {
+        let error = try #require(try supabaseListingError("endless", maxListedEntries: 10))
+        #expect(error.reason.hasPrefix("listing supabase://endless/orig/ stopped: it holds more than 10 entries"), "\(error.reason)")
     }
 }

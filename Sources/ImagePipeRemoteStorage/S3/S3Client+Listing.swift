@@ -28,6 +28,7 @@ extension S3Client {
             }
             let listed = try S3SourceRepository.listingPage(page, in: folder)
             objects += listed.objects
+            try ListingBound.check(objects.count, limit: configuration.maxListedEntries, listing: folder.description)
             guard listed.isTruncated else { break }
             token = listed.continuationToken
             guard let next = token, !next.isEmpty else {

@@ -36,6 +36,8 @@ public struct S3Configuration: Sendable {
     public var retry: RetryPolicy
     /// Timeouts.
     public var http: CurlHTTPClient.Configuration
+    /// The most objects one listing holds (``ListingBound``).
+    public var maxListedEntries = ListingBound.defaultMaxEntries
 
     /// Creates a configuration. A nil `endpoint` means AWS S3 in `region`, virtual-hosted; any other
     /// endpoint is addressed path-style.

@@ -24,6 +24,8 @@ public struct SupabaseConfiguration: Sendable, CustomStringConvertible, CustomRe
     public var retry: RetryPolicy
     /// Timeouts.
     public var http: CurlHTTPClient.Configuration
+    /// The most objects and folders one listing holds (``ListingBound``).
+    public var maxListedEntries = ListingBound.defaultMaxEntries
 
     /// Creates a configuration.
     public init(

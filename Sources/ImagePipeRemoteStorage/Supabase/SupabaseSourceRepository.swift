@@ -25,19 +25,32 @@ public final class SupabaseSourceRepository: SourceRepository {
     /// one level at a time, folders as entries without an `id`, in pages of
     /// ``SupabaseConfiguration/listPageSize`` (`limit`, `offset`). The bucket is checked first, so a
     /// missing one is named as such rather than listed as empty.
+    ///
+    /// A store that ignores `offset` (the same full page again) or lists without end stops the
+    /// listing with an error naming it (``ListingBound``).
     public func list(_ folder: ObjectLocation) throws(ImagePipeError) -> [ListedObject] {
         try supabase.checkBucket(folder.bucket)
         var objects: [ListedObject] = []
         // Folder prefixes without their trailing slash, as Supabase's clients send them.
         var folders = [String(folder.key.dropLast(folder.key.hasSuffix("/") ? 1 : 0))]
+        var held = 0
         while let prefix = folders.popLast() {
             var offset = 0
+            var previous: [String] = []
             while true {
                 let entries = try page(folder.bucket, prefix: prefix, offset: offset)
                 let listed = Self.listed(entries, prefix: prefix, in: folder)
                 objects += listed.objects
                 folders += listed.folders
+                held += listed.objects.count + listed.folders.count
+                try ListingBound.check(held, limit: configuration.maxListedEntries, listing: "\(folder)")
                 guard entries.count == configuration.listPageSize else { break }
+                let names = entries.map { $0["name"] as? String ?? "" }
+                guard names != previous else {
+                    throw .configuration(
+                        "listing \(folder) stopped: the store gave the same page of '\(prefix)' again at offset \(offset)")
+                }
+                previous = names
                 offset += entries.count
             }
         }

@@ -5,11 +5,17 @@ Buckets, by name (path-style requests; signatures are not checked):
   huge-page        a ListObjectsV2 page of 5 MiB, its length declared (Content-Length)
   huge-chunked     the same page sent in chunks, with no length declared
   same-token       a truncated page of one object whose continuation token never changes
-Anything else answers 404 NoSuchBucket. Prints {"port"} and exits when standard input closes.
+  endless          truncated pages of three objects, each with a new continuation token, for ever
+Anything else answers 404 NoSuchBucket.
+
+It also answers as a Supabase project (`/storage/v1/...`; keys are not checked) with two buckets:
+  same-page        every list request gets the same full page, whatever its offset
+  endless          every list request gets a full page of names no page had before
+Prints {"port"} and exits when standard input closes.
 """
 import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from parent_watch import exit_with_parent
 
@@ -57,6 +63,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
+        elif self.path.startswith("/storage/v1/bucket/"):
+            self.reply(200, json.dumps({"id": bucket, "name": self.path.rsplit("/", 1)[-1]}).encode(), "application/json")
+        elif bucket == "endless":
+            query = parse_qs(urlsplit(self.path).query)
+            page = int(query.get("continuation-token", ["0"])[0])
+            body = (HEAD + b"<IsTruncated>true</IsTruncated>" + b"".join(ENTRY % (3 * page + n) for n in range(3))
+                    + b"<NextContinuationToken>%d</NextContinuationToken></ListBucketResult>" % (page + 1))
+            self.reply(200, body)
         elif bucket == "same-token":
             body = (HEAD + b"<IsTruncated>true</IsTruncated>" + ENTRY % 1
                     + b"<NextContinuationToken>again</NextContinuationToken></ListBucketResult>")
@@ -64,9 +78,22 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.reply(404, b"<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>")
 
-    def reply(self, status, body):
+    def do_POST(self):
+        # POST /storage/v1/object/list/BUCKET with {"prefix", "limit", "offset"}
+        bucket = urlsplit(self.path).path.rsplit("/", 1)[-1]
+        query = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        limit, offset = int(query.get("limit", 100)), int(query.get("offset", 0))
+        start = 0 if bucket == "same-page" else offset
+        if bucket not in ("same-page", "endless"):
+            return self.reply(404, json.dumps({"statusCode": "404", "error": "not_found", "message": "Bucket not found"}).encode(),
+                              "application/json")
+        page = [{"name": "%08d.jpg" % (start + n), "id": str(start + n), "metadata": {"size": 10, "eTag": '"e"'}}
+                for n in range(limit)]
+        self.reply(200, json.dumps(page).encode(), "application/json")
+
+    def reply(self, status, body, content_type="application/xml"):
         self.send_response(status)
-        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
