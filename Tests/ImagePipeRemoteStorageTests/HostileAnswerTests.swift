@@ -136,7 +136,14 @@ import Testing
     // Without the bound the listing would go on for ever: the time limit makes that a failure.
     @Test(.timeLimit(.minutes(1))) func aSupabaseStoreThatIgnoresTheOffsetStopsTheListing() throws {
         let error = try #require(try supabaseListingError("same-page"))
-        #expect(error.reason == "listing supabase://same-page/orig/ stopped: the store gave the same page of 'orig' again at offset 4")
+        #expect(error.reason == "listing supabase://same-page/orig/ stopped: the store gave the same page of 'orig/' again at offset 4")
+    }
+
+    // Without the bound on a folder's length the listing would go on for ever.
+    @Test(.timeLimit(.minutes(1))) func aSupabaseFolderThatHoldsItselfStopsTheListing() throws {
+        let error = try #require(try supabaseListingError("deep"))
+        #expect(
+            error.reason == "listing supabase://deep/orig/ stopped: the store named a folder longer than the 1024 bytes a key may have")
     }
 
     // Without the bound the listing would go on for ever: the time limit makes that a failure.

@@ -35,13 +35,14 @@ import Testing
         #expect(listed.first { $0.location.key == "photos/3.jpg" }?.bytes == 103)
         let listings = try stub.listings()
         // photos/ holds 3 files and the folder trip: two full pages, then an empty one says it ended;
-        // trip/ holds 4 files and the folder deep (3 pages); then deep/ and er/.
+        // trip/ holds 4 files and the folder deep (3 pages); then deep/ and er/. Each is asked for
+        // with its trailing slash, the one form that can name a folder with an empty name.
         let pages = listings.map { "\($0["prefix"] as? String ?? "?")@\($0["offset"] as? Int ?? -1)" }
         #expect(
             pages.sorted()
                 == [
-                    "photos/trip/deep/er@0", "photos/trip/deep@0", "photos/trip@0", "photos/trip@2", "photos/trip@4",
-                    "photos@0", "photos@2", "photos@4",
+                    "photos/trip/deep/er/@0", "photos/trip/deep/@0", "photos/trip/@0", "photos/trip/@2", "photos/trip/@4",
+                    "photos/@0", "photos/@2", "photos/@4",
                 ].sorted(), "\(pages)")
         #expect(listings.allSatisfy { $0["limit"] as? Int == 2 })
     }

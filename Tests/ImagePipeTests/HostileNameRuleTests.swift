@@ -8,8 +8,8 @@ import Testing
 
 /// Names strangers choose (`.`/`..` and empty segments, percent escapes, control characters,
 /// leading slashes) through the scanner, URL parsing and the key template, with the test kit's
-/// in-memory objects. The same names against moto and PostgreSQL: `HostileNameTests`,
-/// `QueuedObjectNameTests`.
+/// in-memory objects. The same names against moto, the Supabase stand-in and PostgreSQL:
+/// `HostileNameTests`, `HostileSupabaseNameTests`, `QueuedObjectNameTests`.
 @Suite struct HostileNameRuleTests {
     let sources = InMemorySources(scheme: "s3", buckets: ["media"])
     let directory = TemporaryDirectory()

@@ -26,15 +26,25 @@ public final class SupabaseSourceRepository: SourceRepository {
     /// ``SupabaseConfiguration/listPageSize`` (`limit`, `offset`). The bucket is checked first, so a
     /// missing one is named as such rather than listed as empty.
     ///
-    /// A store that ignores `offset` (the same full page again) or lists without end stops the
-    /// listing with an error naming it (``ListingBound``).
+    /// Each folder is asked for by its prefix with the trailing slash (`orig/`), which Supabase reads
+    /// as that folder (it adds the slash when it is missing), because only that form names a folder
+    /// with an empty name: `orig//double.jpg` is listed as an entry `""` of `orig/`, whose objects
+    /// `orig//` lists, where `orig/` would list `orig/` again.
+    ///
+    /// A store that ignores `offset` (the same full page again), lists without end or names folders
+    /// deeper than a key can be stops the listing with an error naming it (``ListingBound``).
     public func list(_ folder: ObjectLocation) throws(ImagePipeError) -> [ListedObject] {
         try supabase.checkBucket(folder.bucket)
         var objects: [ListedObject] = []
-        // Folder prefixes without their trailing slash, as Supabase's clients send them.
-        var folders = [String(folder.key.dropLast(folder.key.hasSuffix("/") ? 1 : 0))]
+        var folders = [folder.asFolder.key]
         var held = 0
         while let prefix = folders.popLast() {
+            // No object's key is longer than a key may be: a folder past that is a store's loop
+            // (an empty-named folder in itself, `orig///…`), which would hold ever longer prefixes.
+            guard prefix.utf8.count <= ListingBound.maxKeyBytes else {
+                throw .configuration(
+                    "listing \(folder) stopped: the store named a folder longer than the \(ListingBound.maxKeyBytes) bytes a key may have")
+            }
             var offset = 0
             var previous: [String] = []
             while true {
@@ -57,18 +67,20 @@ public final class SupabaseSourceRepository: SourceRepository {
         return objects
     }
 
-    /// The objects and the folders (their keys) among one page of `prefix`'s entries; entries
-    /// without a name are left out.
+    /// The objects and the folders (their prefixes, ending in `/`) among one page of the entries
+    /// of `prefix` (empty or ending in `/`). An entry with an empty name is the folder of an empty
+    /// segment (`orig//double.jpg` in `orig/`), never an object: the object it could also be, `orig/`,
+    /// is a console's folder marker, which is no source.
     package static func listed(
         _ entries: [[String: Any]], prefix: String, in folder: ObjectLocation
     ) -> (objects: [ListedObject], folders: [String]) {
         var objects: [ListedObject] = []
         var folders: [String] = []
         for entry in entries {
-            guard let name = entry["name"] as? String, !name.isEmpty else { continue }
-            let key = prefix.isEmpty ? name : prefix + "/" + name
-            guard entry["id"] is String else {
-                folders.append(key)
+            guard let name = entry["name"] as? String else { continue }
+            let key = prefix + name
+            guard entry["id"] is String, !name.isEmpty else {
+                folders.append(key + "/")
                 continue
             }
             let metadata = entry["metadata"] as? [String: Any] ?? [:]
@@ -95,7 +107,7 @@ public final class SupabaseSourceRepository: SourceRepository {
             method: "POST", url: supabase.url("/storage/v1/object/list/\(bucket)"),
             headers: supabase.authorizationHeaders + [("Content-Type", "application/json")],
             body: (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data())
-        let location = "supabase://\(bucket)/\(prefix.isEmpty ? "" : prefix + "/")"
+        let location = "supabase://\(bucket)/\(prefix)"
         let response: HTTPResponse
         do {
             response = try supabase.retrier.run("list \(location)") { (_) throws(RequestFailure) in try supabase.send(request) }

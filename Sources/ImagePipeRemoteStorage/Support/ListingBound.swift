@@ -10,6 +10,9 @@ public enum ListingBound {
     /// Entries one listing holds by default.
     public static let defaultMaxEntries = 10_000_000
 
+    /// The longest key S3 and Supabase take, in UTF-8 bytes: no folder of a listing is longer.
+    static let maxKeyBytes = 1024
+
     /// Throws when `count` entries are past `limit`.
     static func check(_ count: Int, limit: Int, listing: String) throws(ImagePipeError) {
         guard count > limit else { return }

@@ -38,10 +38,13 @@ enum RemoteTargets {
         let folder = ObjectLocation(scheme: "supabase", bucket: "media", key: "orig/")
         let response = HTTPResponse(status: 200, headers: [], body: data)
         if let entries = SupabaseSourceRepository.entries(response) {
-            let listed = SupabaseSourceRepository.listed(entries, prefix: "orig", in: folder)
+            let listed = SupabaseSourceRepository.listed(entries, prefix: "orig/", in: folder)
             // Compared as bytes: a name that starts with a combining mark joins the `/` in one character.
             let prefix = Array("orig/".utf8)
-            for key in listed.folders { require(key.utf8.starts(with: prefix) && key.utf8.count > 5, "folder key '\(key)'") }
+            // A folder is deeper than the one listed (`orig//` for an empty name), so none is listed twice.
+            for key in listed.folders {
+                require(key.utf8.starts(with: prefix) && key.utf8.count > 5 && key.utf8.last == UInt8(ascii: "/"), "folder key '\(key)'")
+            }
             for object in listed.objects { require(object.location.key.utf8.starts(with: prefix), "object key '\(object.location.key)'") }
         }
         _ = SupabaseErrorResponse.failure(HTTPResponse(status: 400, headers: [], body: data))

@@ -39,9 +39,11 @@ final class SupabaseStub: Sendable {
     }
 
     /// Stores `data` at `key` as if it had been uploaded; returns the ETag the stub gives it (unquoted).
+    /// Every `.` of the key goes escaped, so a `.` or `..` segment reaches the stub whatever the
+    /// HTTP client would make of it.
     @discardableResult
     func seed(_ data: Data, bucket: String = "media", key: String, contentType: String = "image/jpeg") throws -> String {
-        let path = "/_stub/object/\(bucket)/" + PercentEncoding.encodePath(key)
+        let path = "/_stub/object/\(bucket)/" + PercentEncoding.encodePath(key).replacingOccurrences(of: ".", with: "%2E")
         let response = try CurlHTTPClient().perform(
             HTTPRequest(
                 method: "PUT", url: url + path,

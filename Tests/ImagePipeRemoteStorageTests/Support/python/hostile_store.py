@@ -11,6 +11,7 @@ Anything else answers 404 NoSuchBucket.
 It also answers as a Supabase project (`/storage/v1/...`; keys are not checked) with two buckets:
   same-page        every list request gets the same full page, whatever its offset
   endless          every list request gets a full page of names no page had before
+  deep             every folder holds one folder with an empty name, for ever (`orig//`, `orig///`, …)
 Prints {"port"} and exits when standard input closes.
 """
 import json
@@ -84,6 +85,8 @@ class Handler(BaseHTTPRequestHandler):
         query = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         limit, offset = int(query.get("limit", 100)), int(query.get("offset", 0))
         start = 0 if bucket == "same-page" else offset
+        if bucket == "deep":
+            return self.reply(200, json.dumps([{"name": "", "id": None, "metadata": None}]).encode(), "application/json")
         if bucket not in ("same-page", "endless"):
             return self.reply(404, json.dumps({"statusCode": "404", "error": "not_found", "message": "Bucket not found"}).encode(),
                               "application/json")

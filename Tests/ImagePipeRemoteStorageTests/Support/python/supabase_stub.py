@@ -14,7 +14,8 @@ No Supabase server can run here, so this checks what the client sends:
                                          size, etag and user metadata (x-metadata on upload, `metadata` in TUS)
   GET   /storage/v1/object/authenticated/BUCKET/KEY
                                          the object's bytes with Content-Type, Content-Length and ETag
-  POST  /storage/v1/object/list/BUCKET   JSON {prefix, limit, offset[, sortBy, search]}: one folder level,
+  POST  /storage/v1/object/list/BUCKET   JSON {prefix, limit, offset[, sortBy, search]}: one folder level
+                                         (`orig` and `orig/` are one folder, `orig//` the empty-named one in it),
                                          folders as entries with id null, files with metadata {size, eTag,
                                          mimetype}, sorted by name, `limit` entries from `offset`
   DELETE /storage/v1/object/BUCKET/KEY   removes an object
@@ -158,7 +159,9 @@ class Handler(BaseHTTPRequestHandler):
             return error(self, 400, "InvalidRequest", "prefix (string), limit and offset (integers) required")
         with lock:
             listings.append({"bucket": bucket, "prefix": prefix, "limit": limit, "offset": offset})
-        folder = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
+        # As Supabase reads a prefix: a folder, given with its trailing slash or without it; only
+        # one slash is added, so `orig//` is the folder with the empty name in `orig/`.
+        folder = prefix if prefix == "" or prefix.endswith("/") else prefix + "/"
         entries = {}
         with lock:
             for name, found in objects.items():
