@@ -120,6 +120,22 @@ import Testing
         #expect(try moto.keys(bucket) == ["site/kept-small.webp", "site/zz-foreign"])
     }
 
+    /// An output whose name starts with a combining mark is judged and deleted under its own key:
+    /// `site/` and the mark are one Character, and cut by characters it was `x.webp`, another object.
+    @Test func anOutputWhoseNameStartsWithACombiningMarkIsDeletedUnderItsOwnKey() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        directory.write("src/kept.png", Fixtures.data("images/formats/tiny.png"))
+        let orphan = Self.origin(source: "vanished.jpg", sha256: String(repeating: "cd", count: 32))
+        try moto.put(bucket, "site/\u{301}x.webp", size: 10, metadata: orphan)
+        try moto.put(bucket, "site/x.webp", size: 10)
+
+        let deleted = try prune(moto, ["s3://\(bucket)/site/", "--sources", directory.url("src"), "--variant", Self.small, "--delete"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(deleted.stdout.contains("orphaned \u{301}x.webp: 'vanished.jpg' is not among the sources"), "\(deleted.stdout)")
+        #expect(try moto.keys(bucket) == ["site/x.webp"], "the foreign x.webp stays")
+    }
+
     /// A source that cannot be read (here: larger than --max-source-bytes) keeps its outputs, and
     /// `--delete` then deletes nothing at all; read, it judges them. Sources in S3 are named by URL.
     @Test func deleteRefusesWhileASourceCannotBeRead() throws {

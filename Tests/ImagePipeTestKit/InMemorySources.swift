@@ -45,7 +45,8 @@ public final class InMemorySources: SourceRepository, Sendable {
     public func list(_ folder: ObjectLocation) throws(ImagePipeError) -> [ListedObject] {
         guard buckets.contains(folder.bucket) else { throw .configuration("bucket \(scheme)://\(folder.bucket) does not exist") }
         return state.withLock { state in
-            state.objects.filter { $0.key.bucket == folder.bucket && $0.key.key.hasPrefix(folder.key) }
+            // Prefixes match as bytes, as a store matches them.
+            state.objects.filter { $0.key.bucket == folder.bucket && $0.key.key.utf8.starts(with: folder.key.utf8) }
                 .map { ListedObject(location: $0.key, bytes: $0.value.count, etag: Self.etag($0.value)) }
         }
     }

@@ -28,6 +28,15 @@ import Testing
         #expect(scan.hidden == ["s3://media/orig/..%2F..%2Fescaped3.jpg", "s3://media/orig/.cache/x.jpg"])
     }
 
+    @Test func aNameThatStartsWithACombiningMarkKeepsItWhenItsFoldersPrefixIsTakenOff() throws {
+        // `orig/` and U+0301 are one Character: cut by characters, the job was `x.jpg`, another name.
+        sources.put(Data("marked".utf8), key: "orig/\u{301}x.jpg")
+        let scan = try SourceScanner(inputs: [.init("s3://media/orig")], sources: ["s3": sources]).scan()
+        #expect(scan.jobs.map(\.relativePath) == ["\u{301}x.jpg"])
+        #expect("web/\u{301}x.jpg".afterPrefixBytes("web/") == "\u{301}x.jpg")
+        #expect("other/x.jpg".afterPrefixBytes("web/") == "other/x.jpg")
+    }
+
     @Test func aLocalFolderCountsItsHiddenNamesAndTheSummarySaysHowMany() async throws {
         directory.write("src/a.jpg", "x")
         directory.write("src/.DS_Store", "x")

@@ -49,7 +49,7 @@ extension SourceScanner {
         var hidden: [String] = []
         for object in objects {
             let url = object.location.description
-            let relative = String(object.location.key.dropFirst(folder.key.count))
+            let relative = object.location.key.afterPrefixBytes(folder.key)
             // Keys ending in `/` are the empty markers consoles create for folders.
             guard !relative.isEmpty, !relative.hasSuffix("/"), !outputs.contains(where: { url.hasPrefix($0) }) else { continue }
             if Self.isHidden(relative) {

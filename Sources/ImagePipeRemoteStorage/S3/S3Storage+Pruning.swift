@@ -12,7 +12,7 @@ extension S3Storage: PrunableStorage {
         let folder = ObjectLocation(scheme: "s3", bucket: destination.bucket, key: destination.prefix)
         let listed = try s3.listAll(
             folder, pageSize: pageSize, permissions: "list it (s3:ListBucket), read its objects and delete them")
-        return listed.map { String($0.location.key.dropFirst(destination.prefix.count)) }
+        return listed.map { $0.location.key.afterPrefixBytes(destination.prefix) }
     }
 
     /// DeleteObjects, at most `batchSize` keys (and never more than 1000) a request, in quiet mode:
@@ -57,8 +57,7 @@ extension S3Storage: PrunableStorage {
             let code = XMLText.first("Code", in: error) ?? "error"
             let message = XMLText.first("Message", in: error) ?? ""
             return KeyFailure(
-                // Compared as bytes: a `/` and a combining mark after it are one character.
-                key: key.utf8.starts(with: prefix.utf8) ? String(decoding: key.utf8.dropFirst(prefix.utf8.count), as: UTF8.self) : key,
+                key: key.afterPrefixBytes(prefix),
                 reason: "DeleteObjects refused s3://\(bucket)/\(key): \(code)\(message.isEmpty ? "" : " (\(message))")")
         }
     }

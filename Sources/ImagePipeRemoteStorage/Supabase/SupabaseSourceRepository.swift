@@ -55,7 +55,9 @@ public final class SupabaseSourceRepository: SourceRepository {
                 held += listed.objects.count + listed.folders.count
                 try ListingBound.check(held, limit: configuration.maxListedEntries, listing: "\(folder)")
                 guard entries.count == configuration.listPageSize else { break }
-                let names = entries.map { $0["name"] as? String ?? "" }
+                // Name and id: a file and a folder of one name are two entries, and with pages of one
+                // entry they come as two pages of the same name.
+                let names = entries.map { "\($0["name"] as? String ?? "")\u{0}\($0["id"] as? String ?? "")" }
                 guard names != previous else {
                     throw .configuration(
                         "listing \(folder) stopped: the store gave the same page of '\(prefix)' again at offset \(offset)")

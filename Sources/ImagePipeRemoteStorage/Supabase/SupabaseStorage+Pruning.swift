@@ -14,7 +14,7 @@ extension SupabaseStorage: PrunableStorage {
         let destination = configuration.destination
         let folder = ObjectLocation(scheme: "supabase", bucket: destination.bucket, key: destination.prefix)
         let listed = try SupabaseSourceRepository(configuration: listing, logger: logger).list(folder)
-        return listed.map { String($0.location.key.dropFirst(destination.prefix.count)) }
+        return listed.map { $0.location.key.afterPrefixBytes(destination.prefix) }
     }
 
     /// `DELETE /storage/v1/object/BUCKET` with `{"prefixes": [NAME, …]}`, at most `batchSize` (and
