@@ -5,13 +5,15 @@ Buckets, by name (path-style requests; signatures are not checked):
   huge-page        a ListObjectsV2 page of 5 MiB, its length declared (Content-Length)
   huge-chunked     the same page sent in chunks, with no length declared
   same-token       a truncated page of one object whose continuation token never changes
-  endless          truncated pages of three objects, each with a new continuation token, for ever
+  endless          truncated pages of three objects, each with a new continuation token, for 200 pages
 Anything else answers 404 NoSuchBucket.
 
 It also answers as a Supabase project (`/storage/v1/...`; keys are not checked) with two buckets:
-  same-page        every list request gets the same full page, whatever its offset
-  endless          every list request gets a full page of names no page had before
-  deep             every folder holds one folder with an empty name, for ever (`orig//`, `orig///`, …)
+  same-page        every list request gets the same full page, whatever its offset (up to offset 800)
+  endless          every list request gets a full page of names no page had before (up to offset 800)
+  deep             every folder holds one folder of a 100-character name, down to 2,048 bytes of prefix
+Each answers as if it went on for ever, long past the client's bounds, then ends the listing: a client
+without its bound then lists to the end and is seen not to stop, rather than hanging the test.
 Prints {"port"} and exits when standard input closes.
 """
 import json
@@ -69,8 +71,10 @@ class Handler(BaseHTTPRequestHandler):
         elif bucket == "endless":
             query = parse_qs(urlsplit(self.path).query)
             page = int(query.get("continuation-token", ["0"])[0])
-            body = (HEAD + b"<IsTruncated>true</IsTruncated>" + b"".join(ENTRY % (3 * page + n) for n in range(3))
-                    + b"<NextContinuationToken>%d</NextContinuationToken></ListBucketResult>" % (page + 1))
+            more = page < 200
+            body = (HEAD + b"<IsTruncated>%s</IsTruncated>" % (b"true" if more else b"false")
+                    + b"".join(ENTRY % (3 * page + n) for n in range(3))
+                    + (b"<NextContinuationToken>%d</NextContinuationToken>" % (page + 1) if more else b"") + b"</ListBucketResult>")
             self.reply(200, body)
         elif bucket == "same-token":
             body = (HEAD + b"<IsTruncated>true</IsTruncated>" + ENTRY % 1
@@ -86,7 +90,10 @@ class Handler(BaseHTTPRequestHandler):
         limit, offset = int(query.get("limit", 100)), int(query.get("offset", 0))
         start = 0 if bucket == "same-page" else offset
         if bucket == "deep":
-            return self.reply(200, json.dumps([{"name": "", "id": None, "metadata": None}]).encode(), "application/json")
+            deeper = [{"name": "d" * 100, "id": None, "metadata": None}] if len(query.get("prefix", "")) < 2048 else []
+            return self.reply(200, json.dumps(deeper).encode(), "application/json")
+        if offset >= 800:
+            return self.reply(200, b"[]", "application/json")
         if bucket not in ("same-page", "endless"):
             return self.reply(404, json.dumps({"statusCode": "404", "error": "not_found", "message": "Bucket not found"}).encode(),
                               "application/json")
