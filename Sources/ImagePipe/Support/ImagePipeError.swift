@@ -27,6 +27,9 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
             case cancelled = "cancelled"
             case configuration = "configuration"
             case invalidJobOptions = "invalid_job_options"
+            case decoderCrashed = "decoder_crashed"
+            case jobTimeout = "job_timeout"
+            case workerCrashed = "worker_crashed"
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -96,13 +99,29 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         /// A queued job's options cannot be used (a focal point that is not two fractions from 0 to 1).
         public static let invalidJobOptions = Code(.invalidJobOptions)
 
+        /// The helper process decoding the image died (a signal, or an exit it did not choose) while it
+        /// worked on this job. A crash is usually the image's doing: the first one may be retried, a
+        /// second of the same job is final (see ``isDecoderFailure``).
+        public static let decoderCrashed = Code(.decoderCrashed)
+        /// The image work ran past `--job-timeout`: its helper process was killed. Counted as a crash.
+        public static let jobTimeout = Code(.jobTimeout)
+        /// Workers died while holding this queue-directory job more often than `--max-attempts`
+        /// allows: it is set aside instead of killing the next worker too.
+        public static let workerCrashed = Code(.workerCrashed)
+
+        /// Whether the helper doing the image work died or was stopped on this job: a crash or a
+        /// time-out, counted together towards the one retry such a job gets.
+        public var isDecoderFailure: Bool { self == .decoderCrashed || self == .jobTimeout }
+
         /// The stable machine-readable name, as written to manifests.
         public var description: String { value.rawValue }
 
         /// Whether the same job may succeed if tried again later.
         public var isTransient: Bool {
             switch value {
-            case .storageUnavailable, .storageFull, .leaseExpired, .sourceChanged: true
+            // A decoder failure may be the machine's (the OOM killer, a stall): one retry, and a
+            // queue that sees a second on the same job ends it (WorkerStateMachine.decide).
+            case .storageUnavailable, .storageFull, .leaseExpired, .sourceChanged, .decoderCrashed, .jobTimeout: true
             default: false
             }
         }
