@@ -39,6 +39,8 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
         // File-system calls Glibc's module lacks: extended attributes, renameat2, sync_file_range.
         .target(name: "CFileSystem"),
+        // The image helpers' system calls: their sandbox (seccomp, Landlock, limits), their channel, their start.
+        .target(name: "CSandbox"),
 
         // Along a job's path: queue → worker loop → FileHandler → compressor → storage.
         // The core: the job and its result, the sources, the FileHandler, the pipeline and its
@@ -59,6 +61,17 @@ let package = Package(
             dependencies: [
                 "ImagePipe", "CVipsShim", "CLibVips",
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The image work in sandboxed helper processes: the worker's pool and compressor, the helper's
+        // side of the channel, the sandbox. Needs no libvips: the helper's command brings the compressor.
+        .target(
+            name: "ImagePipeSandbox",
+            dependencies: [
+                "ImagePipe", "CSandbox",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -133,8 +146,8 @@ let package = Package(
         .executableTarget(
             name: "imagepipe",
             dependencies: [
-                "ImagePipe", "ImagePipeVips", "ImagePipeLocalStorage", "ImagePipeRemoteStorage", "ImagePipeQueue", "ImagePipePostgres",
-                "ImagePipeBench", "ImagePipeMonitoring", "ImagePipeTOML",
+                "ImagePipe", "ImagePipeVips", "ImagePipeSandbox", "ImagePipeLocalStorage", "ImagePipeRemoteStorage", "ImagePipeQueue",
+                "ImagePipePostgres", "ImagePipeBench", "ImagePipeMonitoring", "ImagePipeTOML", "CSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -146,7 +159,7 @@ let package = Package(
         // Built with -sanitize=fuzzer -D FUZZING by the fuzz build; a plain build replays files through a target.
         .executableTarget(
             name: "ImagePipeFuzz",
-            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipePostgres", "ImagePipeTOML"],
+            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipePostgres", "ImagePipeTOML", "ImagePipeSandbox"],
             path: "Tests/Fuzz/ImagePipeFuzz",
             swiftSettings: strict
         ),
@@ -154,6 +167,11 @@ let package = Package(
         .testTarget(
             name: "ImagePipeTests",
             dependencies: ["ImagePipe", "ImagePipeTestKit", "ImagePipeTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ImagePipeSandboxTests",
+            dependencies: ["ImagePipe", "ImagePipeSandbox"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -9,9 +9,13 @@ VipsImage *ipv_frames_buffer(const void *buf, size_t len) {
     return vips_image_new_from_buffer(buf, len, "", "n", -1, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
 }
 
-VipsImage *ipv_frames_file(const char *path) {
+VipsImage *ipv_frames_descriptor(int fd) {
     ipv_mark_operation();
-    return vips_image_new_from_file(path, "n", -1, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    VipsSource *source = ipv_source_descriptor(fd);
+    if (!source) return NULL;
+    VipsImage *image = vips_image_new_from_source(source, "", "n", -1, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    g_object_unref(source);
+    return image;
 }
 
 int ipv_autorot(VipsImage *in, VipsImage **out) {

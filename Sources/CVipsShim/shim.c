@@ -3,6 +3,7 @@
 #include "private.h"
 #include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 static void mark_errors(void);
 
@@ -41,9 +42,23 @@ VipsImage *ipv_header_buffer(const void *buf, size_t len) {
     return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
 }
 
-VipsImage *ipv_header_file(const char *path) {
+/* A source on an open descriptor, read from its start: the descriptor may have been read to its end
+ * when it was hashed, and it is the same open file whether the worker or a helper holds it. */
+VipsSource *ipv_source_descriptor(int fd) {
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        vips_error("source", "cannot read the file again from its start");
+        return NULL;
+    }
+    return vips_source_new_from_descriptor(fd);
+}
+
+VipsImage *ipv_header_descriptor(int fd) {
     mark_errors();
-    return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    VipsSource *source = ipv_source_descriptor(fd);
+    if (!source) return NULL;
+    VipsImage *image = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    g_object_unref(source);
+    return image;
 }
 
 
@@ -115,10 +130,14 @@ int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int
     return status;
 }
 
-int ipv_thumbnail_file(const char *path, int width, int height, int crop, int to_srgb, VipsImage **out) {
+int ipv_thumbnail_descriptor(int fd, int width, int height, int crop, int to_srgb, VipsImage **out) {
     mark_errors();
+    VipsSource *source = ipv_source_descriptor(fd);
+    if (!source) return -1;
     g_mutex_lock(&programs_lock);
-    int status = vips_thumbnail(path, out, width,
+    // As for buffers, libvips 8.14 forwards fail_on to source loaders only through the option string.
+    int status = vips_thumbnail_source(source, out, width,
+        "option_string", "fail_on=truncated",
         "height", height,
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
@@ -126,6 +145,7 @@ int ipv_thumbnail_file(const char *path, int width, int height, int crop, int to
         "export_profile", export_profile(to_srgb),
         NULL);
     g_mutex_unlock(&programs_lock);
+    g_object_unref(source);
     return status;
 }
 
@@ -372,8 +392,15 @@ void ipv_thread_done(void) {
 
 static void (*warning_sink)(const char *) = NULL;
 
+/* Warnings raised on any thread: a loader's warning may come from a libvips worker thread, not the
+ * one that asked for the image, so "did this image decode cleanly" is answered by this count. */
+static gint warnings_raised;
+
+unsigned int ipv_warnings_raised(void) { return (unsigned int) g_atomic_int_get(&warnings_raised); }
+
 static void forward_warning(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
     (void) domain; (void) data;
+    if (level & G_LOG_LEVEL_WARNING) g_atomic_int_inc(&warnings_raised);
     if ((level & G_LOG_LEVEL_WARNING) && message)
         keep_thread_warning(message);
     if (warning_sink)

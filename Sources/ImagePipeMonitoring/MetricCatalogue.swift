@@ -66,6 +66,10 @@ public enum MetricCatalogue {
     public static let notificationRetries = MetricDefinition(
         name: "imagepipe_notification_retries_total", kind: .counter, labels: [],
         help: "Notification attempts sent again after a 5xx, 408, 429, timeout or connection error.")
+    public static let helperRestarts = MetricDefinition(
+        name: "imagepipe_helper_restarts_total", kind: .counter, labels: ["reason"],
+        help: "Image helper processes replaced, by reason: crashed (died on a job), timeout (killed past --job-timeout), "
+            + "misbehaved (sent what the protocol does not allow).")
     public static let residentMemory = MetricDefinition(
         name: "imagepipe_process_resident_memory_bytes", kind: .gauge, labels: [],
         help: "Resident memory of the process (VmRSS), read at scrape time.")
@@ -82,7 +86,8 @@ public enum MetricCatalogue {
     /// Every metric, in the order the README lists them.
     public static let all: [MetricDefinition] = [
         jobs, retries, stageDuration, inputBytes, outputBytes, waiting, inFlight, retrying,
-        storageRequests, storageRetries, notifications, notificationRetries, residentMemory, openFileDescriptors, threads, ready,
+        storageRequests, storageRetries, notifications, notificationRetries, helperRestarts, residentMemory, openFileDescriptors, threads,
+        ready,
     ]
 
     /// The definition of a metric by its name.

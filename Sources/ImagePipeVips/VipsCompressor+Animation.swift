@@ -51,7 +51,7 @@ extension VipsCompressor {
         case .bytes(let data):
             pointer = data.withUnsafeBytes { ipv_frames_buffer($0.baseAddress, $0.count) }
         case .file(let opened):
-            pointer = ipv_frames_file(opened.decoderPath)
+            pointer = ipv_frames_descriptor(opened.descriptor)
         }
         guard let pointer else { throw decodeError() }
         var out: UnsafeMutablePointer<VipsImage>?

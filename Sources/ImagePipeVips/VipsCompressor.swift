@@ -17,7 +17,7 @@ public import ImagePipe
 /// frames (``decodeFrames(_:)``); its other variants are made from the first frame as above.
 public struct VipsCompressor: ImageCompressor {
     /// Encoder settings shared by every variant.
-    public struct Configuration: Sendable, Hashable {
+    public struct Configuration: Sendable, Hashable, Codable {
         /// Whether fixed-quality variants are scored too (`--score`), to audit what a fixed quality
         /// gives each image; `auto` variants always are, and with it record their output's full score
         /// where the search used sampled rows. Costs one score per variant.
@@ -99,13 +99,19 @@ public struct VipsCompressor: ImageCompressor {
     public func compress(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> CompressedImage {
+        let warningsBefore = ipv_warnings_raised()
         var compressed: CompressedImage
         if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) {
             compressed = direct
         } else {
             compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory)
         }
-        if configuration.keepsSmallerOriginal { compressed = keepingSmallerOriginal(compressed, source: source) }
+        // Only an original that decoded without a warning may stand for its variant: a JPEG whose scan
+        // ends early decodes (grey below the break) with one, and its own bytes would store the damage.
+        // Under concurrent compressions another image's warning counts too, which only re-encodes.
+        if configuration.keepsSmallerOriginal && ipv_warnings_raised() == warningsBefore {
+            compressed = keepingSmallerOriginal(compressed, source: source)
+        }
         return compressed
     }
 
@@ -185,7 +191,7 @@ public struct VipsCompressor: ImageCompressor {
             guard !data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
             pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count) }
         case .file(let opened):
-            pointer = ipv_header_file(opened.decoderPath)
+            pointer = ipv_header_descriptor(opened.descriptor)
         }
         guard let pointer else { throw headerError() }
         return VipsImageHandle(pointer)
@@ -278,7 +284,7 @@ public struct VipsCompressor: ImageCompressor {
                 ipv_thumbnail_buffer($0.baseAddress, $0.count, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
             }
         case .file(let opened):
-            status = ipv_thumbnail_file(opened.decoderPath, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
+            status = ipv_thumbnail_descriptor(opened.descriptor, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
         }
         guard status == 0, let out else { throw decodeError() }
         return try toSRGB8(VipsImageHandle(out))

@@ -1,6 +1,6 @@
 // The watermark's logo, read and decoded once when the command starts, then shared by every compression.
 import CVipsShim
-import Foundation
+public import Foundation
 public import ImagePipe
 
 /// A logo file decoded into memory as 8-bit sRGB with alpha, with the SHA-256 of its bytes.
@@ -20,9 +20,14 @@ public final class WatermarkLogo: @unchecked Sendable {
 
     /// Reads and decodes `path`, any image libvips reads but the loaders blocked for untrusted input.
     /// Blocking I/O.
-    public init(path: String) throws(ImagePipeError) {
+    public convenience init(path: String) throws(ImagePipeError) {
+        try self.init(bytes: try Self.read(path), path: path)
+    }
+
+    /// Decodes a logo's bytes, read from `path` beforehand: an image helper reads the file before
+    /// its sandbox closes the file system, and decodes it after, once libvips' threads may start.
+    public init(bytes data: Data, path: String) throws(ImagePipeError) {
         try Vips.ensureStarted()
-        let data = try Self.read(path)
         guard !data.isEmpty else { throw .configuration("the watermark \(path) is empty (0 bytes)") }
         defer { ipv_thread_done() }
         ipv_begin_call()
@@ -44,7 +49,7 @@ public final class WatermarkLogo: @unchecked Sendable {
     }
 
     /// The file's bytes; a failure says why as the system does (`No such file or directory`).
-    private static func read(_ path: String) throws(ImagePipeError) -> Data {
+    public static func read(_ path: String) throws(ImagePipeError) -> Data {
         func failure(_ code: Int32) -> ImagePipeError {
             .configuration("cannot read the watermark \(path): \(String(cString: strerror(code)))")
         }

@@ -1,6 +1,7 @@
 // The one place that turns command-line options into concrete services: storage, compressor, handler, pipeline.
 import Foundation
 import ImagePipe
+import ImagePipeSandbox
 import ImagePipeVips
 import Logging
 import Synchronization
@@ -55,10 +56,37 @@ enum CompositionRoot {
         encoders.keepsSmallerOriginal = !options.alwaysEncode
         let sourceURLs = sources.filter(ObjectLocation.isURL)
         return FileHandler(
-            compressor: try VipsCompressor(configuration: encoders, watermarkLogo: logo),
+            compressor: try compressor(options, encoders: encoders, variants: variants, logo: logo, logger: logger),
             storage: try StorageFactory.make(options.storage, sourceURLs: sourceURLs),
             sources: try StorageFactory.sources(sourceURLs, options.storage),
             configuration: configuration, logger: logger)
+    }
+
+    /// Where image work runs: in sandboxed helper processes, one per image compressed at once (the
+    /// default), or with `--sandbox off` in this process. Helpers are started here, so a sandbox
+    /// that cannot be applied stops the command before any job, naming the cause.
+    static func compressor(
+        _ options: JobOptions, encoders: VipsCompressor.Configuration, variants: [VariantSpec], logo: WatermarkLogo?, logger: Logger
+    ) throws(ImagePipeError) -> any ImageCompressor {
+        guard options.sandboxed else {
+            logger.warning(
+                "--sandbox off: images are decoded inside the worker; a crash in an image library ends it, and --job-timeout does not apply")
+            return try VipsCompressor(configuration: encoders, watermarkLogo: logo)
+        }
+        // A helper may map its worker's whole budget (one image larger than it runs alone) and the headroom; none without a budget.
+        let budget = workingMemory(options, variants)
+        let settings = HelperSettings(
+            sandbox: true, parent: getpid(), dataLimit: budget > 0 ? budget + HelperSettings.dataHeadroom : 0,
+            threadsPerImage: threadsPerImage(jobs: options.jobs), compressor: (try? JSONEncoder().encode(encoders)) ?? Data(),
+            watermarkPath: logo == nil ? nil : options.watermark.file)
+        return try SandboxedCompressor(
+            settings: settings, helpers: options.jobs, jobTimeout: .milliseconds(Int64(options.jobTimeout * 1000)), logger: logger)
+    }
+
+    /// The working memory compressions share: `--working-memory`, or what the compressor needs per
+    /// image for these variants times the compressions at once; 0 for no limit.
+    static func workingMemory(_ options: JobOptions, _ variants: [VariantSpec]) -> Int {
+        options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage(for: variants) * options.jobs
     }
 
     /// The pipeline around a handler, with every bound of its capacity decided here: compressions
@@ -67,7 +95,7 @@ enum CompositionRoot {
     /// these variants, times the compressions at once).
     static func pipeline(_ handler: FileHandler, _ options: JobOptions) -> JobPipeline {
         let variants = handler.configuration.variants
-        let workingMemory = options.workingMemory.map { $0 << 20 } ?? VipsCompressor.Configuration.workingMemoryPerImage(for: variants) * options.jobs
+        let workingMemory = workingMemory(options, variants)
         let limits = Capacity.Limits(
             jobs: options.jobs, uploads: options.uploads,
             outputsPerJob: variants.count + (handler.configuration.storeOriginal ? 1 : 0),

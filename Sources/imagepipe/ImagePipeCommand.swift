@@ -11,7 +11,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
         version: "0.2.0",
         subcommands: [
             BatchCommand.self, WatchCommand.self, PruneCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self,
-            BenchCommand.self, SrcsetCommand.self, ReportCommand.self, ConfigCommand.self,
+            BenchCommand.self, SrcsetCommand.self, ReportCommand.self, ConfigCommand.self, ImageHelperCommand.self,
         ])
 }
 
@@ -64,8 +64,10 @@ private func parse(_ arguments: [String]) throws -> any ParsableCommand {
 /// --dest x` said "Unknown option '--dest'") instead of the command itself.
 private func checkSubcommand(_ word: String?) throws(ImagePipeError) {
     guard let word, !word.hasPrefix("-") else { return }
-    let names = ImagePipeCommand.configuration.subcommands.map { $0._commandName }
-    guard !names.contains(word), word != "help" else { return }
+    let commands = ImagePipeCommand.configuration.subcommands
+    guard !commands.map({ $0._commandName }).contains(word), word != "help" else { return }
+    // The hidden image-helper command is for workers to start, not for people to be offered.
+    let names = commands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
     throw .configuration(
         "unknown command '\(word)' (commands: \(names.joined(separator: ", ")); imagepipe --help tells what each does)"
             + NameSuggestion.hint(for: word, among: names))

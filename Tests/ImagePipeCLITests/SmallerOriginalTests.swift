@@ -65,3 +65,36 @@ import Testing
         }
     }
 }
+
+/// A JPEG whose scan ends early decodes with a warning ("premature end of data segment"): its own
+/// bytes are damaged, so it is never kept as its variant, however small.
+@Suite struct DamagedOriginalTests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-damaged-original")
+
+    /// The warnings `vips avg` prints decoding `path`: libvips' own report of damage, the oracle here.
+    func decodeWarnings(_ path: String) throws -> String {
+        let output = try CommandRunner.run(executable: "/usr/bin/env", ["vips", "avg", path])
+        #expect(output.status == 0, "\(output.stderr)")
+        return output.stderr.split(separator: "\n").filter { $0.contains("WARNING") }.joined(separator: "\n")
+    }
+
+    @Test func anOriginalThatDecodesOnlyWithAWarningIsReEncodedAndItsOutputDecodesCleanly() throws {
+        // An upright camera JPEG whose large variant is otherwise its own bytes (see SmallerOriginalTests),
+        // its entropy-coded scan cut at 60% and closed with an end-of-image marker.
+        let original = Fixtures.data("images/exif-orientation/Landscape_1.jpg")
+        let scan = try #require(original.firstRange(of: Data([0xFF, 0xDA]))).lowerBound
+        let cut = original.prefix(scan + (original.count - scan) * 6 / 10) + Data([0xFF, 0xD9])
+        let source = directory.write("src/cut.jpg", cut)
+        #expect(try decodeWarnings(source).contains("premature end of data segment"), "the cut original decodes with a warning")
+
+        let run = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", directory.url("manifest.jsonl"),
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let record = try #require(try ManifestReader.read(directory.url("manifest.jsonl")).first)
+        let large = try #require(record.variants.first { $0.name == "large" })
+        #expect(large.keptOriginal == nil && large.quality != nil, "re-encoded, not kept: \(large)")
+        let stored = directory.url("out/" + large.key)
+        #expect(try decodeWarnings(stored) == "", "the output decodes without a warning")
+    }
+}

@@ -72,6 +72,8 @@ import CoreMetrics
         // So does the notifier, for --notify-url.
         factory.makeCounter(label: "imagepipe_notifications_total", dimensions: [("outcome", "delivered")]).increment(by: 1)
         factory.makeCounter(label: "imagepipe_notification_retries_total", dimensions: []).increment(by: 1)
+        // And the image helpers' pool, when it replaces one.
+        factory.makeCounter(label: "imagepipe_helper_restarts_total", dimensions: [("reason", "crashed")]).increment(by: 1)
 
         let scrape = PrometheusText(registry.emitToString())
         #expect(Set(scrape.types.keys) == Set(MetricCatalogue.all.map(\.name)), "every catalogue metric, nothing else")

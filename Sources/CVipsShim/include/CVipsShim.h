@@ -11,9 +11,10 @@ int ipv_init(const char *argv0);
 /// Sets the libvips worker threads per image, turns the operation cache off and blocks untrusted loaders.
 void ipv_configure(int concurrency);
 
-/// Opens an image lazily (header only, no pixels decoded) from memory or from a file.
+/// Opens an image lazily (header only, no pixels decoded) from memory or from an open file, read
+/// through its descriptor: an image helper in its sandbox can open no path, not even /proc/self/fd.
 VipsImage *ipv_header_buffer(const void *buf, size_t len);
-VipsImage *ipv_header_file(const char *path);
+VipsImage *ipv_header_descriptor(int fd);
 
 /// Whether the header carries an orientation that swaps width and height.
 int ipv_orientation_swaps(VipsImage *image);
@@ -39,7 +40,7 @@ int ipv_profile_needs_conversion(VipsImage *header);
 /// the embedded profile to sRGB when `to_srgb` is non-zero (see ipv_profile_needs_conversion).
 /// `crop` non-zero crops around the centre to width x height.
 int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int to_srgb, VipsImage **out);
-int ipv_thumbnail_file(const char *path, int width, int height, int crop, int to_srgb, VipsImage **out);
+int ipv_thumbnail_descriptor(int fd, int width, int height, int crop, int to_srgb, VipsImage **out);
 /// The same from an image already decoded into memory.
 int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, int to_srgb, VipsImage **out);
 /// Resizes `in` to exactly width x height (libvips' thumbnail with size=force): a variant made from a
@@ -93,7 +94,7 @@ int ipv_save_png(VipsImage *in, int compression, int keep_metadata, void **buf, 
 /// Every frame of an animated GIF or WebP (n=-1), one under the other, with page-height, delay (ms per
 /// frame) and loop set; opened lazily, failing on truncated data.
 VipsImage *ipv_frames_buffer(const void *buf, size_t len);
-VipsImage *ipv_frames_file(const char *path);
+VipsImage *ipv_frames_descriptor(int fd);
 /// `in` turned upright by its EXIF orientation, which is then removed (a copy when it is upright).
 int ipv_autorot(VipsImage *in, VipsImage **out);
 /// `count` frames of one size stacked in order as an animation: page-height set to their height,
@@ -130,6 +131,10 @@ void ipv_thread_done(void);
 
 /// Hands the heap's free pages back to the system (glibc's malloc_trim; no-op elsewhere).
 void ipv_release_memory(void);
+
+/// How many warnings libvips and its loaders raised so far, on every thread of the process (a
+/// damaged JPEG's "premature end of data segment" is one): an image that raised one did not decode cleanly.
+unsigned int ipv_warnings_raised(void);
 
 /// Sends libvips' warnings (which would go to stderr) to `handler` instead; NULL drops them.
 void ipv_set_warning_handler(void (*handler)(const char *message));

@@ -28,6 +28,8 @@ public final class WorkingMemory: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Where the bytes come from when the allowance is another process's (see ``init(asking:)``).
+    private let elsewhere: (@Sendable (Int) -> Int)?
 
     /// No limit: for compressions run outside a pipeline.
     public static let unlimited = WorkingMemory(limit: nil)
@@ -35,6 +37,16 @@ public final class WorkingMemory: Sendable {
     /// Creates an allowance of `limit` bytes (nil: none).
     public init(limit: Int?) {
         self.limit = limit.map { max(1, $0) }
+        self.elsewhere = nil
+    }
+
+    /// An allowance held by another process: an image helper compresses within its worker's
+    /// pipeline budget by asking the worker (`ask` blocks until the bytes are granted and returns
+    /// them). A compression holds one reservation at a time, so each ask replaces the last grant,
+    /// and the worker hands the last one back when the job ends: ``release(_:)`` here does nothing.
+    public init(asking ask: @escaping @Sendable (Int) -> Int) {
+        self.limit = nil
+        self.elsewhere = ask
     }
 
     /// Bytes currently granted.
@@ -46,6 +58,7 @@ public final class WorkingMemory: Sendable {
     /// Takes `bytes` (at most the whole allowance), blocking until they fit; returns what was
     /// taken, to hand back to ``release(_:)``.
     public func acquire(_ bytes: Int) -> Int {
+        if let elsewhere { return elsewhere(bytes) }
         guard let limit else { return 0 }
         let amount = min(max(0, bytes), limit)
         let semaphore = state.withLock { state -> DispatchSemaphore? in

@@ -29,6 +29,17 @@ public final class OpenedFile: Sendable {
         self.decoderPath = "/proc/self/fd/\(descriptor)"
     }
 
+    /// Takes ownership of a descriptor handed over by another process: an image helper's source,
+    /// which it reads through the descriptor alone. Nil (and closed) when it is no regular file.
+    public convenience init?(adopting descriptor: Int32) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            return nil
+        }
+        self.init(taking: descriptor, byteCount: Int(status.st_size), status: status)
+    }
+
     /// Whether files can be kept open for the decoder: it needs `/proc`. Without it sources are read
     /// whole (opening the file again by its name could reach another file, or follow a link a watch
     /// folder must not follow).

@@ -74,6 +74,30 @@ struct JobOptions: ParsableArguments {
             valueName: "MiB"))
     var workingMemory: Int?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "on: every image is decoded, resized and encoded in a sandboxed helper process (no network, no files, no exec), "
+                + "so a hostile image costs its job, never the worker or its secrets. off: in the worker itself, for a platform "
+                + "that cannot set the sandbox up; then a crash ends the worker and --job-timeout does not apply.",
+            valueName: "on|off"))
+    var sandbox: String = "on"
+
+    @Option(
+        name: .customLong("job-timeout"),
+        help: ArgumentHelp(
+            "Seconds one image's work may take in its helper (waits for working memory not counted): past it the helper is "
+                + "killed and the image fails with job_timeout.",
+            valueName: "seconds"))
+    var jobTimeout: Double = JobOptions.defaultJobTimeout
+
+    /// The default time limit of one image's work: ten times what the largest image the default
+    /// limits allow (100 megapixels) takes with the web preset on a 2-core machine (docs/performance.md).
+    static let defaultJobTimeout: Double = 300
+
+    /// Whether image work runs in sandboxed helpers (`--sandbox on`).
+    var sandboxed: Bool { sandbox.lowercased() == "on" }
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -83,6 +107,8 @@ struct JobOptions: ParsableArguments {
         guard maxPixels >= 1 else { throw ValidationError("--max-pixels must be positive") }
         guard maxFrames >= 1 else { throw ValidationError("--max-frames must be positive") }
         guard (workingMemory ?? 0) >= 0 else { throw ValidationError("--working-memory cannot be negative") }
+        guard ["on", "off"].contains(sandbox.lowercased()) else { throw ValidationError("--sandbox must be on or off") }
+        guard jobTimeout > 0 && jobTimeout.isFinite else { throw ValidationError("--job-timeout must be a positive number of seconds") }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }

@@ -23,6 +23,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "image-end", run: ImageTargets.imageEnd),
         FuzzTarget(name: "exif", run: MetadataTargets.exif),
         FuzzTarget(name: "frame-count", run: ImageTargets.frameCount),
+        FuzzTarget(name: "helper-message", run: HelperTargets.helperMessage),
     ]
 
     static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }

@@ -1,0 +1,281 @@
+// The messages a worker and its image helpers exchange: requests one way, replies the other.
+import Foundation
+package import ImagePipe
+
+/// What a worker sends a helper. A source and its outputs travel as descriptors beside the
+/// message, never as pixels or bytes inside it.
+package enum HelperRequest: Equatable {
+    /// The variants and limits of the jobs that follow, sent when they change.
+    case setup(variants: [VariantSpec], limits: CompressionLimits)
+    /// Compress the source whose descriptor comes with the message.
+    case compress(HelperSource)
+    /// Read the header of the source whose descriptor comes with the message (`--dry-run`).
+    case readHeader(HelperSource)
+    /// The working memory the helper asked for, granted from the worker's pipeline budget.
+    case grant(Int)
+    /// The worker is idle: give back the memory busy moments kept.
+    case trim
+
+    fileprivate enum Kind: UInt8 {
+        case setup = 1, compress, readHeader, grant, trim
+    }
+
+    package func encoded() -> [UInt8] {
+        switch self {
+        case .setup(let variants, let limits):
+            var writer = WireWriter(kind: Kind.setup.rawValue)
+            // Once per helper and change of variants: JSON is cheap enough here and follows the specs' evolution.
+            writer.blob(Array((try? JSONEncoder().encode(variants)) ?? Data()))
+            writer.int(limits.maxPixels)
+            writer.int(limits.maxFrames)
+            return writer.bytes
+        case .compress(let source):
+            var writer = WireWriter(kind: Kind.compress.rawValue)
+            source.write(&writer)
+            return writer.bytes
+        case .readHeader(let source):
+            var writer = WireWriter(kind: Kind.readHeader.rawValue)
+            source.write(&writer)
+            return writer.bytes
+        case .grant(let bytes):
+            var writer = WireWriter(kind: Kind.grant.rawValue)
+            writer.int(bytes)
+            return writer.bytes
+        case .trim:
+            return WireWriter(kind: Kind.trim.rawValue).bytes
+        }
+    }
+
+    package init(decoding bytes: [UInt8]) throws(WireReader.Malformed) {
+        var reader = try WireReader(bytes)
+        switch Kind(rawValue: reader.kind) {
+        case .setup:
+            let json = try reader.blob()
+            guard let variants = try? JSONDecoder().decode([VariantSpec].self, from: Data(json)) else {
+                throw WireReader.Malformed(description: "variants that cannot be read")
+            }
+            let maxPixels = try reader.int(in: 1...Int.max, "a pixel limit of")
+            let maxFrames = try reader.int(in: 1...Int.max, "a frame limit of")
+            self = .setup(variants: variants, limits: CompressionLimits(maxPixels: maxPixels, maxFrames: maxFrames))
+        case .compress: self = .compress(try HelperSource(&reader))
+        case .readHeader: self = .readHeader(try HelperSource(&reader))
+        case .grant: self = .grant(try reader.int(in: 0...Int.max, "a grant of"))
+        case .trim: self = .trim
+        case nil: throw WireReader.Malformed(description: "a request of unknown kind \(reader.kind)")
+        }
+        try reader.end()
+    }
+}
+
+/// The source of a job as a helper receives it: its name for messages, the job's focal point, and
+/// whether its descriptor is the original file or a memory file holding downloaded bytes.
+package struct HelperSource: Equatable {
+    var name: String
+    var focus: FocalPoint?
+    var isFile: Bool
+
+    init(name: String, focus: FocalPoint?, isFile: Bool) {
+        self.name = name
+        self.focus = focus
+        self.isFile = isFile
+    }
+
+    func write(_ writer: inout WireWriter) {
+        writer.string(name)
+        writer.optional(focus) { writer, focus in
+            writer.double(focus.x)
+            writer.double(focus.y)
+        }
+        writer.bool(isFile)
+    }
+
+    init(_ reader: inout WireReader) throws(WireReader.Malformed) {
+        name = try reader.string()
+        focus =
+            try reader.optional { (reader) throws(WireReader.Malformed) -> FocalPoint? in
+                FocalPoint(x: try reader.double(), y: try reader.double())
+            } ?? nil
+        isFile = try reader.bool()
+    }
+}
+
+/// What a helper sends its worker.
+package enum HelperReply: Equatable {
+    /// Started, its sandbox applied (or turned off), and waiting for jobs. `landlock` is the
+    /// Landlock ABI it restricted itself with, 0 where the kernel has none.
+    case ready(sandboxed: Bool, landlock: Int)
+    /// It could not start as asked (the sandbox could not be applied): the reason, for the worker to refuse to start.
+    case startFailed(String)
+    /// The job needs this much working memory before it decodes.
+    case need(Int)
+    /// The job's result; each variant's bytes come as a memory file beside the message, in order.
+    case compressed(HelperResult)
+    /// The source's header, or nil when the compressor cannot tell without decoding.
+    case header(SourceHeader?)
+    /// The job failed with this error.
+    case failed(ImagePipeError)
+
+    fileprivate enum Kind: UInt8 {
+        case ready = 10, startFailed, need, compressed, header, failed
+    }
+
+    package func encoded() -> [UInt8] {
+        switch self {
+        case .ready(let sandboxed, let landlock):
+            var writer = WireWriter(kind: Kind.ready.rawValue)
+            writer.bool(sandboxed)
+            writer.int(landlock)
+            return writer.bytes
+        case .startFailed(let reason):
+            var writer = WireWriter(kind: Kind.startFailed.rawValue)
+            writer.string(reason)
+            return writer.bytes
+        case .need(let bytes):
+            var writer = WireWriter(kind: Kind.need.rawValue)
+            writer.int(bytes)
+            return writer.bytes
+        case .compressed(let result):
+            var writer = WireWriter(kind: Kind.compressed.rawValue)
+            result.write(&writer)
+            return writer.bytes
+        case .header(let header):
+            var writer = WireWriter(kind: Kind.header.rawValue)
+            writer.optional(header) { writer, header in
+                writer.string(header.format.rawValue)
+                writer.int(header.size.width)
+                writer.int(header.size.height)
+            }
+            return writer.bytes
+        case .failed(let error):
+            var writer = WireWriter(kind: Kind.failed.rawValue)
+            writer.string(error.code.description)
+            writer.string(error.reason)
+            return writer.bytes
+        }
+    }
+
+    package init(decoding bytes: [UInt8]) throws(WireReader.Malformed) {
+        var reader = try WireReader(bytes)
+        switch Kind(rawValue: reader.kind) {
+        case .ready: self = .ready(sandboxed: try reader.bool(), landlock: try reader.int(in: 0...1000, "a Landlock ABI of"))
+        case .startFailed: self = .startFailed(try reader.string())
+        case .need: self = .need(try reader.int(in: 0...Int.max, "a need of"))
+        case .compressed: self = .compressed(try HelperResult(&reader))
+        case .header:
+            self = .header(
+                try reader.optional { (reader) throws(WireReader.Malformed) -> SourceHeader in
+                    let format = try Self.format(try reader.string())
+                    return SourceHeader(format: format, size: try HelperResult.size(&reader))
+                })
+        case .failed:
+            let name = try reader.string()
+            guard let code = ImagePipeError.Code(rawValue: name) else { throw WireReader.Malformed(description: "an unknown error code '\(name)'") }
+            self = .failed(ImagePipeError(code, try reader.string()))
+        case nil: throw WireReader.Malformed(description: "a reply of unknown kind \(reader.kind)")
+        }
+        try reader.end()
+    }
+
+    static func format(_ name: String) throws(WireReader.Malformed) -> SourceFormat {
+        guard let format = SourceFormat(rawValue: name) else { throw WireReader.Malformed(description: "an unknown source format '\(name)'") }
+        return format
+    }
+}
+
+/// A compressed image as a helper describes it, without the variants' bytes (they travel as
+/// memory files) and without their specs (the worker has them, in the order it asked).
+package struct HelperResult: Equatable {
+    package struct Variant: Equatable {
+        var size: PixelSize
+        var byteCount: Int
+        var quality: Int?
+        var score: Double?
+        var encodes: Int
+        var keptOriginal: Bool
+        var frames: Int
+    }
+
+    package var sourceFormat: SourceFormat
+    package var sourceSize: PixelSize
+    package var decodeTime: Duration
+    package var encodeTime: Duration
+    package var placeholder: Placeholder?
+    package var variants: [Variant]
+
+    /// The most variants a result may describe: as many descriptors as one message carries.
+    package static let maxVariants = 64
+    /// The largest side a helper may report: far past any limit a source passes.
+    static let maxSide = 1 << 20
+
+    init(_ compressed: CompressedImage) {
+        sourceFormat = compressed.sourceFormat
+        sourceSize = compressed.sourceSize
+        decodeTime = compressed.decodeTime
+        encodeTime = compressed.encodeTime
+        placeholder = compressed.placeholder
+        variants = compressed.variants.map {
+            Variant(
+                size: $0.size, byteCount: $0.data.count, quality: $0.quality, score: $0.score, encodes: $0.encodes,
+                keptOriginal: $0.keptOriginal, frames: $0.frames)
+        }
+    }
+
+    func write(_ writer: inout WireWriter) {
+        writer.string(sourceFormat.rawValue)
+        writer.int(sourceSize.width)
+        writer.int(sourceSize.height)
+        writer.int(Int(decodeTime.nanoseconds))
+        writer.int(Int(encodeTime.nanoseconds))
+        writer.optional(placeholder) { writer, placeholder in
+            writer.string(placeholder.thumbHash)
+            writer.string(placeholder.color)
+        }
+        writer.int(variants.count)
+        for variant in variants {
+            writer.int(variant.size.width)
+            writer.int(variant.size.height)
+            writer.int(variant.byteCount)
+            writer.optional(variant.quality) { $0.int($1) }
+            writer.optional(variant.score) { $0.double($1) }
+            writer.int(variant.encodes)
+            writer.bool(variant.keptOriginal)
+            writer.int(variant.frames)
+        }
+    }
+
+    init(_ reader: inout WireReader) throws(WireReader.Malformed) {
+        sourceFormat = try HelperReply.format(try reader.string())
+        sourceSize = try Self.size(&reader)
+        decodeTime = .nanoseconds(try reader.int(in: 0...Int.max, "a decode time of"))
+        encodeTime = .nanoseconds(try reader.int(in: 0...Int.max, "an encode time of"))
+        placeholder = try reader.optional { (reader) throws(WireReader.Malformed) -> Placeholder in
+            Placeholder(thumbHash: try reader.string(), color: try reader.string())
+        }
+        let count = try reader.int(in: 0...Self.maxVariants, "a variant count of")
+        variants = []
+        for _ in 0..<count {
+            let size = try Self.size(&reader)
+            let byteCount = try reader.int(in: 0...Int.max, "an output of")
+            let quality = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.int(in: 0...100, "a quality of") }
+            let score = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.double() }
+            variants.append(
+                Variant(
+                    size: size, byteCount: byteCount, quality: quality, score: score,
+                    encodes: try reader.int(in: 0...1000, "an encode count of"), keptOriginal: try reader.bool(),
+                    frames: try reader.int(in: 1...1_000_000, "a frame count of")))
+        }
+    }
+
+    static func size(_ reader: inout WireReader) throws(WireReader.Malformed) -> PixelSize {
+        PixelSize(width: try reader.int(in: 0...maxSide, "a width of"), height: try reader.int(in: 0...maxSide, "a height of"))
+    }
+}
+
+extension Duration {
+    /// The whole duration in nanoseconds, saturating.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : scaled &+ attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,144 @@
+// The helper's side of the channel: one job at a time, from the worker's requests to its replies.
+import CSandbox
+import Foundation
+public import ImagePipe
+
+/// Serves a worker's image jobs in a helper process, on the channel it was started with.
+public enum HelperServer {
+    /// The channel's descriptor in a helper (see `ips_spawn`).
+    public static let channelDescriptor: Int32 = 3
+
+    /// Tells the worker the helper cannot start (its sandbox failed), then ends.
+    public static func refuseToStart(_ reason: String) -> Never {
+        let channel = HelperChannel(taking: channelDescriptor)
+        try? channel.send(HelperReply.startFailed(reason).encoded())
+        exit(3)
+    }
+
+    /// Says the helper is ready and serves jobs until the worker closes the channel or dies.
+    public static func serve(compressor: any ImageCompressor, sandboxed: Bool, landlock: Int) -> Never {
+        let channel = HelperChannel(taking: channelDescriptor)
+        do {
+            try channel.send(HelperReply.ready(sandboxed: sandboxed, landlock: landlock).encoded())
+            var setup: (variants: [VariantSpec], limits: CompressionLimits) = ([], .default)
+            while true {
+                let message = try channel.receive()
+                let request: HelperRequest
+                do {
+                    request = try HelperRequest(decoding: message.bytes)
+                } catch {
+                    message.closeDescriptors()
+                    FileHandle.standardError.write(Data("image helper: a malformed request (\(error)); ending\n".utf8))
+                    exit(4)
+                }
+                switch request {
+                case .setup(let variants, let limits):
+                    message.closeDescriptors()
+                    setup = (variants, limits)
+                case .compress(let described), .readHeader(let described):
+                    guard message.descriptors.count == 1 else {
+                        message.closeDescriptors()
+                        exit(4)
+                    }
+                    let reply = job(request, described, message.descriptors[0], setup: setup, compressor: compressor, channel: channel)
+                    try send(reply, on: channel)
+                case .trim:
+                    message.closeDescriptors()
+                    compressor.releaseMemory()
+                case .grant:
+                    // A grant answers a need: one out of turn means the two sides disagree.
+                    message.closeDescriptors()
+                    exit(4)
+                }
+            }
+        } catch {
+            // The worker closed the channel or died: nothing is left to do.
+            exit(0)
+        }
+    }
+
+    private enum Reply {
+        case compressed(CompressedImage)
+        case header(SourceHeader?)
+        case failed(ImagePipeError)
+    }
+
+    private static func job(
+        _ request: HelperRequest, _ described: HelperSource, _ descriptor: Int32, setup: (variants: [VariantSpec], limits: CompressionLimits),
+        compressor: any ImageCompressor, channel: HelperChannel
+    ) -> Reply {
+        let content: SourceImage.Content
+        if described.isFile {
+            guard let opened = OpenedFile(adopting: descriptor) else {
+                return .failed(ImagePipeError(.unreadableSource, "the source handed over is no regular file"))
+            }
+            content = .file(opened)
+        } else {
+            content = .bytes(mapped(descriptor))
+        }
+        let source = SourceImage(name: described.name, content: content, focus: described.focus)
+        // Working memory comes from the worker's budget: ask, and wait for the grant.
+        let memory = WorkingMemory(asking: { bytes in
+            do {
+                try channel.send(HelperReply.need(bytes).encoded())
+                while true {
+                    let message = try channel.receive()
+                    message.closeDescriptors()
+                    switch try HelperRequest(decoding: message.bytes) {
+                    case .grant(let granted): return granted
+                    case .trim: continue
+                    default: exit(4)
+                    }
+                }
+            } catch {
+                exit(0)
+            }
+        })
+        do throws(ImagePipeError) {
+            if case .readHeader = request {
+                return .header(try compressor.readHeader(source, variants: setup.variants, limits: setup.limits))
+            }
+            return .compressed(try compressor.compress(source, variants: setup.variants, limits: setup.limits, memory: memory))
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    private static func send(_ reply: Reply, on channel: HelperChannel) throws(ChannelFailure) {
+        switch reply {
+        case .header(let header):
+            try channel.send(HelperReply.header(header).encoded())
+        case .failed(let error):
+            try channel.send(HelperReply.failed(error).encoded())
+        case .compressed(let compressed):
+            var files: [Int32] = []
+            defer { for file in files { close(file) } }
+            for variant in compressed.variants {
+                let file = ips_memory_file("imagepipe-output")
+                guard file >= 0 else {
+                    return try channel.send(
+                        HelperReply.failed(ImagePipeError(.encodeFailed, "no memory file for an output: \(String(cString: strerror(errno)))"))
+                            .encoded())
+                }
+                files.append(file)
+                let written = variant.data.withUnsafeBytes { ips_write_all(file, $0.baseAddress, $0.count, 0) }
+                guard written == 0 else {
+                    return try channel.send(
+                        HelperReply.failed(ImagePipeError(.encodeFailed, "cannot hand an output over: \(String(cString: strerror(errno)))")).encoded()
+                    )
+                }
+            }
+            try channel.send(HelperReply.compressed(HelperResult(compressed)).encoded(), descriptors: files)
+        }
+    }
+
+    /// A memory file's bytes, mapped without a copy and unmapped when the job lets them go.
+    private static func mapped(_ descriptor: Int32) -> Data {
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_size > 0 else { return Data() }
+        let count = Int(status.st_size)
+        guard let address = mmap(nil, count, PROT_READ, MAP_PRIVATE, descriptor, 0), address != MAP_FAILED else { return Data() }
+        return Data(bytesNoCopy: address, count: count, deallocator: .custom { pointer, count in munmap(pointer, count) })
+    }
+}

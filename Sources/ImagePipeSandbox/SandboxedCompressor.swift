@@ -1,0 +1,256 @@
+// The compressor the worker uses: every call is a job for a sandboxed helper process.
+import CSandbox
+import Foundation
+public import ImagePipe
+public import Logging
+
+/// Compresses in image helper processes (see docs/design.md, "Trust boundaries").
+///
+/// The worker keeps everything that holds a secret or writes outside the job; a helper gets the
+/// source as a descriptor (the open file, or a memory file holding downloaded bytes), the variants,
+/// and working memory when it asks for it, and gives back each encoded variant as a memory file.
+/// A helper that dies fails its job with `decoder_crashed`, one that runs past the time limit is
+/// killed and fails it with `job_timeout`; the next job gets a new helper.
+public final class SandboxedCompressor: ImageCompressor {
+    private let pool: HelperPool
+    /// How long one job's image work may take in its helper, not counting waits for working memory.
+    public let jobTimeout: Duration
+
+    /// The error codes a helper may fail a job with: those of the image work. Anything else (a
+    /// storage or queue code) would be a helper steering its worker, and is taken as misbehaviour.
+    static let helperCodes: Set<ImagePipeError.Code> = [
+        .emptyFile, .unsupportedFormat, .corruptImage, .imageTooLarge, .encodeFailed, .unreadableSource, .sourceChanged,
+        .configuration,
+    ]
+
+    /// The largest output a helper may hand back: past any image the limits let through.
+    static let maxOutputBytes = 4 << 30
+
+    /// Starts `helpers` image helpers with `settings` and waits until they are ready.
+    ///
+    /// - Throws: a `configuration` error naming the cause when a helper cannot start or cannot
+    ///   apply its sandbox.
+    public init(settings: HelperSettings, helpers: Int, jobTimeout: Duration, logger: Logger) throws(ImagePipeError) {
+        self.pool = HelperPool(
+            settings: settings, size: helpers, environment: HelperSettings.environment(from: ProcessInfo.processInfo.environment),
+            logger: logger)
+        self.jobTimeout = jobTimeout
+        try pool.start()
+    }
+
+    public func compress(
+        _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) throws(ImagePipeError) -> CompressedImage {
+        let reply = try run(.compress, source, variants: variants, limits: limits, memory: memory)
+        guard case .compressed(let result, let outputs) = reply else { throw Self.unexpected }
+        return CompressedImage(result, variants: variants, outputs: outputs)
+    }
+
+    public func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? {
+        let reply = try run(.readHeader, source, variants: variants, limits: limits, memory: .unlimited)
+        guard case .header(let header) = reply else { throw Self.unexpected }
+        return header
+    }
+
+    public func releaseMemory() { pool.trimIdle() }
+
+    private enum Work { case compress, readHeader }
+
+    private enum Outcome {
+        case compressed(HelperResult, [Data])
+        case header(SourceHeader?)
+    }
+
+    private static let unexpected = ImagePipeError(.decoderCrashed, "the image helper answered out of turn")
+
+    /// One job in a helper: set up, hand over the source, grant memory as asked, take the answer.
+    private func run(
+        _ work: Work, _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) throws(ImagePipeError) -> Outcome {
+        let helper = try pool.checkout()
+        var granted = 0
+        defer { if granted > 0 { memory.release(granted) } }
+        do throws(Failure) {
+            let outcome = try exchange(work, helper, source, variants: variants, limits: limits, memory: memory, granted: &granted)
+            pool.checkin(helper)
+            return outcome
+        } catch {
+            switch error {
+            case .failed(let error):
+                pool.checkin(helper)
+                throw error
+            case .ended(let reason, let detail):
+                pool.retire(helper, reason: reason, source: source.name)
+                pool.checkin(nil)
+                throw Self.error(reason, helper: helper, source: source.name, detail: detail, timeout: jobTimeout)
+            }
+        }
+    }
+
+    /// How a job in a helper went wrong.
+    private enum Failure: Error {
+        /// The helper failed the job and stays usable.
+        case failed(ImagePipeError)
+        /// The helper is gone, or must go: why, and what was seen.
+        case ended(HelperPool.RestartReason, String?)
+    }
+
+    private func exchange(
+        _ work: Work, _ helper: HelperProcess, _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits,
+        memory: WorkingMemory, granted: inout Int
+    ) throws(Failure) -> Outcome {
+        if helper.setup == nil || helper.setup!.variants != variants || helper.setup!.limits != limits {
+            try send(helper, .setup(variants: variants, limits: limits))
+            helper.setup = (variants, limits)
+        }
+        let handed = try sourceDescriptor(source)
+        defer { if handed.owned { close(handed.descriptor) } }
+        let described = HelperSource(name: source.name, focus: source.focus, isFile: handed.isFile)
+        try send(helper, work == .compress ? .compress(described) : .readHeader(described), descriptors: [handed.descriptor])
+
+        // The time limit counts the helper's work, not the waits for memory the pipeline budgets.
+        var left = jobTimeout
+        while true {
+            let started = ContinuousClock.now
+            let message: ChannelMessage
+            do {
+                message = try helper.channel.receive(timeout: left)
+            } catch .timedOut {
+                throw .ended(.timeout, nil)
+            } catch {
+                throw .ended(.crashed, nil)
+            }
+            left -= ContinuousClock.now - started
+            let reply: HelperReply
+            do {
+                reply = try HelperReply(decoding: message.bytes)
+            } catch {
+                message.closeDescriptors()
+                throw .ended(.misbehaved, "a malformed message: \(error)")
+            }
+            switch reply {
+            case .need(let bytes) where work == .compress && message.descriptors.isEmpty:
+                // A compressor holds one reservation at a time (the direct JPEG path gives its own
+                // back before the general path takes another): a new need replaces the last grant.
+                if granted > 0 { memory.release(granted) }
+                granted = 0
+                granted = memory.acquire(bytes)
+                try send(helper, .grant(granted))
+            case .compressed(let result) where work == .compress:
+                let outputs = try Self.take(message.descriptors, for: result, expected: variants.count)
+                return .compressed(result, outputs)
+            case .header(let header) where work == .readHeader && message.descriptors.isEmpty:
+                return .header(header)
+            case .failed(let error) where message.descriptors.isEmpty:
+                guard Self.helperCodes.contains(error.code) else { throw .ended(.misbehaved, "a failure coded \(error.code)") }
+                throw .failed(error)
+            default:
+                message.closeDescriptors()
+                throw .ended(.misbehaved, "a message out of turn")
+            }
+        }
+    }
+
+    private func send(_ helper: HelperProcess, _ request: HelperRequest, descriptors: [Int32] = []) throws(Failure) {
+        do {
+            try helper.channel.send(request.encoded(), descriptors: descriptors)
+        } catch {
+            throw .ended(.crashed, nil)
+        }
+    }
+
+    /// The descriptor a source goes to its helper as: its open file, or a memory file holding its bytes.
+    private func sourceDescriptor(_ source: SourceImage) throws(Failure) -> (descriptor: Int32, isFile: Bool, owned: Bool) {
+        switch source.content {
+        case .file(let opened):
+            return (opened.descriptor, true, false)
+        case .bytes(let data):
+            let memory = ips_memory_file("imagepipe-source")
+            guard memory >= 0 else {
+                throw .failed(ImagePipeError(.unreadableSource, "no memory file for the source: \(String(cString: strerror(errno)))"))
+            }
+            let written = data.withUnsafeBytes { ips_write_all(memory, $0.baseAddress, $0.count, 0) }
+            guard written == 0 else {
+                let reason = String(cString: strerror(errno))
+                close(memory)
+                throw .failed(ImagePipeError(.unreadableSource, "cannot hand the source over: \(reason)"))
+            }
+            return (memory, false, true)
+        }
+    }
+
+    /// Reads each variant's memory file, checked against what the helper said of it, and closes them all.
+    private static func take(_ descriptors: [Int32], for result: HelperResult, expected: Int) throws(Failure) -> [Data] {
+        defer { for descriptor in descriptors { close(descriptor) } }
+        guard result.variants.count == expected, descriptors.count == expected else {
+            throw .ended(.misbehaved, "\(descriptors.count) outputs for \(expected) variants")
+        }
+        var outputs: [Data] = []
+        outputs.reserveCapacity(expected)
+        for (descriptor, variant) in zip(descriptors, result.variants) {
+            var status = stat()
+            guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == variant.byteCount,
+                variant.byteCount <= maxOutputBytes
+            else { throw .ended(.misbehaved, "an output that is not the size it was said to be") }
+            // Read, not mapped: a helper that shrank its file later would make a mapping kill the worker (SIGBUS).
+            var data = Data(count: variant.byteCount)
+            let complete = data.withUnsafeMutableBytes { buffer in
+                var got = 0
+                while got < buffer.count {
+                    let n = pread(descriptor, buffer.baseAddress! + got, buffer.count - got, off_t(got))
+                    if n < 0, errno == EINTR { continue }
+                    if n <= 0 { return false }
+                    got += n
+                }
+                return true
+            }
+            guard complete else { throw .ended(.misbehaved, "an output that could not be read whole") }
+            outputs.append(data)
+        }
+        return outputs
+    }
+
+    /// The job's error for a helper that ended: crashed (with its signal) or timed out.
+    private static func error(
+        _ reason: HelperPool.RestartReason, helper: HelperProcess, source: String, detail: String?, timeout: Duration
+    ) -> ImagePipeError {
+        switch reason {
+        case .timeout:
+            return ImagePipeError(
+                .jobTimeout, "the image work on '\(source)' ran past --job-timeout (\(timeout.formatted)): its helper was killed")
+        case .crashed:
+            return ImagePipeError(
+                .decoderCrashed, "the image helper crashed on '\(source)': \(HelperProcess.describe(helper.reap()))")
+        case .misbehaved:
+            return ImagePipeError(
+                .decoderCrashed, "the image helper working on '\(source)' sent \(detail ?? "what it must not") and was killed")
+        }
+    }
+}
+
+extension CompressedImage {
+    /// A helper's result with the variants' bytes it handed over and the specs they were made for.
+    init(_ result: HelperResult, variants specs: [VariantSpec], outputs: [Data]) {
+        let encoded = zip(specs, zip(result.variants, outputs)).map { spec, made in
+            var variant = EncodedVariant(spec: spec, size: made.0.size, data: made.1)
+            variant.quality = made.0.quality
+            variant.score = made.0.score
+            variant.encodes = made.0.encodes
+            variant.keptOriginal = made.0.keptOriginal
+            variant.frames = made.0.frames
+            return variant
+        }
+        self.init(
+            sourceFormat: result.sourceFormat, sourceSize: result.sourceSize, variants: encoded, decodeTime: result.decodeTime,
+            encodeTime: result.encodeTime)
+        placeholder = result.placeholder
+    }
+}
+
+extension Duration {
+    /// Seconds, as `--job-timeout` takes them: "30 s", "2.5 s".
+    var formatted: String {
+        let seconds = Double(components.seconds) + Double(components.attoseconds) / 1e18
+        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import ImagePipe
+import ImagePipeTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Image work in sandboxed helper processes, on the real binary: the sandbox as the kernel reports
+/// it, what a helper holds, and a helper that crashes, is killed or hangs mid-job.
+@Suite(.serialized) struct SandboxCommandTests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-sandbox")
+
+    /// Secrets a worker may be given, by name, each with a value no helper may hold.
+    static let secrets = [
+        "AWS_ACCESS_KEY_ID": "AKIDSANDBOXTEST", "AWS_SECRET_ACCESS_KEY": "sandbox-secret-access-key",
+        "SUPABASE_SERVICE_KEY": "sandbox-supabase-key", "PGPASSWORD": "sandbox-pg-password",
+        "IMAGEPIPE_NOTIFY_SECRET": "sandbox-notify-secret", "DATABASE_URL": "postgres://u:sandbox-db@localhost/x",
+    ]
+
+    @Test func theSelfTestFindsEveryProbeRefused() throws {
+        let output = try CommandRunner.run(["image-helper", "--self-test"])
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        let lines = output.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("sandbox: applied") == true, "\(output.stdout)")
+        for probe in ["socket", "connect", "open-passwd", "create-file", "exec", "signal-parent", "unshare"] {
+            let line = lines.first { $0.hasPrefix(probe + ": ") }
+            #expect(line?.hasPrefix("\(probe): refused") == true, "\(probe): \(line ?? "missing")")
+        }
+        #expect(!output.stdout.contains("ALLOWED"), "\(output.stdout)")
+    }
+
+    @Test func helpersAreSandboxedAndHoldNoSecretAndNoDescriptorOfTheWorkers() throws {
+        try FileManager.default.createDirectory(atPath: directory.url("queue/inbox"), withIntermediateDirectories: true)
+        let worker = try WorkerProcess(
+            ["watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "2", "--status-interval", "0"],
+            log: directory.url("worker.log"), environment: Self.secrets)
+        defer { worker.send(SIGKILL) }
+        #expect(worker.waitForLog("watching"), "\(worker.log)")
+        let helpers = ImageHelpers.of(worker.process.processIdentifier)
+        #expect(helpers.count == 2, "one helper per --jobs: \(helpers)")
+        for helper in helpers {
+            let status = ImageHelpers.status(helper)
+            #expect(status["Seccomp"] == "2", "\(status)")
+            #expect(status["NoNewPrivs"] == "1", "\(status)")
+            let environment = ImageHelpers.environment(helper)
+            #expect(!environment.isEmpty, "the helper's environment could not be read")
+            for (name, value) in Self.secrets {
+                #expect(!environment.contains { $0.hasPrefix(name + "=") || $0.contains(value) }, "\(name) reached the helper")
+            }
+            // Its standard streams and its channel (3): no queue lock, no store or database socket.
+            #expect(ImageHelpers.descriptors(helper) == [0, 1, 2, 3])
+        }
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
+    }
+
+    /// Three photos, each an AVIF encode long enough to be caught mid-job, one at a time.
+    func slowBatch() throws -> WorkerProcess {
+        for name in ["landscape.jpg", "panorama.jpg", "tall.jpg"] {
+            CommandRunner.copyFixture("images/formats/" + name, to: directory, as: "src/" + name)
+        }
+        return try WorkerProcess(
+            [
+                "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", directory.url("manifest.jsonl"),
+                "--jobs", "1", "--variant", "slow=900x900,avif,q50,effort=4",
+            ], log: directory.url("batch.log"))
+    }
+
+    func manifest() throws -> [JobResult] {
+        let text = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8)
+        return try text.split(separator: "\n").map { try JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
+    }
+
+    @Test(arguments: [(SIGSEGV, "SIGSEGV"), (SIGKILL, "SIGKILL")])
+    func aHelperThatDiesMidJobFailsThatImageAndTheBatchGoesOn(signal: Int32, name: String) throws {
+        let batch = try slowBatch()
+        defer { batch.send(SIGKILL) }
+        let helper = try #require(ImageHelpers.busy(of: batch.process.processIdentifier), "no helper was seen working: \(batch.log)")
+        kill(helper, signal)
+        #expect(batch.waitForExit(seconds: 180) == 1, "a failed image makes the batch exit 1: \(batch.log)")
+
+        let results = try manifest()
+        #expect(results.map(\.source).sorted() == ["landscape.jpg", "panorama.jpg", "tall.jpg"], "each image once")
+        let failed = results.filter { $0.status == .failed }
+        #expect(failed.count == 1, "\(results.map { "\($0.source) \($0.status) \($0.error ?? "")" })")
+        if let crash = failed.first {
+            #expect(crash.errorCode == .decoderCrashed)
+            #expect(crash.error?.contains(name) == true, "\(crash.error ?? "")")
+            #expect(crash.error?.contains(crash.source) == true, "the reason names the source: \(crash.error ?? "")")
+        }
+        #expect(results.filter { $0.status == .done }.count == 2)
+        #expect(batch.log.contains("image helper ended"), "\(batch.log)")
+        #expect(ImageHelpers.of(batch.process.processIdentifier).isEmpty)
+    }
+
+    @Test func aStoppedHelperIsKilledAtTheJobTimeoutAndTheWorkerGoesOn() throws {
+        try FileManager.default.createDirectory(atPath: directory.url("queue/inbox"), withIntermediateDirectories: true)
+        let worker = try WorkerProcess(
+            [
+                "watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "1", "--status-interval", "0",
+                "--job-timeout", "3", "--variant", "small=200x,jpeg,q80", "--retry-delay", "0.1",
+            ], log: directory.url("worker.log"))
+        defer { worker.send(SIGKILL) }
+        #expect(worker.waitForLog("watching"), "\(worker.log)")
+        let helper = try #require(ImageHelpers.of(worker.process.processIdentifier).first)
+        kill(helper, SIGSTOP)
+        InboxDelivery.deliver(Fixtures.data("images/formats/landscape.jpg"), to: directory.url("queue/inbox"), as: "stuck.jpg")
+        #expect(eventually(seconds: 120) { FileManager.default.fileExists(atPath: directory.url("queue/done/stuck.jpg.json")) }, "\(worker.log)")
+        #expect(worker.log.contains("job_timeout"), "the first attempt timed out: \(worker.log)")
+        #expect(worker.log.contains("reason=timeout") || worker.log.contains("\"reason\":\"timeout\""), "\(worker.log)")
+        // The stopped helper was killed and replaced; the next job runs as usual.
+        #expect(!ImageHelpers.of(worker.process.processIdentifier).contains(helper))
+        InboxDelivery.deliver(Fixtures.data("images/formats/tall.jpg"), to: directory.url("queue/inbox"), as: "next.jpg")
+        #expect(eventually(seconds: 60) { FileManager.default.fileExists(atPath: directory.url("queue/done/next.jpg.json")) }, "\(worker.log)")
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
+    }
+
+    /// Runs the worker under an outer seccomp filter that answers Landlock's first call with `errno`,
+    /// as a kernel without Landlock (ENOSYS) or a container that refuses it (EPERM) would.
+    func runRefusingLandlock(_ errno: Int32) throws -> CommandRunner.Output {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/landscape.jpg")
+        let script = """
+            import ctypes, os, struct, sys
+            libc = ctypes.CDLL(None, use_errno=True)
+            def ins(code, jt, jf, k): return struct.pack("HBBI", code, jt, jf, k)
+            # Load the syscall number; landlock_create_ruleset (444 on every architecture) gets errno, all else passes.
+            prog = ins(0x20, 0, 0, 0) + ins(0x15, 0, 1, 444) + ins(0x06, 0, 0, 0x00050000 | \(errno)) + ins(0x06, 0, 0, 0x7fff0000)
+            buf = ctypes.create_string_buffer(prog)
+            class Fprog(ctypes.Structure): _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+            fprog = Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+            assert libc.prctl(38, 1, 0, 0, 0) == 0
+            assert libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0, ctypes.get_errno()
+            os.execv(sys.argv[1], sys.argv[1:])
+            """
+        return try CommandRunner.run(
+            executable: "/usr/bin/env",
+            [
+                "python3", "-c", script, CommandRunner.binary, "batch", directory.url("src"), "--dest", directory.url("out"),
+                "--variant", "small=200x,jpeg,q80",
+            ])
+    }
+
+    @Test func aSandboxThatCannotBeAppliedStopsTheWorkerNamingTheCause() throws {
+        let output = try runRefusingLandlock(EPERM)
+        #expect(output.status == 2, "\(output.stderr)")
+        #expect(output.stderr.contains("image helper cannot start"), "\(output.stderr)")
+        #expect(output.stderr.contains("Landlock"), "the cause is named: \(output.stderr)")
+        #expect(output.stderr.contains("--sandbox off"), "\(output.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.url("out/landscape-small.jpg")))
+    }
+
+    @Test func aKernelWithoutLandlockGetsSeccompAloneAndIsToldSo() throws {
+        let output = try runRefusingLandlock(ENOSYS)
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stderr.contains("no Landlock"), "\(output.stderr)")
+        #expect(FileManager.default.fileExists(atPath: directory.url("out/landscape-small.jpg")))
+    }
+}

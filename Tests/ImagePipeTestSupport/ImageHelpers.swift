@@ -1,0 +1,74 @@
+// The image helper processes a running worker started, found and read through /proc as an operator would.
+public import Foundation
+
+/// A worker's image helpers, seen from outside through `/proc`.
+public enum ImageHelpers {
+    /// The helpers `parent` started: its children whose command line is `imagepipe image-helper …`.
+    public static func of(_ parent: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.filter { pid in
+            guard let stat = statFields(pid), stat.count > 1, Int32(stat[1]) == parent else { return false }
+            return commandLine(pid).dropFirst().first == "image-helper"
+        }.sorted()
+    }
+
+    /// Its command line, word by word.
+    public static func commandLine(_ pid: pid_t) -> [String] {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return [] }
+        return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// `/proc/PID/status` as name → value (`Seccomp` → `2`).
+    public static func status(_ pid: pid_t) -> [String: String] {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return [:] }
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            fields[String(parts[0])] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        return fields
+    }
+
+    /// Its environment, one `NAME=value` each.
+    public static func environment(_ pid: pid_t) -> [String] {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return [] }
+        return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The numbers of its open descriptors.
+    public static func descriptors(_ pid: pid_t) -> [Int] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).compactMap { Int($0) }.sorted()
+    }
+
+    /// The CPU time it used so far, in clock ticks (user and system).
+    public static func cpuTicks(_ pid: pid_t) -> Int? {
+        guard let fields = statFields(pid), fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+        return user + system
+    }
+
+    /// A helper of `parent` that is working on a job: one whose CPU time keeps growing over 100 ms
+    /// (an idle helper waits on its channel and uses none). Nil if none did within `seconds`.
+    public static func busy(of parent: pid_t, seconds: Double = 60) -> pid_t? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var last: [pid_t: Int] = [:]
+        while Date() < deadline {
+            for helper in of(parent) {
+                guard let ticks = cpuTicks(helper) else { continue }
+                if let before = last[helper], ticks > before { return helper }
+                last[helper] = ticks
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return nil
+    }
+
+    /// `/proc/PID/stat`'s fields after the command name (which may hold spaces), from the state on:
+    /// index 1 is the parent's pid, 11 and 12 the user and system time.
+    private static func statFields(_ pid: pid_t) -> [String]? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        return text[text.index(after: close)...].split(separator: " ").map(String.init)
+    }
+}
