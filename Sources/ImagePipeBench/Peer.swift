@@ -34,11 +34,14 @@ public struct BenchJob: Sendable {
     public var variants: [VariantSpec]
     /// Workers (threads or processes) every tool may use.
     public var workers: Int
+    /// More options for imagepipe's own runs (`--sandbox off`); the reference tools take none.
+    public var imagepipeArguments: [String]
 
     /// Creates a job.
-    public init(variants: [VariantSpec], workers: Int) {
+    public init(variants: [VariantSpec], workers: Int, imagepipeArguments: [String] = []) {
         self.variants = variants
         self.workers = workers
+        self.imagepipeArguments = imagepipeArguments
     }
 
     /// `name:width:height:format:quality:fit`, the form the peer scripts take.
@@ -72,7 +75,7 @@ extension Peer {
                 "--always-encode",
             ]
             for variant in job.variants { command += ["--variant", variant.specString] }
-            return command
+            return command + job.imagepipeArguments
         }
         var peer = Peer(name: label, unavailable: nil) { corpus, output in
             // Remote rounds write under a prefix named after the round's output folder, so none finds another's outputs.

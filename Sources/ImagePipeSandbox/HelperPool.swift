@@ -18,6 +18,11 @@ final class HelperPool: Sendable {
     private let logger: Logger
     private let idle = Mutex<[HelperProcess]>([])
     private let slots: DispatchSemaphore
+    /// Registers, once, the reaping of every helper when the process exits.
+    private static let reapAtExit: Void = {
+        atexit { HelperProcess.reapAll() }
+    }()
+
     /// How long a helper may take to start: the first start loads every codec once.
     static let startTimeout: Duration = .seconds(60)
 
@@ -33,6 +38,7 @@ final class HelperPool: Sendable {
     /// stops the worker here, naming the cause; one that found no Landlock in the kernel is
     /// started with seccomp alone, and said so once.
     func start() throws(ImagePipeError) {
+        _ = Self.reapAtExit
         var started: [HelperProcess] = []
         var failure: ImagePipeError?
         for _ in 0..<size {

@@ -16,6 +16,23 @@ final class HelperProcess: @unchecked Sendable {
     init(pid: pid_t, channel: HelperChannel) {
         self.pid = pid
         self.channel = channel
+        Self.live.withLock { $0.insert(pid) }
+    }
+
+    /// The helpers started and not yet reaped, for ``reapAll()``.
+    private static let live = Mutex<Set<pid_t>>([])
+
+    /// Kills and reaps every helper still running: called as the worker exits, so that their CPU
+    /// time and memory are counted with the worker's (by `time`, `wait4`, a benchmark) instead of
+    /// leaving them to die unreaped by PR_SET_PDEATHSIG.
+    static func reapAll() {
+        let pids = live.withLock { pids in
+            defer { pids.removeAll() }
+            return pids
+        }
+        for pid in pids { kill(pid, SIGKILL) }
+        var status: Int32 = 0
+        for pid in pids { _ = ips_wait(pid, &status, 0) }
     }
 
     /// Kills it (SIGKILL) and waits for it: a helper that stopped answering, or sent what it must not.
@@ -31,7 +48,8 @@ final class HelperProcess: @unchecked Sendable {
     func reap() -> Int32 {
         if let status { return status }
         var raw: Int32 = 0
-        let got = ips_wait(pid, &raw, 0)
+        let reaped = Self.live.withLock { $0.remove(pid) != nil }
+        let got = reaped ? ips_wait(pid, &raw, 0) : -1
         // A pid already reaped elsewhere cannot be told apart: counted as killed.
         let ended = got == pid ? raw : Int32(SIGKILL)
         status = ended

@@ -43,6 +43,11 @@ struct BenchCommand: ParsableCommand {
             "Also time imagepipe with this preset's variants (e.g. web-auto against web), alternated with the others.", valueName: "name"))
     var alsoPresets: [String] = []
 
+    @Flag(
+        name: .customLong("also-sandbox-off"),
+        help: "Also time imagepipe with --sandbox off (image work inside the worker), alternated with the others: what the helpers cost.")
+    var alsoSandboxOff = false
+
     @Option(help: "Repeat the corpus this many times (hard links), for long-batch memory checks.")
     var `repeat`: Int = 1
 
@@ -92,7 +97,8 @@ struct BenchCommand: ParsableCommand {
             extraDestinations: alsoDest, rerun: rerun,
             extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
                 ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
-            }, queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
+            } + (alsoSandboxOff ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : []),
+            queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)
