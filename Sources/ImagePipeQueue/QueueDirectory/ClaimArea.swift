@@ -120,7 +120,8 @@ public final class ClaimArea: Sendable {
     ///
     /// The job's options file (``JobOptionsFile``) is put beside the original before the record
     /// when `keepingOptions` (`failed/`: a job sent back keeps them), and leaves the area only once
-    /// the record is written, so options found alone in an area belong to a finished job.
+    /// the record is written, so options found alone in an area belong to a finished job. Its
+    /// ``AttemptTally``, if it has one, is removed once the record is written.
     ///
     /// - Parameters:
     ///   - record: the JSON to write beside the original.
@@ -161,11 +162,14 @@ public final class ClaimArea: Sendable {
                 continue
             } else if errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP || errno == EMLINK {
                 // No hard links here (some network filesystems): options and record first, then a
-                // rename. Options left here by a crash after it belong to a finished job.
+                // rename. Options left here by a crash after it belong to a finished job; so does a
+                // tally a crash keeps from being removed (`imagepipe retry` removes it, should the
+                // job come back).
                 if keeps { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: candidate), staging: path) }
                 try DurableFile.write(record, to: candidate + suffix, stagingIn: path)
                 if rename(source, candidate) != 0 { throw FileMoves.failure("cannot move \(source) to \(candidate)") }
                 _ = DurableFile.syncDirectory(LocalPath.parent(of: candidate))
+                AttemptLedger.forget(candidate, in: queue)
                 try release(options)
                 removeEmptyParents(of: relative)
                 return candidate
@@ -176,7 +180,7 @@ public final class ClaimArea: Sendable {
     }
 
     /// Writes the record of an original already linked at `placed` (its options beside it first,
-    /// when kept) and releases the claim: the options, then the original.
+    /// when kept) and releases the claim: its tally, the options, then the original.
     private func complete(
         _ relative: String, at placed: String, record: Data, suffix: String, keepingOptions: Bool
     ) throws(ImagePipeError) -> String {
@@ -184,6 +188,9 @@ public final class ClaimArea: Sendable {
         if keepingOptions { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: placed), staging: path) }
         // The record's write fsyncs the directory, which holds the original's link (and its options) too.
         try DurableFile.write(record, to: placed + suffix, stagingIn: path)
+        // Finished now: a crash from here on leaves the claim to a worker that finds it finished
+        // and removes the tally then.
+        AttemptLedger.forget(placed, in: queue)
         try release(options)
         if unlink(pathOf(relative)) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
         removeEmptyParents(of: relative)
@@ -270,6 +277,7 @@ public final class ClaimArea: Sendable {
                     continue
                 }
                 if isFinished(areaPath + "/" + relative, relative: relative, in: queue) {
+                    AttemptLedger.forget(areaPath + "/" + relative, in: queue)
                     unlink(options)
                     unlink(areaPath + "/" + relative)
                     continue

@@ -160,9 +160,25 @@ public final class DirectoryQueue: JobQueue {
         }
     }
 
-    /// Keeps the job in the claim area, to run again here once the delay has passed.
+    /// Keeps the job in the claim area, to run again here once the delay has passed. A decoder
+    /// failure is also counted in the job's tally (``AttemptLedger``), so the job's next claim knows
+    /// of it should this worker stop or die before the retry: a second one is final wherever it
+    /// happens.
     public func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition {
         state.withLock { $0.histories[job.id, default: []].append(failure) }
+        if failure.errorCode?.isDecoderFailure == true {
+            await BlockingIO.run {
+                do throws(ImagePipeError) {
+                    try AttemptLedger.countDecoderFailure(
+                        of: self.area.pathOf(job.id), named: job.id, after: job.job.earlierDecoderFailures, in: self.directory)
+                } catch {
+                    // This worker still counts it for the retry it holds.
+                    self.logger.warning(
+                        "cannot keep the count of a job's decoder failures: a claim after this worker stops will not know of this one",
+                        metadata: ["source": "\(job.id)", "error": "\(error.reason)"])
+                }
+            }
+        }
         return .keepHolding
     }
 
@@ -327,6 +343,8 @@ public final class DirectoryQueue: JobQueue {
             state.withLock { _ = $0.claimed.insert(name) }
             // Links are not followed: a delivered link could publish any file the worker can read.
             var job = Job(path: claimedPath, relativePath: name, attempt: 1, followsLinks: false)
+            // What earlier claims left in the job's tally: most jobs have none (one look-up that finds nothing).
+            job.earlierDecoderFailures = AttemptLedger.tally(of: claimedPath, in: directory)?.decoderFailures ?? 0
             do throws(ImagePipeError) {
                 job.focus = try readOptions(of: name)?.focus
             } catch {
