@@ -26,17 +26,21 @@ public final class DirectoryQueue: JobQueue {
         /// Whether this worker notifies (`--notify-url`): it takes over the notices that stopped or
         /// dead workers' areas kept. One that does not leaves them for one that does.
         public var takesOverNotices: Bool
+        /// How many workers may die holding a job (`--max-attempts`): a dead worker's job that reaches
+        /// it goes to `failed/` as `worker_crashed` instead of back to the inbox.
+        public var maxAttempts: Int
 
         /// Creates settings: rescans every 5 s, a 10 s quiet period, empty delivery folders removed
-        /// after a minute, no notices taken over.
+        /// after a minute, no notices taken over, a job set aside once 5 workers died holding it.
         public init(
             rescanInterval: Duration = .seconds(5), quietPeriod: Duration = .seconds(10),
-            emptyDirectoryIdle: Duration = .seconds(60), takesOverNotices: Bool = false
+            emptyDirectoryIdle: Duration = .seconds(60), takesOverNotices: Bool = false, maxAttempts: Int = 5
         ) {
             self.rescanInterval = rescanInterval
             self.quietPeriod = quietPeriod
             self.emptyDirectoryIdle = emptyDirectoryIdle
             self.takesOverNotices = takesOverNotices
+            self.maxAttempts = max(1, maxAttempts)
         }
     }
 
@@ -274,7 +278,8 @@ public final class DirectoryQueue: JobQueue {
 
     private func recoverAbandoned() {
         let recovered = ClaimArea.recoverAbandoned(
-            in: directory, except: area.id, takingNoticesInto: configuration.takesOverNotices ? area : nil, logger: logger)
+            in: directory, except: area.id, takingNoticesInto: configuration.takesOverNotices ? area : nil,
+            maxAttempts: configuration.maxAttempts, logger: logger)
         if !recovered.jobs.isEmpty {
             logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.jobs.count)])
         }
@@ -344,7 +349,17 @@ public final class DirectoryQueue: JobQueue {
             // Links are not followed: a delivered link could publish any file the worker can read.
             var job = Job(path: claimedPath, relativePath: name, attempt: 1, followsLinks: false)
             // What earlier claims left in the job's tally: most jobs have none (one look-up that finds nothing).
-            job.earlierDecoderFailures = AttemptLedger.tally(of: claimedPath, in: directory)?.decoderFailures ?? 0
+            if let tally = AttemptLedger.tally(of: claimedPath, in: directory) {
+                job.earlierDecoderFailures = tally.decoderFailures
+                if tally.workerDeaths > 0 {
+                    logger.notice(
+                        "claimed a job that workers died holding",
+                        metadata: [
+                            "source": "\(name)", "worker_deaths": .stringConvertible(tally.workerDeaths),
+                            "max_attempts": .stringConvertible(configuration.maxAttempts),
+                        ])
+                }
+            }
             do throws(ImagePipeError) {
                 job.focus = try readOptions(of: name)?.focus
             } catch {
