@@ -129,9 +129,9 @@ public final class PostgresQueue: JobQueue {
                 continue
             }
             logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": .stringConvertible(row.attempt)])
-            claimed.append(
-                ClaimedJob(
-                    id: String(row.id), job: JobSource.job(for: row.source, attempt: row.attempt, options: options), source: row.source))
+            var job = JobSource.job(for: row.source, attempt: row.attempt, options: options)
+            job.earlierDecoderFailures = row.decoderFailures
+            claimed.append(ClaimedJob(id: String(row.id), job: job, source: row.source))
         }
         return claimed
     }

@@ -13,6 +13,8 @@ extension QueueDatabase {
         let attempt: Int
         /// The job's options as JSON text (``QueuedJobOptions``).
         let options: String
+        /// Its earlier attempts whose error is a decoder failure (``ImagePipeError/Code/isDecoderFailure``).
+        let decoderFailures: Int
     }
 
     /// Claims up to `limit` due jobs of `queue` for `owner`; none when the database cannot be reached.
@@ -22,10 +24,14 @@ extension QueueDatabase {
     func claim(queue: String, limit: Int, owner: String, lease: Duration) async -> [ClaimedRow] {
         let statement = Claim(queue: queue, limit: limit, owner: owner, leaseSeconds: lease.timeInterval)
         guard let rows = await once("claim", .prepared(statement)) else { return [] }
-        return rows.sorted { $0.0 < $1.0 }.map { ClaimedRow(id: $0, source: $1, attempt: $2, options: $3) }
+        return rows.sorted { $0.0 < $1.0 }.map { ClaimedRow(id: $0, source: $1, attempt: $2, options: $3, decoderFailures: $4) }
     }
 
     /// The claim, prepared: it runs for every few jobs.
+    ///
+    /// It also counts the job's earlier attempts that ended with a decoder failure, from the errors
+    /// its history already holds (one entry per failed attempt, with its code): no column keeps a
+    /// second account of them that could disagree, and a history is a few entries long.
     struct Claim: PostgresPreparedStatement {
         static let sql = """
             WITH next AS (
@@ -39,9 +45,15 @@ extension QueueDatabase {
             SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
                 lease_expires_at = now() + make_interval(secs => $4), started_at = now()
             FROM next WHERE j.id = next.id
-            RETURNING j.id, left(j.source, \(JobSource.maxSourceBytes + 1)), j.attempt, left(j.options::text, \(JobSource.maxOptionsBytes))
+            RETURNING j.id, left(j.source, \(JobSource.maxSourceBytes + 1)), j.attempt, left(j.options::text, \(JobSource.maxOptionsBytes)),
+                (SELECT count(*) FROM jsonb_array_elements(j.errors) AS e
+                 WHERE e->>'error_code' IN (\(decoderFailureCodes)))::bigint
             """
-        typealias Row = (Int, String, Int, String)
+        typealias Row = (Int, String, Int, String, Int)
+
+        /// The codes of decoder failures, quoted for SQL (`'decoder_crashed', 'job_timeout'`), from
+        /// the one rule that says which they are.
+        static let decoderFailureCodes = ImagePipeError.Code.all.filter(\.isDecoderFailure).map { "'\($0)'" }.joined(separator: ", ")
 
         let queue: String
         let limit: Int

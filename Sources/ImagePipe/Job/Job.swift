@@ -29,6 +29,12 @@ public struct Job: Sendable {
     public var keyCollision: ImagePipeError?
     /// The point `cover` crops keep, given with the job; nil to crop where each variant says.
     public var focus: FocalPoint?
+    /// How many of the job's earlier attempts ended with its decoder failing in its helper process:
+    /// crashed (`decoder_crashed`) or stopped at `--job-timeout` (`job_timeout`), see
+    /// ``ImagePipeError/Code/isDecoderFailure``. A queue fills it when it claims the job, from what it
+    /// keeps of the job's earlier attempts; the worker decides by it whether another such failure is
+    /// final. A crash of the same image twice is the image's doing, not the machine's.
+    public var earlierDecoderFailures = 0
 
     /// Creates a job.
     public init(path: String, relativePath: String, attempt: Int = 1, rawPath: RawPath? = nil, followsLinks: Bool = true) {
@@ -55,10 +61,12 @@ public struct Job: Sendable {
 }
 
 extension Job: Equatable {
-    /// The same source under the same name and attempt (a cancellation token is no part of it).
+    /// The same source under the same name and attempt, with the same history of decoder failures
+    /// (a cancellation token is no part of it).
     public static func == (lhs: Job, rhs: Job) -> Bool {
         lhs.path == rhs.path && lhs.relativePath == rhs.relativePath && lhs.attempt == rhs.attempt && lhs.rawPath == rhs.rawPath
             && lhs.followsLinks == rhs.followsLinks && lhs.object == rhs.object && lhs.focus == rhs.focus
+            && lhs.earlierDecoderFailures == rhs.earlierDecoderFailures
     }
 }
 

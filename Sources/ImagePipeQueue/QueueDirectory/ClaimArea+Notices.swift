@@ -24,23 +24,34 @@ extension ClaimArea {
     /// Written ahead, the entry may tell of a record a crash kept from being written: whoever takes
     /// it over sends it only once the record is there (see ``takeOverNotices(of:in:into:logger:)``).
     public func keep(_ notice: JobNotice, for relative: String) throws(ImagePipeError) {
+        try Self.keep(notice, for: relative, inArea: path)
+    }
+
+    /// ``keep(_:for:)`` in the area at `areaPath`, which the caller holds the lock of: its own, or a
+    /// dead worker's whose job it sets aside.
+    static func keep(_ notice: JobNotice, for relative: String, inArea areaPath: String) throws(ImagePipeError) {
         var info = stat()
-        guard lstat(pathOf(relative), &info) == 0 else { throw FileMoves.failure("cannot keep the notice of \(relative)") }
-        try makeOutbox()
+        guard lstat(areaPath + "/" + relative, &info) == 0 else { throw FileMoves.failure("cannot keep the notice of \(relative)") }
+        try makeOutbox(of: areaPath)
         let entry = KeptNotice(claim: relative, inode: UInt64(info.st_ino), notice: notice)
-        try DurableFile.write(Data(JSONLine.encode(entry).utf8), to: outbox + "/\(notice.id).json", stagingIn: path)
+        try DurableFile.write(Data(JSONLine.encode(entry).utf8), to: areaPath + "/.outbox/\(notice.id).json", stagingIn: areaPath)
     }
 
     /// Creates the outbox once, durably: its entry in the area is fsynced, so an entry written in it
     /// cannot vanish in a crash that the job's record survives.
     private func makeOutbox() throws(ImagePipeError) {
+        try Self.makeOutbox(of: path)
+    }
+
+    private static func makeOutbox(of areaPath: String) throws(ImagePipeError) {
+        let outbox = areaPath + "/.outbox"
         var info = stat()
         guard lstat(outbox, &info) != 0 else { return }
         BlockingIO.mayBlock("mkdir \(outbox)")
         guard mkdir(outbox, 0o755) == 0 || errno == EEXIST else { throw FileMoves.failure("cannot create \(outbox)") }
-        if let failed = DurableFile.syncDirectory(path) {
+        if let failed = DurableFile.syncDirectory(areaPath) {
             errno = failed.rawValue
-            throw FileMoves.failure("cannot sync \(path)")
+            throw FileMoves.failure("cannot sync \(areaPath)")
         }
     }
 

@@ -120,7 +120,8 @@ public final class ClaimArea: Sendable {
     ///
     /// The job's options file (``JobOptionsFile``) is put beside the original before the record
     /// when `keepingOptions` (`failed/`: a job sent back keeps them), and leaves the area only once
-    /// the record is written, so options found alone in an area belong to a finished job.
+    /// the record is written, so options found alone in an area belong to a finished job. Its
+    /// ``AttemptTally``, if it has one, is removed once the record is written.
     ///
     /// - Parameters:
     ///   - record: the JSON to write beside the original.
@@ -131,17 +132,28 @@ public final class ClaimArea: Sendable {
     public func moveOut(
         _ relative: String, into directory: String, record: Data, suffix: String, keepingOptions: Bool = false
     ) throws(ImagePipeError) -> String {
-        let source = pathOf(relative)
-        let options = pathOf(JobOptionsFile.name(of: relative))
+        try Self.moveOut(relative, from: path, of: queue, into: directory, record: record, suffix: suffix, keepingOptions: keepingOptions)
+    }
+
+    /// ``moveOut(_:into:record:suffix:keepingOptions:)`` from the area at `areaPath`, which the caller
+    /// holds the lock of: its own, or a dead worker's it is taking over.
+    @discardableResult
+    static func moveOut(
+        _ relative: String, from areaPath: String, of queue: QueueDirectory, into directory: String, record: Data, suffix: String,
+        keepingOptions: Bool
+    ) throws(ImagePipeError) -> String {
+        let source = areaPath + "/" + relative
+        let options = areaPath + "/" + JobOptionsFile.name(of: relative)
         let keeps = keepingOptions && FileMoves.exists(options)
         let target = directory + "/" + relative
+        let complete = { (placed: String) throws(ImagePipeError) -> String in
+            try Self.complete(relative, in: areaPath, of: queue, at: placed, record: record, suffix: suffix, keepingOptions: keeps)
+        }
         try DurableFile.makeParent(of: target)
         var number = 0, parentRemakes = 0
         while true {
             let candidate = number == 0 ? target : FileMoves.numbered(target, number)
-            if FileMoves.sameFile(source, candidate) {
-                return try complete(relative, at: candidate, record: record, suffix: suffix, keepingOptions: keeps)
-            }
+            if FileMoves.sameFile(source, candidate) { return try complete(candidate) }
             if FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix)
                 || (keeps && FileMoves.exists(JobOptionsFile.name(of: candidate)))
             {
@@ -149,7 +161,7 @@ public final class ClaimArea: Sendable {
                 continue
             }
             if link(source, candidate) == 0 {
-                return try complete(relative, at: candidate, record: record, suffix: suffix, keepingOptions: keeps)
+                return try complete(candidate)
             } else if errno == EEXIST {
                 // Another worker took this name between the check and the link.
                 number += 1
@@ -161,13 +173,16 @@ public final class ClaimArea: Sendable {
                 continue
             } else if errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP || errno == EMLINK {
                 // No hard links here (some network filesystems): options and record first, then a
-                // rename. Options left here by a crash after it belong to a finished job.
-                if keeps { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: candidate), staging: path) }
-                try DurableFile.write(record, to: candidate + suffix, stagingIn: path)
+                // rename. Options left here by a crash after it belong to a finished job; so does a
+                // tally a crash keeps from being removed (`imagepipe retry` removes it, should the
+                // job come back).
+                if keeps { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: candidate), staging: areaPath) }
+                try DurableFile.write(record, to: candidate + suffix, stagingIn: areaPath)
                 if rename(source, candidate) != 0 { throw FileMoves.failure("cannot move \(source) to \(candidate)") }
                 _ = DurableFile.syncDirectory(LocalPath.parent(of: candidate))
+                AttemptLedger.forget(candidate, in: queue)
                 try release(options)
-                removeEmptyParents(of: relative)
+                FileMoves.removeEmptyParents(of: relative, under: areaPath)
                 return candidate
             } else {
                 throw FileMoves.failure("cannot move \(source) to \(candidate)")
@@ -176,22 +191,26 @@ public final class ClaimArea: Sendable {
     }
 
     /// Writes the record of an original already linked at `placed` (its options beside it first,
-    /// when kept) and releases the claim: the options, then the original.
-    private func complete(
-        _ relative: String, at placed: String, record: Data, suffix: String, keepingOptions: Bool
+    /// when kept) and releases the claim: its tally, the options, then the original.
+    private static func complete(
+        _ relative: String, in areaPath: String, of queue: QueueDirectory, at placed: String, record: Data, suffix: String,
+        keepingOptions: Bool
     ) throws(ImagePipeError) -> String {
-        let options = pathOf(JobOptionsFile.name(of: relative))
-        if keepingOptions { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: placed), staging: path) }
+        let options = areaPath + "/" + JobOptionsFile.name(of: relative)
+        if keepingOptions { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: placed), staging: areaPath) }
         // The record's write fsyncs the directory, which holds the original's link (and its options) too.
-        try DurableFile.write(record, to: placed + suffix, stagingIn: path)
+        try DurableFile.write(record, to: placed + suffix, stagingIn: areaPath)
+        // Finished now: a crash from here on leaves the claim to a worker that finds it finished
+        // and removes the tally then.
+        AttemptLedger.forget(placed, in: queue)
         try release(options)
-        if unlink(pathOf(relative)) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
-        removeEmptyParents(of: relative)
+        if unlink(areaPath + "/" + relative) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
+        FileMoves.removeEmptyParents(of: relative, under: areaPath)
         return placed
     }
 
-    /// Removes a file from this area; one already gone is no error.
-    private func release(_ path: String) throws(ImagePipeError) {
+    /// Removes a file from an area; one already gone is no error.
+    private static func release(_ path: String) throws(ImagePipeError) {
         if unlink(path) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(path)") }
     }
 
@@ -225,10 +244,13 @@ public final class ClaimArea: Sendable {
         FileMoves.removeEmptyParents(of: relative, under: path)
     }
 
-    /// What ``recoverAbandoned(in:except:takingNoticesInto:logger:)`` found.
+    /// What ``recoverAbandoned(in:except:takingNoticesInto:maxAttempts:logger:)`` found.
     public struct Recovery: Sendable {
         /// The relative paths returned to the inbox.
         public var jobs: [String] = []
+        /// The relative paths set aside in `failed/` as `worker_crashed`: as many workers died
+        /// holding each as `maxAttempts` allows.
+        public var setAside: [String] = []
         /// Kept notices of recorded jobs, now in the recovering worker's outbox, to be sent.
         public var notices: [JobNotice] = []
     }
@@ -237,15 +259,22 @@ public final class ClaimArea: Sendable {
     /// file, takes over the notices it kept into `own` (see ``takeOverNotices(of:in:into:logger:)``),
     /// and removes the area.
     ///
+    /// Each job the area holds counts one more worker that died holding it (``AttemptLedger``), as
+    /// an expired lease counts a failed attempt on PostgreSQL: every job the dead worker held, those
+    /// that only waited for their turn or their retry too. One that reaches `maxAttempts` such deaths
+    /// goes to `failed/` as `worker_crashed` instead of the inbox (see
+    /// ``setAside(_:in:worker:tally:of:maxAttempts:notifying:logger:)``), so a job that kills its
+    /// worker does not kill every worker restarted after it.
+    ///
     /// Options whose original is not in the area belong to a job that finished: every step that
     /// takes an original out of an area (a claim never does) takes its options out before it, or has
     /// put a copy of them beside the original first. They are removed.
     public static func recoverAbandoned(
-        in queue: QueueDirectory, except ownID: String?, takingNoticesInto own: ClaimArea? = nil, logger: Logger
+        in queue: QueueDirectory, except ownID: String?, takingNoticesInto own: ClaimArea? = nil, maxAttempts: Int = .max,
+        logger: Logger
     ) -> Recovery {
         guard let areas = try? FileManager.default.contentsOfDirectory(atPath: queue.processing) else { return Recovery() }
-        var recovered: [String] = []
-        var notices: [JobNotice] = []
+        var recovery = Recovery()
         for area in areas where area != ownID {
             let areaPath = queue.processing + "/" + area
             var info = stat()
@@ -260,37 +289,64 @@ public final class ClaimArea: Sendable {
             }
             defer { if fd >= 0 { close(fd) } }
             // Before the claims move: whether a notice may go depends on its claim.
-            notices += takeOverNotices(of: areaPath, in: queue, into: own, logger: logger)
+            recovery.notices += takeOverNotices(of: areaPath, in: queue, into: own, logger: logger)
             let names = QueueDirectory.files(under: areaPath).map(\.name)
             let present = Set(names)
+            var returned = 0, aside = 0
             for relative in names {
+                let claimed = areaPath + "/" + relative
                 let options = areaPath + "/" + JobOptionsFile.name(of: relative)
                 if JobOptionsFile.isOptions(relative) {
-                    if !present.contains(JobOptionsFile.original(of: relative)) { unlink(areaPath + "/" + relative) }
+                    if !present.contains(JobOptionsFile.original(of: relative)) { unlink(claimed) }
                     continue
                 }
-                if isFinished(areaPath + "/" + relative, relative: relative, in: queue) {
+                if isFinished(claimed, relative: relative, in: queue) {
+                    AttemptLedger.forget(claimed, in: queue)
                     unlink(options)
-                    unlink(areaPath + "/" + relative)
+                    unlink(claimed)
                     continue
                 }
                 do {
-                    try FileMoves.moveJobKeepingBoth(areaPath + "/" + relative, options: options, to: queue.inbox + "/" + relative)
-                    recovered.append(relative)
+                    // Counted before the job leaves the area: a take-over cut short after this finds the
+                    // death counted when it is done again.
+                    let tally = try AttemptLedger.countDeath(of: area, holding: claimed, named: relative, in: queue)
+                    if tally.workerDeaths >= maxAttempts {
+                        if setAside(
+                            relative, in: areaPath, worker: area, tally: tally, of: queue, maxAttempts: maxAttempts, notifying: own != nil,
+                            logger: logger)
+                        {
+                            recovery.setAside.append(relative)
+                            aside += 1
+                        }
+                        // One that could not be set aside stays here, for the next take-over to try again:
+                        // in the inbox it would kill another worker.
+                        continue
+                    }
+                } catch {
+                    logger.error(
+                        "cannot count the death of the worker that held a job; it goes back to the inbox uncounted",
+                        metadata: ["source": "\(relative)", "area": "\(area)", "error": "\(error.reason)"])
+                }
+                do {
+                    try FileMoves.moveJobKeepingBoth(claimed, options: options, to: queue.inbox + "/" + relative)
+                    recovery.jobs.append(relative)
+                    returned += 1
                 } catch {
                     logger.error(
                         "cannot return a job from an abandoned claim area",
                         metadata: ["source": "\(relative)", "area": "\(area)", "error": "\(error.reason)"])
                 }
             }
+            // The notices of the jobs set aside, kept in this area before their records, go now.
+            if aside > 0 { recovery.notices += takeOverNotices(of: areaPath, in: queue, into: own, logger: logger) }
             if QueueDirectory.files(under: areaPath).isEmpty, keptNotices(in: areaPath).isEmpty {
                 unlink(areaPath + "/.lock")
                 try? FileManager.default.removeItem(atPath: areaPath)
                 logger.notice(
                     "returned the jobs of an abandoned claim area to the inbox",
-                    metadata: ["area": "\(area)", "jobs": .stringConvertible(recovered.count)])
+                    metadata: ["area": "\(area)", "jobs": .stringConvertible(returned), "set_aside": .stringConvertible(aside)])
             }
         }
-        return Recovery(jobs: recovered, notices: notices)
+        return recovery
     }
 }

@@ -26,17 +26,21 @@ public final class DirectoryQueue: JobQueue {
         /// Whether this worker notifies (`--notify-url`): it takes over the notices that stopped or
         /// dead workers' areas kept. One that does not leaves them for one that does.
         public var takesOverNotices: Bool
+        /// How many workers may die holding a job (`--max-attempts`): a dead worker's job that reaches
+        /// it goes to `failed/` as `worker_crashed` instead of back to the inbox.
+        public var maxAttempts: Int
 
         /// Creates settings: rescans every 5 s, a 10 s quiet period, empty delivery folders removed
-        /// after a minute, no notices taken over.
+        /// after a minute, no notices taken over, a job set aside once 5 workers died holding it.
         public init(
             rescanInterval: Duration = .seconds(5), quietPeriod: Duration = .seconds(10),
-            emptyDirectoryIdle: Duration = .seconds(60), takesOverNotices: Bool = false
+            emptyDirectoryIdle: Duration = .seconds(60), takesOverNotices: Bool = false, maxAttempts: Int = 5
         ) {
             self.rescanInterval = rescanInterval
             self.quietPeriod = quietPeriod
             self.emptyDirectoryIdle = emptyDirectoryIdle
             self.takesOverNotices = takesOverNotices
+            self.maxAttempts = max(1, maxAttempts)
         }
     }
 
@@ -160,9 +164,25 @@ public final class DirectoryQueue: JobQueue {
         }
     }
 
-    /// Keeps the job in the claim area, to run again here once the delay has passed.
+    /// Keeps the job in the claim area, to run again here once the delay has passed. A decoder
+    /// failure is also counted in the job's tally (``AttemptLedger``), so the job's next claim knows
+    /// of it should this worker stop or die before the retry: a second one is final wherever it
+    /// happens.
     public func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition {
         state.withLock { $0.histories[job.id, default: []].append(failure) }
+        if failure.errorCode?.isDecoderFailure == true {
+            await BlockingIO.run {
+                do throws(ImagePipeError) {
+                    try AttemptLedger.countDecoderFailure(
+                        of: self.area.pathOf(job.id), named: job.id, after: job.job.earlierDecoderFailures, in: self.directory)
+                } catch {
+                    // This worker still counts it for the retry it holds.
+                    self.logger.warning(
+                        "cannot keep the count of a job's decoder failures: a claim after this worker stops will not know of this one",
+                        metadata: ["source": "\(job.id)", "error": "\(error.reason)"])
+                }
+            }
+        }
         return .keepHolding
     }
 
@@ -258,7 +278,8 @@ public final class DirectoryQueue: JobQueue {
 
     private func recoverAbandoned() {
         let recovered = ClaimArea.recoverAbandoned(
-            in: directory, except: area.id, takingNoticesInto: configuration.takesOverNotices ? area : nil, logger: logger)
+            in: directory, except: area.id, takingNoticesInto: configuration.takesOverNotices ? area : nil,
+            maxAttempts: configuration.maxAttempts, logger: logger)
         if !recovered.jobs.isEmpty {
             logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.jobs.count)])
         }
@@ -327,6 +348,18 @@ public final class DirectoryQueue: JobQueue {
             state.withLock { _ = $0.claimed.insert(name) }
             // Links are not followed: a delivered link could publish any file the worker can read.
             var job = Job(path: claimedPath, relativePath: name, attempt: 1, followsLinks: false)
+            // What earlier claims left in the job's tally: most jobs have none (one look-up that finds nothing).
+            if let tally = AttemptLedger.tally(of: claimedPath, in: directory) {
+                job.earlierDecoderFailures = tally.decoderFailures
+                if tally.workerDeaths > 0 {
+                    logger.notice(
+                        "claimed a job that workers died holding",
+                        metadata: [
+                            "source": "\(name)", "worker_deaths": .stringConvertible(tally.workerDeaths),
+                            "max_attempts": .stringConvertible(configuration.maxAttempts),
+                        ])
+                }
+            }
             do throws(ImagePipeError) {
                 job.focus = try readOptions(of: name)?.focus
             } catch {

@@ -15,7 +15,8 @@ import Glibc
 /// is never replaced: the job gets a numbered name beside it (`photo.1.jpg`). A job's options file
 /// (``JobOptionsFile``) goes back with it: copied into the claim area before the original moves (a
 /// crash in between leaves the copy alone there, which the next worker removes, and the job in
-/// `failed/` as it was), removed from `failed/` before the error record.
+/// `failed/` as it was), removed from `failed/` before the error record. It comes back with no
+/// count of the workers that died holding it or of its decoder failures (``AttemptLedger``).
 public struct FailedJobs: Sendable {
     /// What happened to one job.
     public enum Outcome: Sendable, Equatable {
@@ -67,6 +68,9 @@ public struct FailedJobs: Sendable {
     }
 
     private func retry(_ relative: String, through area: ClaimArea) throws(ImagePipeError) -> Outcome {
+        // A new start: no worker death or decoder failure counted before counts now. A tally is
+        // removed when its job's record is written; one a crash left then goes here.
+        AttemptLedger.forget(queue.failed + "/" + relative, in: queue)
         let options = queue.failed + "/" + JobOptionsFile.name(of: relative)
         if FileMoves.exists(options) { try FileMoves.keepCopy(options, at: area.pathOf(JobOptionsFile.name(of: relative)), staging: area.path) }
         try FileMoves.moveKeepingBoth(queue.failed + "/" + relative, to: area.pathOf(relative))

@@ -176,12 +176,17 @@ public struct WorkerStateMachine: ~Copyable {
         var actions: [Action] = []
         if let note = noteStorage(result, now: now) { actions.append(.note(note)) }
         // A job asked to cancel that got done first is done: its outputs are all stored.
-        let decision = job.cancelRequested && result.status == .failed ? .cancel : decide(result, attempt: job.claimed.job.attempt)
+        let decision =
+            job.cancelRequested && result.status == .failed
+            ? .cancel : decide(result, attempt: job.claimed.job.attempt, earlierDecoderFailures: job.claimed.job.earlierDecoderFailures)
         job.phase = .settling(decision)
         // A failure counts as work again at once: it may become a retry this worker holds.
         if result.status == .failed { job.handedOff = false }
-        held[id] = job
         actions.append(.settle(job.claimed, decision, result))
+        // A retry this worker keeps never goes back through a claim, where the queue would count this
+        // failure: it runs again with it counted here.
+        if case .retry = decision, result.errorCode?.isDecoderFailure == true { job.claimed.job.earlierDecoderFailures += 1 }
+        held[id] = job
         return actions
     }
 
@@ -364,9 +369,14 @@ public struct WorkerStateMachine: ~Copyable {
     /// The fate of a finished attempt. An up-to-date re-delivery counts as done. A store that
     /// refuses (expired credentials, a bucket policy) is put right outside the job, so its jobs wait
     /// and retry like any other storage failure instead of failing at once; while stopping, a
-    /// failure that may pass gives the job back.
-    public func decide(_ result: JobResult, attempt: Int) -> Decision {
+    /// failure that may pass gives the job back. A decoder that crashed or ran out of time
+    /// (``ImagePipeError/Code/isDecoderFailure``) is retried once, as the machine may have been the
+    /// cause (the OOM killer, a stall); when it fails so again, `earlierDecoderFailures` being the
+    /// job's earlier attempts that did, the image is the cause, and the job is discarded whatever
+    /// attempts are left, also while stopping: given back, it would crash another helper.
+    public func decide(_ result: JobResult, attempt: Int, earlierDecoderFailures: Int = 0) -> Decision {
         if result.status != .failed { return .complete }
+        if result.errorCode?.isDecoderFailure == true && earlierDecoderFailures > 0 { return .discard }
         guard result.transient == true || result.errorCode == .storageRejected else { return .discard }
         if isStopping { return .release }
         guard limits.retry.shouldRetry(afterAttempt: attempt) else { return .discard }

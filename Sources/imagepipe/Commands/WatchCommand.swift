@@ -170,7 +170,7 @@ struct WatchCommand: AsyncParsableCommand {
                 directory: QueueDirectory(root: queue),
                 configuration: .init(
                     rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod),
-                    takesOverNotices: notify.notifyURL != nil),
+                    takesOverNotices: notify.notifyURL != nil, maxAttempts: maxAttempts),
                 logger: logger)
         }
         return try PostgresQueue(
