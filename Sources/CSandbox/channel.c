@@ -21,7 +21,7 @@ int ips_channel_pair(int fds[2]) {
     return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds);
 }
 
-ssize_t ips_send(int socket, const void *bytes, size_t length, const int *fds, int fd_count) {
+ssize_t ips_send(int socket, const void *bytes, size_t length, const int *fds, int fd_count, int timeout_ms) {
     if (fd_count < 0 || fd_count > IPS_MAX_FDS) {
         errno = EINVAL;
         return -1;
@@ -43,8 +43,20 @@ ssize_t ips_send(int socket, const void *bytes, size_t length, const int *fds, i
         memcpy(CMSG_DATA(header), fds, sizeof(int) * fd_count);
     }
     for (;;) {
-        ssize_t sent = sendmsg(socket, &message, MSG_NOSIGNAL);
-        if (sent >= 0 || errno != EINTR) return sent;
+        // Never blocking in sendmsg itself: a full socket is waited on with the deadline.
+        ssize_t sent = sendmsg(socket, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent >= 0) return sent;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+        struct pollfd waiting = {.fd = socket, .events = POLLOUT};
+        int ready;
+        do ready = poll(&waiting, 1, timeout_ms);
+        while (ready < 0 && errno == EINTR);
+        if (ready < 0) return -1;
+        if (ready == 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
     }
 }
 
@@ -96,7 +108,9 @@ ssize_t ips_receive(int socket, void *bytes, size_t capacity, int *fds, int max_
     return got;
 }
 
-pid_t ips_spawn(const char *path, char *const argv[], char *const envp[], int channel) {
+int ips_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+pid_t ips_spawn(const char *path, char *const argv[], char *const envp[], int channel, int output) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     if (posix_spawn_file_actions_init(&actions) != 0) return -1;
@@ -108,10 +122,12 @@ pid_t ips_spawn(const char *path, char *const argv[], char *const envp[], int ch
     sigemptyset(&none);
     sigfillset(&all);
     int failed = 0;
-    // Descriptor 3 is the channel whatever number it has here (dup2 clears close-on-exec).
-    failed |= posix_spawn_file_actions_adddup2(&actions, channel, 3);
+    // The output pipe first: it may itself be number 3, which the channel takes next (dup2 clears
+    // close-on-exec, also where a descriptor already has its number).
     failed |= posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    failed |= posix_spawn_file_actions_adddup2(&actions, 2, 1);
+    failed |= posix_spawn_file_actions_adddup2(&actions, output, 1);
+    failed |= posix_spawn_file_actions_adddup2(&actions, output, 2);
+    failed |= posix_spawn_file_actions_adddup2(&actions, channel, 3);
     // Nothing else of the worker's: no store connection, no database socket, no other job's file.
     failed |= posix_spawn_file_actions_addclosefrom_np(&actions, 4);
     failed |= posix_spawnattr_setsigmask(&attributes, &none);
@@ -135,6 +151,15 @@ pid_t ips_wait(pid_t pid, int *status, int no_hang) {
     do got = waitpid(pid, status, no_hang ? WNOHANG : 0);
     while (got < 0 && errno == EINTR);
     return got;
+}
+
+int ips_has_ended(pid_t pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int status;
+    do status = waitid(P_PID, (id_t) pid, &info, WEXITED | WNOHANG | WNOWAIT);
+    while (status < 0 && errno == EINTR);
+    return status == 0 && info.si_pid == pid;
 }
 
 int ips_status_signal(int status) { return WIFSIGNALED(status) ? WTERMSIG(status) : 0; }
@@ -162,6 +187,8 @@ int ips_die_with_parent(pid_t parent) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return -1;
     return getppid() == parent ? 0 : -1;
 }
+
+int ips_make_undumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
 void ips_ignore_stop_signals(void) {
     int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};

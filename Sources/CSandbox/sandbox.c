@@ -21,10 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,25 +154,57 @@ struct ruleset_attr {
 // no use for them, and allowing them would let every refused call through under its x32 number.
 #define X32_SYSCALL_BIT 0x40000000u
 
-// ioctl commands that act on other processes or on the terminal, whatever descriptor they are sent
-// to; the generic values hold on both architectures.
+// ioctl commands that act on other processes or on a file other processes share, whatever
+// descriptor they are sent to. The values are the kernel's, and the same on x86_64 and aarch64 (both
+// use the generic encoding); they are written out because <linux/fs.h> clashes with glibc's headers
+// and TCGETS2 is defined there in terms of a struct glibc does not declare.
 #ifndef FIOSETOWN
 #define FIOSETOWN 0x8901
 #endif
 #ifndef SIOCSPGRP
 #define SIOCSPGRP 0x8902
 #endif
-#ifndef TIOCSTI
-#define TIOCSTI 0x5412
-#endif
-#ifndef TIOCLINUX
-#define TIOCLINUX 0x541C
-#endif
+#define IOCTL_FS_IOC_SETFLAGS 0x40086602u
+#define IOCTL_FS_IOC32_SETFLAGS 0x40046602u
+#define IOCTL_FS_IOC_SETVERSION 0x40087602u
+#define IOCTL_FS_IOC32_SETVERSION 0x40047602u
+#define IOCTL_EXT4_IOC_SETVERSION 0x40086604u
+#define IOCTL_EXT4_IOC32_SETVERSION 0x40046604u
+#define IOCTL_EXT4_IOC_MIGRATE 0x6609u
+#define IOCTL_FS_IOC_FSSETXATTR 0x401C5820u
+#define IOCTL_FS_IOC_ENABLE_VERITY 0x40806685u
+// Terminal commands all have 0x54 ('T') as their type byte, the legacy ones (0x54xx) and the newer
+// encoded ones alike.
+#define IOCTL_TYPE_MASK 0xFF00u
+#define IOCTL_TERMINAL_TYPE 0x5400u
+#define IOCTL_TCGETS2 0x802C542Au
+
 #ifndef F_SETOWN_EX
 #define F_SETOWN_EX 15
 #endif
+#ifndef F_OFD_SETLK
+#define F_OFD_SETLK 37
+#endif
+#ifndef F_OFD_SETLKW
+#define F_OFD_SETLKW 38
+#endif
+#ifndef F_SETLEASE
+#define F_SETLEASE 1024
+#endif
+#ifndef F_NOTIFY
+#define F_NOTIFY 1026
+#endif
 #ifndef IOPRIO_WHO_PROCESS
 #define IOPRIO_WHO_PROCESS 1
+#endif
+#ifndef PR_SET_PTRACER
+#define PR_SET_PTRACER 0x59616d61
+#endif
+#ifndef PR_SET_CHILD_SUBREAPER
+#define PR_SET_CHILD_SUBREAPER 36
+#endif
+#ifndef PR_SET_MM
+#define PR_SET_MM 35
 #endif
 #ifndef __NR_clone3
 #define __NR_clone3 435
@@ -278,8 +314,9 @@ static int apply_landlock(int32_t *abi, char *error, size_t error_size) {
     return 0;
 }
 
-// Enough for the list below with room to grow; building past it is reported, not truncated.
-#define PROGRAM_CAPACITY 512
+// Enough for the list below (about 500 instructions) with room to grow, and far below the kernel's
+// limit of 4096; building past it is reported, not truncated.
+#define PROGRAM_CAPACITY 1024
 
 struct program {
     struct sock_filter code[PROGRAM_CAPACITY];
@@ -419,11 +456,48 @@ static const uint32_t refused_calls[] = {
 #ifdef __NR_tkill
     __NR_tkill,
 #endif
-#ifdef __NR_migrate_pages
-    __NR_migrate_pages,
+    // The robust-futex list of any process the helper may trace: an address in another process.
+#ifdef __NR_get_robust_list
+    __NR_get_robust_list,
 #endif
-#ifdef __NR_move_pages
-    __NR_move_pages,
+    // Other processes, and leaving the process group. A helper makes threads only (clone with
+    // CLONE_THREAD, checked below): a process it made would be nobody's to wait for (the worker
+    // waits only for its helpers' pids), could outlive it and could fill the user's process table.
+    // fork and vfork are x86_64's own calls; glibc forks with clone. The worker starts each helper
+    // in a process group of its own, so that a terminal's Ctrl-C reaches the worker only: setpgid
+    // could move it into another group of the session (the worker's), setsid out of the session.
+#ifdef __NR_fork
+    __NR_fork,
+#endif
+#ifdef __NR_vfork
+    __NR_vfork,
+#endif
+#ifdef __NR_setsid
+    __NR_setsid,
+#endif
+#ifdef __NR_setpgid
+    __NR_setpgid,
+#endif
+    // Watching files: inotify watches are set by path, Landlock does not check them, and a helper
+    // watching an upload directory would learn the names of other uploads as they arrive. fanotify
+    // likewise (and marks whole mounts).
+#ifdef __NR_inotify_init
+    __NR_inotify_init,
+#endif
+#ifdef __NR_inotify_init1
+    __NR_inotify_init1,
+#endif
+#ifdef __NR_inotify_add_watch
+    __NR_inotify_add_watch,
+#endif
+#ifdef __NR_inotify_rm_watch
+    __NR_inotify_rm_watch,
+#endif
+#ifdef __NR_fanotify_init
+    __NR_fanotify_init,
+#endif
+#ifdef __NR_fanotify_mark
+    __NR_fanotify_mark,
 #endif
     // Namespaces, mounts and the root directory: the ways out of a file-system view.
 #ifdef __NR_unshare
@@ -498,12 +572,6 @@ static const uint32_t refused_calls[] = {
 #endif
 #ifdef __NR_io_uring_register
     __NR_io_uring_register,
-#endif
-#ifdef __NR_fanotify_init
-    __NR_fanotify_init,
-#endif
-#ifdef __NR_fanotify_mark
-    __NR_fanotify_mark,
 #endif
     // The kernel itself, its modules and the machine: refused even when the helper runs with
     // capabilities, as root in a container would.
@@ -679,6 +747,37 @@ static const uint32_t refused_calls[] = {
 #ifdef __NR_truncate
     __NR_truncate,
 #endif
+    // The same changes through a descriptor. Landlock decides when a file is opened; a descriptor
+    // opened before the sandbox, such as the source file the worker hands over (the worker's own
+    // upload, shared with it and with the queue), keeps every right its opening gave. A read-only
+    // descriptor is enough to change the mode, the owner or the extended attributes of a file the
+    // helper's user owns, and to lock it (flock, and fcntl's locks and leases below), so that
+    // another process that locks the same file waits on the helper or takes the file for in use.
+    // ftruncate, fallocate and writes need a writable descriptor and stay allowed for the helper's
+    // memory files.
+#ifdef __NR_fchmod
+    __NR_fchmod,
+#endif
+#ifdef __NR_fchown
+    __NR_fchown,
+#endif
+#ifdef __NR_fsetxattr
+    __NR_fsetxattr,
+#endif
+#ifdef __NR_fremovexattr
+    __NR_fremovexattr,
+#endif
+#ifdef __NR_flock
+    __NR_flock,
+#endif
+    // Writing back every dirty page of every file system, or of the whole one a descriptor is on:
+    // other processes' files and their I/O, nothing of the helper's.
+#ifdef __NR_sync
+    __NR_sync,
+#endif
+#ifdef __NR_syncfs
+    __NR_syncfs,
+#endif
     // System V IPC and POSIX message queues: shared by key or name with every process of the same
     // user in the IPC namespace, and outside Landlock's file-system rules.
 #ifdef __NR_shmget
@@ -768,35 +867,67 @@ static void build_filter(struct program *program, uint32_t own_pid) {
     unsigned block;
 
     // fcntl: F_SETOWN and F_SETOWN_EX make another process (the parent) the target of the signal a
-    // descriptor sends when it becomes ready, a way around the checks on kill below.
+    // descriptor sends when it becomes ready, a way around the checks on kill below. The record
+    // locks (F_SETLK, F_SETLKW and their open-file-description forms) and leases act on a file other
+    // processes share, as flock does (see refused_calls); a lease would also hold back anyone else's
+    // opening of the file for the lease-break time. F_NOTIFY watches a directory as inotify does.
+    // F_GETLK and F_GETLEASE only read, and stay.
     block = begin_block(program, __NR_fcntl);
     load_argument(program, 1);
-    answer_if_equal(program, F_SETOWN, REFUSE);
-    answer_if_equal(program, F_SETOWN_EX, REFUSE);
+    const uint32_t refused_fcntl[] = {F_SETOWN, F_SETOWN_EX, F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
+        F_NOTIFY};
+    for (size_t i = 0; i < sizeof refused_fcntl / sizeof refused_fcntl[0]; i++)
+        answer_if_equal(program, refused_fcntl[i], REFUSE);
     answer(program, ALLOW);
     end_block(program, block);
 
-    // ioctl: FIOSETOWN and SIOCSPGRP do what F_SETOWN does; TIOCSTI and TIOCLINUX push keystrokes
-    // into a terminal, which a helper could reach through an inherited stderr, and Landlock's
-    // IOCTL_DEV right is checked when a device is opened, so it does not cover an inherited one.
+    // ioctl: FIOSETOWN and SIOCSPGRP do what F_SETOWN does. The file-system commands change a file
+    // through a read-only descriptor when the helper's user owns it, as it may own the source file
+    // the helper is handed: its attribute flags (append-only, no-dump, ...), its generation, its
+    // project, its layout (ext4's migration to extents), or fs-verity, which makes it read-only for
+    // good. On a terminal, a descriptor such as an inherited standard error reaches what every
+    // process of the session shares: the keystrokes pushed into it (TIOCSTI, TIOCLINUX), its modes,
+    // its window size (which signals the foreground group), its foreground group and its session.
+    // There, only the commands that read are allowed; every other command of type 'T' is refused,
+    // those that change it and those added later. The generic FIO* commands share the 'T' range and
+    // stay: FIONREAD, FIONBIO, FIOASYNC (whose signal goes to the descriptor's owner, which the
+    // helper cannot set), FIOCLEX, FIONCLEX, FIOQSIZE. Landlock's IOCTL_DEV right is checked when a
+    // device is opened, so it does not cover an inherited one.
     block = begin_block(program, __NR_ioctl);
     load_argument(program, 1);
-    answer_if_equal(program, FIOSETOWN, REFUSE);
-    answer_if_equal(program, SIOCSPGRP, REFUSE);
-    answer_if_equal(program, TIOCSTI, REFUSE);
-    answer_if_equal(program, TIOCLINUX, REFUSE);
+    const uint32_t refused_ioctl[] = {FIOSETOWN, SIOCSPGRP, IOCTL_FS_IOC_SETFLAGS, IOCTL_FS_IOC32_SETFLAGS,
+        IOCTL_FS_IOC_SETVERSION, IOCTL_FS_IOC32_SETVERSION, IOCTL_EXT4_IOC_SETVERSION, IOCTL_EXT4_IOC32_SETVERSION,
+        IOCTL_EXT4_IOC_MIGRATE, IOCTL_FS_IOC_FSSETXATTR, IOCTL_FS_IOC_ENABLE_VERITY};
+    for (size_t i = 0; i < sizeof refused_ioctl / sizeof refused_ioctl[0]; i++)
+        answer_if_equal(program, refused_ioctl[i], REFUSE);
+    const uint32_t reading_terminal_ioctl[] = {TCGETS, IOCTL_TCGETS2, TCGETA, TIOCGWINSZ, TIOCGPGRP, TIOCGSID, TIOCOUTQ,
+        TIOCGETD, TIOCMGET, TIOCGPTN, TIOCGPKT, TIOCGPTLCK, TIOCGEXCL, TIOCGDEV, FIONREAD, FIONBIO, FIOASYNC, FIOCLEX,
+        FIONCLEX, FIOQSIZE};
+    for (size_t i = 0; i < sizeof reading_terminal_ioctl / sizeof reading_terminal_ioctl[0]; i++)
+        answer_if_equal(program, reading_terminal_ioctl[i], ALLOW);
+    emit(program, BPF_ALU | BPF_AND | BPF_K, 0, 0, IOCTL_TYPE_MASK);
+    answer_if_equal(program, IOCTL_TERMINAL_TYPE, REFUSE);
     answer(program, ALLOW);
     end_block(program, block);
 
-    // clone: glibc makes threads and forks with it, but with any namespace flag it would start a
-    // child outside the helper's view of the system. The flags are the first argument on both
-    // architectures. (clone3 passes them in memory the filter cannot read; it is answered below.)
+    // clone: threads only. glibc's pthread_create passes CLONE_THREAD (which the kernel accepts only
+    // with CLONE_SIGHAND and CLONE_VM: a thread of this very process); fork(), posix_spawn() and
+    // system() pass no CLONE_THREAD and are refused, for the reasons fork is (see refused_calls).
+    // CLONE_PARENT makes the new process a child of the helper's parent, the worker, which never
+    // waits for it; it is refused whatever comes with it, even CLONE_THREAD, beside which it would
+    // change nothing, so that the rule has no exception to get wrong. A namespace flag would start
+    // a child outside the helper's view of the system. The flags are the first argument on
+    // both architectures, cut to 32 bits by the kernel. (clone3 passes them in memory the filter
+    // cannot read; it is answered below.)
     block = begin_block(program, __NR_clone);
     load_argument(program, 0);
     emit(program, BPF_JMP | BPF_JSET | BPF_K, 0, 1,
-        CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP);
+        CLONE_PARENT | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
+            | CLONE_NEWCGROUP);
     answer(program, REFUSE);
+    emit(program, BPF_JMP | BPF_JSET | BPF_K, 0, 1, CLONE_THREAD);
     answer(program, ALLOW);
+    answer(program, REFUSE);
     end_block(program, block);
 
     // kill: only the helper itself. Not 0, which means its process group, and the helper may share
@@ -812,34 +943,75 @@ static void build_filter(struct program *program, uint32_t own_pid) {
         end_block(program, block);
     }
 
-    // prlimit64 on another process could set the parent's limits (no descriptors, no CPU time) as
-    // easily as its own; glibc's getrlimit and setrlimit pass 0.
-    block = begin_block(program, __NR_prlimit64);
+    // Calls that name the process they act on first, as 0 for the caller or as a pid: only the
+    // helper itself. On another process of the helper's user they would set its resource limits
+    // (prlimit64: no descriptors, no CPU time for the worker), its CPU affinity, scheduling policy
+    // and priority (the worker pinned to one CPU or put on SCHED_IDLE), or move its memory between
+    // NUMA nodes; glibc's getrlimit and setrlimit pass 0, and libdispatch's threads set their nice
+    // value with 0. The kernel also takes a thread id here, and the filter cannot tell one of the
+    // helper's threads from another process's pid, so a thread other than the first can set only
+    // itself, with 0; glibc calls sched_setaffinity and sched_setscheduler with a new thread's id
+    // only for a pthread_create given an explicit CPU set or policy, which nothing in the helper
+    // asks for (libgomp would, for OMP_PROC_BIND or GOMP_CPU_AFFINITY, which a helper's environment
+    // does not carry). sched_setattr takes 0 only, not the helper's own pid: GLib's thread pools
+    // try it with the calling thread's id to decide whether their threads may copy the creating
+    // thread's scheduling, and would then have each new thread call it with its own id, which the
+    // filter refuses and GLib reports as a critical warning; refused from the start, GLib starts its
+    // pool threads from a thread of its own instead, and says nothing.
+    const uint32_t own_process_calls[] = {__NR_prlimit64, __NR_sched_setaffinity, __NR_sched_setscheduler,
+        __NR_sched_setparam, __NR_migrate_pages, __NR_move_pages};
+    for (size_t i = 0; i < sizeof own_process_calls / sizeof own_process_calls[0]; i++) {
+        block = begin_block(program, own_process_calls[i]);
+        load_argument(program, 0);
+        answer_if_equal(program, 0, ALLOW);
+        answer_if_equal(program, own_pid, ALLOW);
+        answer(program, REFUSE);
+        end_block(program, block);
+    }
+    block = begin_block(program, __NR_sched_setattr);
     load_argument(program, 0);
     answer_if_equal(program, 0, ALLOW);
-    answer_if_equal(program, own_pid, ALLOW);
     answer(program, REFUSE);
     end_block(program, block);
 
-    // setpriority and ioprio_set for a process group or a user would reach every process of the
-    // helper's user at once. A single process or thread by id is left to them: library threads may
-    // set their own priority by thread id, which the filter cannot know.
-    block = begin_block(program, __NR_setpriority);
-    load_argument(program, 0);
-    answer_if_equal(program, PRIO_PROCESS, ALLOW);
-    answer(program, REFUSE);
-    end_block(program, block);
-    block = begin_block(program, __NR_ioprio_set);
-    load_argument(program, 0);
-    answer_if_equal(program, IOPRIO_WHO_PROCESS, ALLOW);
-    answer(program, REFUSE);
-    end_block(program, block);
+    // setpriority and ioprio_set name the kind of target first: a process (or thread) by id, which
+    // is then checked as above, or a process group or a user, which would reach every process of
+    // the helper's user at once and is refused.
+    const uint32_t priority_calls[][2] = {{__NR_setpriority, PRIO_PROCESS}, {__NR_ioprio_set, IOPRIO_WHO_PROCESS}};
+    for (size_t i = 0; i < sizeof priority_calls / sizeof priority_calls[0]; i++) {
+        block = begin_block(program, priority_calls[i][0]);
+        load_argument(program, 0);
+        emit(program, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, priority_calls[i][1]);
+        answer(program, REFUSE);
+        load_argument(program, 1);
+        answer_if_equal(program, 0, ALLOW);
+        answer_if_equal(program, own_pid, ALLOW);
+        answer(program, REFUSE);
+        end_block(program, block);
+    }
 
-    // prctl stays (glib names its threads with it), but not the old way to install a seccomp filter.
+    // prctl stays: glib and libdispatch name their threads with PR_SET_NAME, and libraries read
+    // with the PR_GET_ options and name memory with PR_SET_VMA. Refused: the old way to install a
+    // seccomp filter; PR_SET_PDEATHSIG, which the helper sets before the sandbox so that it dies
+    // with its worker and could otherwise clear; PR_SET_PTRACER, which would let another process
+    // trace it; PR_SET_CHILD_SUBREAPER, and PR_SET_MM (its command line and executable as ps and
+    // /proc show them, for a helper with CAP_SYS_RESOURCE, as root in a container has), neither of
+    // use to a helper; and PR_SET_DUMPABLE except to 0, so that
+    // whatever drops the flag (its core dumps and the tracing and /proc access of the user's other
+    // processes) cannot raise it again. (The sandbox leaves the flag as exec set it: where a lease
+    // cannot tell, the queue's check for a file still being written reads every process's
+    // /proc/PID/fd, which a process that is not dumpable hides from the user's other processes.)
     block = begin_block(program, __NR_prctl);
     load_argument(program, 0);
-    answer_if_equal(program, PR_SET_SECCOMP, REFUSE);
+    const uint32_t refused_prctl[] = {PR_SET_SECCOMP, PR_SET_PDEATHSIG, PR_SET_PTRACER, PR_SET_CHILD_SUBREAPER,
+        PR_SET_MM};
+    for (size_t i = 0; i < sizeof refused_prctl / sizeof refused_prctl[0]; i++)
+        answer_if_equal(program, refused_prctl[i], REFUSE);
+    emit(program, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, PR_SET_DUMPABLE);
     answer(program, ALLOW);
+    load_argument(program, 1);
+    answer_if_equal(program, 0, ALLOW);
+    answer(program, REFUSE);
     end_block(program, block);
 
     // clone3: ENOSYS, not EPERM, so glibc's pthread_create and posix_spawn take it for an old kernel
@@ -880,6 +1052,32 @@ static int apply_seccomp(uint32_t own_pid, char *error, size_t error_size) {
     return 0;
 }
 
+// Sets `resource` to `bytes` as both the soft and the hard limit, so that the helper cannot raise it
+// again; 0 or less leaves it as inherited. An unprivileged process cannot raise its hard limit, so
+// a lower one inherited stays: the helper gets whichever bound is tighter.
+static int set_hard_limit(int resource, const char *name, int64_t bytes, char *error, size_t error_size) {
+    if (bytes <= 0)
+        return 0;
+    struct rlimit limit;
+    if (getrlimit(resource, &limit) != 0) {
+        int saved = errno;
+        set_message(error, error_size, "Reading %s failed: %s.", name, strerror(saved));
+        return -1;
+    }
+    rlim_t wanted = (rlim_t) bytes;
+    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < wanted)
+        wanted = limit.rlim_max;
+    limit.rlim_cur = wanted;
+    limit.rlim_max = wanted;
+    if (setrlimit(resource, &limit) != 0) {
+        int saved = errno;
+        set_message(
+            error, error_size, "Setting %s to %lld bytes failed: %s.", name, (long long) wanted, strerror(saved));
+        return -1;
+    }
+    return 0;
+}
+
 int ips_sandbox_apply(const struct ips_sandbox_options *options, struct ips_sandbox_result *result, char *error,
     size_t error_size) {
     set_message(error, error_size, "%s", "");
@@ -908,26 +1106,22 @@ int ips_sandbox_apply(const struct ips_sandbox_options *options, struct ips_sand
         return -1;
     }
 
-    if (options != NULL && options->data_limit_bytes > 0) {
-        struct rlimit data;
-        if (getrlimit(RLIMIT_DATA, &data) != 0) {
-            int saved = errno;
-            set_message(error, error_size, "Reading RLIMIT_DATA failed: %s.", strerror(saved));
-            return -1;
-        }
-        // An unprivileged process cannot raise its hard limit, so a lower one inherited stays; the
-        // helper gets whichever bound is tighter.
-        rlim_t wanted = (rlim_t) options->data_limit_bytes;
-        if (data.rlim_max != RLIM_INFINITY && data.rlim_max < wanted)
-            wanted = data.rlim_max;
-        data.rlim_cur = wanted;
-        data.rlim_max = wanted;
-        if (setrlimit(RLIMIT_DATA, &data) != 0) {
-            int saved = errno;
-            set_message(error, error_size, "Setting RLIMIT_DATA to %lld bytes failed: %s.", (long long) wanted,
-                strerror(saved));
-            return -1;
-        }
+    if (options != NULL
+        && set_hard_limit(RLIMIT_DATA, "RLIMIT_DATA", options->data_limit_bytes, error, error_size) != 0)
+        return -1;
+    if (options != NULL
+        && set_hard_limit(RLIMIT_FSIZE, "RLIMIT_FSIZE", options->file_size_limit_bytes, error, error_size) != 0)
+        return -1;
+
+    // A write or a truncation past RLIMIT_FSIZE (set here or inherited) sends SIGXFSZ, whose default
+    // ends the process with a core dump, mid-job and with nothing said; ignored, the call fails with
+    // EFBIG instead, and the helper reports a failed job.
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignore.sa_mask);
+    if (sigaction(SIGXFSZ, &ignore, NULL) != 0) {
+        int saved = errno;
+        set_message(error, error_size, "Ignoring SIGXFSZ failed: %s.", strerror(saved));
+        return -1;
     }
 
     // no_new_privs first: landlock_restrict_self and an unprivileged seccomp filter require it.
@@ -968,6 +1162,20 @@ static int not_run(int number, int *error_number, char *detail, size_t detail_si
     return -1;
 }
 
+// The answer of an attempt made so that the kernel itself refuses it (its arguments are invalid, or
+// name nothing) only once the sandbox has let it through: any answer but the sandbox's own is the
+// sandbox letting it through.
+static int let_through(int number, int *error_number, char *detail, size_t detail_size, const char *what) {
+    *error_number = 0;
+    set_message(detail, detail_size, "%s got past the sandbox: the kernel answered %s.", what, strerror(number));
+    return 1;
+}
+
+static void wait_for(pid_t child) {
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        continue;
+}
+
 static int probe_socket(int *error_number, char *detail, size_t detail_size) {
     const char *what = "socket(AF_INET, SOCK_STREAM)";
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -977,9 +1185,25 @@ static int probe_socket(int *error_number, char *detail, size_t detail_size) {
     return succeeded(error_number, detail, detail_size, what);
 }
 
-// With socket() refused there is no socket to connect, so connect() is also called on descriptor
-// -1: the filter answers before the kernel looks at the descriptor, so EPERM there is the filter's
-// refusal of connect itself and EBADF means connect was let through to the kernel.
+// The lowest descriptor open on a socket (a helper's channel, made before the sandbox), or -1.
+static int open_socket(void) {
+    struct rlimit limit;
+    int end = 4096;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < (rlim_t) end)
+        end = (int) limit.rlim_cur;
+    for (int fd = 0; fd < end; fd++) {
+        struct stat status;
+        if (fstat(fd, &status) == 0 && S_ISSOCK(status.st_mode))
+            return fd;
+    }
+    return -1;
+}
+
+// With socket() refused the probe has no socket of its own to connect, and connect() is tried on
+// one the process already holds, as a helper holds its channel, with an address length of 0, which
+// every protocol refuses (EINVAL) without touching the socket; with none open, on descriptor -1
+// (EBADF). The filter answers before the kernel looks at either, so EPERM is the filter refusing
+// connect itself, and any other answer is connect getting past the sandbox to the kernel.
 static int probe_connect(int *error_number, char *detail, size_t detail_size) {
     struct sockaddr_in address;
     memset(&address, 0, sizeof address);
@@ -990,18 +1214,31 @@ static int probe_connect(int *error_number, char *detail, size_t detail_size) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         int socket_errno = errno;
-        int connect_errno = 0;
-        if (connect(-1, (const struct sockaddr *) &address, sizeof address) != 0)
-            connect_errno = errno;
-        *error_number = socket_errno;
+        int held = open_socket();
+        char what[160];
+        int status;
+        if (held >= 0) {
+            snprintf(what, sizeof what,
+                "connect() on socket %d, opened before the sandbox, with an address length of 0", held);
+            status = connect(held, (const struct sockaddr *) &address, 0);
+        } else {
+            snprintf(what, sizeof what, "connect() on descriptor -1 (no socket is open)");
+            status = connect(-1, (const struct sockaddr *) &address, sizeof address);
+        }
+        int connect_errno = status == 0 ? 0 : errno;
+        if (status != 0 && connect_errno == EPERM) {
+            *error_number = EPERM;
+            set_message(detail, detail_size,
+                "socket(AF_INET, SOCK_STREAM) was refused (%s), and %s was refused: %s, the filter refusing connect "
+                "itself.",
+                strerror(socket_errno), what, strerror(connect_errno));
+            return 0;
+        }
+        *error_number = 0;
         set_message(detail, detail_size,
-            "socket(AF_INET, SOCK_STREAM) was refused: %s; connect() on no descriptor was answered %s (%s), "
-            "which %s.",
-            strerror(socket_errno), connect_errno == EPERM ? "EPERM" : connect_errno == EBADF ? "EBADF" : "otherwise",
-            strerror(connect_errno),
-            connect_errno == EPERM ? "is the filter refusing connect itself"
-                                   : "means connect itself reaches the kernel");
-        return 0;
+            "socket(AF_INET, SOCK_STREAM) was refused (%s), but %s got past the sandbox: the kernel answered %s.",
+            strerror(socket_errno), what, status == 0 ? "with success" : strerror(connect_errno));
+        return 1;
     }
     int status = connect(fd, (const struct sockaddr *) &address, sizeof address);
     int saved = errno;
@@ -1048,97 +1285,111 @@ static int probe_create_file(int *error_number, char *detail, size_t detail_size
     return succeeded(error_number, detail, detail_size, what);
 }
 
-// The attempts made in a child process, so that one the sandbox lets through changes nothing in
-// the caller. Each returns 0 when it succeeded and the errno when refused; only async-signal-safe
-// calls, as the caller may have other threads.
-static int attempt_exec(void) {
-    char *const arguments[] = {"/bin/true", NULL};
+// execve in this process, as there is no child to try it in (fork is refused), with an argument
+// longer than the kernel takes (MAX_ARG_STRLEN, 32 pages): a kernel that gets that far answers
+// E2BIG while it copies the arguments, which is always before the point where the process would be
+// replaced, so the probe never replaces the process it runs in whatever the sandbox lets through.
+// The filter answers EPERM first, and since Linux 6.8 the file is opened, and Landlock's EXECUTE
+// right checked (EACCES), before the arguments are copied.
+static int probe_exec(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "execve(\"/bin/true\") in this process, with an over-long argument";
+    long page = sysconf(_SC_PAGESIZE);
+    size_t length = (size_t) (page > 0 ? page : 65536) * 33;
+    char *argument = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (argument == MAP_FAILED)
+        return not_run(errno, error_number, detail, detail_size, "Mapping memory for the over-long argument");
+    memset(argument, 'x', length - 1);
+    argument[length - 1] = '\0';
+    char *const arguments[] = {"/bin/true", argument, NULL};
     char *const environment[] = {NULL};
     execve("/bin/true", arguments, environment);
-    return errno;
+    int saved = errno;
+    munmap(argument, length);
+    if (saved == EPERM || saved == EACCES)
+        return refused(saved, error_number, detail, detail_size, what);
+    return let_through(saved, error_number, detail, detail_size, what);
 }
 
-static int attempt_unshare(void) {
-    return unshare(CLONE_NEWUSER) == 0 ? 0 : errno;
-}
-
-// Runs `attempt` in a forked child and returns its answer: 0 when it succeeded, or its errno. A
-// child replaced by exec closes the pipe unwritten (it is close-on-exec); that counts as success
-// only if the program then exited 0, so a child that died some other way is not taken for one.
-// Returns -1 with errno when the pipe or the fork fails or the child ends without an answer.
-static int in_child(int (*attempt)(void)) {
-    int pipe_fds[2];
-    if (pipe2(pipe_fds, O_CLOEXEC) != 0)
-        return -1;
-    pid_t child = fork();
-    if (child < 0) {
-        int saved = errno;
-        close(pipe_fds[0]);
-        close(pipe_fds[1]);
-        errno = saved;
-        return -1;
-    }
-    if (child == 0) {
-        close(pipe_fds[0]);
-        int answer = attempt();
-        ssize_t ignored = write(pipe_fds[1], &answer, sizeof answer);
-        (void) ignored;
-        _exit(0);
-    }
-    close(pipe_fds[1]);
-    int answer = 0;
-    ssize_t got;
-    do
-        got = read(pipe_fds[0], &answer, sizeof answer);
-    while (got < 0 && errno == EINTR);
-    close(pipe_fds[0]);
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-        continue;
-    if (got == (ssize_t) sizeof answer)
-        return answer;
-    if (got == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return 0;
-    errno = ECHILD;
-    return -1;
-}
-
-static int probe_exec(int *error_number, char *detail, size_t detail_size) {
-    const char *what = "execve(\"/bin/true\") in a child";
-    int answer = in_child(attempt_exec);
-    if (answer < 0)
-        return not_run(errno, error_number, detail, detail_size, "Running the attempt in a child");
-    if (answer == 0)
-        return succeeded(error_number, detail, detail_size, what);
-    return refused(answer, error_number, detail, detail_size, what);
-}
-
-static int probe_unshare(int *error_number, char *detail, size_t detail_size) {
-    const char *what = "unshare(CLONE_NEWUSER) in a child";
-    int answer = in_child(attempt_unshare);
-    if (answer < 0)
-        return not_run(errno, error_number, detail, detail_size, "Running the attempt in a child");
-    if (answer == 0)
-        return succeeded(error_number, detail, detail_size, what);
-    return refused(answer, error_number, detail, detail_size, what);
-}
-
-// clone() called directly, without a new stack, behaves as fork: a child that gets through returns
-// 0 here and leaves at once.
-static int probe_clone_newuser(int *error_number, char *detail, size_t detail_size) {
-    const char *what = "clone(CLONE_NEWUSER)";
-    long child = syscall(__NR_clone, (unsigned long) (CLONE_NEWUSER | SIGCHLD), 0UL, 0UL, 0UL, 0UL);
-    if (child < 0)
-        return refused(errno, error_number, detail, detail_size, what);
+// A new process, through clone without CLONE_THREAD as glibc's fork() makes one (called directly,
+// so that no fork handler of the libraries runs) and, on x86_64, through the fork system call. A
+// child that gets through leaves at once and is waited for.
+static int probe_fork(int *error_number, char *detail, size_t detail_size) {
+    long child = syscall(__NR_clone, (unsigned long) SIGCHLD, 0UL, 0UL, 0UL, 0UL);
     if (child == 0)
         _exit(0);
-    while (waitpid((pid_t) child, NULL, 0) < 0 && errno == EINTR)
-        continue;
-    return succeeded(error_number, detail, detail_size, what);
+    int clone_errno = errno;
+    if (child > 0) {
+        wait_for((pid_t) child);
+        return succeeded(error_number, detail, detail_size, "A fork through clone() without CLONE_THREAD");
+    }
+#ifdef __NR_fork
+    long forked = syscall(__NR_fork);
+    if (forked == 0)
+        _exit(0);
+    int fork_errno = errno;
+    if (forked > 0) {
+        wait_for((pid_t) forked);
+        return succeeded(error_number, detail, detail_size, "The fork system call");
+    }
+    if (fork_errno != clone_errno) {
+        *error_number = clone_errno;
+        set_message(detail, detail_size,
+            "A fork through clone() without CLONE_THREAD was refused: %s; the fork system call was refused: %s.",
+            strerror(clone_errno), strerror(fork_errno));
+        return 0;
+    }
+    return refused(clone_errno, error_number, detail, detail_size,
+        "A fork, through clone() without CLONE_THREAD and through the fork system call,");
+#else
+    return refused(clone_errno, error_number, detail, detail_size, "A fork through clone() without CLONE_THREAD");
+#endif
 }
 
-// clone3 with no flags is a fork as well. Refusal is expected as ENOSYS, the answer that makes
-// glibc fall back to clone; EPERM would make pthread_create fail instead.
+// clone(CLONE_PARENT | CLONE_THREAD) without CLONE_SIGHAND, which the kernel refuses (EINVAL), so
+// that nothing is started whatever the filter does. With CLONE_THREAD the filter would allow the
+// call but for CLONE_PARENT: EPERM is the filter refusing CLONE_PARENT itself.
+static int probe_clone_parent(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "clone(CLONE_PARENT | CLONE_THREAD)";
+    long child = syscall(__NR_clone, (unsigned long) (CLONE_PARENT | CLONE_THREAD), 0UL, 0UL, 0UL, 0UL);
+    if (child == 0)
+        _exit(0);
+    if (child > 0)
+        return succeeded(error_number, detail, detail_size, what);
+    if (errno == EPERM)
+        return refused(errno, error_number, detail, detail_size, what);
+    return let_through(errno, error_number, detail, detail_size, what);
+}
+
+// unshare in this process, with CLONE_PARENT beside CLONE_NEWUSER: unshare takes no CLONE_PARENT,
+// so a kernel that gets the call answers EINVAL and changes nothing, while the filter, which
+// refuses unshare whatever its flags, answers EPERM first.
+static int probe_unshare(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "unshare(CLONE_NEWUSER) in this process";
+    if (unshare(CLONE_NEWUSER | CLONE_PARENT) == 0)
+        return succeeded(error_number, detail, detail_size, what);
+    if (errno == EPERM)
+        return refused(errno, error_number, detail, detail_size, what);
+    return let_through(errno, error_number, detail, detail_size, what);
+}
+
+// clone(CLONE_NEWUSER | CLONE_THREAD), which the kernel refuses (EINVAL: a thread is never in
+// another user namespace, nor without CLONE_SIGHAND), so that nothing is started whatever the filter
+// does. With CLONE_THREAD the filter would allow the call but for the namespace flag: EPERM is the
+// filter refusing the namespace itself.
+static int probe_clone_newuser(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "clone(CLONE_NEWUSER | CLONE_THREAD)";
+    long child = syscall(__NR_clone, (unsigned long) (CLONE_NEWUSER | CLONE_THREAD), 0UL, 0UL, 0UL, 0UL);
+    if (child == 0)
+        _exit(0);
+    if (child > 0)
+        return succeeded(error_number, detail, detail_size, what);
+    if (errno == EPERM)
+        return refused(errno, error_number, detail, detail_size, what);
+    return let_through(errno, error_number, detail, detail_size, what);
+}
+
+// clone3 with no flags is a fork. Refusal is expected as ENOSYS, the answer that makes glibc fall
+// back to clone; EPERM would make pthread_create fail instead.
 static int probe_clone3(int *error_number, char *detail, size_t detail_size) {
     const char *what = "clone3() of a plain child";
     // The first version of struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal,
@@ -1150,8 +1401,7 @@ static int probe_clone3(int *error_number, char *detail, size_t detail_size) {
         return refused(errno, error_number, detail, detail_size, what);
     if (child == 0)
         _exit(0);
-    while (waitpid((pid_t) child, NULL, 0) < 0 && errno == EINTR)
-        continue;
+    wait_for((pid_t) child);
     return succeeded(error_number, detail, detail_size, what);
 }
 
@@ -1200,6 +1450,101 @@ static int probe_prlimit_parent(int *error_number, char *detail, size_t detail_s
     return succeeded(error_number, detail, detail_size, what);
 }
 
+// The parent's nice value set to the one it has (read first, which is allowed): a no-op if let through.
+static int probe_setpriority_parent(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "setpriority(PRIO_PROCESS, parent) to its own nice value";
+    pid_t parent = getppid();
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t) parent);
+    if (nice == -1 && errno != 0)
+        return not_run(errno, error_number, detail, detail_size, "Reading the parent's nice value");
+    if (setpriority(PRIO_PROCESS, (id_t) parent, nice) != 0)
+        return refused(errno, error_number, detail, detail_size, what);
+    return succeeded(error_number, detail, detail_size, what);
+}
+
+// The parent's CPU affinity set to the one it has (read first, which is allowed): a no-op if let
+// through. The set grows until it holds every CPU the kernel knows of.
+static int probe_affinity_parent(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "sched_setaffinity(parent) to its own CPU set";
+    pid_t parent = getppid();
+    for (int cpus = 1024; cpus <= (1 << 20); cpus *= 2) {
+        cpu_set_t *set = CPU_ALLOC(cpus);
+        if (set == NULL)
+            return not_run(errno, error_number, detail, detail_size, "Allocating a CPU set");
+        size_t size = CPU_ALLOC_SIZE(cpus);
+        if (sched_getaffinity(parent, size, set) != 0) {
+            int saved = errno;
+            CPU_FREE(set);
+            if (saved == EINVAL)
+                continue;
+            return not_run(saved, error_number, detail, detail_size, "Reading the parent's CPU set");
+        }
+        int status = sched_setaffinity(parent, size, set);
+        int saved = errno;
+        CPU_FREE(set);
+        if (status != 0)
+            return refused(saved, error_number, detail, detail_size, what);
+        return succeeded(error_number, detail, detail_size, what);
+    }
+    return not_run(EINVAL, error_number, detail, detail_size, "Reading the parent's CPU set");
+}
+
+// The death signal set to the one already set (read first), so that one let through changes nothing.
+static int probe_pdeathsig(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "prctl(PR_SET_PDEATHSIG) to the signal already set";
+    int current = 0;
+    if (prctl(PR_GET_PDEATHSIG, (unsigned long) &current, 0UL, 0UL, 0UL) != 0)
+        return not_run(errno, error_number, detail, detail_size, "Reading the death signal");
+    if (prctl(PR_SET_PDEATHSIG, (unsigned long) current, 0UL, 0UL, 0UL) != 0)
+        return refused(errno, error_number, detail, detail_size, what);
+    return succeeded(error_number, detail, detail_size, what);
+}
+
+static int probe_inotify(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "inotify_init1()";
+    int fd = inotify_init1(IN_CLOEXEC);
+    if (fd < 0)
+        return refused(errno, error_number, detail, detail_size, what);
+    close(fd);
+    return succeeded(error_number, detail, detail_size, what);
+}
+
+// On a memory file of the probe's own, so that a lock let through is the probe's alone; the filter
+// refuses flock whatever the descriptor.
+static int probe_flock(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "flock(LOCK_SH) on a descriptor";
+    int fd = memfd_create("imagepipe-probe", MFD_CLOEXEC);
+    if (fd < 0)
+        return not_run(errno, error_number, detail, detail_size, "Making a memory file");
+    int status = flock(fd, LOCK_SH | LOCK_NB);
+    int saved = errno;
+    close(fd);
+    if (status != 0)
+        return refused(saved, error_number, detail, detail_size, what);
+    return succeeded(error_number, detail, detail_size, what);
+}
+
+// A memory file of the probe's own set to the mode it has: a no-op if let through.
+static int probe_fchmod(int *error_number, char *detail, size_t detail_size) {
+    const char *what = "fchmod() on a descriptor, to the mode it has";
+    int fd = memfd_create("imagepipe-probe", MFD_CLOEXEC);
+    if (fd < 0)
+        return not_run(errno, error_number, detail, detail_size, "Making a memory file");
+    struct stat status;
+    if (fstat(fd, &status) != 0) {
+        int saved = errno;
+        close(fd);
+        return not_run(saved, error_number, detail, detail_size, "Reading the memory file's mode");
+    }
+    int changed = fchmod(fd, status.st_mode & 07777);
+    int saved = errno;
+    close(fd);
+    if (changed != 0)
+        return refused(saved, error_number, detail, detail_size, what);
+    return succeeded(error_number, detail, detail_size, what);
+}
+
 struct probe {
     const char *name;
     int (*run)(int *error_number, char *detail, size_t detail_size);
@@ -1211,14 +1556,22 @@ static const struct probe probes[] = {
     {"open-passwd", probe_open_passwd},
     {"create-file", probe_create_file},
     {"exec", probe_exec},
+    {"fork", probe_fork},
+    {"clone-parent", probe_clone_parent},
     {"signal-parent", probe_signal_parent},
     {"signal-group", probe_signal_group},
     {"sigqueue-parent", probe_sigqueue_parent},
     {"fsetown-parent", probe_fsetown_parent},
     {"prlimit-parent", probe_prlimit_parent},
+    {"setpriority-parent", probe_setpriority_parent},
+    {"affinity-parent", probe_affinity_parent},
+    {"pdeathsig", probe_pdeathsig},
     {"unshare", probe_unshare},
     {"clone-newuser", probe_clone_newuser},
     {"clone3", probe_clone3},
+    {"inotify", probe_inotify},
+    {"flock", probe_flock},
+    {"fchmod", probe_fchmod},
 };
 
 const char *ips_sandbox_probe_name(size_t index) {

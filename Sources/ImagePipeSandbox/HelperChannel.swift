@@ -46,22 +46,43 @@ final class HelperChannel: @unchecked Sendable {
         return (HelperChannel(taking: fds[0]), fds[1])
     }
 
-    func send(_ bytes: [UInt8], descriptors: [Int32] = []) throws(ChannelFailure) {
+    /// Sends a message, waiting at most `timeout` (nil: as long as it takes) for room: a peer that
+    /// stopped reading costs the sender its deadline, not its thread.
+    func send(_ bytes: [UInt8], descriptors: [Int32] = [], timeout: Duration? = nil) throws(ChannelFailure) {
+        let milliseconds = Self.milliseconds(timeout)
         let sent = bytes.withUnsafeBytes { raw in
             descriptors.withUnsafeBufferPointer { fds in
-                ips_send(descriptor, raw.baseAddress, raw.count, fds.baseAddress, Int32(fds.count))
+                ips_send(descriptor, raw.baseAddress, raw.count, fds.baseAddress, Int32(fds.count), milliseconds)
             }
         }
         guard sent < 0 else { return }
-        throw errno == EPIPE || errno == ECONNRESET ? .closed : .failed(errno)
+        let error = errno
+        if error == ETIMEDOUT { throw .timedOut }
+        throw error == EPIPE || error == ECONNRESET ? .closed : .failed(error)
+    }
+
+    /// Whether the peer closed its end or sent something: a helper idle in the pool sends nothing, so
+    /// either means it died, or is not to be trusted with a job.
+    var peerClosedOrSpoke: Bool {
+        var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&waiting, 1, 0) != 0
+    }
+
+    /// A timeout as poll takes it: -1 for none, rounded up so a positive one never becomes 0.
+    static func milliseconds(_ timeout: Duration?) -> Int32 {
+        guard let timeout else { return -1 }
+        let (seconds, attoseconds) = timeout.components
+        guard seconds >= 0 else { return 0 }
+        let total = seconds.multipliedReportingOverflow(by: 1000)
+        guard !total.overflow else { return Int32.max }
+        return Int32(clamping: total.partialValue + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
     }
 
     /// The next message, waiting at most `timeout` (nil: as long as it takes).
     func receive(timeout: Duration? = nil) throws(ChannelFailure) -> ChannelMessage {
         var fds = [Int32](repeating: -1, count: Self.maxDescriptors)
         var count: Int32 = 0
-        let milliseconds: Int32 =
-            timeout.map { Int32(clamping: max(0, Int(($0.components.seconds * 1000) + $0.components.attoseconds / 1_000_000_000_000_000))) } ?? -1
+        let milliseconds = Self.milliseconds(timeout)
         let got = buffer.withUnsafeMutableBytes { raw in
             ips_receive(descriptor, raw.baseAddress, raw.count, &fds, Int32(fds.count), &count, milliseconds)
         }

@@ -5,6 +5,9 @@ package import ImagePipe
 /// What a worker sends a helper. A source and its outputs travel as descriptors beside the
 /// message, never as pixels or bytes inside it.
 package enum HelperRequest: Equatable {
+    /// The first message: what the helper needs after its sandbox is in place (the watermark logo,
+    /// as a memory file beside the message when there is one).
+    case start(hasLogo: Bool)
     /// The variants and limits of the jobs that follow, sent when they change.
     case setup(variants: [VariantSpec], limits: CompressionLimits)
     /// Compress the source whose descriptor comes with the message.
@@ -17,7 +20,7 @@ package enum HelperRequest: Equatable {
     case trim
 
     fileprivate enum Kind: UInt8 {
-        case setup = 1, compress, readHeader, grant, trim
+        case setup = 1, compress, readHeader, grant, trim, start
     }
 
     package func encoded() -> [UInt8] {
@@ -43,6 +46,10 @@ package enum HelperRequest: Equatable {
             return writer.bytes
         case .trim:
             return WireWriter(kind: Kind.trim.rawValue).bytes
+        case .start(let hasLogo):
+            var writer = WireWriter(kind: Kind.start.rawValue)
+            writer.bool(hasLogo)
+            return writer.bytes
         }
     }
 
@@ -61,6 +68,7 @@ package enum HelperRequest: Equatable {
         case .readHeader: self = .readHeader(try HelperSource(&reader))
         case .grant: self = .grant(try reader.int(in: 0...Int.max, "a grant of"))
         case .trim: self = .trim
+        case .start: self = .start(hasLogo: try reader.bool())
         case nil: throw WireReader.Malformed(description: "a request of unknown kind \(reader.kind)")
         }
         try reader.end()
@@ -249,7 +257,12 @@ package struct HelperResult: Equatable {
         decodeTime = .nanoseconds(try reader.int(in: 0...Int.max, "a decode time of"))
         encodeTime = .nanoseconds(try reader.int(in: 0...Int.max, "an encode time of"))
         placeholder = try reader.optional { (reader) throws(WireReader.Malformed) -> Placeholder in
-            Placeholder(thumbHash: try reader.string(), color: try reader.string())
+            let placeholder = Placeholder(thumbHash: try reader.string(), color: try reader.string())
+            // Written into HTML markup and object metadata headers: only what a placeholder can be.
+            guard Self.isThumbHash(placeholder.thumbHash), Self.isColour(placeholder.color) else {
+                throw WireReader.Malformed(description: "a placeholder that is no ThumbHash and colour")
+            }
+            return placeholder
         }
         let count = try reader.int(in: 0...Self.maxVariants, "a variant count of")
         variants = []
@@ -257,13 +270,37 @@ package struct HelperResult: Equatable {
             let size = try Self.size(&reader)
             let byteCount = try reader.int(in: 0...Int.max, "an output of")
             let quality = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.int(in: 0...100, "a quality of") }
-            let score = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.double() }
+            let score = try reader.optional { (reader) throws(WireReader.Malformed) -> Double in
+                // SSIMULACRA 2 is at most 100, and JSON has no NaN or infinity for a record to hold.
+                let score = try reader.double()
+                guard score.isFinite, score <= 100, score >= -1000 else { throw WireReader.Malformed(description: "a score of \(score)") }
+                return score
+            }
             variants.append(
                 Variant(
                     size: size, byteCount: byteCount, quality: quality, score: score,
                     encodes: try reader.int(in: 0...1000, "an encode count of"), keptOriginal: try reader.bool(),
                     frames: try reader.int(in: 1...1_000_000, "a frame count of")))
         }
+    }
+
+    /// A ThumbHash in base64: at most 25 bytes, so 36 characters or fewer of the base64 alphabet.
+    static func isThumbHash(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 48
+            && text.utf8.allSatisfy { byte in
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
+                    || byte == UInt8(ascii: "=")
+            }
+    }
+
+    /// A colour as `#rrggbb`, lowercase hex.
+    static func isColour(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.count == 7 && bytes[0] == UInt8(ascii: "#")
+            && bytes.dropFirst().allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
     }
 
     static func size(_ reader: inout WireReader) throws(WireReader.Malformed) -> PixelSize {

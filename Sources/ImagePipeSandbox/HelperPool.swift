@@ -10,29 +10,39 @@ import Synchronization
 ///
 /// The pipeline compresses at most `--jobs` images at once, so the pool holds that many helpers and a
 /// compression thread never waits for one. A helper that dies or is killed is reaped at once and a
-/// new one started the next time one is needed, so a crash costs its job and nothing else.
+/// new one started the next time one is needed, so a crash costs its job and nothing else. A helper
+/// is also replaced after a job that failed, and after ``jobsPerHelper`` jobs: a helper that a
+/// hostile image took over without failing its job keeps it for a bounded number of others.
 final class HelperPool: Sendable {
     let settings: HelperSettings
     let size: Int
+    /// The watermark logo's bytes, handed to each helper as it starts (read once by the worker, so
+    /// every helper has the logo whose hash the variants record, whatever became of the file since).
+    let logo: Data?
     private let environment: [String]
     private let logger: Logger
     private let idle = Mutex<[HelperProcess]>([])
     private let slots: DispatchSemaphore
-    /// Registers, once, the reaping of every helper when the process exits.
-    private static let reapAtExit: Void = {
-        atexit { HelperProcess.reapAll() }
-    }()
 
-    /// How long a helper may take to start: the first start loads every codec once.
+    /// How long a helper may take to start.
     static let startTimeout: Duration = .seconds(60)
+    /// Jobs a helper serves before it is replaced. A new helper costs about 30 ms of CPU, so at a
+    /// millisecond a job this is 3 % at the very most, for a bound on what one job can see of later ones.
+    static let jobsPerHelper = 1000
 
-    init(settings: HelperSettings, size: Int, environment: [String], logger: Logger) {
+    init(settings: HelperSettings, size: Int, logo: Data?, environment: [String], logger: Logger) {
         self.settings = settings
         self.size = max(1, size)
+        self.logo = logo
         self.environment = environment
         self.logger = logger
         self.slots = DispatchSemaphore(value: max(1, size))
     }
+
+    /// Registers, once, the reaping of every helper when the process exits.
+    private static let reapAtExit: Void = {
+        atexit { HelperProcess.reapAll() }
+    }()
 
     /// Starts every helper and waits until each is ready. A helper that cannot apply its sandbox
     /// stops the worker here, naming the cause; one that found no Landlock in the kernel is
@@ -64,46 +74,58 @@ final class HelperPool: Sendable {
             throw failure
         }
         if landlockMissing {
-            logger.warning(
-                "this kernel has no Landlock: image helpers are sandboxed with seccomp alone (no file-system restriction)")
+            logger.warning("this kernel has no Landlock: image helpers are sandboxed with seccomp alone (no file-system restriction)")
         }
         idle.withLock { $0.append(contentsOf: ready) }
     }
 
-    /// A helper for one job: an idle one, or a new one where one died.
+    /// A helper for one job: an idle one that is still alive and silent, or a new one.
     func checkout() throws(ImagePipeError) -> HelperProcess {
         slots.wait()
-        if let helper = idle.withLock({ $0.popLast() }) { return helper }
+        while let helper = idle.withLock({ $0.popLast() }) {
+            // One that died (or spoke) while idle is replaced here, not blamed on this job.
+            guard helper.hasEnded || helper.channel.peerClosedOrSpoke else { return helper }
+            retire(helper, reason: .crashed, source: nil)
+        }
         do throws(ImagePipeError) {
             let helper = try launch()
             _ = try awaitReady(helper)
             return helper
         } catch {
             slots.signal()
-            // At start-up this stops the worker; later it costs the job that needed the helper.
-            throw ImagePipeError(.decoderCrashed, error.reason)
+            // At start-up this stops the worker; later it costs an attempt of the job that needed
+            // the helper, and is not the image's doing: no crash is counted against it.
+            throw ImagePipeError(.helperUnavailable, error.reason)
         }
     }
 
-    /// Gives a helper back after its job; nil when it died or was killed (the pool starts another
-    /// when one is next needed).
-    func checkin(_ helper: HelperProcess?) {
-        if let helper { idle.withLock { $0.append(helper) } }
+    /// Gives a helper back after a job it answered: kept for the next, unless the job failed (what
+    /// made it fail may have left the helper in any state) or the helper served its share.
+    func checkin(_ helper: HelperProcess, jobFailed: Bool) {
+        helper.jobs += 1
+        if jobFailed || helper.jobs >= Self.jobsPerHelper {
+            retire(helper, reason: .recycled, source: nil)
+        } else {
+            idle.withLock { $0.append(helper) }
+        }
         slots.signal()
     }
 
-    /// Records a helper's end: reaped, counted by reason, logged.
-    func retire(_ helper: HelperProcess, reason: RestartReason, source: String) {
-        // Killed first whatever the reason: one that closed its channel may not have ended, and a
-        // zombie keeps its status (and its pid) until it is reaped.
+    /// Gives the slot of a helper that ended (and was retired) back.
+    func checkinEnded() { slots.signal() }
+
+    /// Ends a helper: killed if it runs, reaped, counted by reason, logged unless recycled.
+    func retire(_ helper: HelperProcess, reason: RestartReason, source: String?) {
         let status = helper.killAndReap()
         Counter(label: "imagepipe_helper_restarts_total", dimensions: [("reason", reason.rawValue)]).increment()
+        guard reason != .recycled else { return }
+        var metadata: Logger.Metadata = [
+            "reason": "\(reason.rawValue)", "helper_pid": "\(helper.pid)", "status": "\(HelperProcess.describe(status))",
+        ]
+        if let source { metadata["source"] = "\(source)" }
         logger.warning(
-            "image helper ended; a new one takes its place",
-            metadata: [
-                "reason": "\(reason.rawValue)", "helper_pid": "\(helper.pid)", "status": "\(HelperProcess.describe(status))",
-                "source": "\(source)",
-            ])
+            source == nil ? "image helper ended while idle; a new one takes its place" : "image helper ended; a new one takes its place",
+            metadata: metadata)
     }
 
     /// Why a helper was replaced: the `reason` label of `imagepipe_helper_restarts_total`.
@@ -114,27 +136,59 @@ final class HelperPool: Sendable {
         case timeout
         /// It sent what the protocol does not allow, and was killed.
         case misbehaved
+        /// It failed a job, or served its share of jobs: replaced before the next.
+        case recycled
     }
 
-    /// Asks every idle helper to give back the memory busy moments kept; sent, not waited for.
+    /// Asks every idle helper to give back the memory busy moments kept; sent without waiting (a
+    /// helper that does not read is found out at its next checkout), outside the pool's lock.
     func trimIdle() {
         let message = HelperRequest.trim.encoded()
-        idle.withLock { helpers in
-            for helper in helpers { try? helper.channel.send(message) }
-        }
+        let helpers = idle.withLock { $0 }
+        for helper in helpers { try? helper.channel.send(message, timeout: .zero) }
     }
 
     private func launch() throws(ImagePipeError) -> HelperProcess {
         let pair: (worker: HelperChannel, helper: Int32)
         do { pair = try HelperChannel.pair() } catch { throw Self.startError("no channel: \(error)") }
         defer { close(pair.helper) }
+        var output: [Int32] = [-1, -1]
+        guard ips_pipe(&output) == 0 else { throw Self.startError("no pipe for its output: \(String(cString: strerror(errno)))") }
+        defer { close(output[1]) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let json = (try? encoder.encode(settings)).flatMap { String(data: $0, encoding: .utf8) } ?? "{}"
         let arguments = [HelperSettings.subcommand, "--settings", json]
-        switch HelperSpawner.shared.spawn(arguments: arguments, environment: environment, channel: pair.helper) {
-        case .success(let pid): return HelperProcess(pid: pid, channel: pair.worker)
-        case .failure(let error): throw Self.startError(String(cString: strerror(error.number)))
+        switch HelperSpawner.shared.spawn(arguments: arguments, environment: environment, channel: pair.helper, output: output[1]) {
+        case .success(let pid):
+            HelperOutput.follow(output[0], pid: pid, logger: logger)
+            let helper = HelperProcess(pid: pid, channel: pair.worker)
+            // Its first message, waiting in the socket until its sandbox is in place: the logo.
+            try sendStart(helper)
+            return helper
+        case .failure(let error):
+            close(output[0])
+            throw Self.startError(String(cString: strerror(error.number)))
+        }
+    }
+
+    private func sendStart(_ helper: HelperProcess) throws(ImagePipeError) {
+        var descriptors: [Int32] = []
+        if let logo {
+            let file = ips_memory_file("imagepipe-logo")
+            guard file >= 0, logo.withUnsafeBytes({ ips_write_all(file, $0.baseAddress, $0.count, 0) }) == 0 else {
+                if file >= 0 { close(file) }
+                helper.killAndReap()
+                throw Self.startError("cannot hand it the watermark logo: \(String(cString: strerror(errno)))")
+            }
+            descriptors = [file]
+        }
+        defer { for file in descriptors { close(file) } }
+        do {
+            try helper.channel.send(HelperRequest.start(hasLogo: logo != nil).encoded(), descriptors: descriptors, timeout: Self.startTimeout)
+        } catch {
+            let status = helper.killAndReap()
+            throw Self.startError("it ended (\(HelperProcess.describe(status)))")
         }
     }
 
@@ -149,10 +203,10 @@ final class HelperPool: Sendable {
         }
         message.closeDescriptors()
         switch try? HelperReply(decoding: message.bytes) {
-        case .ready(_, let landlock):
+        case .ready(_, let landlock) where message.descriptors.isEmpty:
             return landlock
         case .startFailed(let reason):
-            helper.reap()
+            helper.killAndReap()
             throw .configuration("the image helper cannot start: \(reason)\(settings.sandbox ? " (--sandbox off runs image work without it)" : "")")
         default:
             helper.killAndReap()

@@ -10,6 +10,8 @@ final class HelperProcess: @unchecked Sendable {
     let channel: HelperChannel
     /// The variants and limits this helper was last set up with: a setup is sent only on a change.
     var setup: (variants: [VariantSpec], limits: CompressionLimits)?
+    /// Jobs it answered: a helper is replaced after ``HelperPool/jobsPerHelper``.
+    var jobs = 0
     /// How it ended, once reaped.
     private(set) var status: Int32?
 
@@ -35,26 +37,28 @@ final class HelperProcess: @unchecked Sendable {
         for pid in pids { _ = ips_wait(pid, &status, 0) }
     }
 
-    /// Kills it (SIGKILL) and waits for it: a helper that stopped answering, or sent what it must not.
+    /// Kills it (SIGKILL) and waits for it, keeping how it ended: a helper that died keeps its own
+    /// status (a zombie ignores the signal), one that stopped answering or misbehaved ends here.
     @discardableResult
     func killAndReap() -> Int32 {
         if let status { return status }
-        kill(pid, SIGKILL)
-        return reap()
-    }
-
-    /// Waits for it to end (its channel closed or it was killed) and keeps the status.
-    @discardableResult
-    func reap() -> Int32 {
-        if let status { return status }
         var raw: Int32 = 0
-        let reaped = Self.live.withLock { $0.remove(pid) != nil }
-        let got = reaped ? ips_wait(pid, &raw, 0) : -1
+        // Taken out of the live set first: only one side (this, or the exit's reapAll) signals a
+        // pid, and only while it is not yet reaped, so a reused pid is never hit.
+        let ours = Self.live.withLock { $0.remove(pid) != nil }
+        var got: pid_t = -1
+        if ours {
+            kill(pid, SIGKILL)
+            got = ips_wait(pid, &raw, 0)
+        }
         // A pid already reaped elsewhere cannot be told apart: counted as killed.
         let ended = got == pid ? raw : Int32(SIGKILL)
         status = ended
         return ended
     }
+
+    /// Whether it has ended (without reaping it).
+    var hasEnded: Bool { status != nil || ips_has_ended(pid) != 0 }
 
     /// How it ended, in words: "SIGSEGV (signal 11)", "exit status 3".
     static func describe(_ status: Int32) -> String {
@@ -100,6 +104,7 @@ final class HelperSpawner: Sendable {
         let arguments: [String]
         let environment: [String]
         let channel: Int32
+        let output: Int32
         let done: DispatchSemaphore
         let result: UnsafeMutablePointer<(pid: pid_t, error: Int32)>
     }
@@ -113,7 +118,7 @@ final class HelperSpawner: Sendable {
             while true {
                 wake.wait()
                 guard let request = requests.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
-                request.result.pointee = Self.start(request.arguments, request.environment, request.channel)
+                request.result.pointee = Self.start(request.arguments, request.environment, request.channel, request.output)
                 request.done.signal()
             }
         }
@@ -123,18 +128,20 @@ final class HelperSpawner: Sendable {
 
     /// Starts `/proc/self/exe` (this very binary, even if a newer one was installed under its name
     /// since) with `arguments`, `channel` as its descriptor 3. The pid, or errno.
-    func spawn(arguments: [String], environment: [String], channel: Int32) -> Result<pid_t, SpawnError> {
+    func spawn(arguments: [String], environment: [String], channel: Int32, output: Int32) -> Result<pid_t, SpawnError> {
         let result = UnsafeMutablePointer<(pid: pid_t, error: Int32)>.allocate(capacity: 1)
         defer { result.deallocate() }
         result.initialize(to: (-1, 0))
         let done = DispatchSemaphore(value: 0)
-        requests.withLock { $0.append(Request(arguments: arguments, environment: environment, channel: channel, done: done, result: result)) }
+        requests.withLock {
+            $0.append(Request(arguments: arguments, environment: environment, channel: channel, output: output, done: done, result: result))
+        }
         wake.signal()
         done.wait()
         return result.pointee.pid > 0 ? .success(result.pointee.pid) : .failure(SpawnError(number: result.pointee.error))
     }
 
-    private static func start(_ arguments: [String], _ environment: [String], _ channel: Int32) -> (pid: pid_t, error: Int32) {
+    private static func start(_ arguments: [String], _ environment: [String], _ channel: Int32, _ output: Int32) -> (pid: pid_t, error: Int32) {
         let path = "/proc/self/exe"
         // Named as the command it is, so that `ps` shows "imagepipe image-helper".
         var argv: [UnsafeMutablePointer<CChar>?] = (["imagepipe"] + arguments).map { strdup($0) } + [nil]
@@ -143,7 +150,7 @@ final class HelperSpawner: Sendable {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
-        let pid = ips_spawn(path, &argv, &envp, channel)
+        let pid = ips_spawn(path, &argv, &envp, channel, output)
         return pid > 0 ? (pid, 0) : (-1, errno)
     }
 }

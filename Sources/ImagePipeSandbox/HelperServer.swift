@@ -1,6 +1,6 @@
 // The helper's side of the channel: one job at a time, from the worker's requests to its replies.
 import CSandbox
-import Foundation
+public import Foundation
 public import ImagePipe
 
 /// Serves a worker's image jobs in a helper process, on the channel it was started with.
@@ -10,15 +10,43 @@ public enum HelperServer {
 
     /// Tells the worker the helper cannot start (its sandbox failed), then ends.
     public static func refuseToStart(_ reason: String) -> Never {
-        let channel = HelperChannel(taking: channelDescriptor)
-        try? channel.send(HelperReply.startFailed(reason).encoded())
+        refuse(reason, on: HelperChannel(taking: channelDescriptor))
+    }
+
+    private static func refuse(_ reason: String, on channel: HelperChannel) -> Never {
+        try? channel.send(HelperReply.startFailed(reason).encoded(), timeout: .seconds(5))
         exit(3)
     }
 
-    /// Says the helper is ready and serves jobs until the worker closes the channel or dies.
-    public static func serve(compressor: any ImageCompressor, sandboxed: Bool, landlock: Int) -> Never {
+    /// A memory file's whole content, read; empty when it cannot be.
+    private static func readAll(_ descriptor: Int32) -> Data {
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_size > 0 else { return Data() }
+        var data = Data(count: Int(status.st_size))
+        let got = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        return got == data.count ? data : Data()
+    }
+
+    /// Takes the worker's first message (the watermark logo's bytes, if any), makes the compressor
+    /// with them, says the helper is ready and serves jobs until the worker closes the channel or dies.
+    public static func serve(
+        sandboxed: Bool, landlock: Int, makeCompressor: (_ logo: Data?) throws(ImagePipeError) -> any ImageCompressor
+    ) -> Never {
         let channel = HelperChannel(taking: channelDescriptor)
         do {
+            let first = try channel.receive()
+            guard case .start(let hasLogo) = try? HelperRequest(decoding: first.bytes), first.descriptors.count == (hasLogo ? 1 : 0) else {
+                first.closeDescriptors()
+                refuse("the worker's first message was not a start", on: channel)
+            }
+            let logo = hasLogo ? readAll(first.descriptors[0]) : nil
+            let compressor: any ImageCompressor
+            do throws(ImagePipeError) {
+                compressor = try makeCompressor(logo)
+            } catch {
+                refuse(error.reason, on: channel)
+            }
             try channel.send(HelperReply.ready(sandboxed: sandboxed, landlock: landlock).encoded())
             var setup: (variants: [VariantSpec], limits: CompressionLimits) = ([], .default)
             while true {
@@ -45,7 +73,7 @@ public enum HelperServer {
                 case .trim:
                     message.closeDescriptors()
                     compressor.releaseMemory()
-                case .grant:
+                case .grant, .start:
                     // A grant answers a need: one out of turn means the two sides disagree.
                     message.closeDescriptors()
                     exit(4)
@@ -74,7 +102,10 @@ public enum HelperServer {
             }
             content = .file(opened)
         } else {
-            content = .bytes(mapped(descriptor))
+            guard let bytes = mapped(descriptor) else {
+                return .failed(ImagePipeError(.unreadableSource, "the source's bytes could not be mapped: \(String(cString: strerror(errno)))"))
+            }
+            content = .bytes(bytes)
         }
         let source = SourceImage(name: described.name, content: content, focus: described.focus)
         // Working memory comes from the worker's budget: ask, and wait for the grant.
@@ -132,13 +163,15 @@ public enum HelperServer {
         }
     }
 
-    /// A memory file's bytes, mapped without a copy and unmapped when the job lets them go.
-    private static func mapped(_ descriptor: Int32) -> Data {
+    /// A memory file's bytes, mapped without a copy and unmapped when the job lets them go; nil
+    /// when it cannot be (an empty file maps to no bytes).
+    private static func mapped(_ descriptor: Int32) -> Data? {
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_size > 0 else { return Data() }
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        guard status.st_size > 0 else { return Data() }
         let count = Int(status.st_size)
-        guard let address = mmap(nil, count, PROT_READ, MAP_PRIVATE, descriptor, 0), address != MAP_FAILED else { return Data() }
+        guard let address = mmap(nil, count, PROT_READ, MAP_PRIVATE, descriptor, 0), address != MAP_FAILED else { return nil }
         return Data(bytesNoCopy: address, count: count, deallocator: .custom { pointer, count in munmap(pointer, count) })
     }
 }

@@ -14,16 +14,13 @@ public struct HelperSettings: Sendable, Codable, Equatable {
     public var threadsPerImage: Int
     /// The compressor's own settings, as its command reads them (opaque to the pool).
     public var compressor: Data
-    /// A watermark logo to read before the sandbox closes, if the variants have one.
-    public var watermarkPath: String?
 
-    public init(sandbox: Bool, parent: Int32, dataLimit: Int, threadsPerImage: Int, compressor: Data, watermarkPath: String?) {
+    public init(sandbox: Bool, parent: Int32, dataLimit: Int, threadsPerImage: Int, compressor: Data) {
         self.sandbox = sandbox
         self.parent = parent
         self.dataLimit = dataLimit
         self.threadsPerImage = threadsPerImage
         self.compressor = compressor
-        self.watermarkPath = watermarkPath
     }
 
     /// The hidden subcommand a helper is started with.

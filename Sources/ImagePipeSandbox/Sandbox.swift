@@ -9,16 +9,25 @@ public enum Sandbox {
         public let reason: String
     }
 
-    /// Applies the sandbox to this process for good, with `dataLimit` bytes of data memory (0: the
-    /// inherited limit). Returns the Landlock ABI it used, 0 where the kernel has none (seccomp alone).
-    public static func apply(dataLimit: Int) -> Result<Int, Failure> {
-        var options = ips_sandbox_options(data_limit_bytes: Int64(dataLimit))
+    /// Applies the sandbox to this process for good, with `dataLimit` bytes of data memory and files
+    /// of at most `fileSizeLimit` bytes (its outputs' memory files; 0 for either: the inherited
+    /// limit). Returns the Landlock ABI it used, 0 where the kernel has none (seccomp alone).
+    public static func apply(dataLimit: Int, fileSizeLimit: Int) -> Result<Int, Failure> {
+        var options = ips_sandbox_options()
+        options.data_limit_bytes = Int64(dataLimit)
+        options.file_size_limit_bytes = Int64(fileSizeLimit)
         var result = ips_sandbox_result()
         var error = [CChar](repeating: 0, count: 512)
         guard ips_sandbox_apply(&options, &result, &error, error.count) == 0 else {
             return .failure(Failure(reason: text(error)))
         }
         return .success(Int(result.landlock_abi))
+    }
+
+    /// Closes the worker's memory, environment and `/proc` files to every other process of its user,
+    /// its helpers among them: on a kernel without Landlock, a helper could read them otherwise.
+    public static func makeWorkerPrivate() {
+        _ = ips_make_undumpable()
     }
 
     /// One thing the sandbox must refuse, tried by the self-test.

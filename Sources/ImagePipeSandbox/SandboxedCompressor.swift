@@ -1,6 +1,6 @@
 // The compressor the worker uses: every call is a job for a sandboxed helper process.
 import CSandbox
-import Foundation
+public import Foundation
 public import ImagePipe
 public import Logging
 
@@ -23,17 +23,18 @@ public final class SandboxedCompressor: ImageCompressor {
         .configuration,
     ]
 
-    /// The largest output a helper may hand back: past any image the limits let through.
-    static let maxOutputBytes = 4 << 30
+    /// The largest output a helper may hand back, and the file size limit it writes them under.
+    public static let maxOutputBytes = 1 << 30
 
-    /// Starts `helpers` image helpers with `settings` and waits until they are ready.
+    /// Starts `helpers` image helpers with `settings` and waits until they are ready; `logo` is
+    /// the watermark logo's bytes, which each helper is handed as it starts.
     ///
     /// - Throws: a `configuration` error naming the cause when a helper cannot start or cannot
     ///   apply its sandbox.
-    public init(settings: HelperSettings, helpers: Int, jobTimeout: Duration, logger: Logger) throws(ImagePipeError) {
+    public init(settings: HelperSettings, helpers: Int, logo: Data?, jobTimeout: Duration, logger: Logger) throws(ImagePipeError) {
         self.pool = HelperPool(
-            settings: settings, size: helpers, environment: HelperSettings.environment(from: ProcessInfo.processInfo.environment),
-            logger: logger)
+            settings: settings, size: helpers, logo: logo,
+            environment: HelperSettings.environment(from: ProcessInfo.processInfo.environment), logger: logger)
         self.jobTimeout = jobTimeout
         try pool.start()
     }
@@ -64,25 +65,38 @@ public final class SandboxedCompressor: ImageCompressor {
     private static let unexpected = ImagePipeError(.decoderCrashed, "the image helper answered out of turn")
 
     /// One job in a helper: set up, hand over the source, grant memory as asked, take the answer.
+    /// A helper found gone before it had the job (it died idle) is replaced and the job given to
+    /// the new one, uncharged.
     private func run(
         _ work: Work, _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> Outcome {
-        let helper = try pool.checkout()
-        var granted = 0
-        defer { if granted > 0 { memory.release(granted) } }
-        do throws(Failure) {
-            let outcome = try exchange(work, helper, source, variants: variants, limits: limits, memory: memory, granted: &granted)
-            pool.checkin(helper)
-            return outcome
-        } catch {
-            switch error {
-            case .failed(let error):
-                pool.checkin(helper)
-                throw error
-            case .ended(let reason, let detail):
-                pool.retire(helper, reason: reason, source: source.name)
-                pool.checkin(nil)
-                throw Self.error(reason, helper: helper, source: source.name, detail: detail, timeout: jobTimeout)
+        var tries = 0
+        while true {
+            tries += 1
+            let helper = try pool.checkout()
+            var granted = 0
+            defer { if granted > 0 { memory.release(granted) } }
+            do throws(Failure) {
+                let outcome = try exchange(work, helper, source, variants: variants, limits: limits, memory: memory, granted: &granted)
+                pool.checkin(helper, jobFailed: false)
+                return outcome
+            } catch {
+                switch error {
+                case .failed(let error):
+                    pool.checkin(helper, jobFailed: true)
+                    throw error
+                case .unusable where tries < 2:
+                    pool.retire(helper, reason: .crashed, source: nil)
+                    pool.checkinEnded()
+                case .unusable:
+                    pool.retire(helper, reason: .crashed, source: nil)
+                    pool.checkinEnded()
+                    throw ImagePipeError(.helperUnavailable, "no image helper took the job: two ended before it was handed over")
+                case .ended(let reason, let detail):
+                    pool.retire(helper, reason: reason, source: source.name)
+                    pool.checkinEnded()
+                    throw Self.error(reason, helper: helper, source: source.name, detail: detail, timeout: jobTimeout)
+                }
             }
         }
     }
@@ -91,6 +105,8 @@ public final class SandboxedCompressor: ImageCompressor {
     private enum Failure: Error {
         /// The helper failed the job and stays usable.
         case failed(ImagePipeError)
+        /// The helper was gone before the job was handed over: not the job's doing.
+        case unusable
         /// The helper is gone, or must go: why, and what was seen.
         case ended(HelperPool.RestartReason, String?)
     }
@@ -99,28 +115,45 @@ public final class SandboxedCompressor: ImageCompressor {
         _ work: Work, _ helper: HelperProcess, _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits,
         memory: WorkingMemory, granted: inout Int
     ) throws(Failure) -> Outcome {
-        if helper.setup == nil || helper.setup!.variants != variants || helper.setup!.limits != limits {
-            try send(helper, .setup(variants: variants, limits: limits))
-            helper.setup = (variants, limits)
-        }
-        let handed = try sourceDescriptor(source)
-        defer { if handed.owned { close(handed.descriptor) } }
-        let described = HelperSource(name: source.name, focus: source.focus, isFile: handed.isFile)
-        try send(helper, work == .compress ? .compress(described) : .readHeader(described), descriptors: [handed.descriptor])
-
         // The time limit counts the helper's work, not the waits for memory the pipeline budgets.
         var left = jobTimeout
+        func elapsed(since started: ContinuousClock.Instant) { left -= ContinuousClock.now - started }
+
+        let handed = try sourceDescriptor(source)
+        defer { if handed.owned { close(handed.descriptor) } }
+        if helper.setup == nil || helper.setup!.variants != variants || helper.setup!.limits != limits {
+            let started = ContinuousClock.now
+            do {
+                try helper.channel.send(HelperRequest.setup(variants: variants, limits: limits).encoded(), timeout: left)
+            } catch {
+                throw .unusable
+            }
+            elapsed(since: started)
+            helper.setup = (variants, limits)
+        }
+        let described = HelperSource(name: source.name, focus: source.focus, isFile: handed.isFile)
+        let request: HelperRequest = work == .compress ? .compress(described) : .readHeader(described)
+        do {
+            let started = ContinuousClock.now
+            try helper.channel.send(request.encoded(), descriptors: [handed.descriptor], timeout: left)
+            elapsed(since: started)
+        } catch {
+            throw .unusable
+        }
+
         while true {
             let started = ContinuousClock.now
             let message: ChannelMessage
             do {
                 message = try helper.channel.receive(timeout: left)
-            } catch .timedOut {
-                throw .ended(.timeout, nil)
             } catch {
-                throw .ended(.crashed, nil)
+                switch error {
+                case .timedOut: throw .ended(.timeout, nil)
+                case .closed: throw .ended(.crashed, nil)
+                case .failed(let number): throw .ended(.misbehaved, "a message that could not be read (\(String(cString: strerror(number))))")
+                }
             }
-            left -= ContinuousClock.now - started
+            elapsed(since: started)
             let reply: HelperReply
             do {
                 reply = try HelperReply(decoding: message.bytes)
@@ -135,9 +168,16 @@ public final class SandboxedCompressor: ImageCompressor {
                 if granted > 0 { memory.release(granted) }
                 granted = 0
                 granted = memory.acquire(bytes)
-                try send(helper, .grant(granted))
+                do {
+                    let started = ContinuousClock.now
+                    try helper.channel.send(HelperRequest.grant(granted).encoded(), timeout: left)
+                    elapsed(since: started)
+                } catch {
+                    throw error == .timedOut ? .ended(.timeout, nil) : .ended(.crashed, nil)
+                }
             case .compressed(let result) where work == .compress:
-                let outputs = try Self.take(message.descriptors, for: result, expected: variants.count)
+                let outputs = try Self.take(
+                    message.descriptors, for: result, variants: variants, limits: limits, sourceBytes: Self.byteCount(source))
                 return .compressed(result, outputs)
             case .header(let header) where work == .readHeader && message.descriptors.isEmpty:
                 return .header(header)
@@ -151,19 +191,21 @@ public final class SandboxedCompressor: ImageCompressor {
         }
     }
 
-    private func send(_ helper: HelperProcess, _ request: HelperRequest, descriptors: [Int32] = []) throws(Failure) {
-        do {
-            try helper.channel.send(request.encoded(), descriptors: descriptors)
-        } catch {
-            throw .ended(.crashed, nil)
+    private static func byteCount(_ source: SourceImage) -> Int {
+        switch source.content {
+        case .bytes(let data): data.count
+        case .file(let opened): opened.byteCount
         }
     }
 
-    /// The descriptor a source goes to its helper as: its open file, or a memory file holding its bytes.
+    /// The descriptor a source goes to its helper as: its open file, opened again through
+    /// `/proc/self/fd` so the helper's reads move an offset of its own and its flags are its own,
+    /// or a memory file holding its bytes.
     private func sourceDescriptor(_ source: SourceImage) throws(Failure) -> (descriptor: Int32, isFile: Bool, owned: Bool) {
         switch source.content {
         case .file(let opened):
-            return (opened.descriptor, true, false)
+            let again = open(opened.decoderPath, O_RDONLY | O_CLOEXEC)
+            return again >= 0 ? (again, true, true) : (opened.descriptor, true, false)
         case .bytes(let data):
             let memory = ips_memory_file("imagepipe-source")
             guard memory >= 0 else {
@@ -179,18 +221,35 @@ public final class SandboxedCompressor: ImageCompressor {
         }
     }
 
-    /// Reads each variant's memory file, checked against what the helper said of it, and closes them all.
-    private static func take(_ descriptors: [Int32], for result: HelperResult, expected: Int) throws(Failure) -> [Data] {
+    /// The most bytes one variant's output may hold: what its box can hold at 4 bytes a pixel (every
+    /// frame of an animation), or the source's own size (a kept original), and a mebibyte for
+    /// containers and metadata, never over ``maxOutputBytes``. A helper that says more is lying.
+    static func outputLimit(for variant: VariantSpec, limits: CompressionLimits, sourceBytes: Int) -> Int {
+        let open = variant.width == VariantSpec.unbounded || variant.height == VariantSpec.unbounded
+        let pixels = open ? limits.maxPixels : min(limits.maxPixels, variant.width.multipliedReportingOverflow(by: variant.height).partialValue)
+        let frames = variant.format == .gif || variant.format == .webp ? limits.maxFrames : 1
+        let (drawn, overflow) = (max(0, pixels) * 4).multipliedReportingOverflow(by: max(1, frames))
+        return min(maxOutputBytes, max(sourceBytes, overflow ? maxOutputBytes : drawn) + (1 << 20))
+    }
+
+    /// Reads each variant's memory file, checked against what the helper said of it and what the
+    /// variant can hold, and closes them all.
+    private static func take(
+        _ descriptors: [Int32], for result: HelperResult, variants: [VariantSpec], limits: CompressionLimits, sourceBytes: Int
+    ) throws(Failure) -> [Data] {
         defer { for descriptor in descriptors { close(descriptor) } }
-        guard result.variants.count == expected, descriptors.count == expected else {
-            throw .ended(.misbehaved, "\(descriptors.count) outputs for \(expected) variants")
+        guard result.variants.count == variants.count, descriptors.count == variants.count else {
+            throw .ended(.misbehaved, "\(descriptors.count) outputs for \(variants.count) variants")
+        }
+        for (variant, made) in zip(variants, result.variants)
+        where made.byteCount > outputLimit(for: variant, limits: limits, sourceBytes: sourceBytes) {
+            throw .ended(.misbehaved, "an output of \(made.byteCount) bytes for the variant \(variant.name)")
         }
         var outputs: [Data] = []
-        outputs.reserveCapacity(expected)
+        outputs.reserveCapacity(variants.count)
         for (descriptor, variant) in zip(descriptors, result.variants) {
             var status = stat()
-            guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == variant.byteCount,
-                variant.byteCount <= maxOutputBytes
+            guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == variant.byteCount
             else { throw .ended(.misbehaved, "an output that is not the size it was said to be") }
             // Read, not mapped: a helper that shrank its file later would make a mapping kill the worker (SIGBUS).
             var data = Data(count: variant.byteCount)
@@ -210,7 +269,7 @@ public final class SandboxedCompressor: ImageCompressor {
         return outputs
     }
 
-    /// The job's error for a helper that ended: crashed (with its signal) or timed out.
+    /// The job's error for a helper that ended: crashed (with its signal), timed out, or misbehaved.
     private static func error(
         _ reason: HelperPool.RestartReason, helper: HelperProcess, source: String, detail: String?, timeout: Duration
     ) -> ImagePipeError {
@@ -218,9 +277,9 @@ public final class SandboxedCompressor: ImageCompressor {
         case .timeout:
             return ImagePipeError(
                 .jobTimeout, "the image work on '\(source)' ran past --job-timeout (\(timeout.formatted)): its helper was killed")
-        case .crashed:
+        case .crashed, .recycled:
             return ImagePipeError(
-                .decoderCrashed, "the image helper crashed on '\(source)': \(HelperProcess.describe(helper.reap()))")
+                .decoderCrashed, "the image helper crashed on '\(source)': \(HelperProcess.describe(helper.killAndReap()))")
         case .misbehaved:
             return ImagePipeError(
                 .decoderCrashed, "the image helper working on '\(source)' sent \(detail ?? "what it must not") and was killed")

@@ -38,7 +38,10 @@ enum CompositionRoot {
         // Read and decoded once, before any image: a logo that cannot be stops the command here.
         let specs = try options.variantSpecs()
         try options.watermark.checkApplies(to: specs)
-        let logo = try options.watermark.file.map { (path) throws(ImagePipeError) in try WatermarkLogo(path: path) }
+        // Read once: the worker checks and hashes these bytes, and hands the same ones to every helper.
+        let logoBytes = try options.watermark.file.map { (path) throws(ImagePipeError) in try WatermarkLogo.read(path) }
+        var logo: WatermarkLogo?
+        if let path = options.watermark.file, let logoBytes { logo = try WatermarkLogo(bytes: logoBytes, path: path) }
         let watermark = try logo.map { (logo) throws(ImagePipeError) in try options.watermark.settings(logoSHA256: logo.sha256) }
         let variants = specs.map { $0.applying(watermark) }
         let configuration = FileHandler.Configuration(
@@ -56,7 +59,7 @@ enum CompositionRoot {
         encoders.keepsSmallerOriginal = !options.alwaysEncode
         let sourceURLs = sources.filter(ObjectLocation.isURL)
         return FileHandler(
-            compressor: try compressor(options, encoders: encoders, variants: variants, logo: logo, logger: logger),
+            compressor: try compressor(options, encoders: encoders, variants: variants, logo: logo, logoBytes: logoBytes, logger: logger),
             storage: try StorageFactory.make(options.storage, sourceURLs: sourceURLs),
             sources: try StorageFactory.sources(sourceURLs, options.storage),
             configuration: configuration, logger: logger)
@@ -66,7 +69,8 @@ enum CompositionRoot {
     /// default), or with `--sandbox off` in this process. Helpers are started here, so a sandbox
     /// that cannot be applied stops the command before any job, naming the cause.
     static func compressor(
-        _ options: JobOptions, encoders: VipsCompressor.Configuration, variants: [VariantSpec], logo: WatermarkLogo?, logger: Logger
+        _ options: JobOptions, encoders: VipsCompressor.Configuration, variants: [VariantSpec], logo: WatermarkLogo?, logoBytes: Data?,
+        logger: Logger
     ) throws(ImagePipeError) -> any ImageCompressor {
         guard options.sandboxed else {
             logger.warning(
@@ -77,10 +81,13 @@ enum CompositionRoot {
         let budget = workingMemory(options, variants)
         let settings = HelperSettings(
             sandbox: true, parent: getpid(), dataLimit: budget > 0 ? budget + HelperSettings.dataHeadroom : 0,
-            threadsPerImage: threadsPerImage(jobs: options.jobs), compressor: (try? JSONEncoder().encode(encoders)) ?? Data(),
-            watermarkPath: logo == nil ? nil : options.watermark.file)
+            threadsPerImage: threadsPerImage(jobs: options.jobs), compressor: (try? JSONEncoder().encode(encoders)) ?? Data())
+        // No process of this user may read this one's memory or /proc files (its environment holds
+        // the credentials) for as long as it runs: a helper on a kernel without Landlock could otherwise.
+        Sandbox.makeWorkerPrivate()
         return try SandboxedCompressor(
-            settings: settings, helpers: options.jobs, jobTimeout: .milliseconds(Int64(options.jobTimeout * 1000)), logger: logger)
+            settings: settings, helpers: options.jobs, logo: logoBytes, jobTimeout: .milliseconds(Int64(options.jobTimeout * 1000)),
+            logger: logger)
     }
 
     /// The working memory compressions share: `--working-memory`, or what the compressor needs per

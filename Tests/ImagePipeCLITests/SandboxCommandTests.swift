@@ -78,6 +78,7 @@ import Glibc
         let batch = try slowBatch()
         defer { batch.send(SIGKILL) }
         let helper = try #require(ImageHelpers.busy(of: batch.process.processIdentifier), "no helper was seen working: \(batch.log)")
+        let started = ImageHelpers.of(batch.process.processIdentifier)
         kill(helper, signal)
         #expect(batch.waitForExit(seconds: 180) == 1, "a failed image makes the batch exit 1: \(batch.log)")
 
@@ -92,7 +93,8 @@ import Glibc
         }
         #expect(results.filter { $0.status == .done }.count == 2)
         #expect(batch.log.contains("image helper ended"), "\(batch.log)")
-        #expect(ImageHelpers.of(batch.process.processIdentifier).isEmpty)
+        // The batch reaped every helper it started as it exited: none is left running or a zombie.
+        #expect(started.allSatisfy { ImageHelpers.commandLine($0).dropFirst().first != "image-helper" }, "\(started)")
     }
 
     @Test func aStoppedHelperIsKilledAtTheJobTimeoutAndTheWorkerGoesOn() throws {
@@ -114,6 +116,47 @@ import Glibc
         #expect(!ImageHelpers.of(worker.process.processIdentifier).contains(helper))
         InboxDelivery.deliver(Fixtures.data("images/formats/tall.jpg"), to: directory.url("queue/inbox"), as: "next.jpg")
         #expect(eventually(seconds: 60) { FileManager.default.fileExists(atPath: directory.url("queue/done/next.jpg.json")) }, "\(worker.log)")
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
+    }
+
+    @Test func aQueueJobWhoseHelperCrashesTwiceFailsForGoodAndTheWorkerGoesOn() throws {
+        try FileManager.default.createDirectory(atPath: directory.url("queue/inbox"), withIntermediateDirectories: true)
+        let worker = try WorkerProcess(
+            [
+                "watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "1", "--status-interval", "0",
+                "--variant", "slow=900x900,avif,q50,effort=4", "--retry-delay", "0.1", "--max-attempts", "5",
+                "--metrics-address", "127.0.0.1:0", "--check-interval", "0.2",
+            ], log: directory.url("worker.log"))
+        defer { worker.send(SIGKILL) }
+        let address = try #require(worker.monitoringAddress(), "\(worker.log)")
+        InboxDelivery.deliver(Fixtures.data("images/formats/landscape.jpg"), to: directory.url("queue/inbox"), as: "poison.jpg")
+        // Its first attempt and its retry, each killed mid-job: a crash is taken to be the image's.
+        for kill in 1...2 {
+            let helper = try #require(ImageHelpers.busy(of: worker.process.processIdentifier), "kill \(kill): \(worker.log)")
+            Glibc.kill(helper, SIGSEGV)
+            #expect(eventually { ImageHelpers.status(helper).isEmpty }, "the helper is reaped")
+        }
+        let record = directory.url("queue/failed/poison.jpg.error.json")
+        #expect(eventually(seconds: 120) { FileManager.default.fileExists(atPath: record) }, "\(worker.log)")
+        let failure = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: record))) as? [String: Any]
+        #expect(failure?["error_code"] as? String == "decoder_crashed", "\(failure ?? [:])")
+        #expect(failure?["attempts"] as? Int == 2, "the second crash is final, not the fifth attempt: \(failure ?? [:])")
+        #expect((failure?["error"] as? String)?.contains("SIGSEGV") == true, "\(failure ?? [:])")
+
+        // The worker goes on: the next jobs are done, each once.
+        for name in ["next-1.jpg", "next-2.jpg"] {
+            InboxDelivery.deliver(Fixtures.data("images/formats/small-200x150.jpg"), to: directory.url("queue/inbox"), as: name)
+        }
+        #expect(
+            eventually(seconds: 120) {
+                ["next-1.jpg", "next-2.jpg"].allSatisfy { FileManager.default.fileExists(atPath: directory.url("queue/done/\($0).json")) }
+            }, "\(worker.log)")
+        let scrape = PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body)
+        #expect(scrape.value("imagepipe_helper_restarts_total", ["reason": "crashed"]) == 2, "\(scrape.text)")
+        #expect(scrape.value("imagepipe_job_retries_total", ["error_code": "decoder_crashed"]) == 1, "\(scrape.text)")
+        #expect(scrape.value("imagepipe_jobs_total", ["outcome": "failed", "error_code": "decoder_crashed"]) == 1, "\(scrape.text)")
+        #expect(scrape.value("imagepipe_jobs_total", ["outcome": "done"]) == 2, "\(scrape.text)")
         worker.send(SIGTERM)
         #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
     }

@@ -2,6 +2,10 @@ import Foundation
 import ImagePipe
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @testable import ImagePipeSandbox
 
 /// The messages between a worker and its helpers: what one side writes the other reads back the
@@ -73,5 +77,99 @@ import Testing
             repeating: .init(size: PixelSize(width: 1, height: 1), byteCount: 1, quality: 80, score: nil, encodes: 1, keptOriginal: false, frames: 1),
             count: HelperResult.maxVariants + 1)
         #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperReply.compressed(result).encoded()) }
+    }
+}
+
+/// What a helper taken over by a hostile image might send, refused before the worker acts on it.
+@Suite struct HostileHelperTests {
+    func result(score: Double? = 80, thumbHash: String = "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: String = "#7f8c8d") -> [UInt8] {
+        var result = HelperResult(
+            CompressedImage(sourceFormat: .jpeg, sourceSize: PixelSize(width: 10, height: 10), variants: [], decodeTime: .zero, encodeTime: .zero))
+        result.placeholder = Placeholder(thumbHash: thumbHash, color: color)
+        result.variants = [
+            .init(size: PixelSize(width: 10, height: 10), byteCount: 100, quality: 80, score: score, encodes: 1, keptOriginal: false, frames: 1)
+        ]
+        return HelperReply.compressed(result).encoded()
+    }
+
+    @Test func aScoreThatJSONCannotHoldIsRefused() throws {
+        #expect(throws: Never.self) { try HelperReply(decoding: result(score: 87.5)) }
+        for score in [Double.nan, .infinity, -.infinity, 101] {
+            #expect(throws: WireReader.Malformed.self, "\(score)") { try HelperReply(decoding: result(score: score)) }
+        }
+    }
+
+    @Test func aPlaceholderThatIsNoThumbHashAndColourIsRefused() throws {
+        for (hash, color) in [
+            ("\"><script>alert(1)</script>", "#7f8c8d"), ("1QcSHQRnh493V4dIh4eXh1h4kJUI", "red\r\nx-amz-acl: public-read"),
+            (String(repeating: "A", count: 4096), "#7f8c8d"), ("1QcSHQRnh493V4dIh4eXh1h4kJUI", "#7F8C8D"),
+        ] {
+            #expect(throws: WireReader.Malformed.self, "\(hash.prefix(20)) \(color)") {
+                try HelperReply(decoding: result(thumbHash: hash, color: color))
+            }
+        }
+    }
+
+    @Test func anOutputLargerThanItsVariantCanHoldIsOverTheLimit() throws {
+        let limits = CompressionLimits.default
+        let thumb = try VariantSpec(parsing: "thumb=320x320,webp,q70")
+        // 320x320 at 4 bytes a pixel, every frame an animation may have, and a mebibyte.
+        #expect(SandboxedCompressor.outputLimit(for: thumb, limits: limits, sourceBytes: 5_000) == 320 * 320 * 4 * 1000 + (1 << 20))
+        let jpeg = try VariantSpec(parsing: "large=2048x2048,jpeg,q82")
+        #expect(SandboxedCompressor.outputLimit(for: jpeg, limits: limits, sourceBytes: 5_000) == 2048 * 2048 * 4 + (1 << 20))
+        // A kept original is the source's own bytes.
+        #expect(SandboxedCompressor.outputLimit(for: jpeg, limits: limits, sourceBytes: 40 << 20) == (40 << 20) + (1 << 20))
+        // An open side is bounded by the pixel limit, and nothing passes the file size limit.
+        let wide = try VariantSpec(parsing: "wide=4000x,png")
+        #expect(SandboxedCompressor.outputLimit(for: wide, limits: limits, sourceBytes: 0) == limits.maxPixels * 4 + (1 << 20))
+        let moving = try VariantSpec(parsing: "moving=4000x,webp,q70")
+        #expect(SandboxedCompressor.outputLimit(for: moving, limits: limits, sourceBytes: 0) == SandboxedCompressor.maxOutputBytes)
+    }
+}
+
+/// The channel between a worker and a helper, on a real socket pair.
+@Suite struct HelperChannelTests {
+    @Test func aPeerThatStopsReadingCostsTheSenderItsDeadlineNotItsThread() throws {
+        let (worker, helperEnd) = try HelperChannel.pair()
+        defer { close(helperEnd) }
+        // The helper's end never reads: the socket fills, and a send then gives up at its deadline.
+        let message = HelperRequest.grant(1).encoded()
+        var sent = 0
+        var failure: ChannelFailure?
+        let started = ContinuousClock.now
+        while failure == nil && sent < 100_000 {
+            do {
+                try worker.send(message, timeout: .milliseconds(50))
+                sent += 1
+            } catch {
+                failure = error
+            }
+        }
+        #expect(failure == .timedOut, "after \(sent) messages")
+        #expect(sent > 10, "messages fit before the socket filled")
+        #expect(ContinuousClock.now - started < .seconds(30), "the send returned")
+    }
+
+    @Test func aPeerThatClosedIsSeenWhileIdleAndOnTheNextSend() throws {
+        let (worker, helperEnd) = try HelperChannel.pair()
+        #expect(!worker.peerClosedOrSpoke)
+        close(helperEnd)
+        #expect(worker.peerClosedOrSpoke)
+        #expect(throws: ChannelFailure.closed) { try worker.send(HelperRequest.trim.encoded()) }
+    }
+
+    @Test func descriptorsTravelWithTheirMessageAndMoreThanFitAreRefused() throws {
+        let (worker, helperEnd) = try HelperChannel.pair()
+        let helper = HelperChannel(taking: helperEnd)
+        var pipe: [Int32] = [-1, -1]
+        #expect(Glibc.pipe(&pipe) == 0)
+        defer { close(pipe[0]); close(pipe[1]) }
+        try worker.send(HelperRequest.trim.encoded(), descriptors: [pipe[0]])
+        let received = try helper.receive(timeout: .seconds(5))
+        #expect(received.bytes == HelperRequest.trim.encoded() && received.descriptors.count == 1)
+        received.closeDescriptors()
+        #expect(throws: ChannelFailure.self) {
+            try worker.send(HelperRequest.trim.encoded(), descriptors: Array(repeating: pipe[0], count: HelperChannel.maxDescriptors + 1))
+        }
     }
 }

@@ -48,14 +48,15 @@ public enum ImageHelpers {
     }
 
     /// A helper of `parent` that is working on a job: one whose CPU time keeps growing over 100 ms
-    /// (an idle helper waits on its channel and uses none). Nil if none did within `seconds`.
-    public static func busy(of parent: pid_t, seconds: Double = 60) -> pid_t? {
+    /// and is past `minimumTicks` (a helper's start takes about 6 ticks; an idle one waits on its
+    /// channel and uses none). Nil if none did within `seconds`.
+    public static func busy(of parent: pid_t, minimumTicks: Int = 20, seconds: Double = 60) -> pid_t? {
         let deadline = Date().addingTimeInterval(seconds)
         var last: [pid_t: Int] = [:]
         while Date() < deadline {
             for helper in of(parent) {
                 guard let ticks = cpuTicks(helper) else { continue }
-                if let before = last[helper], ticks > before { return helper }
+                if let before = last[helper], ticks > before, ticks >= minimumTicks { return helper }
                 last[helper] = ticks
             }
             Thread.sleep(forTimeInterval: 0.1)

@@ -8,9 +8,11 @@
 /// each message is read whole or not at all. 0, or -1 with errno.
 int ips_channel_pair(int fds[2]);
 
-/// Sends one message of `length` bytes with `fd_count` descriptors (SCM_RIGHTS). MSG_NOSIGNAL: a
-/// peer that died is an EPIPE, not a signal. Returns the bytes sent, or -1 with errno.
-ssize_t ips_send(int socket, const void *bytes, size_t length, const int *fds, int fd_count);
+/// Sends one message of `length` bytes with `fd_count` descriptors (SCM_RIGHTS), waiting at most
+/// `timeout_ms` (-1: no limit) for room in the socket: a peer that stopped reading must not hold the
+/// sender for ever. MSG_NOSIGNAL: a peer that died is an EPIPE, not a signal. Returns the bytes
+/// sent, or -1 with errno (ETIMEDOUT when no room came in time).
+ssize_t ips_send(int socket, const void *bytes, size_t length, const int *fds, int fd_count, int timeout_ms);
 
 /// Waits up to `timeout_ms` (-1: no limit) for one message and reads it into `bytes`, with up to
 /// `max_fds` descriptors (received close-on-exec). Returns its length; 0 when the peer closed its
@@ -20,12 +22,19 @@ ssize_t ips_receive(int socket, void *bytes, size_t capacity, int *fds, int max_
 
 /// Starts `path` with `argv` and `envp` (NULL-terminated) in a process group of its own, its
 /// signal mask empty and every signal at its default; `channel` becomes its descriptor 3, standard
-/// input reads /dev/null, standard output goes to standard error, and every other descriptor is
-/// closed. Returns the pid, or -1 with errno.
-pid_t ips_spawn(const char *path, char *const argv[], char *const envp[], int channel);
+/// input reads /dev/null, standard output and standard error go to `output` (a pipe the worker
+/// reads: a helper never writes to the worker's own log or terminal), and every other descriptor
+/// is closed. Returns the pid, or -1 with errno.
+pid_t ips_spawn(const char *path, char *const argv[], char *const envp[], int channel, int output);
+
+/// A pipe, both ends close-on-exec: 0, or -1 with errno.
+int ips_pipe(int fds[2]);
 
 /// waitpid(pid, status, WNOHANG when `no_hang`), retried on EINTR: the pid, 0 while it runs, -1.
 pid_t ips_wait(pid_t pid, int *status, int no_hang);
+
+/// Whether the child `pid` has ended, without reaping it (waitid with WNOWAIT): 1 or 0.
+int ips_has_ended(pid_t pid);
 
 /// The signal that ended a process of this wait status, or 0 when it exited.
 int ips_status_signal(int status);
@@ -42,6 +51,10 @@ int ips_write_all(int fd, const void *bytes, size_t length, off_t offset);
 /// Kills this process when the one that started it dies (PR_SET_PDEATHSIG with SIGKILL); -1 if
 /// that parent (`parent`) is already gone, so a helper started just before its worker died ends too.
 int ips_die_with_parent(pid_t parent);
+
+/// Makes the calling process non-dumpable (PR_SET_DUMPABLE 0): its memory, environment and /proc
+/// files are closed to the other processes of its user, its helpers among them. 0, or -1 with errno.
+int ips_make_undumpable(void);
 
 /// Ignores the signals a terminal or a service manager sends to a whole group or unit (SIGINT,
 /// SIGTERM, SIGHUP, SIGQUIT) and SIGPIPE: a helper finishes its job while its worker drains, and

@@ -11,6 +11,13 @@ struct ips_sandbox_options {
     /// mappings too, so it bounds malloc, thread stacks and libvips' buffers alike, and a decoder
     /// asked for a huge image gets a failed allocation instead of pushing the host into swap.
     int64_t data_limit_bytes;
+    /// RLIMIT_FSIZE in bytes, the largest file the helper may write or truncate to, set as both the
+    /// soft and the hard limit (a lower inherited hard limit stays); 0 or less leaves it as
+    /// inherited. It bounds the memory files a helper writes its outputs into: their pages are
+    /// shared memory, which RLIMIT_DATA does not count, so without it a helper could hand the
+    /// worker a file of gigabytes (or a sparse one, by ftruncate) to read. A write past it fails
+    /// with EFBIG: the sandbox ignores SIGXFSZ, which would otherwise kill the helper with no word.
+    int64_t file_size_limit_bytes;
 };
 
 /// What ips_sandbox_apply found out about the kernel while applying the sandbox.
@@ -24,20 +31,43 @@ struct ips_sandbox_result {
 };
 
 /// Puts the calling process in its sandbox for good, in this order: no core dumps (RLIMIT_CORE 0,
-/// so a crash in a decoder does not write image data to disk), RLIMIT_DATA when asked,
-/// no_new_privs (required by both Landlock and an unprivileged seccomp filter, and it keeps a
-/// set-uid program from ever raising the helper's rights), a Landlock domain with no rules (no
-/// file may be opened, created or executed, no TCP port bound or connected to, no signal sent and
-/// no abstract socket reached outside the domain, as far as the kernel's ABI version allows), and a
-/// seccomp filter that refuses with EPERM the system calls a decoder never needs: sockets other
-/// than the ones already open, exec, namespaces, mounts, tracing, keyrings, BPF, io_uring, module
-/// and kexec loading, changes of identity and of file metadata, and signals to other processes.
+/// so a crash in a decoder does not write image data to disk), RLIMIT_DATA and RLIMIT_FSIZE when
+/// asked, SIGXFSZ ignored, no_new_privs (required by both Landlock and an unprivileged seccomp
+/// filter, and it keeps a set-uid program from ever raising the helper's rights), a Landlock domain
+/// with no rules (no file may be opened, created or executed, no TCP port bound or connected to, no
+/// signal sent and no abstract socket reached outside the domain, as far as the kernel's ABI
+/// version allows), and a seccomp filter that refuses with EPERM the system calls a decoder never
+/// needs. The helper's own memory, threads and descriptors stay its own to use; what is refused is
+/// everything that reaches past them:
+/// - sockets other than the ones already open, exec, namespaces, mounts, tracing, keyrings, BPF,
+///   io_uring, module and kexec loading, changes of identity;
+/// - new processes: clone only with CLONE_THREAD (threads), never with CLONE_PARENT, no fork or
+///   vfork, and clone3 answered ENOSYS so that glibc falls back to clone, whose flags the filter
+///   can read. A process a helper made would be nobody's to wait for (the worker waits only for
+///   its helpers' pids), could outlive it, and could fill the user's process table;
+/// - other processes: signals (kill, tgkill and sigqueue to the helper only, F_SETOWN and its
+///   ioctls refused), and resource limits, CPU affinity, scheduling, priorities, I/O priorities
+///   and NUMA page moves for any process but the helper itself (0 or its pid: the filter cannot
+///   tell a thread id of its own from another process's pid, so a thread other than the first
+///   sets its own with 0; sched_setattr takes 0 only, which keeps GLib's thread pools from
+///   warning); setsid and setpgid, which would move it out of the process group the worker
+///   started it in; PR_SET_PDEATHSIG, so it cannot stop dying with its worker, PR_SET_PTRACER and
+///   raising PR_SET_DUMPABLE;
+/// - files it shares with other processes through a descriptor it was handed (the source file is
+///   an upload its user may own): modes, owners, extended attributes, flags and fs-verity, and
+///   locks and leases, which Landlock does not decide for a descriptor opened before it; changes
+///   by path to modes, owners, times and extended attributes, which Landlock decides for no path
+///   at any ABI; inotify and fanotify watches (the names of other uploads as they arrive), sync and
+///   syncfs; and on a terminal, anything but reading its state (TIOCSTI, its modes, its
+///   foreground group).
 ///
 /// Call it once, from the process's only thread, after every file the helper needs is open and
 /// every library is loaded and initialised, and before any untrusted input is read: Landlock binds
 /// only the calling thread and the threads it starts later, so a second thread already running
 /// would stay outside the domain, and the call fails rather than leave one there. Descriptors
-/// already open stay usable; the parent should let the helper inherit only its channel.
+/// already open stay usable; the parent should let the helper inherit only its channel, and hand
+/// it open files of its own (a file opened anew, a pipe of its own), as the filter leaves fcntl's
+/// F_SETFL and lseek, which act on an open file every descriptor of it shares.
 ///
 /// Returns 0, with `result` filled in when not NULL, or -1 with a sentence naming the step that
 /// failed and the system's reason in `error` (when not NULL and `error_size` is not 0). After a
@@ -47,21 +77,35 @@ int ips_sandbox_apply(const struct ips_sandbox_options *options, struct ips_sand
 
 /// Runs the self-test probe `name` (see ips_sandbox_probe_name) in the calling process, which is
 /// meant to be in the sandbox already. Each probe tries one thing the sandbox must refuse: opening
-/// a socket ("socket"), connecting to TCP port 9 on the loopback address ("connect"), opening
-/// /etc/passwd ("open-passwd"), creating a file in /tmp ("create-file"), executing /bin/true
-/// ("exec"), signalling the parent ("signal-parent"), its process group ("signal-group") or the
-/// parent through sigqueue ("sigqueue-parent"), making the parent the owner of a descriptor's
-/// signals ("fsetown-parent"), reading the parent's resource limits ("prlimit-parent"), a new user
-/// namespace through unshare ("unshare") and through clone ("clone-newuser"), and clone3
-/// ("clone3"), which answers ENOSYS so that glibc falls back to clone, whose flags the filter sees.
-/// Whatever a probe does when the sandbox fails to refuse it is undone or harmless: the file is
-/// removed, signal 0 only checks permission, the limits are read and not set, and exec and the
-/// namespaces happen in a child process that exits at once.
+/// a socket ("socket"), connecting to TCP port 9 on the loopback address, or, with sockets refused,
+/// calling connect on a socket already open (or on no descriptor), so that EPERM shows the filter
+/// refusing connect itself ("connect"), opening /etc/passwd ("open-passwd"), creating a file in
+/// /tmp ("create-file"), executing /bin/true ("exec"), making a process through clone without
+/// CLONE_THREAD and, on x86_64, the fork call ("fork"), clone with CLONE_PARENT ("clone-parent"),
+/// signalling the parent ("signal-parent"), its process group ("signal-group") or the parent
+/// through sigqueue ("sigqueue-parent"), making the parent the owner of a descriptor's signals
+/// ("fsetown-parent"), reading the parent's resource limits ("prlimit-parent"), setting the
+/// parent's nice value ("setpriority-parent") and CPU affinity ("affinity-parent"), setting the
+/// helper's death signal ("pdeathsig"), a new user namespace through unshare ("unshare") and
+/// through clone ("clone-newuser"), clone3 ("clone3"), which answers ENOSYS so that glibc falls
+/// back to clone, whose flags the filter sees, an inotify instance ("inotify"), and flock and
+/// fchmod on a descriptor ("flock", "fchmod").
+///
+/// No probe leaves anything changed when the sandbox fails to refuse it, and none needs a child
+/// process (which the sandbox refuses to make): the file is removed, signal 0 only checks
+/// permission, the parent's limits are read and not set, its nice value, CPU set and the death
+/// signal are set to what they are, flock and fchmod act on a memory file of the probe's own, a
+/// process made by "fork" leaves at once and is waited for, and exec, unshare, "clone-parent" and
+/// "clone-newuser" run in the calling process with arguments the kernel itself refuses (an
+/// over-long argument, a flag unshare does not take, a thread without CLONE_SIGHAND) once the
+/// sandbox lets them through: EPERM (or Landlock's EACCES for exec) is the sandbox's refusal, and
+/// any other answer the sandbox letting the call through.
 ///
 /// Returns 0 when the attempt was refused, with the errno it was refused with in `*error_number`;
-/// 1 when it succeeded, with `*error_number` 0; and -1 when the probe could not run (an unknown
-/// name, or a pipe or fork the probe needs failed), with that errno. `detail` (when not NULL and
-/// `detail_size` is not 0) receives a sentence saying what was tried and what answered.
+/// 1 when it succeeded or got past the sandbox, with `*error_number` 0; and -1 when the probe could
+/// not run (an unknown name, or a pipe, memory file or reading the probe needs failed), with that
+/// errno. `detail` (when not NULL and `detail_size` is not 0) receives a sentence saying what was
+/// tried and what answered.
 int ips_sandbox_probe(const char *name, int *error_number, char *detail, size_t detail_size);
 
 /// The name of probe number `index`, counting from 0, or NULL past the last: a self-test runs

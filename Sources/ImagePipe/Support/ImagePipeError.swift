@@ -30,6 +30,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
             case decoderCrashed = "decoder_crashed"
             case jobTimeout = "job_timeout"
             case workerCrashed = "worker_crashed"
+            case helperUnavailable = "helper_unavailable"
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -109,6 +110,11 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
         /// allows: it is set aside instead of killing the next worker too.
         public static let workerCrashed = Code(.workerCrashed)
 
+        /// No image helper could be started for the job (the system refused a process, or a new helper
+        /// died before it was ready): the machine's trouble, not the image's, so it may pass and is not
+        /// counted as a crash.
+        public static let helperUnavailable = Code(.helperUnavailable)
+
         /// Whether the helper doing the image work died or was stopped on this job: a crash or a
         /// time-out, counted together towards the one retry such a job gets.
         public var isDecoderFailure: Bool { self == .decoderCrashed || self == .jobTimeout }
@@ -121,7 +127,7 @@ public struct ImagePipeError: Error, Sendable, CustomStringConvertible, Equatabl
             switch value {
             // A decoder failure may be the machine's (the OOM killer, a stall): one retry, and a
             // queue that sees a second on the same job ends it (WorkerStateMachine.decide).
-            case .storageUnavailable, .storageFull, .leaseExpired, .sourceChanged, .decoderCrashed, .jobTimeout: true
+            case .storageUnavailable, .storageFull, .leaseExpired, .sourceChanged, .decoderCrashed, .jobTimeout, .helperUnavailable: true
             default: false
             }
         }

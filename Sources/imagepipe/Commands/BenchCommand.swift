@@ -97,7 +97,9 @@ struct BenchCommand: ParsableCommand {
             extraDestinations: alsoDest, rerun: rerun,
             extraJobs: try alsoPresets.map { (name) throws(ImagePipeError) in
                 ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
-            } + (alsoSandboxOff ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : []),
+            }
+                + (alsoSandboxOff
+                    ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : []),
             queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)

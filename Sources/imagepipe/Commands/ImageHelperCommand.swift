@@ -33,38 +33,41 @@ struct ImageHelperCommand: ParsableCommand {
         guard ips_die_with_parent(settings.parent) == 0 else { Foundation.exit(0) }
         // Everything that needs a path happens first, on this, the process's only thread: Landlock
         // binds the thread that applies it and those started after, so libvips may start its
-        // threads only once the sandbox is in place (the logo is decoded after it for that reason).
-        let logoBytes: Data?
+        // threads only once the sandbox is in place. The logo comes over the channel afterwards.
         do {
             try Vips.configure(threadsPerImage: settings.threadsPerImage)
-            logoBytes = try settings.watermarkPath.map { (path) throws(ImagePipeError) in try WatermarkLogo.read(path) }
         } catch {
             HelperServer.refuseToStart(error.reason)
         }
+        // Should the machine run out of memory, a helper goes before its worker.
+        if let adjust = FileHandle(forWritingAtPath: "/proc/self/oom_score_adj") {
+            adjust.write(Data("1000".utf8))
+            try? adjust.close()
+        }
         var landlock = 0
         if settings.sandbox {
-            switch Sandbox.apply(dataLimit: settings.dataLimit) {
+            switch Sandbox.apply(dataLimit: settings.dataLimit, fileSizeLimit: SandboxedCompressor.maxOutputBytes) {
             case .success(let abi): landlock = abi
             case .failure(let failure): HelperServer.refuseToStart(failure.reason)
             }
         }
-        let compressor: VipsCompressor
-        do {
-            var logo: WatermarkLogo?
-            if let logoBytes, let path = settings.watermarkPath { logo = try WatermarkLogo(bytes: logoBytes, path: path) }
-            let configuration = try JSONDecoder().decode(VipsCompressor.Configuration.self, from: settings.compressor)
-            compressor = try VipsCompressor(configuration: configuration, watermarkLogo: logo)
-        } catch {
-            HelperServer.refuseToStart("\(error)")
+        HelperServer.serve(sandboxed: settings.sandbox, landlock: landlock) { (logoBytes) throws(ImagePipeError) in
+            let logo = try logoBytes.map { (bytes) throws(ImagePipeError) in try WatermarkLogo(bytes: bytes, path: "the watermark") }
+            let configuration: VipsCompressor.Configuration
+            do {
+                configuration = try JSONDecoder().decode(VipsCompressor.Configuration.self, from: settings.compressor)
+            } catch {
+                throw .configuration("the compressor's settings cannot be read: \(error)")
+            }
+            return try VipsCompressor(configuration: configuration, watermarkLogo: logo)
         }
-        HelperServer.serve(compressor: compressor, sandboxed: settings.sandbox, landlock: landlock)
     }
 
     /// Applies the sandbox as a helper does, then tries each thing it must refuse; prints one line
     /// each ("refused" or "ALLOWED") and exits 1 if any was allowed.
     private func runSelfTest() throws {
         let landlock: Int
-        switch Sandbox.apply(dataLimit: HelperSettings.dataHeadroom) {
+        switch Sandbox.apply(dataLimit: HelperSettings.dataHeadroom, fileSizeLimit: SandboxedCompressor.maxOutputBytes) {
         case .success(let abi): landlock = abi
         case .failure(let failure): throw ImagePipeError.configuration("the sandbox cannot be applied: \(failure.reason)")
         }

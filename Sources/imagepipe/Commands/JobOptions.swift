@@ -108,7 +108,7 @@ struct JobOptions: ParsableArguments {
         guard maxFrames >= 1 else { throw ValidationError("--max-frames must be positive") }
         guard (workingMemory ?? 0) >= 0 else { throw ValidationError("--working-memory cannot be negative") }
         guard ["on", "off"].contains(sandbox.lowercased()) else { throw ValidationError("--sandbox must be on or off") }
-        guard jobTimeout > 0 && jobTimeout.isFinite else { throw ValidationError("--job-timeout must be a positive number of seconds") }
+        guard jobTimeout > 0 && jobTimeout <= 604_800 else { throw ValidationError("--job-timeout must be a number of seconds from 0 to a week") }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
