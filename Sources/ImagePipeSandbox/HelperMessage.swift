@@ -81,11 +81,19 @@ package struct HelperSource: Equatable {
     var name: String
     var focus: FocalPoint?
     var isFile: Bool
+    /// A small source's bytes, inside the message instead of a memory file beside it (see
+    /// ``HelperResult/inlineLimit``).
+    var inline: [UInt8]?
+    /// Working memory granted with the job, so that an image needing no more (most small ones) asks
+    /// for none: one exchange fewer per job. `Int.max` where the pipeline has no budget.
+    var advance: Int
 
-    init(name: String, focus: FocalPoint?, isFile: Bool) {
+    init(name: String, focus: FocalPoint?, isFile: Bool, inline: [UInt8]? = nil, advance: Int = 0) {
         self.name = name
         self.focus = focus
         self.isFile = isFile
+        self.inline = inline
+        self.advance = advance
     }
 
     func write(_ writer: inout WireWriter) {
@@ -95,6 +103,8 @@ package struct HelperSource: Equatable {
             writer.double(focus.y)
         }
         writer.bool(isFile)
+        writer.optional(inline) { $0.blob($1) }
+        writer.int(advance)
     }
 
     init(_ reader: inout WireReader) throws(WireReader.Malformed) {
@@ -104,6 +114,9 @@ package struct HelperSource: Equatable {
                 FocalPoint(x: try reader.double(), y: try reader.double())
             } ?? nil
         isFile = try reader.bool()
+        inline = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.blob() }
+        guard inline == nil || !isFile else { throw WireReader.Malformed(description: "a file's bytes inside the message") }
+        advance = try reader.int(in: 0...Int.max, "an advance of")
     }
 }
 
@@ -196,6 +209,9 @@ package struct HelperResult: Equatable {
     package struct Variant: Equatable {
         var size: PixelSize
         var byteCount: Int
+        /// Its bytes, inside the message, when the job's outputs are small; else they come as a
+        /// memory file beside it.
+        var inline: [UInt8]? = nil
         var quality: Int?
         var score: Double?
         var encodes: Int
@@ -215,16 +231,22 @@ package struct HelperResult: Equatable {
     /// The largest side a helper may report: far past any limit a source passes.
     static let maxSide = 1 << 20
 
+    /// The most bytes a message carries inside it (a small source, or all of a job's outputs):
+    /// below this, two memory files a job (each a file made, written, sent, read and closed) cost
+    /// more than copying the bytes through the socket.
+    static let inlineLimit = 64 << 10
+
     init(_ compressed: CompressedImage) {
         sourceFormat = compressed.sourceFormat
         sourceSize = compressed.sourceSize
         decodeTime = compressed.decodeTime
         encodeTime = compressed.encodeTime
         placeholder = compressed.placeholder
+        let inline = compressed.variants.reduce(0) { $0 + $1.data.count } <= Self.inlineLimit
         variants = compressed.variants.map {
             Variant(
-                size: $0.size, byteCount: $0.data.count, quality: $0.quality, score: $0.score, encodes: $0.encodes,
-                keptOriginal: $0.keptOriginal, frames: $0.frames)
+                size: $0.size, byteCount: $0.data.count, inline: inline ? [UInt8]($0.data) : nil, quality: $0.quality, score: $0.score,
+                encodes: $0.encodes, keptOriginal: $0.keptOriginal, frames: $0.frames)
         }
     }
 
@@ -243,6 +265,7 @@ package struct HelperResult: Equatable {
             writer.int(variant.size.width)
             writer.int(variant.size.height)
             writer.int(variant.byteCount)
+            writer.optional(variant.inline) { $0.blob($1) }
             writer.optional(variant.quality) { $0.int($1) }
             writer.optional(variant.score) { $0.double($1) }
             writer.int(variant.encodes)
@@ -269,6 +292,10 @@ package struct HelperResult: Equatable {
         for _ in 0..<count {
             let size = try Self.size(&reader)
             let byteCount = try reader.int(in: 0...Int.max, "an output of")
+            let inline = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.blob() }
+            guard inline == nil || inline!.count == byteCount else {
+                throw WireReader.Malformed(description: "an output of \(inline!.count) bytes said to be \(byteCount)")
+            }
             let quality = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.int(in: 0...100, "a quality of") }
             let score = try reader.optional { (reader) throws(WireReader.Malformed) -> Double in
                 // SSIMULACRA 2 is at most 100, and JSON has no NaN or infinity for a record to hold.
@@ -278,7 +305,7 @@ package struct HelperResult: Equatable {
             }
             variants.append(
                 Variant(
-                    size: size, byteCount: byteCount, quality: quality, score: score,
+                    size: size, byteCount: byteCount, inline: inline, quality: quality, score: score,
                     encodes: try reader.int(in: 0...1000, "an encode count of"), keptOriginal: try reader.bool(),
                     frames: try reader.int(in: 1...1_000_000, "a frame count of")))
         }

@@ -26,9 +26,10 @@ final class HelperPool: Sendable {
 
     /// How long a helper may take to start.
     static let startTimeout: Duration = .seconds(60)
-    /// Jobs a helper serves before it is replaced. A new helper costs about 30 ms of CPU, so at a
-    /// millisecond a job this is 3 % at the very most, for a bound on what one job can see of later ones.
-    static let jobsPerHelper = 1000
+    /// Jobs a helper serves before it is replaced. A new helper costs about 45 ms of CPU (most of it
+    /// loading libvips and its libraries), 0.5 % of a 1 ms job spread over 10,000: the bound on
+    /// what one job can see of later ones costs next to nothing.
+    static let jobsPerHelper = 10_000
 
     init(settings: HelperSettings, size: Int, logo: Data?, environment: [String], logger: Logger) {
         self.settings = settings
@@ -83,8 +84,9 @@ final class HelperPool: Sendable {
     func checkout() throws(ImagePipeError) -> HelperProcess {
         slots.wait()
         while let helper = idle.withLock({ $0.popLast() }) {
-            // One that died (or spoke) while idle is replaced here, not blamed on this job.
-            guard helper.hasEnded || helper.channel.peerClosedOrSpoke else { return helper }
+            // One that died (its end of the channel closed with it) or spoke while idle is replaced
+            // here, not blamed on this job: one poll, no wait call, as this runs for every job.
+            guard helper.channel.peerClosedOrSpoke else { return helper }
             retire(helper, reason: .crashed, source: nil)
         }
         do throws(ImagePipeError) {

@@ -2,6 +2,7 @@
 import CSandbox
 public import Foundation
 public import ImagePipe
+import Synchronization
 
 /// Serves a worker's image jobs in a helper process, on the channel it was started with.
 public enum HelperServer {
@@ -64,11 +65,12 @@ public enum HelperServer {
                     message.closeDescriptors()
                     setup = (variants, limits)
                 case .compress(let described), .readHeader(let described):
-                    guard message.descriptors.count == 1 else {
+                    // A source comes as one descriptor, or (a small one) inside the message.
+                    guard message.descriptors.count == (described.inline == nil ? 1 : 0) else {
                         message.closeDescriptors()
                         exit(4)
                     }
-                    let reply = job(request, described, message.descriptors[0], setup: setup, compressor: compressor, channel: channel)
+                    let reply = job(request, described, message.descriptors.first, setup: setup, compressor: compressor, channel: channel)
                     try send(reply, on: channel)
                 case .trim:
                     message.closeDescriptors()
@@ -92,31 +94,40 @@ public enum HelperServer {
     }
 
     private static func job(
-        _ request: HelperRequest, _ described: HelperSource, _ descriptor: Int32, setup: (variants: [VariantSpec], limits: CompressionLimits),
+        _ request: HelperRequest, _ described: HelperSource, _ descriptor: Int32?, setup: (variants: [VariantSpec], limits: CompressionLimits),
         compressor: any ImageCompressor, channel: HelperChannel
     ) -> Reply {
         let content: SourceImage.Content
-        if described.isFile {
+        if let inline = described.inline {
+            content = .bytes(Data(inline))
+        } else if let descriptor, described.isFile {
             guard let opened = OpenedFile(adopting: descriptor) else {
                 return .failed(ImagePipeError(.unreadableSource, "the source handed over is no regular file"))
             }
             content = .file(opened)
-        } else {
+        } else if let descriptor {
             guard let bytes = mapped(descriptor) else {
                 return .failed(ImagePipeError(.unreadableSource, "the source's bytes could not be mapped: \(String(cString: strerror(errno)))"))
             }
             content = .bytes(bytes)
+        } else {
+            return .failed(ImagePipeError(.unreadableSource, "no source came with the job"))
         }
         let source = SourceImage(name: described.name, content: content, focus: described.focus)
-        // Working memory comes from the worker's budget: ask, and wait for the grant.
+        // Working memory comes from the worker's budget. The job came with an advance; a need it
+        // covers is taken from it, a larger one asked for (and waited for), replacing it.
+        let held = Mutex(described.advance)
         let memory = WorkingMemory(asking: { bytes in
+            if bytes <= held.withLock({ $0 }) { return bytes }
             do {
                 try channel.send(HelperReply.need(bytes).encoded())
                 while true {
                     let message = try channel.receive()
                     message.closeDescriptors()
                     switch try HelperRequest(decoding: message.bytes) {
-                    case .grant(let granted): return granted
+                    case .grant(let granted):
+                        held.withLock { $0 = granted }
+                        return granted
                     case .trim: continue
                     default: exit(4)
                     }
@@ -142,9 +153,10 @@ public enum HelperServer {
         case .failed(let error):
             try channel.send(HelperReply.failed(error).encoded())
         case .compressed(let compressed):
+            let result = HelperResult(compressed)
             var files: [Int32] = []
             defer { for file in files { close(file) } }
-            for variant in compressed.variants {
+            for (variant, described) in zip(compressed.variants, result.variants) where described.inline == nil {
                 let file = ips_memory_file("imagepipe-output")
                 guard file >= 0 else {
                     return try channel.send(
@@ -159,7 +171,7 @@ public enum HelperServer {
                     )
                 }
             }
-            try channel.send(HelperReply.compressed(HelperResult(compressed)).encoded(), descriptors: files)
+            try channel.send(HelperReply.compressed(result).encoded(), descriptors: files)
         }
     }
 

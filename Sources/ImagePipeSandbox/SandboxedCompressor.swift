@@ -23,6 +23,10 @@ public final class SandboxedCompressor: ImageCompressor {
         .configuration,
     ]
 
+    /// The working memory a job is handed with (a quarter of the budget at most): enough for a
+    /// small image's whole compression, so that it needs no exchange for more.
+    static let advance = 8 << 20
+
     /// The largest output a helper may hand back, and the file size limit it writes them under.
     public static let maxOutputBytes = 1 << 30
 
@@ -120,7 +124,7 @@ public final class SandboxedCompressor: ImageCompressor {
         func elapsed(since started: ContinuousClock.Instant) { left -= ContinuousClock.now - started }
 
         let handed = try sourceDescriptor(source)
-        defer { if handed.owned { close(handed.descriptor) } }
+        defer { if handed.owned, let descriptor = handed.descriptor { close(descriptor) } }
         if helper.setup == nil || helper.setup!.variants != variants || helper.setup!.limits != limits {
             let started = ContinuousClock.now
             do {
@@ -131,11 +135,19 @@ public final class SandboxedCompressor: ImageCompressor {
             elapsed(since: started)
             helper.setup = (variants, limits)
         }
-        let described = HelperSource(name: source.name, focus: source.focus, isFile: handed.isFile)
+        // An advance on the working memory: most small images need no more, and ask for nothing.
+        let advance: Int
+        if work == .compress, let limit = memory.limit {
+            granted = memory.acquire(min(Self.advance, limit / 4))
+            advance = granted
+        } else {
+            advance = work == .compress ? Int.max : 0
+        }
+        let described = HelperSource(name: source.name, focus: source.focus, isFile: handed.isFile, inline: handed.inline, advance: advance)
         let request: HelperRequest = work == .compress ? .compress(described) : .readHeader(described)
         do {
             let started = ContinuousClock.now
-            try helper.channel.send(request.encoded(), descriptors: [handed.descriptor], timeout: left)
+            try helper.channel.send(request.encoded(), descriptors: handed.descriptor.map { [$0] } ?? [], timeout: left)
             elapsed(since: started)
         } catch {
             throw .unusable
@@ -198,14 +210,16 @@ public final class SandboxedCompressor: ImageCompressor {
         }
     }
 
-    /// The descriptor a source goes to its helper as: its open file, opened again through
-    /// `/proc/self/fd` so the helper's reads move an offset of its own and its flags are its own,
-    /// or a memory file holding its bytes.
-    private func sourceDescriptor(_ source: SourceImage) throws(Failure) -> (descriptor: Int32, isFile: Bool, owned: Bool) {
+    /// How a source goes to its helper: its open file, opened again through `/proc/self/fd` so the
+    /// helper's reads move an offset of its own and its flags are its own; a small one's bytes inside
+    /// the message; or a memory file holding its bytes.
+    private func sourceDescriptor(_ source: SourceImage) throws(Failure) -> (descriptor: Int32?, isFile: Bool, owned: Bool, inline: [UInt8]?) {
         switch source.content {
         case .file(let opened):
             let again = open(opened.decoderPath, O_RDONLY | O_CLOEXEC)
-            return again >= 0 ? (again, true, true) : (opened.descriptor, true, false)
+            return again >= 0 ? (again, true, true, nil) : (opened.descriptor, true, false, nil)
+        case .bytes(let data) where data.count <= HelperResult.inlineLimit:
+            return (nil, false, false, [UInt8](data))
         case .bytes(let data):
             let memory = ips_memory_file("imagepipe-source")
             guard memory >= 0 else {
@@ -217,7 +231,7 @@ public final class SandboxedCompressor: ImageCompressor {
                 close(memory)
                 throw .failed(ImagePipeError(.unreadableSource, "cannot hand the source over: \(reason)"))
             }
-            return (memory, false, true)
+            return (memory, false, true, nil)
         }
     }
 
@@ -238,8 +252,10 @@ public final class SandboxedCompressor: ImageCompressor {
         _ descriptors: [Int32], for result: HelperResult, variants: [VariantSpec], limits: CompressionLimits, sourceBytes: Int
     ) throws(Failure) -> [Data] {
         defer { for descriptor in descriptors { close(descriptor) } }
-        guard result.variants.count == variants.count, descriptors.count == variants.count else {
-            throw .ended(.misbehaved, "\(descriptors.count) outputs for \(variants.count) variants")
+        // Small outputs come inside the message, the others each as a memory file, in order.
+        let filed = result.variants.filter { $0.inline == nil }.count
+        guard result.variants.count == variants.count, descriptors.count == filed else {
+            throw .ended(.misbehaved, "\(descriptors.count) output files for \(filed) of \(variants.count) variants")
         }
         for (variant, made) in zip(variants, result.variants)
         where made.byteCount > outputLimit(for: variant, limits: limits, sourceBytes: sourceBytes) {
@@ -247,7 +263,13 @@ public final class SandboxedCompressor: ImageCompressor {
         }
         var outputs: [Data] = []
         outputs.reserveCapacity(variants.count)
-        for (descriptor, variant) in zip(descriptors, result.variants) {
+        var files = descriptors.makeIterator()
+        for variant in result.variants {
+            if let inline = variant.inline {
+                outputs.append(Data(inline))
+                continue
+            }
+            guard let descriptor = files.next() else { throw .ended(.misbehaved, "an output file missing") }
             var status = stat()
             guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == variant.byteCount
             else { throw .ended(.misbehaved, "an output that is not the size it was said to be") }

@@ -125,7 +125,7 @@ import Glibc
         let worker = try WorkerProcess(
             [
                 "watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "1", "--status-interval", "0",
-                "--variant", "slow=900x900,avif,q50,effort=4", "--retry-delay", "0.1", "--max-attempts", "5",
+                "--variant", "slow=900x900,avif,q50,effort=6", "--retry-delay", "0.1", "--max-attempts", "5",
                 "--metrics-address", "127.0.0.1:0", "--check-interval", "0.2",
             ], log: directory.url("worker.log"))
         defer { worker.send(SIGKILL) }

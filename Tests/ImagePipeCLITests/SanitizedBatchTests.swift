@@ -54,6 +54,9 @@ struct SanitizedBatchTests {
             // Files that are no image at all (empty, text, SVG, PDF) may be skipped as such rather than failed.
             let record = try #require(bySource[name], "\(fixture) has no record")
             let status = record["status"] as? String
+            // Every image ran in a sandboxed helper (built with the sanitizers too): none of them died.
+            #expect(
+                !["decoder_crashed", "job_timeout", "helper_unavailable"].contains(record["error_code"] as? String ?? ""), "\(fixture): \(record)")
             if Self.good.contains(fixture) {
                 #expect(status == "done", "\(fixture): \(record)")
             } else {

@@ -23,7 +23,7 @@ struct PostgresHelperCrashTests {
         let worker = try WorkerProcess(
             [
                 "watch", fixture.server.url(database: fixture.database), "--dest", fixture.directory.url("out"), "--jobs", "1",
-                "--status-interval", "0", "--retry-delay", "0.1", "--max-attempts", "5", "--variant", "slow=900x900,avif,q50,effort=4",
+                "--status-interval", "0", "--retry-delay", "0.1", "--max-attempts", "5", "--variant", "slow=900x900,avif,q50,effort=6",
             ], log: fixture.directory.url("worker.log"), environment: fixture.server.environment)
         defer { worker.send(SIGKILL) }
         try enqueue(["poison.jpg": "images/formats/landscape.jpg"], into: fixture)

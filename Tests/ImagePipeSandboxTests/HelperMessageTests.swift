@@ -18,7 +18,7 @@ import Glibc
     @Test func everyRequestReadsBackAsWritten() throws {
         let requests: [HelperRequest] = [
             .setup(variants: Self.variants, limits: CompressionLimits(maxPixels: 1234, maxFrames: 56)),
-            .compress(HelperSource(name: "Été/IMG 0001.HEIC", focus: FocalPoint(x: 0.25, y: 0.75), isFile: true)),
+            .compress(HelperSource(name: "Été/IMG 0001.HEIC", focus: FocalPoint(x: 0.25, y: 0.75), isFile: true, advance: 8 << 20)),
             .readHeader(HelperSource(name: "a.jpg", focus: nil, isFile: false)),
             .grant(128 << 20), .trim,
         ]
