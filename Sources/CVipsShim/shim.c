@@ -392,15 +392,8 @@ void ipv_thread_done(void) {
 
 static void (*warning_sink)(const char *) = NULL;
 
-/* Warnings raised on any thread: a loader's warning may come from a libvips worker thread, not the
- * one that asked for the image, so "did this image decode cleanly" is answered by this count. */
-static gint warnings_raised;
-
-unsigned int ipv_warnings_raised(void) { return (unsigned int) g_atomic_int_get(&warnings_raised); }
-
 static void forward_warning(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
     (void) domain; (void) data;
-    if (level & G_LOG_LEVEL_WARNING) g_atomic_int_inc(&warnings_raised);
     if ((level & G_LOG_LEVEL_WARNING) && message)
         keep_thread_warning(message);
     if (warning_sink)
@@ -410,4 +403,18 @@ static void forward_warning(const gchar *domain, GLogLevelFlags level, const gch
 void ipv_set_warning_handler(void (*handler)(const char *message)) {
     warning_sink = handler;
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, forward_warning, NULL);
+}
+
+/* A loader's warning may be raised on a libvips worker thread, not the one that asked for the image,
+ * so whether an image decodes cleanly is asked of the loader itself: fail_on=warning turns any
+ * warning into a failure of this decode alone. Its failure text is taken and dropped, so that no
+ * later image's reason names it. */
+int ipv_decodes_cleanly(const void *buf, size_t len) {
+    mark_errors();
+    VipsImage *image = vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_WARNING, NULL);
+    double mean = 0;
+    int clean = image != NULL && vips_avg(image, &mean, NULL) == 0;
+    ipv_unref(image);
+    g_free(ipv_take_error());
+    return clean;
 }

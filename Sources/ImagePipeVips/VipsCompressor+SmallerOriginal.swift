@@ -11,7 +11,12 @@ extension VipsCompressor {
     /// 352 kB camera JPEG came out 395 kB at quality 82. The original's pixels are what the
     /// variant would show (same size, 8-bit, sRGB or no profile, upright), so the smaller file is the better variant. Such a variant has no quality or
     /// score of its own and is marked ``EncodedVariant/keptOriginal``.
-    func keepingSmallerOriginal(_ compressed: CompressedImage, source: SourceImage) -> CompressedImage {
+    ///
+    /// Only an original that decodes without a warning may stand for its variant: a JPEG whose scan
+    /// ends early decodes, grey below the break, with one, and its own bytes would store the damage.
+    /// libvips raises such warnings on any of its threads, so an original about to be kept is decoded
+    /// once more with warnings refused, unless `knownClean` (the direct path refuses them itself).
+    func keepingSmallerOriginal(_ compressed: CompressedImage, source: SourceImage, knownClean: Bool = false) -> CompressedImage {
         guard compressed.sourceFormat == .jpeg,
             compressed.variants.contains(where: { Self.mayKeepOriginal($0, sourceSize: compressed.sourceSize) })
         else { return compressed }
@@ -24,6 +29,8 @@ extension VipsCompressor {
             original = data
         }
         guard let stripped = JPEGOriginal.stripped(original, isSRGB: Self.isSRGB) else { return compressed }
+        let smaller = compressed.variants.contains { Self.mayKeepOriginal($0, sourceSize: compressed.sourceSize) && stripped.count < $0.data.count }
+        guard smaller, knownClean || original.withUnsafeBytes({ ipv_decodes_cleanly($0.baseAddress, $0.count) }) != 0 else { return compressed }
         var result = compressed
         for index in result.variants.indices {
             let variant = result.variants[index]

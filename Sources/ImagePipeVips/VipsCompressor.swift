@@ -99,18 +99,18 @@ public struct VipsCompressor: ImageCompressor {
     public func compress(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> CompressedImage {
-        let warningsBefore = ipv_warnings_raised()
         var compressed: CompressedImage
+        var decodedDirectly = false
         if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) {
             compressed = direct
+            decodedDirectly = true
         } else {
             compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory)
         }
-        // Only an original that decoded without a warning may stand for its variant: a JPEG whose scan
-        // ends early decodes (grey below the break) with one, and its own bytes would store the damage.
-        // Under concurrent compressions another image's warning counts too, which only re-encodes.
-        if configuration.keepsSmallerOriginal && ipv_warnings_raised() == warningsBefore {
-            compressed = keepingSmallerOriginal(compressed, source: source)
+        // The direct path gives up on any libjpeg warning, so what it decoded decoded cleanly; what
+        // libvips decoded is checked before the original stands for a variant (keepingSmallerOriginal).
+        if configuration.keepsSmallerOriginal {
+            compressed = keepingSmallerOriginal(compressed, source: source, knownClean: decodedDirectly)
         }
         return compressed
     }

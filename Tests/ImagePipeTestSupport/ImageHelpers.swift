@@ -47,17 +47,20 @@ public enum ImageHelpers {
         return user + system
     }
 
-    /// A helper of `parent` that is working on a job: one whose CPU time keeps growing over 100 ms
-    /// and is past `minimumTicks` (a helper's start takes about 6 ticks; an idle one waits on its
-    /// channel and uses none). Nil if none did within `seconds`.
-    public static func busy(of parent: pid_t, minimumTicks: Int = 20, seconds: Double = 60) -> pid_t? {
+    /// A helper of `parent` that is working on a job: one that used `ticks` of CPU (a tick is 10 ms)
+    /// since it was first seen and is still using more. A helper's start takes a few ticks, and an
+    /// idle one waits on its channel and uses none, so only a job gets that far. Nil if none did
+    /// within `seconds`.
+    public static func busy(of parent: pid_t, ticks: Int = 25, excluding: Set<pid_t> = [], seconds: Double = 120) -> pid_t? {
         let deadline = Date().addingTimeInterval(seconds)
+        var first: [pid_t: Int] = [:]
         var last: [pid_t: Int] = [:]
         while Date() < deadline {
-            for helper in of(parent) {
-                guard let ticks = cpuTicks(helper) else { continue }
-                if let before = last[helper], ticks > before, ticks >= minimumTicks { return helper }
-                last[helper] = ticks
+            for helper in of(parent) where !excluding.contains(helper) {
+                guard let now = cpuTicks(helper) else { continue }
+                if let start = first[helper], let before = last[helper], now > before, now - start >= ticks { return helper }
+                if first[helper] == nil { first[helper] = now }
+                last[helper] = now
             }
             Thread.sleep(forTimeInterval: 0.1)
         }

@@ -132,9 +132,9 @@ void ipv_thread_done(void);
 /// Hands the heap's free pages back to the system (glibc's malloc_trim; no-op elsewhere).
 void ipv_release_memory(void);
 
-/// How many warnings libvips and its loaders raised so far, on every thread of the process (a
-/// damaged JPEG's "premature end of data segment" is one): an image that raised one did not decode cleanly.
-unsigned int ipv_warnings_raised(void);
+/// Whether the encoded image in `buf` decodes whole without a single warning from its loader (a
+/// damaged JPEG's "premature end of data segment" is one): 1 or 0. A full decode.
+int ipv_decodes_cleanly(const void *buf, size_t len);
 
 /// Sends libvips' warnings (which would go to stderr) to `handler` instead; NULL drops them.
 void ipv_set_warning_handler(void (*handler)(const char *message));

@@ -91,8 +91,10 @@ struct JobOptions: ParsableArguments {
             valueName: "seconds"))
     var jobTimeout: Double = JobOptions.defaultJobTimeout
 
-    /// The default time limit of one image's work: ten times what the largest image the default
-    /// limits allow (100 megapixels) takes with the web preset on a 2-core machine (docs/performance.md).
+    /// The default time limit of one image's work. The largest image the default limits allow, a
+    /// 100-megapixel JPEG, took 4.6 s with the web preset on a 2-core machine with tests running
+    /// beside it (docs/performance.md, "Image helpers"); 300 s leaves room for formats without
+    /// shrink-on-load, auto qualities and a loaded machine, and still ends a hung decoder.
     static let defaultJobTimeout: Double = 300
 
     /// Whether image work runs in sandboxed helpers (`--sandbox on`).
