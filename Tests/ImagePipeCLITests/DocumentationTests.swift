@@ -185,8 +185,10 @@ struct DocumentationPage: Sendable, CustomTestStringConvertible {
         /// The 1-based line of its first content line.
         var line: Int
         var lines: [String]
+        /// The `<!-- docs-test: … -->` comment right before it, if one stands there.
+        var marker: String?
         /// Whether the run marker stands right before it.
-        var marked: Bool
+        var marked: Bool { marker == DocumentationPage.runMarker }
 
         var isShell: Bool { ["sh", "shell", "bash", "console"].contains(info) }
         /// Blocks of data or another language, where an `imagepipe` at a line's start is no command.
@@ -227,6 +229,12 @@ struct DocumentationPage: Sendable, CustomTestStringConvertible {
 
     func runnableBlocks() -> [Block] { blocks().filter { $0.marked && $0.isShell } }
 
+    /// The one shell block whose marker starts with `prefix` (a test of its own runs it).
+    func block(markedWith prefix: String) throws -> Block {
+        let found = blocks().filter { $0.isShell && $0.marker?.hasPrefix(prefix) == true }
+        return try #require(found.count == 1 ? found.first : nil, "\(path) has \(found.count) shell blocks marked \(prefix)")
+    }
+
     /// The page with every fenced block's lines emptied (line numbers kept), and its blocks.
     private func scanned() -> (prose: [String], blocks: [Block]) {
         var prose: [String] = []
@@ -247,7 +255,7 @@ struct DocumentationPage: Sendable, CustomTestStringConvertible {
             } else if trimmed.hasPrefix("```") {
                 open = Block(
                     info: String(trimmed.dropFirst(3)).trimmingCharacters(in: .whitespaces), line: index + 2, lines: [],
-                    marked: lastProse == Self.runMarker)
+                    marker: lastProse.hasPrefix("<!-- docs-test:") ? lastProse : nil)
                 prose.append("")
             } else {
                 prose.append(line)
