@@ -72,7 +72,7 @@ extension StorageOutageCLITests {
         let photo = Fixtures.data("images/formats/small-400x300.jpg")
         func deliver(_ name: String) {
             let hidden = queue + "/inbox/." + name
-            FileManager.default.createFile(atPath: hidden, contents: photo)
+            _ = FileManager.default.createFile(atPath: hidden, contents: photo)
             rename(hidden, queue + "/inbox/" + name)
         }
         deliver("first.jpg")
