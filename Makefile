@@ -148,8 +148,18 @@ BENCH_CHECK := $(SWIFT) package --disable-sandbox benchmark thresholds check --n
 bench: deps
 	cd Benchmarks && $(BENCH_CHECK)
 
+# package-benchmark's plugin, on Swift 6.3, says that it runs with its Swift runtime interposer and
+# then that it skips preloading it as it is not built. The suite leaves that interposer out on
+# purpose: its RuntimeInterposer trait only guards the counting of retains and releases on Swift
+# 6.3, which no benchmark here records, and preloading it would change what is measured. Those two
+# lines, the first untrue here, are left out of the output; every other line is kept, and the
+# check's exit status is the plugin's.
+BENCH_NOTES := -e 'Warning: running with the Swift runtime interposer on Linux' \
+	-e 'skipping LD_PRELOAD of .*/libSwiftRuntimeInterposerSwift\.so (not built)'
+bench-check: SHELL := /bin/bash
 bench-check: deps
-	cd Benchmarks && IMAGEPIPE_BENCH_QUICK=1 $(BENCH_CHECK) --metric peakMemoryResident --metric mallocCountTotal
+	cd Benchmarks && set -o pipefail && \
+		IMAGEPIPE_BENCH_QUICK=1 $(BENCH_CHECK) --metric peakMemoryResident --metric mallocCountTotal 2>&1 | grep -v $(BENCH_NOTES)
 
 bench-thresholds: deps
 	cd Benchmarks && $(SWIFT) package --disable-sandbox --allow-writing-to-package-directory benchmark thresholds update

@@ -1,6 +1,6 @@
 // The embedded default storage: files under a directory, written atomically and durably, each marked with its original.
 import CFileSystem
-public import Foundation
+import Foundation
 public import ImagePipe
 import Synchronization
 #if canImport(Glibc)

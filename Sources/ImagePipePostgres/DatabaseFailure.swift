@@ -12,6 +12,9 @@ struct DatabaseFailure: Error {
     let transient: Bool
     /// The configuration is wrong (bad password, no such database or role): retrying cannot help.
     let misconfigured: Bool
+    /// No connection could be made at all (nothing listening, no route, a name that does not resolve):
+    /// at the start of a command that does not wait for the database, the URL or the server's set-up is wrong.
+    let unreachable: Bool
     /// For logs and errors.
     let reason: String
 
@@ -20,6 +23,7 @@ struct DatabaseFailure: Error {
         guard let error = error as? PSQLError else {
             transient = !(error is CancellationError)
             misconfigured = false
+            unreachable = false
             reason = "\(error)"
             return
         }
@@ -30,18 +34,41 @@ struct DatabaseFailure: Error {
             transient = state.hasPrefix("57P") || state.hasPrefix("08") || state == "53300"
             // 28: authorisation; 3D000: no such database; 42501: the role may not create the schema.
             misconfigured = state.hasPrefix("28") || state == "3D000" || state == "42501"
+            unreachable = false
             return
         }
-        switch error.code {
-        case .authMechanismRequiresPassword, .unsupportedAuthMechanism, .saslError, .sslUnsupported:
+        unreachable = error.code == .connectionError
+        if let setUp = Self.setUpReason(error.code) {
             transient = false
             misconfigured = true
-        default:
-            transient = true
-            misconfigured = false
+            reason = setUp
+            return
         }
+        transient = true
+        misconfigured = false
         reason =
             error.code == .connectionError ? Self.connectionReason(error.underlying) : "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
+    }
+
+    /// What the driver's set-up errors mean and what to do about each; nil for the others. Its own
+    /// names (`authMechanismRequiresPassword`) say nothing to someone setting up a queue for the
+    /// first time, and a missing password is the first mistake there is to make.
+    static func setUpReason(_ code: PSQLError.Code) -> String? {
+        switch code {
+        case .authMechanismRequiresPassword:
+            "the server asks for a password and none was given: set PGPASSWORD, or put a line "
+                + "HOST:PORT:DATABASE:ROLE:PASSWORD in ~/.pgpass (or the file PGPASSFILE names) readable by you alone, "
+                + "or give it in the URL (postgres://ROLE:PASSWORD@HOST/DATABASE, which other users can see in the process list)"
+        case .unsupportedAuthMechanism:
+            "the server asks for an authentication method imagepipe does not speak (it speaks password, md5 and "
+                + "scram-sha-256): give the role one of those in the server's pg_hba.conf"
+        case .saslError:
+            "SCRAM authentication failed: check the role and its password (in the URL, PGPASSWORD or ~/.pgpass)"
+        case .sslUnsupported:
+            "the server does not accept TLS, and the URL asks for it (sslmode=require or verify-full): "
+                + "turn on ssl in the server's postgresql.conf, or use sslmode=prefer"
+        default: nil
+        }
     }
 
     /// A connection that failed, said as an operator reads it: NIO's description is a nest of

@@ -94,7 +94,11 @@ public final class QueueDatabase: Sendable {
             } catch {
                 let failure = DatabaseFailure(error)
                 guard retrying, failure.transient, !Task.isCancelled else {
-                    throw ImagePipeError(failure.asError.code, "cannot open the queue \(location): \(failure.asError.reason)")
+                    // A command that does not wait (enqueue, queue) and finds nothing at the URL's
+                    // address was set up wrong, or started before its server: a set-up error, exit
+                    // status 2, as the docs say of every wrong set-up. A worker waits instead.
+                    let code = !retrying && failure.unreachable ? .configuration : failure.asError.code
+                    throw ImagePipeError(code, "cannot open the queue \(location): \(failure.asError.reason)")
                 }
                 attempt += 1
                 if attempt == 1 {

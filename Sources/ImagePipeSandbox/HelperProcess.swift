@@ -18,7 +18,7 @@ final class HelperProcess: @unchecked Sendable {
     init(pid: pid_t, channel: HelperChannel) {
         self.pid = pid
         self.channel = channel
-        Self.live.withLock { $0.insert(pid) }
+        _ = Self.live.withLock { $0.insert(pid) }
     }
 
     /// The helpers started and not yet reaped, for ``reapAll()``.

@@ -1,7 +1,7 @@
 // Animated GIF and WebP sources: the frame budget, one decode of every frame, and each animated variant made frame by frame.
 import CVipsShim
 import Foundation
-public import ImagePipe
+import ImagePipe
 
 extension VipsCompressor {
     /// The frames the header declares (libvips' `n-pages`); 1 for a still image.

@@ -1,6 +1,6 @@
 // Cover crops that are not centred: libvips' smartcrop, a compass point, or the job's focal point.
 import CVipsShim
-public import ImagePipe
+import ImagePipe
 
 extension VipsCompressor {
     /// Whether a `cover` variant's crop is placed here rather than by libvips' thumbnail, which only

@@ -1,7 +1,7 @@
 // Plain JPEGs that need no resizing (avatars, icons, already-small photos) go through libjpeg directly.
 import CVipsShim
 import Foundation
-public import ImagePipe
+package import ImagePipe
 import Synchronization
 
 extension VipsCompressor {

@@ -1,7 +1,7 @@
 // A variant that would be larger than its original, already in its format and at its size, is the original's bytes instead.
 import CVipsShim
 import Foundation
-public import ImagePipe
+import ImagePipe
 
 extension VipsCompressor {
     /// `compressed` with each JPEG variant that is exactly the original's displayed size and

@@ -1,7 +1,7 @@
 // How much memory one compression holds at its peak, from the header before anything is decoded.
 import CLibVips
 import CVipsShim
-public import ImagePipe
+package import ImagePipe
 
 extension VipsCompressor {
     /// The memory one compression of `variants` will hold at its peak, estimated from the header:

@@ -134,6 +134,37 @@ import Testing
         #expect(again.stderr.contains("1 done, 0 failed"), "\(again.stderr)")
     }
 
+    /// A phone export: `IMG_0001.HEIC` beside the `IMG_0001.JPG` the phone made of it, and an edited
+    /// copy. The default key gives both the first two `IMG_0001-large.jpg`: the run refuses the
+    /// second, naming the key that keeps both, and that key, as the README shows it, does.
+    @Test func aPhoneExportNeedsTheKeyTheReadmeShowsAndTheRefusalNamesIt() throws {
+        CommandRunner.copyFixture("images/formats/landscape-heic.heic", to: directory, as: "phone/IMG_0001.HEIC")
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "phone/IMG_0001.JPG")
+        CommandRunner.copyFixture("images/formats/small-400x300.jpg", to: directory, as: "phone/IMG_E0001.JPG")
+        let refused = try CommandRunner.run(["batch", directory.url("phone"), "--dest", directory.url("web"), "--manifest", directory.url("m.jsonl")])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("2 done, 1 failed"), "\(refused.stderr)")
+        let failed = try #require(try records(String(contentsOfFile: directory.url("m.jsonl"), encoding: .utf8))["IMG_0001.JPG"])
+        #expect(failed["error_code"] as? String == "key_collision")
+        let reason = failed["error"] as? String ?? ""
+        #expect(
+            reason.contains(
+                "output key 'IMG_0001-large.jpg' is already produced by 'IMG_0001.HEIC'; to keep both, put the original's extension "
+                    + "in the key: --key '{dir}/{stem}-{srcext}-{variant}.{ext}' gives 'IMG_0001-heic-large.jpg' and 'IMG_0001-jpg-large.jpg'"),
+            "\(reason)")
+
+        // The README's key for phone exports, taken from the README itself.
+        let readme = try String(contentsOfFile: Fixtures.repository + "/README.md", encoding: .utf8)
+        let key = "{dir}/{stem}-{srcext}-{variant}.{ext}"
+        #expect(readme.contains("--key '\(key)'"), "the README's batch section shows the key for phone exports")
+        let kept = try CommandRunner.run(["batch", directory.url("phone"), "--dest", directory.url("web2"), "--key", key])
+        #expect(kept.status == 0 && kept.stderr.contains("3 done, 0 failed"), "\(kept.stderr)")
+        let stored = Set(directory.files(under: "web2"))
+        for name in ["IMG_0001-heic-large.jpg", "IMG_0001-jpg-large.jpg", "IMG_E0001-jpg-thumb.webp"] {
+            #expect(stored.contains(name), "\(name) in \(stored.sorted())")
+        }
+    }
+
     func records(_ text: String) throws -> [String: [String: Any]] {
         let lines = try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
         return Dictionary(uniqueKeysWithValues: lines.map { ($0["source"] as! String, $0) })

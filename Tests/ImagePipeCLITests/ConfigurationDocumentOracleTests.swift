@@ -102,7 +102,8 @@ import Testing
         }
     }
 
-    struct Unreadable: Error { let json: Any; init(_ json: Any) { self.json = json } }
+    /// A value the oracle did not expect, as text: an error is Sendable, and `Any` is not.
+    struct Unreadable: Error { let json: String; init(_ json: Any) { self.json = "\(json)" } }
 
     /// The documents: the fuzz seeds, the example configuration, and `count` generated ones with
     /// their mutants.

@@ -93,7 +93,11 @@ import Testing
 
     /// The shell blocks marked `<!-- docs-test: runs in a scratch folder, in order -->` run, a page's
     /// blocks one after another in one scratch folder where `fixtures/` and `deploy/` are the
-    /// repository's and `imagepipe` is the built binary. Each must exit 0.
+    /// repository's and `imagepipe` is the built binary. Each must exit 0. A marker that goes on
+    /// `, with S3`, `, with PostgreSQL` or `, with an app` gives the block a server of that kind on
+    /// loopback, through the environment a reader would set (see ``LoopbackServices``); a block
+    /// marked `<!-- docs-test: the block above prints -->` after one is what it prints, each line
+    /// to be found in its output, `…` standing for any text.
     @Test(arguments: try! DocumentationPage.all().filter { !$0.runnableBlocks().isEmpty })
     func theBlocksMarkedToRunDo(page: DocumentationPage) throws {
         let scratch = TemporaryDirectory(prefix: "imagepipe-docs")
@@ -103,13 +107,25 @@ import Testing
         let bin = TemporaryDirectory(prefix: "imagepipe-docs-bin")
         try manager.createSymbolicLink(atPath: bin.url("imagepipe"), withDestinationPath: CommandRunner.binary)
         let path = bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
-        for block in page.runnableBlocks() {
+        let services = LoopbackServices(scratch: scratch)
+        var last: (block: DocumentationPage.Block, output: CommandRunner.Output)?
+        for block in page.blocks() {
+            if block.marker == DocumentationPage.printsMarker {
+                let ran = try #require(last, "\(page.path):\(block.line): no block ran before this output")
+                for problem in DocumentationPage.missing(block.lines, from: ran.output) {
+                    Issue.record("\(page.path):\(block.line): \(problem)\n\(ran.output.stdout)\n\(ran.output.stderr)")
+                }
+                continue
+            }
+            guard block.isShell, let marker = block.marker, marker.hasPrefix(DocumentationPage.runMarkerStem) else { continue }
+            let environment = try services.environment(for: marker).merging(["PATH": path]) { $1 }
             let script = block.lines.joined(separator: "\n")
             let output = try CommandRunner.run(
-                executable: "/bin/bash", ["-e", "-o", "pipefail", "-c", script], in: scratch.path,
-                environment: ["PATH": path])
+                executable: "/bin/bash", ["-e", "-o", "pipefail", "-c", script], in: scratch.path, environment: environment)
             #expect(output.status == 0, "\(page.path):\(block.line): exit status \(output.status)\n\(script)\n\(output.stderr)")
+            last = (block, output)
         }
+        for problem in try services.appProblems() { Issue.record("\(page.path): \(problem)") }
     }
 
     /// The checks above find what they are for: a page with a missing file, a missing heading, an unknown
@@ -166,6 +182,29 @@ struct DocumentationPage: Sendable, CustomTestStringConvertible {
 
     /// The marker that makes the next shell block run.
     static let runMarker = "<!-- docs-test: runs in a scratch folder, in order -->"
+    /// Every marker that makes a block run begins so; it may go on to name servers (`, with S3`).
+    static let runMarkerStem = "<!-- docs-test: runs in a scratch folder, in order"
+    /// The marker of a block that shows what the block run before it prints.
+    static let printsMarker = "<!-- docs-test: the block above prints -->"
+
+    /// The lines of `expected` that no line of `output` matches, each said as a problem; `…` in an
+    /// expected line stands for any text, and its other parts must come in order.
+    static func missing(_ expected: [String], from output: CommandRunner.Output) -> [String] {
+        let lines = (output.stdout + "\n" + output.stderr).components(separatedBy: "\n")
+        return expected.filter { !$0.isEmpty }.compactMap { want in
+            let parts = want.components(separatedBy: "…")
+            let found = lines.contains { line in
+                guard line.hasPrefix(parts[0]), line.hasSuffix(parts[parts.count - 1]) else { return false }
+                var rest = line[...]
+                for part in parts {
+                    guard let range = rest.range(of: part) else { return false }
+                    rest = rest[range.upperBound...]
+                }
+                return true
+            }
+            return found ? nil : "the output has no line \(want)"
+        }
+    }
 
     static func load(_ path: String) throws -> DocumentationPage {
         DocumentationPage(path: path, text: try String(contentsOfFile: Fixtures.repository + "/" + path, encoding: .utf8))
@@ -185,8 +224,8 @@ struct DocumentationPage: Sendable, CustomTestStringConvertible {
         /// The 1-based line of its first content line.
         var line: Int
         var lines: [String]
-        /// Whether the run marker stands right before it.
-        var marked: Bool
+        /// The `<!-- docs-test: … -->` comment right before it, if one stands there.
+        var marker: String?
 
         var isShell: Bool { ["sh", "shell", "bash", "console"].contains(info) }
         /// Blocks of data or another language, where an `imagepipe` at a line's start is no command.
@@ -225,7 +264,13 @@ struct DocumentationPage: Sendable, CustomTestStringConvertible {
     /// The page's fenced code blocks.
     func blocks() -> [Block] { scanned().blocks }
 
-    func runnableBlocks() -> [Block] { blocks().filter { $0.marked && $0.isShell } }
+    func runnableBlocks() -> [Block] { blocks().filter { $0.isShell && $0.marker?.hasPrefix(Self.runMarkerStem) == true } }
+
+    /// The one shell block whose marker starts with `prefix` (a test of its own runs it).
+    func block(markedWith prefix: String) throws -> Block {
+        let found = blocks().filter { $0.isShell && $0.marker?.hasPrefix(prefix) == true }
+        return try #require(found.count == 1 ? found.first : nil, "\(path) has \(found.count) shell blocks marked \(prefix)")
+    }
 
     /// The page with every fenced block's lines emptied (line numbers kept), and its blocks.
     private func scanned() -> (prose: [String], blocks: [Block]) {
@@ -247,7 +292,7 @@ struct DocumentationPage: Sendable, CustomTestStringConvertible {
             } else if trimmed.hasPrefix("```") {
                 open = Block(
                     info: String(trimmed.dropFirst(3)).trimmingCharacters(in: .whitespaces), line: index + 2, lines: [],
-                    marked: lastProse == Self.runMarker)
+                    marker: lastProse.hasPrefix("<!-- docs-test:") ? lastProse : nil)
                 prose.append("")
             } else {
                 prose.append(line)

@@ -62,6 +62,40 @@ import Testing
                 "\(record.source): predicted \(String(describing: guess)), ran \(expected)")
         }
     }
+
+    /// A source that would be written writes every output it has: one already there is never said
+    /// to stay "in place", and each says what it held, this original's own or another's.
+    @Test func eachOutputAWriteReplacesSaysWhatItHeld() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "in/photo.jpg")
+        CommandRunner.copyFixture("images/formats/panorama.jpg", to: directory, as: "other/tower.jpg")
+        let thumb = "t=64x64,webp,q60,cover"
+        let base = ["batch", directory.url("in"), "--dest", directory.url("out"), "--variant", "s=120x120,jpeg,q70"]
+        #expect(try CommandRunner.run(base + ["--variant", thumb]).status == 0)
+        func dryRun(_ extra: [String]) throws -> String {
+            let output = try CommandRunner.run(base + extra + ["--dry-run"])
+            #expect(output.status == 0, "\(output)")
+            #expect(!output.stdout.contains("(in place)"), "\(output.stdout)")
+            return output.stdout
+        }
+        // --force: both outputs are this original's, made with these settings, and written again.
+        let forced = try dryRun(["--variant", thumb, "--force"])
+        #expect(forced.contains("photo-s.jpg (rewrites its own output), photo-t.webp (rewrites its own output)"), "\(forced)")
+        // One variant changed: that output was made with other settings; the other is written again.
+        let changed = try dryRun(["--variant", "t=96x96,webp,q60,cover"])
+        #expect(
+            changed.contains("photo-s.jpg (rewrites its own output), photo-t.webp (replaces its own output, made with other settings)"), "\(changed)")
+        // The original edited since (another photo under its name), with --update.
+        CommandRunner.copyFixture("images/formats/tall.jpg", to: directory, as: "in/photo.jpg")
+        let updated = try dryRun(["--variant", thumb, "--update"])
+        #expect(updated.contains("photo-s.jpg (replaces the output of its earlier version)"), "\(updated)")
+        // Another original's outputs under the same keys, with --overwrite.
+        let overwritten = try CommandRunner.run(
+            [
+                "batch", directory.url("other/tower.jpg"), "--dest", directory.url("out"), "--variant", "s=120x120,jpeg,q70", "--variant", thumb,
+                "--key", "photo-{variant}.{ext}", "--overwrite", "--dry-run",
+            ])
+        #expect(overwritten.stdout.contains("photo-s.jpg (replaces another original's)"), "\(overwritten)")
+    }
 }
 
 /// CRC-32 (ISO-HDLC), for the chunks of a hand-made PNG.

@@ -79,6 +79,27 @@ import Testing
         #expect(other.status == 2 && other.stderr.contains("is not a queue directory: it has none of inbox/"), "\(other)")
     }
 
+    /// `queue status` lists ten running jobs at most: with more, it says how many of how many it shows
+    /// and the `queue list` that shows every one, which does.
+    @Test func statusSaysWhenItShowsSomeOfTheRunningJobsAndHowToSeeAll() throws {
+        directory.write("queue/processing/host-2-dead/.lock", "pid 2 on host\n")
+        for index in 0..<15 { directory.write(String(format: "queue/processing/host-2-dead/job-%02d.jpg", index), "bytes") }
+        let status = try CommandRunner.run(["queue", "status", queue])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("running\t15\n"))
+        #expect(status.stdout.split(separator: "\n").count { $0.contains("\trunning\t") } == 10, "\(status.stdout)")
+        let note = "imagepipe: 10 of 15 running jobs shown (longest-running first); every one: imagepipe queue list \(queue) --state running"
+        #expect(status.stderr.contains(note), "\(status.stderr)")
+        let all = try CommandRunner.run(["queue", "list", queue, "--state", "running"])
+        #expect(all.status == 0 && all.stdout.split(separator: "\n").count == 15, "\(all)")
+        #expect(try CommandRunner.run(["queue", "status", queue, "--json"]).stderr.isEmpty, "JSON stands alone")
+
+        // Ten or fewer: every one is shown, and nothing is said.
+        for index in 0..<5 { try FileManager.default.removeItem(atPath: queue + String(format: "/processing/host-2-dead/job-%02d.jpg", index)) }
+        let ten = try CommandRunner.run(["queue", "status", queue])
+        #expect(ten.stdout.contains("running\t10\n") && !ten.stderr.contains("shown"), "\(ten)")
+    }
+
     @Test func listShowsEachStateAndRetryPutsFailedJobsBack() throws {
         try workedOffQueue()
         let discarded = try CommandRunner.run(["queue", "list", queue, "--state", "discarded"])

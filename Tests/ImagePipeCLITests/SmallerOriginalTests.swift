@@ -64,6 +64,23 @@ import Testing
             }
         }
     }
+
+    /// The ratios usage.md gives for `make demo`'s images, with and without `--always-encode`, are
+    /// the ones a run prints: a figure in the docs comes from here, and a change that moves it fails
+    /// until the page says the new one.
+    @Test func theDemoRatiosTheUsagePageGivesAreTheRunsOwn() throws {
+        let page = try String(contentsOfFile: Fixtures.repository + "/docs/usage.md", encoding: .utf8)
+        let stated = try #require(
+            page.replacingOccurrences(of: "\n", with: " ").firstMatch(of: /ratio goes from (\d\.\d{3}) with `--always-encode` to (\d\.\d{3})/),
+            "usage.md no longer gives the demo's ratios")
+        func ratio(_ extra: [String], into name: String) throws -> String {
+            let run = try CommandRunner.run(["batch", Fixtures.path("images/formats"), "--dest", directory.url(name)] + extra)
+            #expect(run.status == 0, "\(run.stderr)")
+            return try #require(run.stderr.firstMatch(of: /\(ratio (\d\.\d{3})\)/).map { String($0.1) }, "\(run.stderr)")
+        }
+        #expect(try ratio(["--always-encode"], into: "encoded") == String(stated.1), "usage.md: the ratio with --always-encode")
+        #expect(try ratio([], into: "kept") == String(stated.2), "usage.md: the ratio of the demo's run")
+    }
 }
 
 /// A JPEG whose scan ends early decodes with a warning ("premature end of data segment"): its own

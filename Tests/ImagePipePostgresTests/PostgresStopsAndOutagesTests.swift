@@ -105,7 +105,7 @@ struct PostgresStopsAndOutagesTests {
             environment: server.environment)
         let address = try #require(try await offPool { worker.monitoringAddress() }, "\(worker.log)")
         let ready = { LoopbackHTTP.get("http://\(address)/readyz") }
-        #expect(try await fixture.eventually { ready().status == 200 }, "\(worker.log)")
+        #expect(await fixture.eventually { ready().status == 200 }, "\(worker.log)")
 
         try await offPool { try server.stop() }
         // The worker only polls: the outage is logged when it happens, not when the worker stops.
@@ -113,7 +113,7 @@ struct PostgresStopsAndOutagesTests {
         #expect(TextLog.hasLine(worker.log, "warning", "lost PostgreSQL; reconnecting with backoff, jobs whose leases hold are kept", ["queue": url]))
         var answer = ready()
         #expect(
-            try await fixture.eventually(seconds: 10) {
+            await fixture.eventually(seconds: 10) {
                 answer = ready()
                 return answer.status == 503 && answer.body.contains("queue: lost PostgreSQL")
             }, "\(answer) \(worker.log)")
@@ -121,7 +121,7 @@ struct PostgresStopsAndOutagesTests {
 
         try await offPool { try server.start() }
         #expect(try await offPool { worker.waitForLog("PostgreSQL reachable again", seconds: 30) }, "\(worker.log)")
-        #expect(try await fixture.eventually(seconds: 15) { ready().status == 200 }, "\(ready())")
+        #expect(await fixture.eventually(seconds: 15) { ready().status == 200 }, "\(ready())")
         // And it works again: a job queued now is done.
         let source = fixture.directory.write("src/photo.png", Fixtures.data("images/formats/tiny.png"))
         let enqueue = try await offPool { try CommandRunner.run(["enqueue", url, source], environment: server.environment) }

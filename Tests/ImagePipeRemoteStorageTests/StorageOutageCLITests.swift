@@ -13,7 +13,9 @@ import Testing
         let bucket = try moto.makeBucket()
         let count = 60
         let photo = Fixtures.data("images/formats/small-400x300.jpg")
-        for index in 0..<count { directory.write(String(format: "src/photo-%03d.jpg", index), photo) }
+        // Each a little larger than the one before (bytes after the image's end, which decoding
+        // ignores): images start largest first, so the last names start first.
+        for index in 0..<count { directory.write(String(format: "src/photo-%03d.jpg", index), photo + Data(count: index * 64)) }
         let manifest = directory.url("manifest.jsonl")
         let batch = try WorkerProcess(
             [
@@ -40,7 +42,15 @@ import Testing
         let log = batch.log
         let notStarted = count - records.count
         #expect(log.contains("halted: storage_unavailable ("), "\(log.suffix(2000))")
-        #expect(log.contains("\(notStarted) image(s) not started, run the batch again once the store answers"), "\(log.suffix(2000))")
+        #expect(
+            log.contains(
+                "\(notStarted) image(s) not started: images start largest first, not in path order, so those not started are the "
+                    + "smallest (the manifest lists what was done); run the batch again once the store answers"),
+            "\(log.suffix(2000))")
+        // As it says: those with a line in the manifest are the largest, the first names the smallest.
+        let started = Set(records.map(\.source))
+        let expected = Set((count - records.count..<count).map { String(format: "photo-%03d.jpg", $0) })
+        #expect(started == expected, "\(started.sorted())")
     }
 }
 
@@ -62,7 +72,7 @@ extension StorageOutageCLITests {
         let photo = Fixtures.data("images/formats/small-400x300.jpg")
         func deliver(_ name: String) {
             let hidden = queue + "/inbox/." + name
-            FileManager.default.createFile(atPath: hidden, contents: photo)
+            _ = FileManager.default.createFile(atPath: hidden, contents: photo)
             rename(hidden, queue + "/inbox/" + name)
         }
         deliver("first.jpg")

@@ -103,7 +103,7 @@ import Testing
         // An APP2 segment labelled as an ICC profile that cannot be read (mangled, or cut short, as
         // some editors write them): the image is made, its values taken as sRGB.
         let profile = try #require(Self.unreadableProfiles.first { $0.name == name }).bytes
-        let jpeg = try Fixtures.data("images/formats/landscape.jpg")
+        let jpeg = Fixtures.data("images/formats/landscape.jpg")
         let payload = [UInt8]("ICC_PROFILE".utf8) + [0, 1, 1] + profile
         let length = payload.count + 2
         let source = jpeg.prefix(2) + Data([0xFF, 0xE2, UInt8(length >> 8), UInt8(length & 0xFF)] + payload) + jpeg.dropFirst(2)

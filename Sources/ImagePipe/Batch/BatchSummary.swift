@@ -77,7 +77,9 @@ public struct BatchSummary: Sendable, Equatable {
         first += String(format: " in %.2f s", seconds)
         if done > 0 { first += String(format: " (%.2f images/s)", imagesPerSecond) }
         let halt = halted.map { halted in
-            "halted: \(halted.code) (\(halted.reason)); \(notStarted) image(s) not started, run the batch again once the store answers"
+            "halted: \(halted.code) (\(halted.reason)); \(notStarted) image(s) not started: images start largest first, not in "
+                + "path order, so those not started are the smallest (the manifest lists what was done); run the batch again once "
+                + "the store answers"
         }
         // A re-run that found everything up to date read no image: one line says all there is.
         guard bytesIn > 0 || done + failed > 0 else { return [first] + (halt.map { [$0] } ?? []) }

@@ -1,5 +1,5 @@
 // Runs jobs through the FileHandler's stages, each where its kind of work belongs, within the pipeline's Capacity.
-public import Foundation
+import Foundation
 import Synchronization
 
 /// The concurrent engine of a batch or a worker: it runs the FileHandler's stages where each kind

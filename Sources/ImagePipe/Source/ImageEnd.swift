@@ -1,5 +1,5 @@
 // Whether an image file reaches its format's end marker: a file cut short, found without decoding, for `--dry-run`.
-public import Foundation
+package import Foundation
 
 /// Walks a JPEG's segments, a PNG's chunks or a WebP's RIFF header to the end the format defines.
 ///

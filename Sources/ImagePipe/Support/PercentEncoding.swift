@@ -1,5 +1,5 @@
 // RFC 3986 percent-encoding as SigV4 and object URLs need it: one rule for signing and for the wire.
-public import Foundation
+import Foundation
 
 /// Percent-encoding where only the unreserved characters stay as they are.
 ///

@@ -24,7 +24,7 @@ extension QueueCommand {
         var state: [QueueOverview.State] = []
 
         @Option(name: .long, help: "Jobs listed per state at most.")
-        var limit = 100
+        var limit = QueueOverview.listLimit
 
         @Flag(name: .long, help: "One JSON object per job instead of tab-separated lines.")
         var json = false

@@ -26,6 +26,12 @@ extension QueueCommand {
                 overview = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in try await database.overview() }
             }
             FileHandle.standardOutput.write(Data((json ? JSONLine.encode(overview) + "\n" : overview.text).utf8))
+            // Lines of people's own, beside the ones scripts read: `running 15` above ten rows is
+            // otherwise taken for a queue that lost five jobs.
+            // A URL is named as logs name it, never with the password it may have been typed with.
+            if !json, let notes = overview.notShownNotes(queue: overview.kind == "directory" ? queue : overview.queue) {
+                FileHandle.standardError.write(Data(notes.utf8))
+            }
         }
     }
 }

@@ -18,6 +18,35 @@ extension QueueOverview {
     }
 }
 
+extension QueueOverview {
+    /// For each state whose jobs are listed only in part (at most ten running and ten discarded),
+    /// how many of how many are shown and the `queue list` that shows them all; nil when all are.
+    func notShownNotes(queue argument: String) -> String? {
+        var notes = ""
+        for state in [State.running, .discarded] {
+            let shown = jobs.count { $0.state == state }
+            guard let total = counts[state], total > shown else { continue }
+            let which = state == .running ? "longest-running first" : "the latest"
+            let limit = total > QueueOverview.listLimit ? " --limit \(total)" : ""
+            notes +=
+                "imagepipe: \(shown) of \(total) \(state.rawValue) jobs shown (\(which)); every one: "
+                + "imagepipe queue list \(Self.shellWord(argument)) --state \(state.rawValue)\(limit)\n"
+        }
+        return notes.isEmpty ? nil : notes
+    }
+
+    /// How many jobs of each state `queue list` shows unless told otherwise (its `--limit`).
+    static let listLimit = 100
+
+    /// A word as a shell takes it back: quoted unless it holds only characters no shell reads otherwise.
+    static func shellWord(_ word: String) -> String {
+        let plain = word.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "/._-:@,+=".unicodeScalars.contains(scalar))
+        }
+        return plain && !word.isEmpty ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
+
 extension QueueOverview.Job {
     /// `ID  STATE  AGE  SOURCE  DETAIL`, tab-separated: the age is how long it has waited, run or
     /// been finished; the detail says what matters in its state (who runs it, why it failed).

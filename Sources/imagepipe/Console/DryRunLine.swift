@@ -26,12 +26,24 @@ struct DryRunLine {
             return
         }
         action = .write
+        // A source that is written writes every one of its outputs: one already there is written
+        // again, never left "in place", and the note says what it held.
         let keys = inspected.outputs.map { output -> String in
             guard let existing = output.existing else { return output.key }
-            return output.key + (inspected.origin?.isSameOriginal(as: existing.origin) == true ? " (in place)" : " (replaces another original's)")
+            return output.key + " (" + Self.rewrite(output, existing: existing, origin: inspected.origin, source: source) + ")"
         }
         let header = inspected.size.map { size in " (\(size) \(inspected.format?.rawValue ?? ""))" } ?? ""
         text = "write  \(source)\(header) → " + keys.joined(separator: ", ")
+    }
+
+    /// What writing `output` replaces: this original's own output (written again, as with
+    /// `--force`, or made with other settings), an earlier version of a source of the same name
+    /// (`--update`), or another original's (`--overwrite`).
+    static func rewrite(_ output: JobContext.Output, existing: ExistingObject, origin: Origin?, source: String) -> String {
+        guard let origin, origin.isSameOriginal(as: existing.origin) else {
+            return existing.origin?.source == source ? "replaces the output of its earlier version" : "replaces another original's"
+        }
+        return output.isInPlace(for: origin) ? "rewrites its own output" : "replaces its own output, made with other settings"
     }
 }
 
