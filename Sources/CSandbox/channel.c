@@ -21,6 +21,21 @@ int ips_channel_pair(int fds[2]) {
     return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds);
 }
 
+/* Waits up to `timeout_ms` (-1: no limit) for `events` on `socket`: 0 when they came, -1 with errno
+ * (ETIMEDOUT when they did not come in time). */
+static int wait_for(int socket, short events, int timeout_ms) {
+    struct pollfd waiting = {.fd = socket, .events = events};
+    int ready;
+    do ready = poll(&waiting, 1, timeout_ms);
+    while (ready < 0 && errno == EINTR);
+    if (ready < 0) return -1;
+    if (ready == 0) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    return 0;
+}
+
 ssize_t ips_send(int socket, const void *bytes, size_t length, const int *fds, int fd_count, int timeout_ms) {
     if (fd_count < 0 || fd_count > IPS_MAX_FDS) {
         errno = EINVAL;
@@ -48,31 +63,13 @@ ssize_t ips_send(int socket, const void *bytes, size_t length, const int *fds, i
         if (sent >= 0) return sent;
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
-        struct pollfd waiting = {.fd = socket, .events = POLLOUT};
-        int ready;
-        do ready = poll(&waiting, 1, timeout_ms);
-        while (ready < 0 && errno == EINTR);
-        if (ready < 0) return -1;
-        if (ready == 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
+        if (wait_for(socket, POLLOUT, timeout_ms) != 0) return -1;
     }
 }
 
 ssize_t ips_receive(int socket, void *bytes, size_t capacity, int *fds, int max_fds, int *fd_count, int timeout_ms) {
     *fd_count = 0;
-    if (timeout_ms >= 0) {
-        struct pollfd waiting = {.fd = socket, .events = POLLIN};
-        int ready;
-        do ready = poll(&waiting, 1, timeout_ms);
-        while (ready < 0 && errno == EINTR);
-        if (ready < 0) return -1;
-        if (ready == 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-    }
+    if (timeout_ms >= 0 && wait_for(socket, POLLIN, timeout_ms) != 0) return -1;
     struct iovec iov = {.iov_base = bytes, .iov_len = capacity};
     union {
         char buffer[CMSG_SPACE(sizeof(int) * IPS_MAX_FDS)];

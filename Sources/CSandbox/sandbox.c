@@ -1348,9 +1348,8 @@ static int probe_fork(int *error_number, char *detail, size_t detail_size) {
 // clone(CLONE_PARENT | CLONE_THREAD) without CLONE_SIGHAND, which the kernel refuses (EINVAL), so
 // that nothing is started whatever the filter does. With CLONE_THREAD the filter would allow the
 // call but for CLONE_PARENT: EPERM is the filter refusing CLONE_PARENT itself.
-static int probe_clone_parent(int *error_number, char *detail, size_t detail_size) {
-    const char *what = "clone(CLONE_PARENT | CLONE_THREAD)";
-    long child = syscall(__NR_clone, (unsigned long) (CLONE_PARENT | CLONE_THREAD), 0UL, 0UL, 0UL, 0UL);
+static int probe_clone_flags(unsigned long flags, const char *what, int *error_number, char *detail, size_t detail_size) {
+    long child = syscall(__NR_clone, flags, 0UL, 0UL, 0UL, 0UL);
     if (child == 0)
         _exit(0);
     if (child > 0)
@@ -1358,6 +1357,10 @@ static int probe_clone_parent(int *error_number, char *detail, size_t detail_siz
     if (errno == EPERM)
         return refused(errno, error_number, detail, detail_size, what);
     return let_through(errno, error_number, detail, detail_size, what);
+}
+
+static int probe_clone_parent(int *error_number, char *detail, size_t detail_size) {
+    return probe_clone_flags(CLONE_PARENT | CLONE_THREAD, "clone(CLONE_PARENT | CLONE_THREAD)", error_number, detail, detail_size);
 }
 
 // unshare in this process, with CLONE_PARENT beside CLONE_NEWUSER: unshare takes no CLONE_PARENT,
@@ -1377,15 +1380,7 @@ static int probe_unshare(int *error_number, char *detail, size_t detail_size) {
 // does. With CLONE_THREAD the filter would allow the call but for the namespace flag: EPERM is the
 // filter refusing the namespace itself.
 static int probe_clone_newuser(int *error_number, char *detail, size_t detail_size) {
-    const char *what = "clone(CLONE_NEWUSER | CLONE_THREAD)";
-    long child = syscall(__NR_clone, (unsigned long) (CLONE_NEWUSER | CLONE_THREAD), 0UL, 0UL, 0UL, 0UL);
-    if (child == 0)
-        _exit(0);
-    if (child > 0)
-        return succeeded(error_number, detail, detail_size, what);
-    if (errno == EPERM)
-        return refused(errno, error_number, detail, detail_size, what);
-    return let_through(errno, error_number, detail, detail_size, what);
+    return probe_clone_flags(CLONE_NEWUSER | CLONE_THREAD, "clone(CLONE_NEWUSER | CLONE_THREAD)", error_number, detail, detail_size);
 }
 
 // clone3 with no flags is a fork. Refusal is expected as ENOSYS, the answer that makes glibc fall
