@@ -67,9 +67,6 @@ final class HelperProcess: @unchecked Sendable {
         return "exit status \(ips_status_exit_code(status))"
     }
 
-    /// The signal that ended it, or 0.
-    static func signal(of status: Int32) -> Int32 { ips_status_signal(status) }
-
     static func signalName(_ signal: Int32) -> String {
         switch signal {
         case SIGSEGV: "SIGSEGV"

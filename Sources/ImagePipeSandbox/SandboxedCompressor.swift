@@ -298,7 +298,7 @@ public final class SandboxedCompressor: ImageCompressor {
         switch reason {
         case .timeout:
             return ImagePipeError(
-                .jobTimeout, "the image work on '\(source)' ran past --job-timeout (\(timeout.formatted)): its helper was killed")
+                .jobTimeout, "the image work on '\(source)' ran past --job-timeout (\(timeout.formattedSeconds)): its helper was killed")
         case .crashed, .recycled:
             return ImagePipeError(
                 .decoderCrashed, "the image helper crashed on '\(source)': \(HelperProcess.describe(helper.killAndReap()))")
@@ -325,13 +325,5 @@ extension CompressedImage {
             sourceFormat: result.sourceFormat, sourceSize: result.sourceSize, variants: encoded, decodeTime: result.decodeTime,
             encodeTime: result.encodeTime)
         placeholder = result.placeholder
-    }
-}
-
-extension Duration {
-    /// Seconds, as `--job-timeout` takes them: "30 s", "2.5 s".
-    var formatted: String {
-        let seconds = Double(components.seconds) + Double(components.attoseconds) / 1e18
-        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
     }
 }

@@ -1,5 +1,5 @@
 // The worker loop's whole state and every decision it makes, with no I/O: events in, actions out.
-public import ImagePipe
+import ImagePipe
 
 /// What a ``WorkerLoop`` knows and decides: its lifecycle, the jobs it holds, its claim in flight,
 /// the retries it keeps, and the pipeline room it may use.
@@ -48,7 +48,7 @@ public struct WorkerStateMachine: ~Copyable {
     /// was there, so its coming back short does not mean the queue is empty.
     private var wokenDuringClaim = false
     private var shortClaimAt: Instant?
-    private var fullStorage: (streak: Int, until: Instant)?
+    var fullStorage: (streak: Int, until: Instant)?
     private var checkingEmpty = false
     private var lastEmptyCheck: Instant?
     private var awaitingOthers = false
@@ -362,40 +362,5 @@ public struct WorkerStateMachine: ~Copyable {
     private mutating func finish() -> [Action] {
         lifecycle = .closed
         return [.finish]
-    }
-
-    // MARK: - Decisions
-
-    /// The fate of a finished attempt. An up-to-date re-delivery counts as done. A store that
-    /// refuses (expired credentials, a bucket policy) is put right outside the job, so its jobs wait
-    /// and retry like any other storage failure instead of failing at once; while stopping, a
-    /// failure that may pass gives the job back. A decoder that crashed or ran out of time
-    /// (``ImagePipeError/Code/isDecoderFailure``) is retried once, as the machine may have been the
-    /// cause (the OOM killer, a stall); when it fails so again, `earlierDecoderFailures` being the
-    /// job's earlier attempts that did, the image is the cause, and the job is discarded whatever
-    /// attempts are left, also while stopping: given back, it would crash another helper.
-    public func decide(_ result: JobResult, attempt: Int, earlierDecoderFailures: Int = 0) -> Decision {
-        if result.status != .failed { return .complete }
-        if result.errorCode?.isDecoderFailure == true && earlierDecoderFailures > 0 { return .discard }
-        guard result.transient == true || result.errorCode == .storageRejected else { return .discard }
-        if isStopping { return .release }
-        guard limits.retry.shouldRetry(afterAttempt: attempt) else { return .discard }
-        return .retry(after: limits.retry.delay(afterAttempt: attempt))
-    }
-
-    /// A stored job ends a pause; a `storage_full` one starts or lengthens it, as does a
-    /// `storage_unavailable` one (reported only once a request's retries are spent: the store
-    /// stayed down through them, and the next claims would only meet it too).
-    private mutating func noteStorage(_ result: JobResult, now: Instant) -> Note? {
-        if result.status == .done {
-            guard fullStorage != nil else { return nil }
-            fullStorage = nil
-            return .resumed
-        }
-        guard let code = result.errorCode, code == .storageFull || code == .storageUnavailable else { return nil }
-        let streak = (fullStorage?.streak ?? 0) + 1
-        let pause = min(limits.retry.maxDelay, limits.fullStoragePause * (1 << min(30, streak - 1)))
-        fullStorage = (streak, now + pause)
-        return streak == 1 ? .paused(pause, code: code, error: result.error ?? "") : nil
     }
 }
