@@ -37,9 +37,18 @@ void ipv_configure(int concurrency) {
 
 /* The header's loader also decodes images that need no shrink-on-load, so it fails on truncation as
  * the thumbnail loaders do. */
-VipsImage *ipv_header_buffer(const void *buf, size_t len) {
+/* What a loader fails on: truncated data always, any warning too when asked (see ipv_header_buffer). */
+static VipsFailOn fail_on(int refuse_warnings) {
+    return refuse_warnings ? VIPS_FAIL_ON_WARNING : VIPS_FAIL_ON_TRUNCATED;
+}
+
+static const char *fail_on_option(int refuse_warnings) {
+    return refuse_warnings ? "fail_on=warning" : "fail_on=truncated";
+}
+
+VipsImage *ipv_header_buffer(const void *buf, size_t len, int refuse_warnings) {
     mark_errors();
-    return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", fail_on(refuse_warnings), NULL);
 }
 
 /* A source on an open descriptor, read from its start: the descriptor may have been read to its end
@@ -52,11 +61,11 @@ VipsSource *ipv_source_descriptor(int fd) {
     return vips_source_new_from_descriptor(fd);
 }
 
-VipsImage *ipv_header_descriptor(int fd) {
+VipsImage *ipv_header_descriptor(int fd, int refuse_warnings) {
     mark_errors();
     VipsSource *source = ipv_source_descriptor(fd);
     if (!source) return NULL;
-    VipsImage *image = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+    VipsImage *image = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", fail_on(refuse_warnings), NULL);
     g_object_unref(source);
     return image;
 }
@@ -114,34 +123,34 @@ static const char *export_profile(int to_srgb) {
     return to_srgb ? "srgb" : NULL;
 }
 
-int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int to_srgb, VipsImage **out) {
+int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int to_srgb, int refuse_warnings, VipsImage **out) {
     mark_errors();
     // libvips 8.14 does not forward fail_on to buffer loaders; the loader option string does.
     g_mutex_lock(&programs_lock);
     int status = vips_thumbnail_buffer((void *) buf, len, out, width,
-        "option_string", "fail_on=truncated",
+        "option_string", fail_on_option(refuse_warnings),
         "height", height,
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
-        "fail_on", VIPS_FAIL_ON_TRUNCATED,
+        "fail_on", fail_on(refuse_warnings),
         "export_profile", export_profile(to_srgb),
         NULL);
     g_mutex_unlock(&programs_lock);
     return status;
 }
 
-int ipv_thumbnail_descriptor(int fd, int width, int height, int crop, int to_srgb, VipsImage **out) {
+int ipv_thumbnail_descriptor(int fd, int width, int height, int crop, int to_srgb, int refuse_warnings, VipsImage **out) {
     mark_errors();
     VipsSource *source = ipv_source_descriptor(fd);
     if (!source) return -1;
     g_mutex_lock(&programs_lock);
     // As for buffers, libvips 8.14 forwards fail_on to source loaders only through the option string.
     int status = vips_thumbnail_source(source, out, width,
-        "option_string", "fail_on=truncated",
+        "option_string", fail_on_option(refuse_warnings),
         "height", height,
         "size", VIPS_SIZE_DOWN,
         "crop", crop_mode(crop),
-        "fail_on", VIPS_FAIL_ON_TRUNCATED,
+        "fail_on", fail_on(refuse_warnings),
         "export_profile", export_profile(to_srgb),
         NULL);
     g_mutex_unlock(&programs_lock);

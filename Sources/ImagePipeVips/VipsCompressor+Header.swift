@@ -9,7 +9,7 @@ extension VipsCompressor {
     public func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? {
         defer { ipv_thread_done() }
         ipv_begin_call()
-        let header = try openHeader(source)
+        let header = try openHeader(source, refusingWarnings: false)
         let format = try Self.acceptedFormat(of: header)
         try Self.checkPixels(header, limits)
         let frames = Self.frameCount(of: header)

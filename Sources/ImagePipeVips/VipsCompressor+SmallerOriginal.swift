@@ -4,6 +4,16 @@ import Foundation
 import ImagePipe
 
 extension VipsCompressor {
+    /// What the decode that made the variants says of the original's bytes.
+    enum OriginalDecode {
+        /// Decoded with every warning refused: undamaged.
+        case clean
+        /// Decoded only once warnings were allowed: damaged, never kept.
+        case warned
+        /// Decoded allowing warnings, without asking.
+        case unchecked
+    }
+
     /// `compressed` with each JPEG variant that is exactly the original's displayed size and
     /// larger than the original without its metadata (``JPEGOriginal``) replaced by those bytes.
     ///
@@ -14,10 +24,11 @@ extension VipsCompressor {
     ///
     /// Only an original that decodes without a warning may stand for its variant: a JPEG whose scan
     /// ends early decodes, grey below the break, with one, and its own bytes would store the damage.
-    /// libvips raises such warnings on any of its threads, so an original about to be kept is decoded
-    /// once more with warnings refused, unless `knownClean` (the direct path refuses them itself).
-    func keepingSmallerOriginal(_ compressed: CompressedImage, source: SourceImage, knownClean: Bool = false) -> CompressedImage {
-        guard compressed.sourceFormat == .jpeg,
+    /// libvips raises such warnings on any of its threads, so the decode itself is asked to refuse
+    /// them (`decode`, see ``compress(_:variants:limits:memory:)``); an original whose decode was
+    /// not is decoded once more with warnings refused before it is kept.
+    func keepingSmallerOriginal(_ compressed: CompressedImage, source: SourceImage, decode: OriginalDecode) -> CompressedImage {
+        guard compressed.sourceFormat == .jpeg, decode != .warned,
             compressed.variants.contains(where: { Self.mayKeepOriginal($0, sourceSize: compressed.sourceSize) })
         else { return compressed }
         let original: Data
@@ -30,7 +41,9 @@ extension VipsCompressor {
         }
         guard let stripped = JPEGOriginal.stripped(original, isSRGB: Self.isSRGB) else { return compressed }
         let smaller = compressed.variants.contains { Self.mayKeepOriginal($0, sourceSize: compressed.sourceSize) && stripped.count < $0.data.count }
-        guard smaller, knownClean || original.withUnsafeBytes({ ipv_decodes_cleanly($0.baseAddress, $0.count) }) != 0 else { return compressed }
+        guard smaller, decode == .clean || original.withUnsafeBytes({ ipv_decodes_cleanly($0.baseAddress, $0.count) }) != 0 else {
+            return compressed
+        }
         var result = compressed
         for index in result.variants.indices {
             let variant = result.variants[index]
@@ -40,6 +53,19 @@ extension VipsCompressor {
             result.variants[index] = kept
         }
         return result
+    }
+
+    /// Whether some variant might be `source`'s own bytes, judged before decoding: the source starts
+    /// as a JPEG does, and a variant is a JPEG that ``mayKeepOriginal(_:sourceSize:)`` could allow
+    /// at the source's size.
+    static func mayKeepOriginal(of source: SourceImage, variants: [VariantSpec]) -> Bool {
+        guard variants.contains(where: { $0.format == .jpeg && $0.watermark == nil && $0.metadata == .strip }) else { return false }
+        let start: Data
+        switch source.content {
+        case .bytes(let data): start = data.prefix(3)
+        case .file(let opened): start = (try? opened.read(count: min(3, opened.byteCount))) ?? Data()
+        }
+        return start.elementsEqual([0xFF, 0xD8, 0xFF])
     }
 
     /// Whether `variant` could be the original's bytes: a JPEG at the original's size, with no

@@ -100,23 +100,36 @@ public struct VipsCompressor: ImageCompressor {
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> CompressedImage {
         var compressed: CompressedImage
-        var decodedDirectly = false
+        var decode = OriginalDecode.unchecked
         if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) {
+            // The direct path gives up on any libjpeg warning.
             compressed = direct
-            decodedDirectly = true
+            decode = .clean
+        } else if configuration.keepsSmallerOriginal, Self.mayKeepOriginal(of: source, variants: variants) {
+            // A JPEG that might stand for a variant is first decoded refusing warnings, so that a
+            // clean decode proves it undamaged at no cost; checking it with a decode of its own cost a
+            // 1800x1200 photo's web preset a tenth of its time. A damaged one (rare) is made again
+            // as any other source, and is not kept.
+            do throws(ImagePipeError) {
+                compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory, refusingWarnings: true)
+                decode = .clean
+            } catch where error.code == .corruptImage {
+                compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory, refusingWarnings: false)
+                decode = .warned
+            }
         } else {
-            compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory)
+            compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory, refusingWarnings: false)
         }
-        // The direct path gives up on any libjpeg warning, so what it decoded decoded cleanly; what
-        // libvips decoded is checked before the original stands for a variant (keepingSmallerOriginal).
         if configuration.keepsSmallerOriginal {
-            compressed = keepingSmallerOriginal(compressed, source: source, knownClean: decodedDirectly)
+            compressed = keepingSmallerOriginal(compressed, source: source, decode: decode)
         }
         return compressed
     }
 
+    /// `refusingWarnings`: the loader fails on any warning (``compress(_:variants:limits:memory:)``
+    /// says when), else only on truncated data.
     private func makeVariants(
-        _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+        _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory, refusingWarnings: Bool
     ) throws(ImagePipeError) -> CompressedImage {
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
         var heldMuch = false
@@ -130,7 +143,7 @@ public struct VipsCompressor: ImageCompressor {
         let clock = ContinuousClock()
         let start = clock.now
 
-        let header = try openHeader(source)
+        let header = try openHeader(source, refusingWarnings: refusingWarnings)
         let format = try Self.acceptedFormat(of: header)
         // Read before the header goes, and only when some variant keeps metadata.
         let metadata = variants.contains { $0.metadata != .strip } ? SourceMetadata(header) : nil
@@ -151,7 +164,10 @@ public struct VipsCompressor: ImageCompressor {
         defer { memory.release(reserved) }
 
         var decoded: VipsImageHandle?
-        if let plan { decoded = try decodeOnce(source, header: header, plan: plan, variants: still, displayed: displayed) }
+        if let plan {
+            decoded = try decodeOnce(
+                source, header: header, plan: plan, variants: still, displayed: displayed, refusingWarnings: refusingWarnings)
+        }
         let allFrames = anyAnimated ? try decodeFrames(source) : nil
         let decodeTime = clock.now - start
         var placeholder: Placeholder?
@@ -183,15 +199,15 @@ public struct VipsCompressor: ImageCompressor {
 
     // MARK: - Steps, in pipeline order
 
-    /// Opens the source without decoding pixels.
-    func openHeader(_ source: SourceImage) throws(ImagePipeError) -> VipsImageHandle {
+    /// Opens the source without decoding pixels; `refusingWarnings` as for ``makeVariants``.
+    func openHeader(_ source: SourceImage, refusingWarnings: Bool) throws(ImagePipeError) -> VipsImageHandle {
         let pointer: UnsafeMutablePointer<VipsImage>?
         switch source.content {
         case .bytes(let data):
             guard !data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
-            pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count) }
+            pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count, refusingWarnings ? 1 : 0) }
         case .file(let opened):
-            pointer = ipv_header_descriptor(opened.descriptor)
+            pointer = ipv_header_descriptor(opened.descriptor, refusingWarnings ? 1 : 0)
         }
         guard let pointer else { throw headerError() }
         return VipsImageHandle(pointer)
@@ -241,21 +257,24 @@ public struct VipsCompressor: ImageCompressor {
     /// small images). With several it is the largest size any of them needs, its profile forgotten
     /// (it is sRGB now), so each variant is resized from it without being converted again.
     private func decodeOnce(
-        _ source: SourceImage, header: VipsImageHandle, plan: ResizePlan, variants: [VariantSpec], displayed: PixelSize
+        _ source: SourceImage, header: VipsImageHandle, plan: ResizePlan, variants: [VariantSpec], displayed: PixelSize,
+        refusingWarnings: Bool
     ) throws(ImagePipeError) -> VipsImageHandle {
         let decoded: VipsImageHandle
         if variants.count == 1, Self.placesCrop(variants[0], focus: source.focus) {
             // Decoded whole at the size that covers the box; the crop is taken from it in memory.
             let covering = ResizePlan.coverSize(of: displayed, for: plan.outputs[0])
             decoded = try decode(
-                source, header: header, to: covering, byWidth: ResizePlan.coversByWidth(displayed, plan.outputs[0]), crop: false)
+                source, header: header, to: covering, byWidth: ResizePlan.coversByWidth(displayed, plan.outputs[0]), crop: false,
+                refusingWarnings: refusingWarnings)
         } else if variants.count == 1 {
             let variant = variants[0]
             decoded = try decode(
                 source, header: header, to: plan.outputs[0], byWidth: ResizePlan.fitsByWidth(displayed, variant.box),
-                crop: variant.fit == .cover)
+                crop: variant.fit == .cover, refusingWarnings: refusingWarnings)
         } else {
-            decoded = try decode(source, header: header, to: plan.decodeSize, byWidth: plan.decodesByWidth, crop: false)
+            decoded = try decode(
+                source, header: header, to: plan.decodeSize, byWidth: plan.decodesByWidth, crop: false, refusingWarnings: refusingWarnings)
         }
         guard let memory = ipv_copy_memory(decoded.pointer) else { throw decodeError() }
         let copy = VipsImageHandle(memory)
@@ -270,21 +289,22 @@ public struct VipsCompressor: ImageCompressor {
     /// opened decodes it: opening the source a second time (a loader search, a header and an EXIF
     /// parse) cost a small image a fifth of its time.
     private func decode(
-        _ source: SourceImage, header: VipsImageHandle, to size: PixelSize, byWidth: Bool, crop: Bool
+        _ source: SourceImage, header: VipsImageHandle, to size: PixelSize, byWidth: Bool, crop: Bool, refusingWarnings: Bool
     ) throws(ImagePipeError) -> VipsImageHandle {
         var out: UnsafeMutablePointer<VipsImage>?
         let box = Self.box(for: size, byWidth: byWidth, crop: crop)
         let toSRGB = ipv_profile_needs_conversion(header.pointer)
+        let strict: Int32 = refusingWarnings ? 1 : 0
         let status: Int32
         switch source.content {
         case _ where size == Self.displayedSize(of: header):
             status = ipv_thumbnail_image(header.pointer, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
         case .bytes(let data):
             status = data.withUnsafeBytes {
-                ipv_thumbnail_buffer($0.baseAddress, $0.count, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
+                ipv_thumbnail_buffer($0.baseAddress, $0.count, box.width, box.height, crop ? 1 : 0, toSRGB, strict, &out)
             }
         case .file(let opened):
-            status = ipv_thumbnail_descriptor(opened.descriptor, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
+            status = ipv_thumbnail_descriptor(opened.descriptor, box.width, box.height, crop ? 1 : 0, toSRGB, strict, &out)
         }
         guard status == 0, let out else { throw decodeError() }
         return try toSRGB8(VipsImageHandle(out))

@@ -33,7 +33,7 @@ public final class WatermarkLogo: @unchecked Sendable {
         ipv_begin_call()
         let prepared: UnsafeMutablePointer<VipsImage>? = data.withUnsafeBytes { bytes in
             // The header reads `bytes` lazily: it is decoded here, while they are alive.
-            guard let header = ipv_header_buffer(bytes.baseAddress, bytes.count) else { return nil }
+            guard let header = ipv_header_buffer(bytes.baseAddress, bytes.count, 0) else { return nil }
             defer { ipv_unref(header) }
             var out: UnsafeMutablePointer<VipsImage>?
             guard ipv_watermark_prepare(header, &out) == 0 else { return nil }

@@ -122,7 +122,7 @@ public enum VipsProbe {
     /// The working memory the compressor reserves from its decode budget for `data` and `variants`.
     public static func workingMemory(_ data: Data, variants: [VariantSpec]) throws(ImagePipeError) -> Int {
         try Vips.ensureStarted()
-        let pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count) }
+        let pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count, 0) }
         guard let pointer else { throw ImagePipeError(.unsupportedFormat, Vips.takeError() ?? "unreadable header") }
         let header = VipsImageHandle(pointer)
         return VipsCompressor.workingMemory(

@@ -13,8 +13,10 @@ void ipv_configure(int concurrency);
 
 /// Opens an image lazily (header only, no pixels decoded) from memory or from an open file, read
 /// through its descriptor: an image helper in its sandbox can open no path, not even /proc/self/fd.
-VipsImage *ipv_header_buffer(const void *buf, size_t len);
-VipsImage *ipv_header_descriptor(int fd);
+/// Its loader fails on truncated data, and with `refuse_warnings` non-zero on any warning too, when
+/// the pixels are decoded: a decode that succeeds so has proved the file undamaged.
+VipsImage *ipv_header_buffer(const void *buf, size_t len, int refuse_warnings);
+VipsImage *ipv_header_descriptor(int fd, int refuse_warnings);
 
 /// Whether the header carries an orientation that swaps width and height.
 int ipv_orientation_swaps(VipsImage *image);
@@ -38,9 +40,9 @@ int ipv_profile_needs_conversion(VipsImage *header);
 
 /// Shrink-on-load thumbnail: auto-orients, never enlarges, fails on truncated data, converts from
 /// the embedded profile to sRGB when `to_srgb` is non-zero (see ipv_profile_needs_conversion).
-/// `crop` non-zero crops around the centre to width x height.
-int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int to_srgb, VipsImage **out);
-int ipv_thumbnail_descriptor(int fd, int width, int height, int crop, int to_srgb, VipsImage **out);
+/// `crop` non-zero crops around the centre to width x height; `refuse_warnings` as for ipv_header_buffer.
+int ipv_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int to_srgb, int refuse_warnings, VipsImage **out);
+int ipv_thumbnail_descriptor(int fd, int width, int height, int crop, int to_srgb, int refuse_warnings, VipsImage **out);
 /// The same from an image already decoded into memory.
 int ipv_thumbnail_image(VipsImage *in, int width, int height, int crop, int to_srgb, VipsImage **out);
 /// Resizes `in` to exactly width x height (libvips' thumbnail with size=force): a variant made from a
