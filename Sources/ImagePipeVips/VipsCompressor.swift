@@ -113,7 +113,7 @@ public struct VipsCompressor: ImageCompressor {
             do throws(ImagePipeError) {
                 compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory, refusingWarnings: true)
                 decode = .clean
-            } catch where error.code == .corruptImage {
+            } catch  where error.code == .corruptImage {
                 compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory, refusingWarnings: false)
                 decode = .warned
             }
