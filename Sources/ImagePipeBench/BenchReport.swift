@@ -128,11 +128,13 @@ public struct BenchReport: Sendable, Codable {
         let scored = tools.filter { $0.variants != nil }
         if !scored.isEmpty {
             lines.append("per variant: bytes, bytes against the first row, worst / median score, encodes per image")
+            // As wide as the longest name, and a space: "imagepipe --sandbox off" is 23 characters.
+            let scoredWidth = max(20, (scored.map(\.name.count).max() ?? 0) + 1)
             for tool in scored {
                 for variant in tool.variants ?? [] {
                     let first = scored.first?.variants?.first { $0.name == variant.name }?.bytes
                     lines.append(
-                        "  " + pad(tool.name, 20) + pad(variant.name, 10) + pad(BatchSummary.formatBytes(variant.bytes), 10, right: true)
+                        "  " + pad(tool.name, scoredWidth) + pad(variant.name, 10) + pad(BatchSummary.formatBytes(variant.bytes), 10, right: true)
                             + pad(Self.change(variant.bytes, from: first), 9, right: true)
                             + String(
                                 format: "   %5.1f / %5.1f   %.2f", variant.worstScore ?? .nan, variant.medianScore ?? .nan,

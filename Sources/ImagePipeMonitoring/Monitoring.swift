@@ -45,19 +45,19 @@ public final class Monitoring: Sendable {
         address: MonitoringAddress, checks: [ReadinessCheck], checkInterval: Duration,
         liveness: @escaping @Sendable () -> Bool, stopRequested: @escaping @Sendable () -> Bool,
         beforeScrape: [@Sendable () -> Void], logger: Logger
-    ) throws(ImagePipeError) {
+    ) async throws(ImagePipeError) {
         let registry = Self.bootstrapMetrics()
         let health = Health(checks: checks.map(\.name), liveness: liveness, stopRequested: stopRequested)
         let process = ProcessMetrics()
         let endpoints = MonitoringEndpoints(registry: registry, health: health, beforeScrape: beforeScrape + [{ process.update() }])
         self.health = health
         self.checks = ReadinessChecks(checks, health: health, interval: checkInterval, logger: logger)
-        self.server = try MonitoringServer.start(at: address, endpoints: endpoints, logger: logger)
+        self.server = try await MonitoringServer.start(at: address, endpoints: endpoints, logger: logger)
     }
 
     /// The services to run in a ServiceGroup, before the worker: the server, then the checks.
     public var services: [any Service] { [server, checks] }
 
     /// Closes the port (a batch that has finished).
-    public func stop() { server.stop() }
+    public func stop() async { await server.stop() }
 }

@@ -30,8 +30,11 @@ public final class MonitoringServer: Service, Sendable {
     /// Binds `address` and starts answering.
     ///
     /// - Throws: `configuration` when the address cannot be bound (in use, not this host's).
-    public static func start(at address: MonitoringAddress, endpoints: MonitoringEndpoints, logger: Logger) throws(ImagePipeError) -> MonitoringServer
-    {
+    /// Awaited, never waited for: a command's `run()` is async, and a NIO `wait()` there would hold
+    /// one of the cooperative pool's threads (one per core) until the socket is bound.
+    public static func start(
+        at address: MonitoringAddress, endpoints: MonitoringEndpoints, logger: Logger
+    ) async throws(ImagePipeError) -> MonitoringServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
@@ -44,16 +47,16 @@ public final class MonitoringServer: Service, Sendable {
                 }
             }
         do {
-            let channel = try bootstrap.bind(host: address.host, port: address.port).wait()
+            let channel = try await bootstrap.bind(host: address.host, port: address.port).get()
             let bound = try MonitoringAddress(parsing: channel.localAddress.map(Self.describe) ?? address.description)
             let server = MonitoringServer(group: group, channel: channel, address: bound, logger: logger)
             logger.info("serving /metrics, /healthz and /readyz", metadata: ["address": "\(bound)"])
             return server
         } catch let error as ImagePipeError {
-            try? group.syncShutdownGracefully()
+            try? await group.shutdownGracefully()
             throw error
         } catch {
-            try? group.syncShutdownGracefully()
+            try? await group.shutdownGracefully()
             throw .configuration(
                 "cannot listen on \(address), the metrics address set by --metrics-address (or IMAGEPIPE_METRICS_ADDRESS, "
                     + "or metrics-address in the --config file): \(Self.reason(of: error))")
@@ -85,10 +88,10 @@ public final class MonitoringServer: Service, Sendable {
         try? await group.shutdownGracefully()
     }
 
-    /// Closes the port and waits for it, outside a ServiceGroup (a batch that has finished).
-    public func stop() {
-        try? channel.close().wait()
-        try? group.syncShutdownGracefully()
+    /// Closes the port and awaits it, outside a ServiceGroup (a batch that has finished).
+    public func stop() async {
+        try? await channel.close().get()
+        try? await group.shutdownGracefully()
     }
 
     private static func describe(_ address: SocketAddress) -> String {

@@ -16,10 +16,10 @@ extension CompositionRoot {
     static func monitoring(
         at address: MonitoringAddress, worker: WorkerLoop, storage: any StorageRepository,
         interval: Duration, logger: Logger
-    ) throws(ImagePipeError) -> Monitoring {
+    ) async throws(ImagePipeError) -> Monitoring {
         let workload = WorkloadGauges()
         let queue = worker.queue
-        return try Monitoring(
+        return try await Monitoring(
             address: address,
             checks: [
                 ReadinessCheck("queue") { () async throws(ImagePipeError) in
@@ -46,9 +46,9 @@ extension CompositionRoot {
     static func monitoring(
         at address: MonitoringAddress, batch: BatchProgressState, interruption: Interruption,
         interval: Duration, logger: Logger
-    ) throws(ImagePipeError) -> Monitoring {
+    ) async throws(ImagePipeError) -> Monitoring {
         let workload = WorkloadGauges()
-        return try Monitoring(
+        return try await Monitoring(
             address: address,
             checks: [
                 ReadinessCheck.blocking("storage") { () throws(ImagePipeError) in

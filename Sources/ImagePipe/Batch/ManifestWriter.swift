@@ -68,6 +68,7 @@ public final class ManifestWriter: Sendable {
 
     /// Appends one record as a line.
     public func append(_ result: JobResult) {
+        BlockingIO.mayBlock("a manifest append")
         let line = Data((result.jsonLine() + "\n").utf8)
         if let sink { return sink(line) }
         handle.withLock { $0.write(line) }
@@ -75,6 +76,7 @@ public final class ManifestWriter: Sendable {
 
     /// Flushes and closes the file.
     public func close() {
+        BlockingIO.mayBlock("closing the manifest")
         handle.withLock { file in
             if ownsHandle {
                 try? file.synchronize()

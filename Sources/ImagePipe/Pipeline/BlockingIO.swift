@@ -1,6 +1,7 @@
 // Where async code hands its blocking calls, and the check that none of them runs on Swift's cooperative pool.
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Runs blocking calls (file moves, `fsync`, directory scans, libcurl requests) for async code, on
 /// a Dispatch queue instead of Swift's cooperative pool.
@@ -32,10 +33,28 @@ public enum BlockingIO {
     /// Stops the process, naming `call`, when checks are on and this thread is one of Swift's
     /// cooperative pool: a blocking call must never run there.
     public static func mayBlock(_ call: @autoclosure () -> String) {
-        guard checks, isOnCooperativePool else { return }
+        guard checks || recording.load(ordering: .relaxed), isOnCooperativePool else { return }
+        if let record = recorder.withLock({ $0 }) { return record(call()) }
         let message = "imagepipe: blocking call on Swift's cooperative pool: \(call())\n"
         FileHandle.standardError.write(Data(message.utf8))
         abort()
+    }
+
+    /// What the library's own tests see instead of the stop: each call a check caught, recorded
+    /// (``recordingViolations(_:)``).
+    private static let recorder = Mutex<(@Sendable (String) -> Void)?>(nil)
+    private static let recording = Atomic<Bool>(false)
+
+    /// Runs `body` with the checks on, recording each blocking call they catch instead of stopping
+    /// the process, and returns the calls caught. For tests; one at a time.
+    package static func recordingViolations(_ body: () async -> Void) async -> [String] {
+        let caught = Mutex<[String]>([])
+        recorder.withLock { $0 = { call in caught.withLock { $0.append(call) } } }
+        recording.store(true, ordering: .relaxed)
+        await body()
+        recording.store(false, ordering: .relaxed)
+        recorder.withLock { $0 = nil }
+        return caught.withLock { $0 }
     }
 
     /// Whether the calling thread belongs to Swift's cooperative pool (its Dispatch label on Linux).

@@ -81,16 +81,29 @@ struct BatchCommand: AsyncParsableCommand {
             _ = Monitoring.bootstrapMetrics()
             return JobMetrics()
         }
-        let monitoring = try service.address.map { (address) throws(ImagePipeError) in
-            try CompositionRoot.monitoring(
+        var monitoring: Monitoring?
+        if let address = service.address {
+            monitoring = try await CompositionRoot.monitoring(
                 at: address, batch: progressState, interruption: interruption,
                 interval: .seconds(service.checkInterval), logger: logger)
         }
         let checks = monitoring.map { monitoring in Task { try await monitoring.checks.run() } }
-        defer {
+        // The port closes however the run ends (awaited: a defer cannot).
+        do {
+            try await runBatch(logger: logger, interruption: interruption, progressState: progressState, jobMetrics: jobMetrics)
+        } catch {
             checks?.cancel()
-            monitoring?.stop()
+            await monitoring?.stop()
+            throw error
         }
+        checks?.cancel()
+        await monitoring?.stop()
+    }
+
+    /// The batch itself, once the monitoring endpoints (if any) answer.
+    private func runBatch(
+        logger: Logger, interruption: Interruption, progressState: BatchProgressState, jobMetrics: JobMetrics?
+    ) async throws {
         // Setting up reads files (the list, the sources, credentials): blocking I/O, off the
         // cooperative pool, as is the dry run's reading and hashing.
         let runner = try await BlockingIO.run { () throws(ImagePipeError) in try prepare(logger: logger) }
@@ -125,8 +138,10 @@ struct BatchCommand: AsyncParsableCommand {
         for (path, reason) in scan.unreadable {
             logger.warning("cannot list a directory", metadata: ["path": "\(path)", "error": "\(reason)"])
         }
+        // Written off the cooperative pool, as every manifest line is (the results' own lines come
+        // on the batch's serial result queue).
+        await BlockingIO.run { for skipped in scan.skipped { writer?.append(skipped) } }
         for skipped in scan.skipped {
-            writer?.append(skipped)
             jobMetrics?.jobFinished(skipped)
             logger.info("skipped", metadata: skipped.logMetadata)
             await notifier?.send(JobNotice(event: .skipped, job: skipped.source, result: skipped))

@@ -127,8 +127,9 @@ struct WatchCommand: AsyncParsableCommand {
                 retry: retry, statusInterval: .seconds(statusInterval), exitWhenEmpty: exitWhenEmpty,
                 shutdownTimeout: .seconds(shutdownTimeout)),
             observer: jobMetrics, notifier: notifier, logger: logger)
-        let monitoring = try service.address.map { (address) throws(ImagePipeError) in
-            try CompositionRoot.monitoring(
+        var monitoring: Monitoring?
+        if let address = service.address {
+            monitoring = try await CompositionRoot.monitoring(
                 at: address, worker: worker, storage: handler.storage,
                 interval: .seconds(service.checkInterval), logger: logger)
         }
