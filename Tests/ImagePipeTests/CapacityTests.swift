@@ -1,5 +1,6 @@
 import Foundation
 import ImagePipe
+import ImagePipeTestSupport
 import Synchronization
 import Testing
 
@@ -84,7 +85,7 @@ import Testing
         #expect(capacity.held == 0)
     }
 
-    @Test func compressionsThatDoNotFitWaitForMemoryInArrivalOrder() {
+    @Test func compressionsThatDoNotFitWaitForMemoryInArrivalOrder() throws {
         let memory = WorkingMemory(limit: 100)
         let first = memory.acquire(80)
         let secondGranted = Atomic<Bool>(false)
@@ -96,7 +97,7 @@ import Testing
             done.signal()
         }
         // Once it is queued, it cannot have been granted: it waits on its own semaphore.
-        while memory.waiting == 0 { Thread.sleep(forTimeInterval: 0.001) }
+        try #require(eventually(seconds: 60) { memory.waiting > 0 }, "the second request queues")
         let grantedEarly = secondGranted.load(ordering: .sequentiallyConsistent)
         #expect(!grantedEarly)
         #expect(memory.used == 80)

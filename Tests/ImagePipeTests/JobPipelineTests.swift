@@ -95,7 +95,7 @@ import Testing
                 }
             }
         }
-        while storage.waiting < 18 { try await Task.sleep(for: .milliseconds(2)) }
+        try #require(await eventually(seconds: 60) { storage.waiting >= 18 }, "every output reaches the store")
         #expect(pipeline.tryReserve(upTo: 1) == 0, "the hold limit is reached: six jobs wait for their fsyncs")
         #expect(events.withLock { $0 } == Array(repeating: "handed off", count: 6), "no job reported before its outputs are durable")
         #expect(compressor.liveOutputs == 0, "the waiting jobs hold none of their bytes")
@@ -120,7 +120,7 @@ import Testing
             try await pipeline.reserve()
             pipeline.submit(job) { _ in }
         }
-        while storage.waiting < 18 { try await Task.sleep(for: .milliseconds(2)) }
+        try #require(await eventually(seconds: 60) { storage.waiting >= 18 }, "every output reaches the store")
         let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap {
             try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")
         }
