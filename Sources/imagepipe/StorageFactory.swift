@@ -53,9 +53,6 @@ enum StorageFactory {
         }
     }
 
-    /// One repository per scheme among `urls` (`s3://` or `supabase://` sources), resolved like a
-    /// destination of that scheme: the same flags, environment and files, so sources and
-    /// destination in one store share everything but the bucket.
     /// One placeholder URL per kind of object store the environment has credentials for, so a
     /// worker whose jobs name objects can read them: `s3://` with AWS credentials, `supabase://`
     /// with SUPABASE_URL and a key.
@@ -76,6 +73,9 @@ enum StorageFactory {
         return urls
     }
 
+    /// One repository per scheme among `urls` (`s3://` or `supabase://` sources), resolved like a
+    /// destination of that scheme: the same flags, environment and files, so sources and
+    /// destination in one store share everything but the bucket.
     static func sources(
         _ urls: [String], _ options: StorageOptions,
         environment: [String: String] = ProcessInfo.processInfo.environment

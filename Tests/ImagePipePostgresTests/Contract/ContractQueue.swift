@@ -37,7 +37,11 @@ struct ContractQueue: Sendable, CustomTestStringConvertible {
         return OpenedQueue(
             // A queue directory has no lease: a worker's claims last as long as its process holds
             // its claim area's lock.
-            worker: { _ in try DirectoryQueue(directory: queue, configuration: settings, logger: .quiet) },
+            worker: { _, notifies in
+                var settings = settings
+                settings.takesOverNotices = notifies
+                return try DirectoryQueue(directory: queue, configuration: settings, logger: .quiet)
+            },
             enqueue: { name in scratch.write("queue/inbox/" + name, "bytes of \(name)") },
             places: {
                 ["waiting": jobs("inbox"), "done": jobs("done"), "failed": jobs("failed")]
@@ -50,7 +54,12 @@ struct ContractQueue: Sendable, CustomTestStringConvertible {
     static let postgres = ContractQueue(testDescription: "PostgreSQL", cancelledPlace: "cancelled", countsDeathsAsAttempts: true) {
         let fixture = try PostgresFixture()
         return OpenedQueue(
-            worker: { lease in try fixture.queue(lease: lease, maxAttempts: 3) },
+            worker: { lease, notifies in
+                try PostgresQueue(
+                    location: fixture.location,
+                    configuration: .init(lease: lease, maxAttempts: 3, pollInterval: .milliseconds(200), keepsNotices: notifies),
+                    logger: .quiet)
+            },
             enqueue: { name in
                 // As `imagepipe enqueue` adds it, making the schema on first use.
                 let path = fixture.directory.write("src/" + name, "bytes of \(name)")
@@ -75,8 +84,8 @@ struct ContractQueue: Sendable, CustomTestStringConvertible {
 /// Jobs opened for one test: workers' queues on them, and readers that go round the workers.
 struct OpenedQueue: Sendable {
     /// A new worker's queue on the same jobs (not yet opened), whose claims lapse after `lease`
-    /// unless renewed where claims have leases.
-    let worker: @Sendable (_ lease: Duration) throws -> any JobQueue
+    /// unless renewed where claims have leases; with `notifies`, as `--notify-url` opens it.
+    let worker: @Sendable (_ lease: Duration, _ notifies: Bool) throws -> any JobQueue
     /// Adds a job for a source called `name`.
     let enqueue: @Sendable (String) async throws -> Void
     /// How many jobs wait, are done, failed (discarded) and cancelled, as the queue's own files
@@ -86,8 +95,8 @@ struct OpenedQueue: Sendable {
     let keepAlive: any Sendable
 
     /// A worker's queue, opened.
-    func openWorker(lease: Duration = .seconds(30)) async throws -> any JobQueue {
-        let queue = try worker(lease)
+    func openWorker(lease: Duration = .seconds(30), notifies: Bool = false) async throws -> any JobQueue {
+        let queue = try worker(lease, notifies)
         try await queue.open(wake: {})
         return queue
     }

@@ -133,4 +133,44 @@ struct QueueContractTests {
         #expect(try jobs.places() == ["done": 1])
         await survivor.close()
     }
+
+    /// A notice kept with its job's record outlives the worker that kept it: a notifying worker
+    /// takes it over once that worker is dead, and once forgotten it is never handed out again.
+    @Test(arguments: ContractQueue.all)
+    func aKeptNoticeOutlivesItsWorkerUntilForgotten(_ kind: ContractQueue) async throws {
+        let jobs = try kind.open()
+        try await jobs.enqueue("told.jpg")
+        let result = JobResult(source: "told.jpg", status: .done)
+        let notice: JobNotice
+        do {
+            let dying = try await jobs.openWorker(lease: .seconds(1), notifies: true)
+            let claimed = try await dying.claimOne()
+            notice = JobNotice(event: .done, job: claimed.id, result: result)
+            #expect(await dying.complete(claimed, result: result, notice: notice) == .recorded)
+            await dying.close()
+        }
+        #expect(try jobs.places() == ["done": 1], "the record is there whatever becomes of its notice")
+
+        // The heir, too, is gone before the next worker comes: nothing of its own holds the notice.
+        do {
+            let heir = try await jobs.openWorker(lease: .seconds(1), notifies: true)
+            let deadline = ContinuousClock.now + .seconds(60)
+            var taken: [JobNotice] = []
+            while taken.isEmpty && ContinuousClock.now < deadline {
+                await heir.maintain()
+                taken = await heir.takeOverNotices(limit: 10)
+                if taken.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(taken.map(\.id) == [notice.id] && taken.first?.result.source == "told.jpg", "\(taken)")
+            heir.forgetNotice(notice.id)
+            await heir.close()
+        }
+
+        let later = try await jobs.openWorker(lease: .seconds(1), notifies: true)
+        // Past a lease of the heir's, whose hold on the notice would have lapsed had it not forgotten it.
+        try await Task.sleep(for: .seconds(2))
+        await later.maintain()
+        #expect(await later.takeOverNotices(limit: 10).isEmpty, "a forgotten notice is gone")
+        await later.close()
+    }
 }
