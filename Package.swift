@@ -192,8 +192,8 @@ let package = Package(
         .testTarget(
             name: "ImagePipeRemoteStorageTests",
             dependencies: [
-                "ImagePipe", "ImagePipeRemoteStorage", "ImagePipeVipsTestSupport", "ImagePipeTestKit", "ImagePipeTestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                "ImagePipe", "ImagePipeRemoteStorage", "ImagePipeLocalStorage", "ImagePipeVipsTestSupport", "ImagePipeTestKit",
+                "ImagePipeTestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Support/python"],
             swiftSettings: strict

@@ -272,21 +272,6 @@ import Testing
         }
     }
 
-    @Test func aCreateThatFindsTheSameOutputKeepsItAndAStaleOneIsReplaced() throws {
-        let storage = LocalDirectoryStorage(root: directory.path)
-        _ = try storage.put(object("k.jpg", "first writer", from: "a.jpg", sha: "1", policy: .create))
-        let second = try storage.put(object("k.jpg", "second writer", from: "copy of a.jpg", sha: "1", policy: .create))
-        #expect(second.wasInPlace, "a concurrent job of the same original found its output written")
-        #expect(try String(contentsOfFile: directory.url("k.jpg"), encoding: .utf8) == "first writer")
-        let changedSettings = try storage.put(
-            object(
-                "k.jpg", "new quality", from: "a.jpg", sha: "1", policy: .create,
-                variant: "large=2048x2048,jpeg,q60"))
-        #expect(!changedSettings.wasInPlace)
-        #expect(try String(contentsOfFile: directory.url("k.jpg"), encoding: .utf8) == "new quality")
-        #expect(directory.files() == ["k.jpg"])
-    }
-
     @Test func deleteRemovesTheFileAndTheDirectoriesItLeavesEmpty() throws {
         let storage = LocalDirectoryStorage(root: directory.url("out"))
         _ = try storage.put(object("2024/trip/a-large.jpg", "x", from: "a.jpg", sha: "1"))

@@ -61,6 +61,9 @@ public final class InMemoryStorage: StorageRepository, Sendable {
             return state.attempts[object.key]!
         }
         defer { state.withLock { $0.concurrent -= 1 } }
+        // As every real store refuses them (the storage contract checks it), so a test that stores
+        // here sees the failure a real destination would give.
+        try KeyTemplate.validate(key: object.key)
         if delay > .zero { Thread.sleep(forTimeInterval: Double(delay.milliseconds) / 1000) }
         if let error = failure?(object, attempt) { throw error }
         var kept = object
@@ -81,6 +84,7 @@ public final class InMemoryStorage: StorageRepository, Sendable {
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {
+        try KeyTemplate.validate(key: key)
         state.withLock { state in
             state.objects[key] = nil
             state.deleted.append(key)

@@ -38,11 +38,11 @@ extension ConfigCommand {
             _ = try StorageFactory.make(watch.options.storage)
             unchecked.append(contentsOf: destinationUnchecked(watch.options.storage.dest))
             unchecked.append(contentsOf: try CompositionRoot.checkNotifier(watch.notify))
-            if PostgresLocation.isURL(watch.queue) {
-                let location = try PostgresLocation(parsing: watch.queue)
+            switch try QueueKind(watch.queue) {
+            case .postgres(let location):
                 unchecked.append("that \(location) answers and the role may use it (imagepipe queue status checks, read-only)")
-            } else {
-                try checkQueueDirectory(watch.queue)
+            case .directory(let path):
+                try checkQueueDirectory(path)
             }
         }
         return unchecked
@@ -58,9 +58,7 @@ extension ConfigCommand {
 
     /// A remote destination is only known good once it answered; a local one is made by the run.
     private static func destinationUnchecked(_ destination: String) -> [String] {
-        guard let separator = destination.range(of: "://"), destination[..<separator.lowerBound].lowercased() != "file" else {
-            return []
-        }
+        guard (try? StoreKind(destination: destination))?.isRemote == true else { return [] }
         return ["that \(destination) answers and these credentials may write there (the run probes it before its first job)"]
     }
 

@@ -61,7 +61,11 @@ struct EnqueueCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let location = try PostgresLocation(parsing: queue)
+        guard case .postgres(let location) = try QueueKind(queue) else {
+            throw ImagePipeError.configuration(
+                "not a PostgreSQL URL: expected postgres://USER@HOST:PORT/DATABASE?queue=NAME "
+                    + "(a queue directory takes jobs as files renamed into its inbox/)")
+        }
         let (sources, unique, priority, runAt) = (self.sources, self.unique, self.priority, self.runAt)
         let options = QueuedJobOptions(focus: focus)
         let (added, skipped) = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {

@@ -11,12 +11,11 @@ enum QueueTarget {
     /// A PostgreSQL queue.
     case postgres(PostgresLocation)
 
-    /// The queue `text` names: a `postgres://` URL, else a queue directory.
+    /// The queue `text` names (see ``QueueKind``); a queue directory must exist.
     init(_ text: String) throws(ImagePipeError) {
-        if PostgresLocation.isURL(text) {
-            self = .postgres(try PostgresLocation(parsing: text))
-        } else {
-            self = .directory(try QueueDirectory(existing: text))
+        switch try QueueKind(text) {
+        case .postgres(let location): self = .postgres(location)
+        case .directory(let path): self = .directory(try QueueDirectory(existing: path))
         }
     }
 

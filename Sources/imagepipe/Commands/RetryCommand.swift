@@ -25,7 +25,7 @@ struct RetryCommand: ParsableCommand {
     var paths: [String] = []
 
     func run() throws {
-        if PostgresLocation.isURL(queueDirectory) {
+        if QueueKind.isPostgres(queueDirectory) {
             throw ImagePipeError.configuration(
                 "imagepipe retry takes a queue directory; for a PostgreSQL queue use `imagepipe queue retry postgres://... [ID ...]`")
         }

@@ -92,7 +92,7 @@ struct WatchCommand: AsyncParsableCommand {
         guard rescanInterval > 0 else { throw ValidationError("--rescan-interval must be positive") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
         guard retentionDays >= 0 else { throw ValidationError("--retention cannot be negative") }
-        if keepDone != nil && PostgresLocation.isURL(queue) {
+        if keepDone != nil && QueueKind.isPostgres(queue) {
             throw ValidationError(
                 "--keep-done does not apply to a PostgreSQL queue: its workers delete finished jobs after --retention days")
         }
@@ -112,7 +112,7 @@ struct WatchCommand: AsyncParsableCommand {
         // done off the cooperative pool.
         let (handler, pipeline, jobs, notifier) = try await BlockingIO.run { () throws(ImagePipeError) in
             let handler = try CompositionRoot.fileHandler(
-                options, sources: PostgresLocation.isURL(queue) ? StorageFactory.configuredSourceSchemes(options.storage) : [],
+                options, sources: QueueKind.isPostgres(queue) ? StorageFactory.configuredSourceSchemes(options.storage) : [],
                 logger: logger)
             // A wrong destination stops the worker here, not after every job used up its attempts;
             // one that goes away later is retried like any storage failure.
@@ -166,19 +166,11 @@ struct WatchCommand: AsyncParsableCommand {
 
     /// The queue named on the command line.
     private func jobQueue(logger: Logger) throws(ImagePipeError) -> any JobQueue {
-        guard PostgresLocation.isURL(queue) else {
-            return try DirectoryQueue(
-                directory: QueueDirectory(root: queue),
-                configuration: .init(
-                    rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod),
-                    takesOverNotices: notify.notifyURL != nil, maxAttempts: maxAttempts),
-                logger: logger)
-        }
-        return try PostgresQueue(
-            location: PostgresLocation(parsing: queue),
-            configuration: .init(
-                lease: .seconds(lease), maxAttempts: maxAttempts, retention: .seconds(retentionDays * 86_400),
-                keepsNotices: notify.notifyURL != nil),
+        try QueueFactory.make(
+            QueueKind(queue),
+            .init(
+                rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod), lease: .seconds(lease),
+                retention: .seconds(retentionDays * 86_400), maxAttempts: maxAttempts, notifies: notify.notifyURL != nil),
             logger: logger)
     }
 }

@@ -52,7 +52,7 @@ faults = {}
 for item in filter(None, args.faults.split(",")):
     name, fault = item.split("=")
     faults[name] = fault
-lock = threading.Lock()
+lock = threading.RLock()  # store() takes it again inside a check-and-write
 counts = {}
 objects = {}
 bodies = {}
@@ -231,16 +231,21 @@ class Handler(BaseHTTPRequestHandler):
         upsert = self.headers.get("x-upsert")
         if upsert not in ("true", "false"):
             return error(self, 400, "InvalidUpsert", "x-upsert must be true or false")
-        with lock:
-            taken = f"{bucket}/{key}" in objects
-        if upsert == "false" and taken:
-            # As Supabase answers an upload without upsert onto a taken key.
-            return error(self, 400, "Duplicate", "The resource already exists")
         md5 = self.headers.get("Content-MD5")
         if md5 is None or base64.b64decode(md5) != hashlib.md5(body).digest():
             return error(self, 400, "InvalidDigest", "Content-MD5 missing or does not match the body")
         user_metadata = json.loads(base64.b64decode(self.headers["x-metadata"])) if "x-metadata" in self.headers else None
-        self.store(bucket, key, body, content_type, self.headers.get("Cache-Control"), "standard", user_metadata)
+        # The check and the write in one step, as Supabase makes them: of uploads racing onto a
+        # free key without upsert, one wins (the storage contract's racing creates rely on it).
+        with lock:
+            if upsert == "false" and f"{bucket}/{key}" in objects:
+                taken = True
+            else:
+                taken = False
+                self.store(bucket, key, body, content_type, self.headers.get("Cache-Control"), "standard", user_metadata)
+        if taken:
+            # As Supabase answers an upload without upsert onto a taken key.
+            return error(self, 400, "Duplicate", "The resource already exists")
         self.reply(200, json.dumps({"Key": f"{bucket}/{key}", "Id": str(uuid.uuid4())}).encode(),
                    [("Content-Type", "application/json")])
 
