@@ -125,12 +125,12 @@ import Glibc
         let worker = try WorkerProcess(
             [
                 "watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "1", "--status-interval", "0",
-                "--variant", "slow=900x900,avif,q50,effort=6", "--retry-delay", "0.1", "--max-attempts", "5",
+                "--variant", ImageHelpers.longJob.variant, "--retry-delay", "0.1", "--max-attempts", "5",
                 "--metrics-address", "127.0.0.1:0", "--check-interval", "0.2",
             ], log: directory.url("worker.log"))
         defer { worker.send(SIGKILL) }
         let address = try #require(worker.monitoringAddress(), "\(worker.log)")
-        InboxDelivery.deliver(Fixtures.data("images/formats/landscape.jpg"), to: directory.url("queue/inbox"), as: "poison.jpg")
+        InboxDelivery.deliver(Fixtures.data(ImageHelpers.longJob.fixture), to: directory.url("queue/inbox"), as: "poison.jpg")
         // Its first attempt and its retry, each killed mid-job: a crash is taken to be the image's.
         // A killed helper may still use CPU while the kernel tears it down: never taken for the next.
         var killed: Set<pid_t> = []

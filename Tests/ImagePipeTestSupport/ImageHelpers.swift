@@ -3,6 +3,12 @@ public import Foundation
 
 /// A worker's image helpers, seen from outside through `/proc`.
 public enum ImageHelpers {
+    /// A job to kill its helper in: an AVIF encode of a 1800x1200 photo at effort 8, about 18 s of
+    /// CPU. A test finds the helper working, then kills it; the job must still be running then,
+    /// even on a machine so busy that the test's own polling lags by seconds (an 11 s job once
+    /// ended between the two, and the kill hit an idle helper).
+    public static let longJob = (fixture: "images/exif-orientation/Landscape_1.jpg", variant: "slow=1800x1800,avif,q50,effort=8")
+
     /// The helpers `parent` started: its children whose command line is `imagepipe image-helper …`.
     public static func of(_ parent: pid_t) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
@@ -34,6 +40,28 @@ public enum ImageHelpers {
     public static func environment(_ pid: pid_t) -> [String] {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return [] }
         return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Each of its threads as `name:state:wchan`, to say where a process that should have moved is waiting.
+    public static func threadStates(_ pid: pid_t) -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.sorted().map { task in
+            let base = "/proc/\(pid)/task/\(task)"
+            let name = (try? String(contentsOfFile: base + "/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines) ?? "?"
+            let state = status(pid: base)["State"] ?? "?"
+            let wchan = (try? String(contentsOfFile: base + "/wchan", encoding: .utf8)) ?? "?"
+            return "\(name):\(state):\(wchan)"
+        }
+    }
+
+    private static func status(pid path: String) -> [String: String] {
+        guard let text = try? String(contentsOfFile: path + "/status", encoding: .utf8) else { return [:] }
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = parts[1].trimmingCharacters(in: .whitespaces) }
+        }
+        return fields
     }
 
     /// The numbers of its open descriptors.
