@@ -224,6 +224,7 @@ package struct HelperResult: Equatable {
     package var decodeTime: Duration
     package var encodeTime: Duration
     package var placeholder: Placeholder?
+    package var gainMap: GainMap?
     package var variants: [Variant]
 
     /// The most variants a result may describe: as many descriptors as one message carries.
@@ -242,6 +243,7 @@ package struct HelperResult: Equatable {
         decodeTime = compressed.decodeTime
         encodeTime = compressed.encodeTime
         placeholder = compressed.placeholder
+        gainMap = compressed.gainMap
         let inline = compressed.variants.reduce(0) { $0 + $1.data.count } <= Self.inlineLimit
         variants = compressed.variants.map {
             Variant(
@@ -259,6 +261,11 @@ package struct HelperResult: Equatable {
         writer.optional(placeholder) { writer, placeholder in
             writer.string(placeholder.thumbHash)
             writer.string(placeholder.color)
+        }
+        // Its kind and whether it was carried; the reason is the worker's own words, not the helper's.
+        writer.optional(gainMap) { writer, gainMap in
+            writer.string(gainMap.kind.rawValue)
+            writer.bool(gainMap.carried)
         }
         writer.int(variants.count)
         for variant in variants {
@@ -286,6 +293,12 @@ package struct HelperResult: Equatable {
                 throw WireReader.Malformed(description: "a placeholder that is no ThumbHash and colour")
             }
             return placeholder
+        }
+        gainMap = try reader.optional { (reader) throws(WireReader.Malformed) -> GainMap in
+            let name = try reader.string()
+            guard let kind = GainMap.Kind(rawValue: name) else { throw WireReader.Malformed(description: "a gain map of no known kind") }
+            let carried = try reader.bool()
+            return GainMap(kind: kind, carried: carried, reason: carried ? nil : GainMap.notCarriedReason)
         }
         let count = try reader.int(in: 0...Self.maxVariants, "a variant count of")
         variants = []

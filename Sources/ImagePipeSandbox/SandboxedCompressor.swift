@@ -325,5 +325,6 @@ extension CompressedImage {
             sourceFormat: result.sourceFormat, sourceSize: result.sourceSize, variants: encoded, decodeTime: result.decodeTime,
             encodeTime: result.encodeTime)
         placeholder = result.placeholder
+        gainMap = result.gainMap
     }
 }

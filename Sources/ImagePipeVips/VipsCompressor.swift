@@ -123,7 +123,23 @@ public struct VipsCompressor: ImageCompressor {
         if configuration.keepsSmallerOriginal {
             compressed = keepingSmallerOriginal(compressed, source: source, decode: decode)
         }
+        compressed.gainMap = Self.gainMap(of: source, format: compressed.sourceFormat)
         return compressed
+    }
+
+    /// The HDR gain map `source` carries, said in the manifest: the variants are its SDR picture.
+    static func gainMap(of source: SourceImage, format: SourceFormat) -> GainMap? {
+        guard [.jpeg, .heic, .heif, .avif].contains(format) else { return nil }
+        let start: Data
+        switch source.content {
+        case .bytes(let data): start = data.prefix(GainMap.probedBytes)
+        case .file(let opened):
+            guard let read = try? opened.read(count: min(opened.byteCount, GainMap.probedBytes)) else { return nil }
+            start = read
+        }
+        return GainMap.kind(in: start).map {
+            GainMap(kind: $0, carried: false, reason: GainMap.notCarriedReason)
+        }
     }
 
     /// `refusingWarnings`: the loader fails on any warning (``compress(_:variants:limits:memory:)``

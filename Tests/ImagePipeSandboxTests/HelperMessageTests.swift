@@ -33,6 +33,7 @@ import Glibc
                 sourceFormat: .heic, sourceSize: PixelSize(width: 4032, height: 3024), variants: [],
                 decodeTime: .milliseconds(120), encodeTime: .nanoseconds(987_654_321)))
         result.placeholder = Placeholder(thumbHash: "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: "#7f8c8d")
+        result.gainMap = GainMap(kind: .appleHEIC, carried: false, reason: GainMap.notCarriedReason)
         result.variants = [
             .init(
                 size: PixelSize(width: 2048, height: 1536), byteCount: 345_678, quality: 82, score: 87.25, encodes: 1, keptOriginal: false, frames: 1),
@@ -97,6 +98,27 @@ import Glibc
         for score in [Double.nan, .infinity, -.infinity, 101] {
             #expect(throws: WireReader.Malformed.self, "\(score)") { try HelperReply(decoding: result(score: score)) }
         }
+    }
+
+    @Test func aGainMapIsTwoFactsAndItsReasonTheWorkersOwnWords() throws {
+        var result = HelperResult(
+            CompressedImage(
+                sourceFormat: .jpeg, sourceSize: PixelSize(width: 400, height: 300), variants: [], decodeTime: .zero, encodeTime: .zero))
+        // Whatever reason a helper holds, the worker words it: a helper sends no text for the manifest.
+        result.gainMap = GainMap(kind: .ultraHDRJPEG, carried: false, reason: "anything a helper might say")
+        let decoded = try HelperReply(decoding: HelperReply.compressed(result).encoded())
+        guard case .compressed(let read) = decoded else {
+            Issue.record("not a result: \(decoded)")
+            return
+        }
+        #expect(read.gainMap == GainMap(kind: .ultraHDRJPEG, carried: false, reason: GainMap.notCarriedReason))
+        // A kind the worker does not know is a malformed reply.
+        let bytes = HelperReply.compressed(result).encoded()
+        let kind = Array("ultra_hdr_jpeg".utf8)
+        let at = try #require(bytes.firstRange(of: kind)).lowerBound
+        var forged = bytes
+        forged.replaceSubrange(at..<(at + kind.count), with: Array("ultra_hdr_jpeX".utf8))
+        #expect(throws: (any Error).self) { try HelperReply(decoding: forged) }
     }
 
     @Test func aPlaceholderThatIsNoThumbHashAndColourIsRefused() throws {

@@ -120,6 +120,8 @@ public struct CompressedImage: Sendable {
     public var encodeTime: Duration
     /// The original's placeholder, when the compressor makes one.
     public var placeholder: Placeholder?
+    /// The HDR gain map the original carries, and whether the variants carry it too.
+    public var gainMap: GainMap?
 
     /// Creates a result.
     public init(sourceFormat: SourceFormat, sourceSize: PixelSize, variants: [EncodedVariant], decodeTime: Duration, encodeTime: Duration) {

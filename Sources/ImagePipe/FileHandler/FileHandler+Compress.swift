@@ -36,6 +36,7 @@ extension FileHandler {
         context.format = compressed.sourceFormat
         context.size = compressed.sourceSize
         context.placeholder = compressed.placeholder
+        context.gainMap = compressed.gainMap
         context.timings.decodeMs = compressed.decodeTime.milliseconds
         context.timings.encodeMs = compressed.encodeTime.milliseconds
 

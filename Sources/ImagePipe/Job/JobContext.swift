@@ -72,6 +72,8 @@ public struct JobContext: Sendable {
     public internal(set) var size: PixelSize?
     /// The original's placeholder, once decoded.
     public internal(set) var placeholder: Placeholder?
+    /// The original's HDR gain map, once decoded, if it has one.
+    public internal(set) var gainMap: GainMap?
     /// Why the job failed, once it has.
     public internal(set) var failure: ImagePipeError?
     /// Why the job was left alone, when it was.
@@ -146,6 +148,7 @@ public struct JobContext: Sendable {
                         keptOriginal: output.keptOriginal ? true : nil))
             }
             result.placeholder = placeholder
+            result.gainMap = gainMap
         }
         return result
     }

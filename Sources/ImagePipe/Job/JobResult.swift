@@ -62,6 +62,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// What a page shows while the image loads (when done, and when skipped as up to date with
     /// outputs that recorded it).
     public var placeholder: Placeholder?
+    /// The HDR gain map the original carries (when done), and whether its variants carry it.
+    public var gainMap: GainMap?
     /// Where the time went.
     public var timings: Timings
     /// How many attempts it took (watch mode retries transient failures).
@@ -94,7 +96,7 @@ public struct JobResult: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case source, status, error, errorCode = "error_code", transient, skipCode = "skip_code", reason
         case sha256, sourceETag = "source_etag", format, width, height, bytes, variants, original, placeholder
-        case timings, attempts
+        case gainMap = "gain_map", timings, attempts
     }
 }
 

@@ -14,7 +14,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ipv_begin_call();
-    VipsImage *header = ipv_header_buffer(data, size);
+    // Both loader modes the compressor uses: failing on truncated data only, and on any warning too.
+    int refuse_warnings = (int) ((size >> 1) & 1);
+    VipsImage *header = ipv_header_buffer(data, size, refuse_warnings);
     if (header) {
         (void) ipv_get_string(header, "vips-loader");
         (void) ipv_get_string(header, "heif-compression");
@@ -25,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (area > 0 && area <= DECODE_LIMIT) {
             VipsImage *thumbnail = NULL, *srgb = NULL, *stripped = NULL;
             int side = 16 + (int) (size % 48);
-            if (ipv_thumbnail_buffer(data, size, side, side, (int) (size & 1), to_srgb, &thumbnail) == 0 &&
+            if (ipv_thumbnail_buffer(data, size, side, side, (int) (size & 1), to_srgb, refuse_warnings, &thumbnail) == 0 &&
                 ipv_to_srgb8(thumbnail, &srgb) == 0 && ipv_strip_metadata(srgb, &stripped) == 0) {
                 VipsImage *memory = ipv_copy_memory(stripped);
                 ipv_unref(memory);

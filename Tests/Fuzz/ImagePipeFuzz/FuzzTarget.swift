@@ -24,6 +24,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "exif", run: MetadataTargets.exif),
         FuzzTarget(name: "frame-count", run: ImageTargets.frameCount),
         FuzzTarget(name: "helper-message", run: HelperTargets.helperMessage),
+        FuzzTarget(name: "gain-map", run: ImageTargets.gainMap),
     ]
 
     static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }

@@ -25,4 +25,18 @@ enum ImageTargets {
         let sliced = (Data([0x47]) + data).dropFirst()
         require(FrameCount.of(sliced) == frames, "a slice of the same bytes has \(FrameCount.of(sliced)) frames, not \(frames)")
     }
+
+    /// The probe for an HDR gain map (``GainMap/kind(in:)``): it ends, names a JPEG kind only for
+    /// bytes that start as a JPEG and a HEIF kind only for a HEIF, and answers the same for the
+    /// bytes as a slice of a larger buffer.
+    static func gainMap(_ data: Data) {
+        let kind = GainMap.kind(in: data)
+        switch kind {
+        case .ultraHDRJPEG: require(data.starts(with: [0xFF, 0xD8]), "a JPEG gain map in bytes that are no JPEG")
+        case .appleHEIC, .isoHEIF: require(data.count >= 12 && data.dropFirst(4).starts(with: Array("ftyp".utf8)), "a HEIF gain map in no HEIF")
+        case nil: break
+        }
+        let sliced = (Data([0x00]) + data).dropFirst()
+        require(GainMap.kind(in: sliced) == kind, "a slice of the same bytes says \(String(describing: GainMap.kind(in: sliced)))")
+    }
 }
