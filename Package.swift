@@ -171,7 +171,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipeSandboxTests",
-            dependencies: ["ImagePipe", "ImagePipeSandbox"],
+            dependencies: ["ImagePipe", "ImagePipeSandbox", "ImagePipeTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

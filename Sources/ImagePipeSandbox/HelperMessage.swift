@@ -297,8 +297,9 @@ package struct HelperResult: Equatable {
         gainMap = try reader.optional { (reader) throws(WireReader.Malformed) -> GainMap in
             let name = try reader.string()
             guard let kind = GainMap.Kind(rawValue: name) else { throw WireReader.Malformed(description: "a gain map of no known kind") }
-            let carried = try reader.bool()
-            return GainMap(kind: kind, carried: carried, reason: carried ? nil : GainMap.notCarriedReason)
+            // No helper carries a gain map into its variants yet: one that says so is not to be believed.
+            guard try reader.bool() == false else { throw WireReader.Malformed(description: "a gain map said to be carried") }
+            return GainMap(kind: kind, carried: false, reason: GainMap.notCarriedReason)
         }
         let count = try reader.int(in: 0...Self.maxVariants, "a variant count of")
         variants = []

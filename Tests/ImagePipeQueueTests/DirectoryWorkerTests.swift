@@ -146,14 +146,19 @@ import Testing
     /// so other workers can take it at once.
     @Test func aGracefulShutdownFinishesTheJobUnderWayAndReturnsTheClaimedOnesNotStarted() async throws {
         let fixture = try QueueFixture()
-        // Long enough that the stop reaches the pipeline while the first job still compresses.
-        let compressor = ScriptedCompressor(work: .seconds(3))
+        // Held until the stop has reached the worker: the first job is still under way then, however
+        // loaded the machine, and the two behind it have not started.
+        let compressor = ScriptedCompressor(held: true)
         let log = CapturedLog()
         for index in 0..<3 { fixture.deliver("photo-\(index).jpg") }
         // One compression at a time and a room of three: one job compresses, two wait for it.
         try await fixture.withWorker(compressor: compressor, pipeline: .init(jobs: 1, uploads: 1), log: log) { worker in
             #expect(await eventually { compressor.calls.count == 1 && fixture.files("processing").count { $0.hasSuffix(".jpg") } == 3 })
-            try await worker.shutdown()
+            let stopping = Task { try await worker.shutdown() }
+            let stopped = await eventually { log.messages.contains { $0.hasPrefix("notice shutting down") } }
+            #expect(stopped, "the stop reaches the worker while a job is under way: \(log.messages)")
+            compressor.letOneThrough()
+            try await stopping.value
         }
         #expect(compressor.calls.count == 1, "only the job under way was compressed: \(compressor.calls)")
         let done = fixture.files("done").filter { $0.hasSuffix(".jpg") }

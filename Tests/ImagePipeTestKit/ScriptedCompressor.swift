@@ -24,13 +24,22 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
     private let failure: FailureRule?
     private let work: Duration
     private let size: PixelSize
+    private let gate: DispatchSemaphore?
 
-    /// Creates a compressor; each call takes `work` and reports a source of `size`.
-    public init(failing: FailureRule? = nil, work: Duration = .zero, size: PixelSize = PixelSize(width: 4000, height: 3000)) {
+    /// Creates a compressor; each call takes `work` and reports a source of `size`. With `held`,
+    /// each call also waits until ``letOneThrough()`` lets it go: a test then decides when a job
+    /// under way ends, whatever the machine's load.
+    public init(
+        failing: FailureRule? = nil, work: Duration = .zero, size: PixelSize = PixelSize(width: 4000, height: 3000), held: Bool = false
+    ) {
         self.failure = failing
         self.work = work
         self.size = size
+        self.gate = held ? DispatchSemaphore(value: 0) : nil
     }
+
+    /// Lets one held call finish.
+    public func letOneThrough() { gate?.signal() }
 
     public func compress(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
@@ -42,6 +51,7 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
         }
         defer { state.withLock { $0.concurrent -= 1 } }
         if work > .zero { Thread.sleep(forTimeInterval: Double(work.milliseconds) / 1000) }
+        gate?.wait()
         if let error = failure?(source.name) { throw error }
         let outputs = variants.map { variant in
             EncodedVariant(

@@ -27,6 +27,15 @@ import Testing
         #expect(lines.count == 2)
     }
 
+    @Test func theCooperativePoolIsToldFromDispatchQueues() async {
+        #expect(BlockingIO.isOnCooperativePool, "an async test body runs on the pool")
+        #expect(await BlockingIO.run { BlockingIO.isOnCooperativePool } == false, "BlockingIO runs its calls off it")
+        let onGlobalQueue = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: BlockingIO.isOnCooperativePool) }
+        }
+        #expect(!onGlobalQueue)
+    }
+
     @Test func outsideTheCooperativePoolNothingIsCaught() async {
         let caught = await BlockingIO.recordingViolations {
             await withCheckedContinuation { continuation in

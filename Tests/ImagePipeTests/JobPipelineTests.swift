@@ -95,6 +95,8 @@ import Testing
                 }
             }
         }
+        // Reported on every way out, so that a failed wait leaves no job blocked behind the store.
+        defer { storage.reportAll() }
         try #require(await eventually(seconds: 60) { storage.waiting >= 18 }, "every output reaches the store")
         #expect(pipeline.tryReserve(upTo: 1) == 0, "the hold limit is reached: six jobs wait for their fsyncs")
         #expect(events.withLock { $0 } == Array(repeating: "handed off", count: 6), "no job reported before its outputs are durable")
@@ -120,6 +122,8 @@ import Testing
             try await pipeline.reserve()
             pipeline.submit(job) { _ in }
         }
+        // Reported on every way out, so that a failed wait leaves no job blocked behind the store.
+        defer { storage.reportAll() }
         try #require(await eventually(seconds: 60) { storage.waiting >= 18 }, "every output reaches the store")
         let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap {
             try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")

@@ -33,27 +33,26 @@ public enum BlockingIO {
     /// Stops the process, naming `call`, when checks are on and this thread is one of Swift's
     /// cooperative pool: a blocking call must never run there.
     public static func mayBlock(_ call: @autoclosure () -> String) {
-        guard checks || recording.load(ordering: .relaxed), isOnCooperativePool else { return }
-        if let record = recorder.withLock({ $0 }) { return record(call()) }
+        if let record = recorder {
+            if isOnCooperativePool { record(call()) }
+            return
+        }
+        guard checks, isOnCooperativePool else { return }
         let message = "imagepipe: blocking call on Swift's cooperative pool: \(call())\n"
         FileHandle.standardError.write(Data(message.utf8))
         abort()
     }
 
-    /// What the library's own tests see instead of the stop: each call a check caught, recorded
-    /// (``recordingViolations(_:)``).
-    private static let recorder = Mutex<(@Sendable (String) -> Void)?>(nil)
-    private static let recording = Atomic<Bool>(false)
+    /// What the library's own tests see instead of the stop: each call a check caught in the task
+    /// that set it (and its child tasks), recorded (``recordingViolations(_:)``). Task-local, so
+    /// that tests running beside it record nothing into it.
+    @TaskLocal private static var recorder: (@Sendable (String) -> Void)?
 
-    /// Runs `body` with the checks on, recording each blocking call they catch instead of stopping
-    /// the process, and returns the calls caught. For tests; one at a time.
+    /// Runs `body` with the checks on for its own task, recording each blocking call they catch
+    /// instead of stopping the process, and returns the calls caught. For tests.
     package static func recordingViolations(_ body: () async -> Void) async -> [String] {
         let caught = Mutex<[String]>([])
-        recorder.withLock { $0 = { call in caught.withLock { $0.append(call) } } }
-        recording.store(true, ordering: .relaxed)
-        await body()
-        recording.store(false, ordering: .relaxed)
-        recorder.withLock { $0 = nil }
+        await $recorder.withValue({ call in caught.withLock { $0.append(call) } }) { await body() }
         return caught.withLock { $0 }
     }
 

@@ -93,10 +93,13 @@ struct BatchCommand: AsyncParsableCommand {
             try await runBatch(logger: logger, interruption: interruption, progressState: progressState, jobMetrics: jobMetrics)
         } catch {
             checks?.cancel()
+            _ = await checks?.result
             await monitoring?.stop()
             throw error
         }
+        // A check under way ends before the port closes.
         checks?.cancel()
+        _ = await checks?.result
         await monitoring?.stop()
     }
 
