@@ -45,8 +45,11 @@ import Testing
         )
     }
 
-    @Test func eachOutputIsSyncedBeforeItsRenameAndItsDirectoriesBeforeTheManifestSaysDone() throws {
-        let (calls, records, log) = try tracedBatch(flush: "fsync")
+    /// Fsyncs one after another, and fsyncs issued together from threads of the round's own: the
+    /// same calls, in the same order for each file.
+    @Test(arguments: ["fsync", "together"])
+    func eachOutputIsSyncedBeforeItsRenameAndItsDirectoriesBeforeTheManifestSaysDone(flush: String) throws {
+        let (calls, records, log) = try tracedBatch(flush: flush)
         let root = directory.url("out")
         let fsyncs = calls.filter { $0.name == "fsync" && $0.result == "0" }
         let madeDirectories = calls.filter { $0.name.hasPrefix("mkdir") && $0.result == "0" }

@@ -88,4 +88,18 @@ import Glibc
         #expect(syncfsCalls.load(ordering: .relaxed) == 1)
         #expect(try String(contentsOfFile: directory.url("f3"), encoding: .utf8) == "bytes of 3")
     }
+
+    @Test func fsyncsIssuedTogetherEachAnswerForTheirOwnItem() {
+        let started = Atomic<Int>(0)
+        var calls = Recorder(failing: ["fsync 13": EIO]).calls
+        let fsync = calls.fsync
+        calls.fsync = {
+            started.add(1, ordering: .relaxed)
+            return fsync($0)
+        }
+        calls.mechanism = { _ in (.together, 1) }
+        let outcomes = SyncRound.sync((10..<50).map { SyncRound.Item.file(Int32($0)) }, calls: calls)
+        #expect(outcomes == (10..<50).map { $0 == 13 ? EIO : nil }, "each outcome in its item's place")
+        #expect(started.load(ordering: .relaxed) == 40, "each file fsynced once")
+    }
 }

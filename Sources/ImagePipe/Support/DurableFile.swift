@@ -81,7 +81,7 @@ public enum DurableFile {
     }()
 
     private static func inRound(_ item: SyncRound.Item, descriptor fd: Int32) -> Int32? {
-        guard SyncRound.mechanism(for: fd).0 == .syncfs else { return fsync(fd) == 0 ? nil : errno }
+        guard SyncRound.mechanism(for: fd).0 != .fsync else { return fsync(fd) == 0 ? nil : errno }
         let outcome = Mutex<Int32??>(nil)
         let done = DispatchSemaphore(value: 0)
         rounds.submit(item) { result in

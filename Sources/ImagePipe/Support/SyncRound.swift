@@ -30,6 +30,9 @@ public enum SyncRound {
         case fsync
         /// One `syncfs` for all of them, then each file's write-back error read.
         case syncfs
+        /// Each item fsynced, all at once from threads of the round's own, so the journal joins
+        /// their commits; no other process's dirty pages are waited for.
+        case together
     }
 
     /// An item of a round.
@@ -82,6 +85,7 @@ public enum SyncRound {
         }
         // The items of each file system whose round is one syncfs, in order of first appearance.
         var shared: [(device: UInt64, indices: [Int])] = []
+        var together: [Int] = []
         for (index, item) in items.enumerated() {
             switch item {
             case .file(let fd):
@@ -95,6 +99,10 @@ public enum SyncRound {
                 descriptors[index] = fd
             }
             let (mechanism, device) = calls.mechanism(descriptors[index])
+            if mechanism == .together {
+                together.append(index)
+                continue
+            }
             guard mechanism == .syncfs else {
                 outcomes[index] = calls.fsync(descriptors[index])
                 continue
@@ -117,7 +125,39 @@ public enum SyncRound {
                 for index in indices { outcomes[index] = calls.fsync(descriptors[index]) }
             }
         }
+        if !together.isEmpty {
+            let fsyncs = concurrently(together.map { descriptors[$0] }, calls.fsync)
+            for (index, outcome) in zip(together, fsyncs) { outcomes[index] = outcome }
+        }
         return outcomes
+    }
+
+    /// Runs `call` on every descriptor from up to `width` threads at once; the outcomes in order.
+    static func concurrently(_ fds: [Int32], width: Int = 32, _ call: @escaping @Sendable (Int32) -> Int32?) -> [Int32?] {
+        guard fds.count > 1 else { return fds.map(call) }
+        let shared = Shared(count: fds.count)
+        let finished = DispatchGroup()
+        for _ in 0..<min(width, fds.count) {
+            finished.enter()
+            Thread {
+                while true {
+                    let index = shared.next.add(1, ordering: .relaxed).oldValue
+                    guard index < fds.count else { break }
+                    let outcome = call(fds[index])
+                    shared.outcomes.withLock { $0[index] = outcome }
+                }
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
+        return shared.outcomes.withLock { $0 }
+    }
+
+    /// What the threads of ``concurrently(_:width:_:)`` share.
+    private final class Shared: Sendable {
+        let next = Atomic<Int>(0)
+        let outcomes: Mutex<[Int32?]>
+        init(count: Int) { outcomes = Mutex(Array(repeating: nil, count: count)) }
     }
 
     /// The mechanism `IMAGEPIPE_DURABILITY_FLUSH` asks for, if any.
