@@ -21,7 +21,9 @@ import Glibc
 ///
 /// Elsewhere (tmpfs, network and FUSE file systems, whose `syncfs` may commit less or cost more)
 /// each item is fsynced, as `IMAGEPIPE_DURABILITY_FLUSH=fsync` asks everywhere;
-/// `IMAGEPIPE_DURABILITY_FLUSH=syncfs` uses `syncfs` on any file system (the tests' strace runs).
+/// `IMAGEPIPE_DURABILITY_FLUSH=syncfs` uses `syncfs` on any file system (the tests' strace runs), and
+/// `=together` fsyncs a round's items all at once (``Mechanism/together``): beside a writing
+/// neighbour `syncfs` waits for its dirty pages too, which fsyncs do not (docs/performance.md).
 /// Every call blocks (see ``BlockingIO``).
 public enum SyncRound {
     /// How a round makes a file system's items durable.
