@@ -24,22 +24,23 @@ extension LocalDirectoryStorage {
     /// Each file is on disk before its name is (a crash never leaves a short file under a final
     /// name), and a put succeeds only once its name is on disk too, and the names of the
     /// directories leading to it from `root`: each stored file's directory and every directory
-    /// above it is fsynced, whichever put or process made them (an fsync of an unchanged directory
-    /// costs next to nothing). Writeback of every file starts before the first fsync waits, so on a
-    /// journalling file system the first fsync's commit carries the others' blocks and the rest
-    /// return at once; a directory holding several of the round's files is fsynced once. When a
-    /// directory cannot be synced, every put under it fails, and a file this round moved into place
-    /// there is removed again, so a retry makes it anew instead of finding it there.
+    /// above it is synced, whichever put or process made them. Both steps are rounds of their own
+    /// (``SyncRound``): on ext4 and XFS one `syncfs` each, whatever the number of files, with each
+    /// file's own write-back error read after it; elsewhere an fsync per file, writeback of every
+    /// file started before the first waits, and an fsync per directory. When a directory cannot be
+    /// synced, every put under it fails, and a file this round moved into place there is removed
+    /// again, so a retry makes it anew instead of finding it there.
     ///
-    /// `syncFile` and `syncDirectory` (fsync, by default) return the error number of a failed sync:
-    /// tests fail them on purpose.
+    /// `syncFiles` and `syncDirectories` (``SyncRound/sync(_:calls:)`` by default) return one error
+    /// number or nil per item: tests fail them on purpose.
     static func commit(
-        _ files: [WrittenFile], root: String, syncFile: (Int32) -> Int32? = { DurableFile.sync($0)?.rawValue },
-        syncDirectory: (String) -> Int32? = { DurableFile.syncDirectory($0)?.rawValue }
+        _ files: [WrittenFile], root: String,
+        syncFiles: ([Int32]) -> [Int32?] = { SyncRound.sync($0.map(SyncRound.Item.file)) },
+        syncDirectories: ([String]) -> [Int32?] = { SyncRound.sync($0.map(SyncRound.Item.directory)) }
     ) -> [Result<StoredObject, ImagePipeError>] {
         for file in files { DurableFile.startWriteback(file.fd) }
-        var outcomes = files.map { file -> Result<StoredObject, ImagePipeError> in
-            let synced = syncFile(file.fd)
+        let synced = syncFiles(files.map(\.fd))
+        var outcomes = zip(files, synced).map { file, synced -> Result<StoredObject, ImagePipeError> in
             let closed = close(file.fd) == 0 ? nil : errno
             if let code = synced ?? closed {
                 unlink(file.temporary)
@@ -66,8 +67,9 @@ extension LocalDirectoryStorage {
             }
         }
         // Deepest first, so a failure names the directory nearest the file whatever the order of the table.
-        for directory in directories.keys.sorted(by: { $0.utf8.count > $1.utf8.count || ($0.utf8.count == $1.utf8.count && $0 < $1) }) {
-            guard let code = syncDirectory(directory) else { continue }
+        let ordered = directories.keys.sorted { $0.utf8.count > $1.utf8.count || ($0.utf8.count == $1.utf8.count && $0 < $1) }
+        for (directory, failed) in zip(ordered, syncDirectories(ordered)) {
+            guard let code = failed else { continue }
             for index in directories[directory]! {
                 guard case .success(let stored) = outcomes[index] else { continue }
                 // Only a file this round moved there is taken out again; one found in place may be

@@ -6,8 +6,10 @@ import Testing
 @Suite struct DurabilityTests {
     let directory = TemporaryDirectory()
 
-    @Test func eachOutputIsSyncedBeforeItsRenameAndItsDirectoriesBeforeTheManifestSaysDone() throws {
-        // Nested, so the run makes directories; several images, so puts share rounds of fsyncs.
+    /// A traced `batch` of nested images with `IMAGEPIPE_DURABILITY_FLUSH` set to `flush`: its calls,
+    /// its manifest's records and the log.
+    func tracedBatch(flush: String) throws -> (calls: [SystemCallTrace.Call], records: [[String: Any]], log: String) {
+        // Nested, so the run makes directories; several images, so puts share rounds of syncs.
         let names = ["a/one.jpg", "a/two.jpg", "b/c/three.jpg", "b/c/four.jpg", "b/five.jpg", "six.jpg"]
         for (index, name) in names.enumerated() {
             CommandRunner.copyFixture("images/exif-orientation/Landscape_\(index + 1).jpg", to: directory, as: "src/" + name)
@@ -18,18 +20,36 @@ import Testing
         let run = try CommandRunner.run(
             executable: "/usr/bin/strace",
             [
-                "-f", "-y", "-qq", "-s", "4000", "-e", "trace=fsync,rename,renameat2,link,linkat,mkdir,mkdirat,write", "-o", trace,
+                "-f", "-y", "-qq", "-s", "4000", "-e",
+                "trace=fsync,syncfs,sync_file_range,rename,renameat2,link,linkat,mkdir,mkdirat,write", "-o", trace,
                 CommandRunner.binary, "batch", directory.url("src"), "--dest", directory.url("out"),
                 "--manifest", directory.url("manifest.jsonl"), "--variant", "small=64x64,jpeg,q80", "--variant", "thumb=32x32,webp,q70",
-            ])
+            ], environment: ["IMAGEPIPE_DURABILITY_FLUSH": flush])
         #expect(run.status == 0, "\(run.stderr)")
         let log = try String(contentsOfFile: trace, encoding: .utf8)
-        let calls = SystemCallTrace(log).calls
         let records = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8).split(separator: "\n").map {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
         }
         #expect(records.count == names.count)
+        return (SystemCallTrace(log).calls, records, log)
+    }
 
+    /// The manifest write that says `record`'s source is done.
+    func manifestLine(of record: [String: Any], in calls: [SystemCallTrace.Call], log: String) throws -> SystemCallTrace.Call {
+        let source = try #require(record["source"] as? String)
+        return try #require(
+            calls.first {
+                $0.name == "write" && $0.fdPath?.hasSuffix("/manifest.jsonl") == true && $0.arguments.contains(#"\"source\":\"\#(source)\""#)
+            },
+            "no manifest write for \(source); the trace's lines naming it: \(log.split(separator: "\n").filter { $0.contains(source) }.map { $0.prefix(300) })"
+        )
+    }
+
+    /// Fsyncs one after another, and fsyncs issued together from threads of the round's own: the
+    /// same calls, in the same order for each file.
+    @Test(arguments: ["fsync", "together"])
+    func eachOutputIsSyncedBeforeItsRenameAndItsDirectoriesBeforeTheManifestSaysDone(flush: String) throws {
+        let (calls, records, log) = try tracedBatch(flush: flush)
         let root = directory.url("out")
         let fsyncs = calls.filter { $0.name == "fsync" && $0.result == "0" }
         let madeDirectories = calls.filter { $0.name.hasPrefix("mkdir") && $0.result == "0" }
@@ -38,14 +58,7 @@ import Testing
             "the run made the output directories, so their parents' fsyncs are checked below")
         var outputs = 0
         for record in records {
-            let source = try #require(record["source"] as? String)
-            // The manifest line that says this source is done.
-            let line = try #require(
-                calls.first {
-                    $0.name == "write" && $0.fdPath?.hasSuffix("/manifest.jsonl") == true && $0.arguments.contains(#"\"source\":\"\#(source)\""#)
-                },
-                "no manifest write for \(source); the trace's lines naming it: \(log.split(separator: "\n").filter { $0.contains(source) }.map { $0.prefix(300) })"
-            )
+            let line = try manifestLine(of: record, in: calls, log: log)
             for variant in try #require(record["variants"] as? [[String: Any]]) {
                 let path = root + "/" + (try #require(variant["key"] as? String))
                 outputs += 1
@@ -70,7 +83,42 @@ import Testing
                 }
             }
         }
-        #expect(outputs == names.count * 2)
+        #expect(outputs == records.count * 2)
+    }
+
+    @Test func withSyncfsEachRoundCommitsTheFilesBeforeTheirRenamesAndTheNamesBeforeTheManifestSaysDone() throws {
+        let (calls, records, log) = try tracedBatch(flush: "syncfs")
+        let root = directory.url("out")
+        let commits = calls.filter { $0.name == "syncfs" && $0.result == "0" }
+        let madeDirectories = calls.filter { $0.name.hasPrefix("mkdir") && $0.result == "0" }
+        #expect(
+            !calls.contains { $0.name == "fsync" && $0.fdPath?.hasPrefix(root + "/") == true && $0.fdPath?.contains("imagepipe-probe") == false },
+            "one syncfs per round stands for the outputs' fsyncs")
+        var outputs = 0
+        for record in records {
+            let line = try manifestLine(of: record, in: calls, log: log)
+            for variant in try #require(record["variants"] as? [[String: Any]]) {
+                let path = root + "/" + (try #require(variant["key"] as? String))
+                outputs += 1
+                let move = try #require(
+                    calls.first { ["rename", "renameat2", "link", "linkat"].contains($0.name) && $0.paths.last == path && $0.result == "0" },
+                    "no move into \(path)")
+                let temporary = try #require(move.paths.first)
+                let written = try #require(calls.last { $0.name == "write" && $0.fdPath == temporary && $0.end < move.start }, "\(temporary) written")
+                let commit = try #require(
+                    commits.first { $0.start > written.end && $0.end < move.start }, "\(path): a syncfs after its bytes and before its move")
+                #expect(
+                    calls.contains { $0.name == "sync_file_range" && $0.fdPath == temporary && $0.start > commit.end && $0.end < move.start },
+                    "\(path): its own write-back error is read after the syncfs and before the move")
+                // Its name and every directory the run made on the way to it, by one later commit.
+                let made = madeDirectories.filter { made in made.paths.first.map { path.hasPrefix($0 + "/") } == true }
+                let latest = ([move.end] + made.map(\.end)).max()!
+                #expect(
+                    commits.contains { $0.start > latest && $0.end < line.start },
+                    "\(path): a syncfs after its move (and its directories' making) and before the manifest says done")
+            }
+        }
+        #expect(outputs == records.count * 2)
     }
 
     @Test func aLaterRunRemovesTheTemporaryFilesAKilledRunLeftWhereItWrites() throws {

@@ -141,22 +141,22 @@ import Testing
         let root = directory.url("out")
         // Two jobs of one original share a key: the first moves its file there, the second finds it.
         let first = object("k.jpg", "", from: "a.jpg", sha: "1", policy: .create)
-        let failing: (String) -> Int32? = { _ in EIO }
+        let failing: ([String]) -> [Int32?] = { $0.map { _ in EIO } }
         let outcomes = LocalDirectoryStorage.commit(
             [written("k.jpg", root: root, as: "one", object: first), written("k.jpg", root: root, as: "two", object: first)],
-            root: root, syncDirectory: failing)
+            root: root, syncDirectories: failing)
         #expect(outcomes.allSatisfy { (try? $0.get()) == nil }, "neither is reported stored while the name may not be on disk")
         #expect(directory.files(under: "out").isEmpty, "the file this round moved there is taken out again")
         // A file found in place from before (another job's, perhaps reported done) is never removed.
         _ = try LocalDirectoryStorage(root: root).put(first)
-        let found = LocalDirectoryStorage.commit([written("k.jpg", root: root, as: "three", object: first)], root: root, syncDirectory: failing)
+        let found = LocalDirectoryStorage.commit([written("k.jpg", root: root, as: "three", object: first)], root: root, syncDirectories: failing)
         #expect((try? found[0].get()) == nil)
         #expect(directory.files(under: "out") == ["k.jpg"])
     }
 
     @Test func aFileWhoseSyncFailsIsNeitherMovedNorLeftBehind() throws {
         let root = directory.url("out")
-        let outcomes = LocalDirectoryStorage.commit([written("a/x.jpg", root: root)], root: root, syncFile: { _ in EIO })
+        let outcomes = LocalDirectoryStorage.commit([written("a/x.jpg", root: root)], root: root, syncFiles: { $0.map { _ in EIO } })
         #expect(throws: ImagePipeError.self) { try outcomes[0].get() }
         if case .failure(let error) = outcomes[0] {
             #expect(error.code == .storageUnavailable && error.reason.contains("cannot fsync \(root)/a/x.jpg"), "\(error.reason)")
@@ -170,9 +170,9 @@ import Testing
         let synced = Mutex<[String]>([])
         let outcomes = LocalDirectoryStorage.commit(
             [written("a/b/x.jpg", root: root), written("c.jpg", root: root)], root: root,
-            syncDirectory: { path in
-                synced.withLock { $0.append(path) }
-                return path == root + "/a" ? EIO : nil
+            syncDirectories: { paths in
+                synced.withLock { $0 += paths }
+                return paths.map { $0 == root + "/a" ? EIO : nil }
             })
         if case .failure(let error) = outcomes[0] {
             #expect(error.code == .storageUnavailable && error.reason.contains("cannot fsync directory \(root)/a"), "\(error.reason)")

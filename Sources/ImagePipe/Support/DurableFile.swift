@@ -1,6 +1,7 @@
 // The one durable write: a temporary file written, fsynced, moved into place and its directory fsynced, for the local store and the queue directory alike.
 import CFileSystem
 public import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,19 +51,45 @@ public enum DurableFile {
         _ = ifs_start_writeback(fd)
     }
 
-    /// Fsyncs an open file; the error number when that fails.
+    /// Makes an open file's data durable; the error number when that fails. Where one `syncfs`
+    /// commits the file system (``SyncRound``), the call joins the process's shared round: calls
+    /// that arrive while a round runs share the next one's flush. Elsewhere it is an fsync.
     public static func sync(_ fd: Int32) -> Errno? {
         BlockingIO.mayBlock("fsync")
-        return fsync(fd) == 0 ? nil : Errno(errno)
+        return inRound(.file(fd), descriptor: fd).map(Errno.init)
     }
 
-    /// Fsyncs a directory, so the names moved into it last; the error number when that fails.
+    /// Makes a directory's entries durable (the names moved into it last), as ``sync(_:)`` does a
+    /// file; the error number when that fails.
     public static func syncDirectory(_ path: String) -> Errno? {
         BlockingIO.mayBlock("fsync \(path)")
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return Errno(errno) }
         defer { close(fd) }
-        return fsync(fd) == 0 ? nil : Errno(errno)
+        return inRound(.directory(path), descriptor: fd).map(Errno.init)
+    }
+
+    /// Rounds shared by every caller that makes one thing durable at a time: the queue directory's
+    /// records and moves, the notification outbox. One round runs at a time, on a queue of its own,
+    /// taking at most as many items as a store may hold open for its round (a caller waits on
+    /// each, so the rounds are bounded by the callers' own bounds too).
+    private static let rounds: GroupCommitter<SyncRound.Item, Int32?> = {
+        let queue = DispatchQueue(label: "imagepipe.durable-rounds", qos: .userInitiated)
+        return GroupCommitter(maxBatch: Capacity.Limits.filesWaitingForDurability) { items, done in
+            queue.async { done(SyncRound.sync(items)) }
+        }
+    }()
+
+    private static func inRound(_ item: SyncRound.Item, descriptor fd: Int32) -> Int32? {
+        guard SyncRound.mechanism(for: fd).0 != .fsync else { return fsync(fd) == 0 ? nil : errno }
+        let outcome = Mutex<Int32??>(nil)
+        let done = DispatchSemaphore(value: 0)
+        rounds.submit(item) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return outcome.withLock { $0! }
     }
 
     /// What ``place(_:at:replacing:)`` did.

@@ -125,8 +125,10 @@ struct ConfiguredCommandLine {
 
         // IMAGEPIPE_CHECK_BLOCKING is no option: it makes blocking calls check where they run (tests).
         // IMAGEPIPE_NOTIFY_SECRET is none either: a secret belongs in the environment, never on a command line.
+        // IMAGEPIPE_DURABILITY_FLUSH picks how rounds of syncs flush (SyncRound): a setting of the machine's disks, for tests and measurements.
         let known = Set(
-            catalogs.flatMap { $0.options.map(\.environmentName) } + [configEnvironment, "IMAGEPIPE_CHECK_BLOCKING", "IMAGEPIPE_NOTIFY_SECRET"])
+            catalogs.flatMap { $0.options.map(\.environmentName) }
+                + [configEnvironment, "IMAGEPIPE_CHECK_BLOCKING", "IMAGEPIPE_NOTIFY_SECRET", "IMAGEPIPE_DURABILITY_FLUSH"])
         unknownVariables = environment.keys.filter { $0.hasPrefix(CommandOptions.environmentPrefix) && !known.contains($0) }.sorted()
     }
 
