@@ -9,6 +9,10 @@ enum ImageTargets {
         for format in [SourceFormat.jpeg, .png, .webp] { _ = ImageEnd.missing(in: .bytes(data), format: format) }
         let end = ImageEnd.endOfJPEG(data)
         if let end { require(end >= 4 && end <= data.count, "an end at \(end) of \(data.count) bytes") }
+        // The frame size read before decoding: only of a JPEG, and the same for a slice.
+        let frame = JPEGOriginal.frameSize(data)
+        if frame != nil { require(data.starts(with: [0xFF, 0xD8]), "a frame size of bytes that are no JPEG") }
+        require(JPEGOriginal.frameSize((Data([0]) + data).dropFirst()) == frame, "a slice reads another frame size")
         guard let stripped = JPEGOriginal.stripped(data, isSRGB: { _ in true }) else { return }
         require(end != nil, "stripped a JPEG the walk finds no end of")
         require(ImageEnd.endOfJPEG(stripped) == stripped.count, "the stripped JPEG does not end at its end-of-image marker")
