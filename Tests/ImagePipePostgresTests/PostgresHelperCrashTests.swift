@@ -28,20 +28,31 @@ struct PostgresHelperCrashTests {
         defer { worker.send(SIGKILL) }
         try enqueue(["poison.jpg": ImageHelpers.longJob.fixture], into: fixture)
         // Its first attempt killed with SIGKILL, its retry with SIGSEGV, each found working through
-        // /proc. A killed helper may use CPU while the kernel tears it down, so it is never taken for
-        // the next one, and the next kill waits until its worker has reaped it.
-        var killed: Set<pid_t> = []
-        for signal in [SIGKILL, SIGSEGV] {
-            let parent = worker.process.processIdentifier, excluded = killed
-            let found: pid_t? = try await offPool { ImageHelpers.busy(of: parent, excluding: excluded) }
-            let helper = try #require(found, "kill \(signal): \(worker.log)")
-            #expect(Glibc.kill(helper, signal) == 0, "helper \(helper) was signalled")
-            killed.insert(helper)
-            #expect(
-                await eventually { ImageHelpers.status(helper).isEmpty },
-                "helper \(helper) is reaped; it is \(ImageHelpers.status(helper)["State"] ?? "gone"), the worker's helpers \(ImageHelpers.of(parent)), its threads \(ImageHelpers.threadStates(parent)): \(worker.log)"
-            )
+        // /proc. Finding and killing happen on one thread off the cooperative pool: an await between
+        // them could wait seconds for a pool thread that synchronous tests hold, and the job end
+        // meanwhile. A killed helper may use CPU while the kernel tears it down, so it is never taken
+        // for the next one, and the next kill waits until its worker has reaped it.
+        let parent = worker.process.processIdentifier
+        let kills: [String] = try await offPool {
+            var killed: Set<pid_t> = []
+            var kills: [String] = []
+            for signal in [SIGKILL, SIGSEGV] {
+                guard let helper = ImageHelpers.busy(of: parent, excluding: killed) else {
+                    kills.append("no helper was found working for signal \(signal)")
+                    break
+                }
+                let sent = Glibc.kill(helper, signal)
+                killed.insert(helper)
+                let reaped = eventually { ImageHelpers.status(helper).isEmpty }
+                kills.append(
+                    sent == 0 && reaped
+                        ? "killed"
+                        : "helper \(helper): signalled \(sent == 0), reaped \(reaped), now \(ImageHelpers.status(helper)["State"] ?? "gone"); "
+                            + "the worker's helpers \(ImageHelpers.of(parent)), its threads \(ImageHelpers.threadStates(parent))")
+            }
+            return kills
         }
+        #expect(kills == ["killed", "killed"], "\(kills): \(worker.log)")
         #expect(await eventually(seconds: 120) { ((try? fixture.states()) ?? [:])["discarded"] == 1 }, "\(worker.log)")
         let row = try fixture.sql(
             "SELECT attempt, result->>'error_code', jsonb_array_length(errors), errors->0->>'error', errors->1->>'error' FROM imagepipe.jobs")
