@@ -55,20 +55,14 @@ extension VipsCompressor {
         return result
     }
 
-    /// Whether some variant might be `source`'s own bytes, judged before decoding: the source is a
+    /// Whether some variant might be the source's own bytes, judged from its `start` before decoding: it is a
     /// JPEG whose frame a JPEG variant that ``mayKeepOriginal(_:sourceSize:)`` could allow has room
     /// for whole (a variant smaller than the original on either side cannot be it; a kept original
     /// is upright, so its frame is its displayed size). A photo larger than every box is never
     /// decoded twice for a warning it raises.
-    static func mayKeepOriginal(of source: SourceImage, variants: [VariantSpec]) -> Bool {
+    static func mayKeepOriginal(start: Data, variants: [VariantSpec]) -> Bool {
         let eligible = variants.filter { $0.format == .jpeg && $0.watermark == nil && $0.metadata == .strip }
-        guard !eligible.isEmpty else { return false }
-        let start: Data
-        switch source.content {
-        case .bytes(let data): start = data.prefix(GainMap.probedBytes)
-        case .file(let opened): start = (try? opened.read(count: min(GainMap.probedBytes, opened.byteCount))) ?? Data()
-        }
-        guard let frame = JPEGOriginal.frameSize(start) else { return false }
+        guard !eligible.isEmpty, let frame = JPEGOriginal.frameSize(start) else { return false }
         return eligible.contains { $0.width >= frame.width && $0.height >= frame.height }
     }
 

@@ -101,11 +101,13 @@ public struct VipsCompressor: ImageCompressor {
     ) throws(ImagePipeError) -> CompressedImage {
         var compressed: CompressedImage
         var decode = OriginalDecode.unchecked
+        // What the container says before any decode, read once: a JPEG's frame, a gain map.
+        let start = Self.start(of: source)
         if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) {
             // The direct path gives up on any libjpeg warning.
             compressed = direct
             decode = .clean
-        } else if configuration.keepsSmallerOriginal, Self.mayKeepOriginal(of: source, variants: variants) {
+        } else if configuration.keepsSmallerOriginal, Self.mayKeepOriginal(start: start, variants: variants) {
             // A JPEG that might stand for a variant is first decoded refusing warnings, so that a
             // clean decode proves it undamaged at no cost; checking it with a decode of its own cost a
             // 1800x1200 photo's web preset a tenth of its time. A damaged one (rare) is made again
@@ -123,23 +125,8 @@ public struct VipsCompressor: ImageCompressor {
         if configuration.keepsSmallerOriginal {
             compressed = keepingSmallerOriginal(compressed, source: source, decode: decode)
         }
-        compressed.gainMap = Self.gainMap(of: source, format: compressed.sourceFormat)
+        compressed.gainMap = Self.gainMap(start: start, format: compressed.sourceFormat)
         return compressed
-    }
-
-    /// The HDR gain map `source` carries, said in the manifest: the variants are its SDR picture.
-    static func gainMap(of source: SourceImage, format: SourceFormat) -> GainMap? {
-        guard [.jpeg, .heic, .heif, .avif].contains(format) else { return nil }
-        let start: Data
-        switch source.content {
-        case .bytes(let data): start = data.prefix(GainMap.probedBytes)
-        case .file(let opened):
-            guard let read = try? opened.read(count: min(opened.byteCount, GainMap.probedBytes)) else { return nil }
-            start = read
-        }
-        return GainMap.kind(in: start).map {
-            GainMap(kind: $0, carried: false, reason: GainMap.notCarriedReason)
-        }
     }
 
     /// `refusingWarnings`: the loader fails on any warning (``compress(_:variants:limits:memory:)``
@@ -349,73 +336,6 @@ public struct VipsCompressor: ImageCompressor {
             : ipv_resize_exact(image.pointer, Int32(size.width), Int32(size.height), &out)
         guard status == 0, let out else { throw decodeError() }
         return VipsImageHandle(out)
-    }
-
-    /// Drops metadata (or sets what the variant's policy keeps, `metadata`), flattens alpha for JPEG
-    /// and encodes at the variant's quality, or with `auto` at a quality whose score meets its
-    /// target, found in few encodes.
-    private func encode(_ image: VipsImageHandle, as variant: VariantSpec, metadata: SourceMetadata.Blocks) throws(ImagePipeError) -> EncodedVariant {
-        // Savers strip unless there is metadata to keep (none found: the output is a stripped one);
-        // libvips 8.14's WebP saver still writes EXIF then, so only WebP pays for a copy without it.
-        var source = image
-        let keepsMetadata = !metadata.isEmpty
-        if keepsMetadata {
-            source = try withMetadata(image, metadata, variant: variant)
-        } else if variant.format == .webp {
-            var stripped: UnsafeMutablePointer<VipsImage>?
-            guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }
-            source = VipsImageHandle(stripped)
-        }
-        if !variant.format.keepsAlpha && source.hasAlpha {
-            var out: UnsafeMutablePointer<VipsImage>?
-            guard ipv_flatten_white(source.pointer, &out) == 0, let out else { throw encodeError(variant) }
-            source = VipsImageHandle(out)
-        }
-        if let target = variant.autoTarget {
-            return try encodeChoosingQuality(source, as: variant, target: target, keepingMetadata: keepsMetadata)
-        }
-        let data = try encode(source, as: variant, quality: variant.quality, keepingMetadata: keepsMetadata)
-        var encoded = EncodedVariant(spec: variant, size: source.size, data: data)
-        if variant.hasQuality {
-            encoded.quality = variant.quality
-            if configuration.scoreEveryVariant {
-                encoded.score = try PerceptualScore(reference: source, variant: variant).score(of: encoded.data, variant: variant)
-            }
-        }
-        return encoded
-    }
-
-    /// Encodes once, writing the metadata `source` carries when `keepingMetadata` (see
-    /// ``withMetadata(_:_:variant:)``), else none; the returned Data owns libvips' buffer without copying it.
-    func encode(_ source: VipsImageHandle, as variant: VariantSpec, quality: Int, keepingMetadata: Bool = false) throws(ImagePipeError) -> Data {
-        let keep: Int32 = keepingMetadata ? 1 : 0
-        var buffer: UnsafeMutableRawPointer?
-        var length = 0
-        let options = variant.options
-        let effort = Int32(options.effort(for: variant.format))
-        let status: Int32 =
-            switch variant.format {
-            case .jpeg:
-                ipv_save_jpeg(
-                    source.pointer, Int32(quality), options.isProgressive(for: source.size) ? 1 : 0, options.fullChroma ? 1 : 0, keep, &buffer,
-                    &length)
-            case .webp:
-                ipv_save_webp(
-                    source.pointer, Int32(quality), effort, options.smartSubsample ? 1 : 0, options.lossless ? 1 : 0,
-                    keep, &buffer, &length)
-            case .avif:
-                ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, keep, &buffer, &length)
-            case .png:
-                ipv_save_png(source.pointer, Int32(configuration.pngCompression), keep, &buffer, &length)
-            case .gif:
-                ipv_save_gif(source.pointer, &buffer, &length)
-            }
-        guard status == 0, let buffer else {
-            // Lazy pipelines decode while encoding, so damaged input often surfaces here.
-            throw decodeError()
-        }
-        let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
-        return variant.format == .webp && !keepingMetadata ? WebPMetadata.stripped(data) : data
     }
 
     /// What to ask libvips for so it produces `target`: for a crop, the box itself. For a fit, only the
