@@ -1,6 +1,9 @@
 // Non-variadic wrappers over libvips calls, one per operation the compressor uses.
+#define _GNU_SOURCE // dladdr
 #include "CVipsShim.h"
 #include "private.h"
+#include <dlfcn.h>
+#include <gmodule.h>
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,8 +18,38 @@ static void mark_errors(void);
  * lock cannot be libvips' own, which disposing an image takes too. */
 static GMutex programs_lock;
 
+/* The loader modules of libvips that imagepipe reads with: HEIC and AVIF. The others a Debian
+ * libvips carries (ImageMagick, PDF through poppler, OpenSlide, JPEG XL) read nothing imagepipe
+ * accepts, and loading them cost every process that starts libvips 16 ms of CPU (their libraries'
+ * relocations and static constructors: libhwy times its clock at load), 20 ms in a worker's image
+ * helper, where each symbol lookup walks the 145 libraries those modules bring in. A module that
+ * is not there (a libvips built with its loaders inside) is no error. */
+static const char *const used_modules[] = {"vips-heif", NULL};
+
+static void load_used_modules(void) {
+    Dl_info library;
+    if (!dladdr((void *)vips_init, &library) || !library.dli_fname) return;
+    char *directory = g_path_get_dirname(library.dli_fname);
+    for (const char *const *name = used_modules; *name; name++) {
+        char *path = g_strdup_printf("%s/vips-modules-%d.%d/%s.so", directory, vips_version(0), vips_version(1), *name);
+        // Kept open for the process's life, as libvips keeps the modules it loads itself.
+        (void)g_module_open(path, G_MODULE_BIND_LAZY);
+        g_free(path);
+    }
+    g_free(directory);
+}
+
 int ipv_init(const char *argv0) {
+    // libvips loads every module in <VIPSHOME>/lib/vips-modules-X.Y as it starts; pointed at a prefix
+    // that never exists (Debian's /nonexistent) it loads none, and the used ones are loaded after.
+    // A VIPSHOME the user set is their libvips' layout, and kept with all its modules.
+    int choose_modules = getenv("VIPSHOME") == NULL;
+    if (choose_modules) setenv("VIPSHOME", "/nonexistent", 1);
     int status = VIPS_INIT(argv0 ? argv0 : "imagepipe");
+    if (choose_modules) {
+        unsetenv("VIPSHOME");
+        if (status == 0) load_used_modules();
+    }
     // Off from the start, not only once configured: large sources are opened as /proc/self/fd/N,
     // names that a later file reuses, and a cached image of the earlier one must never answer.
     vips_cache_set_max(0);

@@ -34,7 +34,11 @@ enum CompositionRoot {
         _ options: JobOptions, force: Bool = false, sources: [String] = [], maxSourceBytes: Int = 256 << 20,
         logger: Logger
     ) throws(ImagePipeError) -> FileHandler {
-        try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
+        // libvips runs in this process only for image work done here: every image with --sandbox
+        // off, else only the watermark logo, which the worker checks before any helper starts.
+        if !options.sandboxed || options.watermark.file != nil {
+            try Vips.configure(threadsPerImage: threadsPerImage(jobs: options.jobs))
+        }
         // Read and decoded once, before any image: a logo that cannot be stops the command here.
         let specs = try options.variantSpecs()
         try options.watermark.checkApplies(to: specs)

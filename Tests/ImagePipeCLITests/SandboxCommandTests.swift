@@ -51,7 +51,16 @@ import Glibc
             }
             // Its standard streams and its channel (3): no queue lock, no store or database socket.
             #expect(ImageHelpers.descriptors(helper) == [0, 1, 2, 3])
+            // libvips' loaders for what imagepipe never reads are not even mapped: ImageMagick, PDF, OpenSlide.
+            let libraries = ImageHelpers.libraries(helper)
+            #expect(libraries.contains { $0.contains("vips-heif") }, "HEIC and AVIF are read: \(libraries.sorted())")
+            for unused in ["libMagickCore", "libpoppler", "libopenslide", "vips-magick", "vips-poppler", "vips-openslide", "vips-jxl"] {
+                #expect(!libraries.contains { $0.contains(unused) }, "\(unused) is loaded")
+            }
         }
+        // The worker decodes no image, and starts no libvips loader of its own.
+        let workerLibraries = ImageHelpers.libraries(worker.process.processIdentifier)
+        #expect(!workerLibraries.contains { $0.contains("vips-modules") }, "\(workerLibraries.filter { $0.contains("vips") })")
         worker.send(SIGTERM)
         #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
     }

@@ -64,6 +64,20 @@ public enum ImageHelpers {
         return fields
     }
 
+    /// The files of the shared libraries it has mapped, each once.
+    public static func libraries(_ pid: pid_t) -> Set<String> {
+        // Read to its end: a /proc file says it is empty, and a read of its announced size stops short.
+        guard let file = FileHandle(forReadingAtPath: "/proc/\(pid)/maps"), let data = try? file.readToEnd() else { return [] }
+        let text = String(decoding: data, as: UTF8.self)
+        return Set(
+            text.split(separator: "\n").compactMap { line in
+                guard let path = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first, path.contains(".so") else {
+                    return nil
+                }
+                return String(path)
+            })
+    }
+
     /// The numbers of its open descriptors.
     public static func descriptors(_ pid: pid_t) -> [Int] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).compactMap { Int($0) }.sorted()
