@@ -79,6 +79,14 @@ ssize_t ips_receive(int socket, void *bytes, size_t capacity, int *fds, int max_
     ssize_t got;
     do got = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
     while (got < 0 && errno == EINTR);
+    // A peer that ended with a message of ours unread makes the next receive fail ECONNRESET once,
+    // ahead of what it sent before ending: a helper that says why it cannot start, and exits before
+    // reading its start message, would lose its reason. What it sent is read after the error.
+    if (got < 0 && errno == ECONNRESET) {
+        do got = recvmsg(socket, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        while (got < 0 && errno == EINTR);
+        if (got < 0) errno = ECONNRESET;
+    }
     if (got < 0) return -1;
     // Every descriptor that came is either handed over or closed: a peer cannot leak them into us.
     int received = 0;

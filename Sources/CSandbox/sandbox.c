@@ -234,7 +234,7 @@ static void set_message(char *buffer, size_t size, const char *format, ...) {
 
 // The number of threads in this process from /proc/self/status, or -1 with errno set. Read before
 // Landlock is applied, which would refuse the open.
-static int count_threads(void) {
+int ips_thread_count(void) {
     int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -1094,7 +1094,7 @@ int ips_sandbox_apply(const struct ips_sandbox_options *options, struct ips_sand
     set_message(error, error_size, "%s", "");
     struct ips_sandbox_result found = {0};
 
-    int threads = count_threads();
+    int threads = ips_thread_count();
     if (threads < 0) {
         int saved = errno;
         set_message(error, error_size,

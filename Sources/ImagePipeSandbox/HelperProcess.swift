@@ -89,11 +89,12 @@ struct SpawnError: Error {
     let number: Int32
 }
 
-/// Starts helpers from one thread that lives as long as the worker.
+/// Starts the zygote, and helpers when there is none, from one thread that lives as long as the worker.
 ///
 /// A helper asks to be killed when its parent dies (PR_SET_PDEATHSIG), and Linux takes the parent
 /// to be the thread that started it: a helper started from a compression thread that Dispatch later
-/// retired would be killed mid-job. This thread never ends.
+/// retired would be killed mid-job. This thread never ends. (A helper the zygote forks is adopted
+/// by the worker, whose main thread, alive until the worker ends, becomes its parent.)
 final class HelperSpawner: Sendable {
     static let shared = HelperSpawner()
 

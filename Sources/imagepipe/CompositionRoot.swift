@@ -53,6 +53,7 @@ enum CompositionRoot {
             keyTemplate: try KeyTemplate(options.key),
             limits: CompressionLimits(maxPixels: options.maxPixels, maxFrames: options.maxFrames),
             cacheControl: options.storage.cacheControl,
+            inMemoryLimit: options.sandboxed ? SandboxedCompressor.sourcesReadWholeUpTo : SourceReader.defaultInMemoryLimit,
             maxSourceBytes: maxSourceBytes,
             storeOriginal: options.storage.withOriginal,
             overwrite: options.overwrite,

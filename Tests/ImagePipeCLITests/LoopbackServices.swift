@@ -19,7 +19,7 @@ extension RequiredTool {
 ///
 /// - `with S3`: moto's S3 server with the bucket `media`; `AWS_ACCESS_KEY_ID`,
 ///   `AWS_SECRET_ACCESS_KEY`, `AWS_ENDPOINT_URL` and `AWS_REGION` reach it.
-/// - `with PostgreSQL`: a server of the tests' own with the role `imagepipe` and its database `app`,
+/// - `with PostgreSQL`: a server of the tests' own with the role `imagepipe` and its database `images` (as [Setting up PostgreSQL] makes them),
 ///   as docs/queues.md sets them up; `PGPORT` and `PGPASSWORD` reach it at `localhost`.
 /// - `with an app`: a receiver of notifications that checks each signature; `APP_URL` and
 ///   `IMAGEPIPE_NOTIFY_SECRET` reach it.
@@ -72,7 +72,7 @@ final class LoopbackServices {
         let server = try HelperProcess(
             "postgres_server.py", in: Self.postgresHelpers, ["--bin", try RequiredTool.postgresServer.located(), "--fsync", "off"])
         let password = "pw-" + UUID().uuidString.prefix(12)
-        for statement in ["CREATE ROLE imagepipe LOGIN PASSWORD '\(password)'", "CREATE DATABASE app OWNER imagepipe"] {
+        for statement in ["CREATE ROLE imagepipe LOGIN PASSWORD '\(password)'", "CREATE DATABASE images OWNER imagepipe"] {
             _ = try server.call(["cmd": "sql", "sql": statement, "database": "postgres"])
         }
         helpers["postgres"] = server

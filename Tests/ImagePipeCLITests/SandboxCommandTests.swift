@@ -65,6 +65,57 @@ import Glibc
         #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
     }
 
+    /// Every helper is a fork of one zygote, which loaded libvips once, holds none of the worker's
+    /// secrets or descriptors and ends with the worker; a zygote that dies leaves helpers started
+    /// from the executable, and the work goes on.
+    @Test func helpersAreForksOfAZygoteThatHoldsNothingOfTheWorkersAndEndsWithIt() throws {
+        try FileManager.default.createDirectory(atPath: directory.url("queue/inbox"), withIntermediateDirectories: true)
+        let worker = try WorkerProcess(
+            ["watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "2", "--status-interval", "0"],
+            log: directory.url("worker.log"), environment: Self.secrets)
+        defer { worker.send(SIGKILL) }
+        #expect(worker.waitForLog("watching"), "\(worker.log)")
+        let pid = worker.process.processIdentifier
+        let zygote = try #require(ImageHelpers.zygote(of: pid), "no zygote among \(ImageHelpers.of(pid))")
+        let environment = ImageHelpers.environment(zygote)
+        #expect(!environment.isEmpty, "the zygote's environment could not be read")
+        for (name, value) in Self.secrets {
+            #expect(!environment.contains { $0.hasPrefix(name + "=") || $0.contains(value) }, "\(name) reached the zygote")
+        }
+        #expect(ImageHelpers.descriptors(zygote) == [0, 1, 2, 3])
+        // Forks: libvips where the zygote has it (a process started from the file gets its own
+        // address), adopted by the worker, sandboxed after the fork.
+        let libvips = try #require(ImageHelpers.address(of: "libvips.so", in: zygote))
+        let helpers = ImageHelpers.of(pid)
+        #expect(helpers.count == 2, "\(helpers)")
+        for helper in helpers {
+            #expect(ImageHelpers.address(of: "libvips.so", in: helper) == libvips, "helper \(helper) is no fork of the zygote")
+            #expect(ImageHelpers.status(helper)["Seccomp"] == "2")
+            #expect(!ImageHelpers.commandLine(helper).contains("--zygote"), "\(ImageHelpers.commandLine(helper))")
+        }
+
+        // The zygote dies, then a helper: its replacement is started from the executable.
+        kill(zygote, SIGKILL)
+        kill(helpers[0], SIGKILL)
+        #expect(eventually { ImageHelpers.hasEnded(helpers[0]) && ImageHelpers.hasEnded(zygote) }, "\(worker.log)")
+        for index in 1...3 {
+            InboxDelivery.deliver(Fixtures.data("images/formats/small-200x150.jpg"), to: directory.url("queue/inbox"), as: "after-\(index).jpg")
+        }
+        #expect(
+            eventually(seconds: 120) {
+                (1...3).allSatisfy { FileManager.default.fileExists(atPath: directory.url("queue/done/after-\($0).jpg.json")) }
+            },
+            "\(worker.log)")
+        let replacement = try #require(ImageHelpers.of(pid).first { !helpers.contains($0) }, "\(ImageHelpers.of(pid)) \(worker.log)")
+        #expect(ImageHelpers.address(of: "libvips.so", in: replacement) != libvips, "started from the executable")
+        #expect(worker.log.contains("zygote ended"), "\(worker.log)")
+
+        // The worker killed: its zygote-forked helper ends with it, adopted or not.
+        let left = ImageHelpers.of(pid)
+        worker.send(SIGKILL)
+        #expect(eventually { left.allSatisfy(ImageHelpers.hasEnded) }, "\(left)")
+    }
+
     /// Three photos as AVIF, one at a time: the largest first (a batch starts with the largest
     /// original), the long job a test kills its helper in, then two that take seconds.
     func slowBatch() throws -> WorkerProcess {

@@ -199,6 +199,19 @@ import Glibc
         #expect(throws: ChannelFailure.closed) { try worker.send(HelperRequest.trim.encoded()) }
     }
 
+    /// A helper that cannot start says why and exits, often before it read the worker's start
+    /// message: the kernel then fails the worker's next receive with ECONNRESET ahead of the reason.
+    @Test func whatAPeerSentBeforeEndingWithOurMessageUnreadIsStillReceived() throws {
+        let (worker, helperEnd) = try HelperChannel.pair()
+        let helper = HelperChannel(taking: helperEnd)
+        try worker.send(HelperRequest.start(hasLogo: false).encoded())
+        try helper.send(HelperReply.startFailed("no Landlock here").encoded())
+        _ = consume helper  // closed with the start message unread
+        let received = try worker.receive(timeout: .seconds(5))
+        #expect(try HelperReply(decoding: received.bytes) == .startFailed("no Landlock here"))
+        #expect(throws: ChannelFailure.closed) { try worker.receive(timeout: .seconds(5)) }
+    }
+
     @Test func descriptorsTravelWithTheirMessageAndMoreThanFitAreRefused() throws {
         let (worker, helperEnd) = try HelperChannel.pair()
         let helper = HelperChannel(taking: helperEnd)

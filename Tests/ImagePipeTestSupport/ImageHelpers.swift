@@ -9,13 +9,31 @@ public enum ImageHelpers {
     /// ended between the two, and the kill hit an idle helper).
     public static let longJob = (fixture: "images/exif-orientation/Landscape_1.jpg", variant: "slow=1800x1800,avif,q50,effort=8")
 
-    /// The helpers `parent` started: its children whose command line is `imagepipe image-helper …`.
+    /// The helpers `parent` started: its children whose command line is `imagepipe image-helper …`,
+    /// the zygote that forks them left out.
     public static func of(_ parent: pid_t) -> [pid_t] {
+        children(of: parent).filter { !commandLine($0).contains("--zygote") }
+    }
+
+    /// The zygote of `parent`'s helpers: its child `imagepipe image-helper --zygote …`, if it runs.
+    public static func zygote(of parent: pid_t) -> pid_t? {
+        children(of: parent).first { commandLine($0).contains("--zygote") }
+    }
+
+    private static func children(of parent: pid_t) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { Int32($0) }.filter { pid in
             guard let stat = statFields(pid), stat.count > 1, Int32(stat[1]) == parent else { return false }
             return commandLine(pid).dropFirst().first == "image-helper"
         }.sorted()
+    }
+
+    /// Where a library is mapped in its address space (the start of its first mapping), if it is:
+    /// the same in a process and its fork, chosen afresh (ASLR) in every process started from a file.
+    public static func address(of library: String, in pid: pid_t) -> String? {
+        guard let file = FileHandle(forReadingAtPath: "/proc/\(pid)/maps"), let data = try? file.readToEnd() else { return nil }
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.contains(library) }
+        return line?.split(separator: "-").first.map(String.init)
     }
 
     /// Its command line, word by word.
@@ -34,6 +52,12 @@ public enum ImageHelpers {
             fields[String(parts[0])] = parts[1].trimmingCharacters(in: .whitespaces)
         }
         return fields
+    }
+
+    /// Whether it has ended: gone, or a zombie its parent has not reaped yet.
+    public static func hasEnded(_ pid: pid_t) -> Bool {
+        let state = status(pid)["State"]
+        return state == nil || state!.hasPrefix("Z")
     }
 
     /// Its environment, one `NAME=value` each.

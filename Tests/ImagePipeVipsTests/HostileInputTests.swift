@@ -126,6 +126,20 @@ import Testing
         #expect(error.reason.contains("1800x1200"))
     }
 
+    /// Bytes no loader of imagepipe's takes are no format at all: libvips' ImageMagick loader, which
+    /// takes nearly anything (a run of zero bytes among it), is not even loaded, so the reason is
+    /// not one about a loader the user never asked for.
+    @Test func bytesNoLoaderTakesAreNotARecognisedFormat() throws {
+        do {
+            _ = try Fixtures.compress(bytes: Data(count: 5000))
+            Issue.record("5000 zero bytes were compressed")
+        } catch {
+            #expect(error.code == .unsupportedFormat)
+            #expect(error.reason.contains("not a recognised image format"), "\(error.reason)")
+            #expect(!error.reason.localizedCaseInsensitiveContains("magick"), "\(error.reason)")
+        }
+    }
+
     @Test(arguments: ["hostile/image.svg", "hostile/document.pdf"])
     func untrustedLoadersAreBlocked(_ relative: String) throws {
         let error = try #require(failure(relative))

@@ -111,3 +111,6 @@ int ips_sandbox_probe(const char *name, int *error_number, char *detail, size_t 
 /// The name of probe number `index`, counting from 0, or NULL past the last: a self-test runs
 /// them all by counting up until NULL, and so also runs the probes added after it was written.
 const char *ips_sandbox_probe_name(size_t index);
+
+/// The threads of the calling process, from /proc/self/status; -1 with errno when it cannot be read.
+int ips_thread_count(void);

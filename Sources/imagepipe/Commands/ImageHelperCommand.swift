@@ -18,6 +18,9 @@ struct ImageHelperCommand: ParsableCommand {
     @Option(name: .long, help: "The worker's settings, as JSON.")
     var settings: String?
 
+    @Flag(name: .customLong("zygote"), help: "Load libvips, then fork a helper for each of the worker's requests.")
+    var zygote = false
+
     @Flag(
         name: .customLong("self-test"),
         help: "Apply the sandbox, try what it must refuse (a socket, a connection, opening and creating files, exec), print each outcome.")
@@ -44,6 +47,9 @@ struct ImageHelperCommand: ParsableCommand {
             adjust.write(Data("1000".utf8))
             try? adjust.close()
         }
+        // A zygote stops here and forks; what follows runs in each helper it forks (or in one
+        // started from the executable).
+        if zygote { Zygote.serve(parent: settings.parent) }
         var landlock = 0
         if settings.sandbox {
             switch Sandbox.apply(dataLimit: settings.dataLimit, fileSizeLimit: SandboxedCompressor.maxOutputBytes) {

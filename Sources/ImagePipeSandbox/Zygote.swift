@@ -1,0 +1,82 @@
+// The zygote: a helper process that loads libvips once, handles no image, and forks the helpers.
+import CSandbox
+public import Foundation
+import ImagePipe
+import Logging
+import Synchronization
+
+/// Starting a helper from the executable costs about 35 ms of CPU, nearly all of it the dynamic
+/// linker relocating the 118 libraries libvips and the Swift runtime bring; a fork of a process that
+/// has loaded them costs about 1 ms. So the worker starts one process from the executable, the
+/// zygote, which loads libvips and then only forks: every helper, at start-up and after a crash or
+/// a failed job, is a fork of it. The zygote never reads an image and is never sandboxed (the
+/// sandbox's filter names the pid of the process it applies to, so each helper applies its own after
+/// the fork, exactly as an executed helper does).
+///
+/// A forked helper is adopted by the worker (a subreaper), so the worker reaps it and reads how it
+/// ended like any helper. What a fork shares with its zygote, and an executed helper would not, is
+/// the address layout: every helper has its libraries at the same addresses (docs/design.md,
+/// "Trust boundaries").
+public enum Zygote {
+    /// The command-line flag that makes `image-helper` a zygote.
+    public static let flag = "--zygote"
+
+    /// In the zygote, after libvips is loaded: says it is ready, then forks a helper for each of the
+    /// worker's requests. Returns only in a new helper, its channel as descriptor 3; the zygote itself
+    /// ends when the worker closes its end.
+    public static func serve(parent: Int32) {
+        // A fork copies only the thread that calls it: with another thread running (holding a lock,
+        // say) the helpers could inherit that lock held for ever.
+        let threads = ips_thread_count()
+        guard threads == 1 else { HelperServer.refuseToStart("the zygote has \(threads) threads and cannot fork helpers safely") }
+        let ready = HelperReply.ready(sandboxed: false, landlock: 0).encoded()
+        guard ready.withUnsafeBytes({ ips_send(HelperServer.channelDescriptor, $0.baseAddress, $0.count, nil, 0, -1) }) >= 0 else { exit(0) }
+        guard ips_zygote_serve(HelperServer.channelDescriptor, parent) == 0 else { exit(0) }
+        // A helper now: `ps` shows it as one, without the flag its zygote was started with.
+        forgetArgument(flag)
+    }
+
+    /// Blanks an argument in place, in the memory /proc/PID/cmdline reads.
+    private static func forgetArgument(_ argument: String) {
+        for index in 0..<Int(CommandLine.argc) {
+            guard let pointer = CommandLine.unsafeArgv[index], String(cString: pointer) == argument else { continue }
+            memset(pointer, 0, strlen(pointer))
+        }
+    }
+}
+
+extension HelperPool {
+    /// Starts the zygote and waits until it is ready; nil when it cannot be (then helpers are started
+    /// from the executable, as before, and said so once).
+    func startZygote() -> HelperProcess? {
+        guard ips_become_subreaper() == 0 else {
+            logger.warning("image helpers are started one by one: this process cannot adopt them (\(String(cString: strerror(errno))))")
+            return nil
+        }
+        do throws(ImagePipeError) {
+            let zygote = try spawn(extraArguments: [Zygote.flag])
+            _ = try awaitReady(zygote)
+            return zygote
+        } catch {
+            logger.warning("image helpers are started one by one: no zygote (\(error.reason))")
+            return nil
+        }
+    }
+
+    /// A helper forked by the zygote, with its channel's and output's far ends; nil when the zygote
+    /// is gone or failed (it is then retired, and helpers are started from the executable).
+    func forkFromZygote(channel: Int32, output: Int32) -> pid_t? {
+        zygote.withLock { zygote -> pid_t? in
+            guard let current = zygote else { return nil }
+            let pid = ips_zygote_fork(current.channel.descriptor, channel, output, HelperChannel.milliseconds(Self.startTimeout))
+            if pid > 0 { return pid }
+            let reason = String(cString: strerror(errno))
+            let status = current.killAndReap()
+            logger.warning(
+                "the image helpers' zygote ended; helpers are started one by one from now on",
+                metadata: ["reason": "\(reason)", "status": "\(HelperProcess.describe(status))"])
+            zygote = nil
+            return nil
+        }
+    }
+}
