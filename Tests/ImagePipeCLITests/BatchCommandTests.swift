@@ -346,6 +346,13 @@ import Testing
             #expect(output.status == 0)
             #expect(output.stdout.contains("USAGE"))
         }
+        // config passes what follows it to the command it checks, but not a request for help.
+        for arguments in [["config", "--help"], ["config", "watch", "--help"], ["config", "batch", "-h"]] {
+            let output = try CommandRunner.run(arguments)
+            #expect(output.status == 0, "\(arguments): \(output.stderr)")
+            #expect(output.stdout.contains("USAGE: imagepipe config"), "\(arguments): \(output.stdout)")
+            #expect(!output.stdout.contains("[watch]"), "\(arguments) printed a configuration")
+        }
     }
 
     @Test(arguments: ["batch", "watch"])

@@ -127,13 +127,20 @@ struct CapturedLog: LogHandler {
     }
 
     func log(event: LogEvent) {
-        lines.storage.withLock { $0.append("\(event.level) \(event.message)") }
+        let line = "\(event.level) \(event.message)"
+        let fields = (event.metadata ?? [:]).mapValues { "\($0)" }
+        lines.storage.withLock { $0.append((line, fields)) }
     }
 
     /// Every message so far, as `level message`.
-    var messages: [String] { lines.storage.withLock { $0 } }
+    var messages: [String] { lines.storage.withLock { $0.map(\.line) } }
+
+    /// The metadata of every message `message` (as `level message`) so far, each value as text.
+    func metadata(of message: String) -> [[String: String]] {
+        lines.storage.withLock { $0.filter { $0.line == message }.map(\.fields) }
+    }
 
     private final class Arc: Sendable {
-        let storage = Mutex<[String]>([])
+        let storage = Mutex<[(line: String, fields: [String: String])]>([])
     }
 }

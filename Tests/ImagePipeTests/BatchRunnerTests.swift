@@ -163,6 +163,9 @@ import Testing
         for name in ["a.jpg", "b.jpg"] { summary.add(.skipped(name, .upToDate, reason: "outputs in place")) }
         summary.wallTime = .seconds(2)
         #expect(summary.lines == ["0 done, 0 failed, 2 skipped (2 up_to_date) in 2.00 s"])
+        // A failure found before any byte was read (a key collision) adds no line about bytes.
+        summary.add(JobResult(source: "e.heic", status: .failed, error: ImagePipeError(.keyCollision, "same key"), bytes: 0))
+        #expect(summary.lines == ["0 done, 1 failed, 2 skipped (2 up_to_date) in 2.00 s"], "\(summary.lines)")
         summary.add(JobResult(source: "c.png", status: .failed, error: ImagePipeError(.corruptImage, "bad"), bytes: 10))
         summary.add(JobResult(source: "d.png", status: .done, bytes: 10))
         #expect(summary.imagesPerSecond == 0.5, "one image done in 2 s; the failure is not work done")

@@ -81,8 +81,9 @@ public struct BatchSummary: Sendable, Equatable {
                 + "path order, so those not started are the smallest (the manifest lists what was done); run the batch again once "
                 + "the store answers"
         }
-        // A re-run that found everything up to date read no image: one line says all there is.
-        guard bytesIn > 0 || done + failed > 0 else { return [first] + (halt.map { [$0] } ?? []) }
+        // A run that read no image's bytes (everything up to date, or failures found before reading,
+        // as a key collision is) has nothing to say about bytes: one line says all there is.
+        guard bytesIn > 0 else { return [first] + (halt.map { [$0] } ?? []) }
         var second = "\(Self.formatBytes(bytesIn)) in"
         if bytesIn > bytesInDone { second += " (\(Self.formatBytes(bytesIn - bytesInDone)) of it failed)" }
         second += " → \(Self.formatBytes(bytesOut)) out"

@@ -112,7 +112,9 @@ extension WorkerLoop {
     /// Gives jobs back to the queue, logging why.
     func release(_ jobs: [ClaimedJob], _ reason: Machine.ReleaseReason) async {
         await queue.release(jobs)
-        let metadata: Logger.Metadata = ["jobs": .stringConvertible(jobs.count), "to": "\(queue.releasePlace)"]
+        var metadata: Logger.Metadata = ["jobs": .stringConvertible(jobs.count), "to": "\(queue.releasePlace)"]
+        // Which ones: a shutdown that gives back a few names them (the log has one line per release).
+        if jobs.count <= 10 { metadata["job"] = "\(jobs.map(\.id).joined(separator: " "))" }
         switch reason {
         case .unfinished(.requested): logger.warning("stopped at once: returned the jobs in flight", metadata: metadata)
         case .unfinished(.cancelled): logger.warning("shutdown timeout: returned the unfinished jobs", metadata: metadata)

@@ -28,9 +28,10 @@ struct ConfigCommand: ParsableCommand {
     var arguments: [String] = []
 
     func run() throws {
-        // Everything after `config` is the command's, but a help request is this command's own.
-        if arguments.first == "--help" || arguments.first == "-h" {
-            print(Self.helpMessage())
+        // Everything after `config` is the command's, but a help request (`config --help`, `config
+        // watch --help`) is this command's own: it has no configuration to print.
+        if arguments.prefix(2).contains(where: { $0 == "--help" || $0 == "-h" }) {
+            print(ImagePipeCommand.helpMessage(for: Self.self))
             return
         }
         let environment = ProcessInfo.processInfo.environment
