@@ -21,7 +21,7 @@ ARCH        := $(shell dpkg --print-architecture 2>/dev/null)
 # The Debian mirror this machine's apt uses, for the package test's Debian 12 root.
 DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
 
-.PHONY: demo test test-deps format format-check deps build release check-swift clean bench bench-check bench-compare bench-thresholds bench-deps \
+.PHONY: demo test check test-deps format format-check deps build release check-swift clean bench bench-check bench-compare bench-thresholds bench-deps \
 	static install install-files deb deb-package deb-test deb-deps image image-test image-deps soak fuzz fuzz-build fuzz-check
 
 # The README's first example, as written there: the same folder, destination and manifest.
@@ -47,6 +47,15 @@ test: deps test-deps format-check
 	$(MAKE) fuzz-check
 	$(MAKE) bench-check
 	@.ci/test-times $(TEST_RESULTS)/*-swift-testing.xml
+
+# The fast tier to run before each commit, about 3 minutes from a warm build on two cores: the format,
+# the build, the in-process suites, the in-process libvips, sandbox, monitoring and bench suites, and
+# the process suites of the commands people run first. `make test` (CI) runs everything.
+CHECK_SUITES := ImagePipeVipsTests\.|ImagePipeSandboxTests\.|ImagePipeMonitoringTests\.|ImagePipeBenchTests\.|ImagePipeCLITests\.(BatchCommandTests|MessageTests|SandboxCommandTests|DryRunCommandTests|ConfigurationTests|WatchCommandTests|QueueDirectoryCommandTests|WorkerCrashTests)
+check: deps test-deps format-check
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --filter '$(IN_PROCESS_SUITES)'
+	$(SWIFT) test --skip-build --filter '$(CHECK_SUITES)'
 
 # Fuzzing (Tests/Fuzz/README.md): libFuzzer harnesses of every parser of untrusted input, C ones with
 # AddressSanitizer and UBSan, Swift ones with AddressSanitizer, built into .build-fuzz. `make fuzz`
