@@ -4,6 +4,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -16,14 +17,15 @@
 
 int ips_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
-/* Waits, in a new helper, until the process that forked it has ended and the worker adopted it: a
- * helper must be the worker's child, so the worker can reap it and read how it ended, and its death
- * signal must follow the worker, not the short-lived process in between. Up to five seconds. */
+/* Waits, in a new helper, until the process that forked it has ended and the worker adopted it, then
+ * asks to die with the worker: a helper must be the worker's child, so the worker can reap it and
+ * read how it ended, and its death signal (which a fork clears) must follow the worker, not the
+ * short-lived process in between. Up to five seconds. */
 static int await_adoption(pid_t worker) {
     struct timespec pause = {.tv_sec = 0, .tv_nsec = 50 * 1000};
     for (int tries = 0; tries < 100000; tries++) {
         pid_t parent = getppid();
-        if (parent == worker) return 0;
+        if (parent == worker) return ips_die_with_parent(worker);
         // Adopted by anything else: the worker is gone (or is no subreaper), nobody to serve.
         if (parent == 1) return -1;
         nanosleep(&pause, NULL);
@@ -52,29 +54,42 @@ int ips_zygote_serve(int control, pid_t worker) {
             for (int index = 0; index < count; index++) close(fds[index]);
             return -1;
         }
-        pid_t middle = fork();
+        // The middle process tells the zygote who the helper is through this pipe.
+        int told[2];
+        int32_t reply = 0;
+        pid_t middle = pipe2(told, O_CLOEXEC) == 0 ? fork() : -1;
         if (middle == 0) {
+            close(told[0]);
             pid_t helper = fork();
             if (helper == 0) {
+                close(told[1]);
                 if (take_descriptors(fds[0], fds[1]) != 0 || await_adoption(worker) != 0) _exit(0);
                 return 0;
             }
-            // The middle process says who the helper is, and ends: the helper is orphaned, and the
-            // worker (a subreaper) adopts it.
-            int32_t reply = helper > 0 ? (int32_t) helper : -(int32_t) errno;
-            (void) send(control, &reply, sizeof reply, MSG_NOSIGNAL);
+            // Then it ends: the helper is orphaned, and the worker (a subreaper) adopts it.
+            int32_t pid = helper > 0 ? (int32_t) helper : -(int32_t) errno;
+            ssize_t written;
+            do written = write(told[1], &pid, sizeof pid);
+            while (written < 0 && errno == EINTR);
             _exit(0);
         }
-        int saved = errno;
+        if (middle < 0) {
+            reply = -(int32_t) errno;
+        } else {
+            close(told[1]);
+            ssize_t got;
+            do got = read(told[0], &reply, sizeof reply);
+            while (got < 0 && errno == EINTR);
+            if (got != (ssize_t) sizeof reply) reply = -EAGAIN;
+            close(told[0]);
+            // The answer waits until the middle process is reaped: by then the kernel has handed the
+            // helper to the worker, so the worker can wait for it (or kill and reap it) at once.
+            int status;
+            while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {}
+        }
         close(fds[0]);
         close(fds[1]);
-        if (middle < 0) {
-            int32_t reply = -(int32_t) saved;
-            if (send(control, &reply, sizeof reply, MSG_NOSIGNAL) < 0) return -1;
-            continue;
-        }
-        int status;
-        while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {}
+        if (send(control, &reply, sizeof reply, MSG_NOSIGNAL) < 0) return -1;
     }
 }
 
@@ -96,8 +111,9 @@ pid_t ips_zygote_fork(int control, int channel, int output, int timeout_ms) {
         return -1;
     }
     if (reply <= 0) {
+        // The zygote is well, its fork failed (no memory, a process limit): -2, the reason in errno.
         errno = reply < 0 ? -reply : EPROTO;
-        return -1;
+        return reply < 0 ? -2 : -1;
     }
     return (pid_t) reply;
 }

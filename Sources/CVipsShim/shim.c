@@ -26,6 +26,11 @@ static GMutex programs_lock;
  * is not there (a libvips built with its loaders inside) is no error. */
 static const char *const used_modules[] = {"vips-heif", NULL};
 
+/* Why a module that is there did not load, for the worker to say; empty when all did. */
+static char module_failure[512];
+
+const char *ipv_module_failure(void) { return module_failure; }
+
 static void load_used_modules(void) {
     Dl_info library;
     if (!dladdr((void *)vips_init, &library) || !library.dli_fname) return;
@@ -33,7 +38,8 @@ static void load_used_modules(void) {
     for (const char *const *name = used_modules; *name; name++) {
         char *path = g_strdup_printf("%s/vips-modules-%d.%d/%s.so", directory, vips_version(0), vips_version(1), *name);
         // Kept open for the process's life, as libvips keeps the modules it loads itself.
-        (void)g_module_open(path, G_MODULE_BIND_LAZY);
+        if (!g_module_open(path, G_MODULE_BIND_LAZY) && access(path, F_OK) == 0)
+            snprintf(module_failure, sizeof module_failure, "%s", g_module_error());
         g_free(path);
     }
     g_free(directory);
@@ -42,7 +48,10 @@ static void load_used_modules(void) {
 int ipv_init(const char *argv0) {
     // libvips loads every module in <VIPSHOME>/lib/vips-modules-X.Y as it starts; pointed at a prefix
     // that never exists (Debian's /nonexistent) it loads none, and the used ones are loaded after.
-    // A VIPSHOME the user set is their libvips' layout, and kept with all its modules.
+    // A VIPSHOME the user set is their libvips' layout, and kept with all its modules. The
+    // environment is changed as libvips changes it itself when VIPSHOME is unset (it sets it to the
+    // prefix it guessed): one setenv, which may move the environment while another thread reads it,
+    // either way; the unsetenv after moves nothing but the pointers after it.
     int choose_modules = getenv("VIPSHOME") == NULL;
     if (choose_modules) setenv("VIPSHOME", "/nonexistent", 1);
     int status = VIPS_INIT(argv0 ? argv0 : "imagepipe");

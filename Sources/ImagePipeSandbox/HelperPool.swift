@@ -125,6 +125,7 @@ final class HelperPool: Sendable {
         let status = helper.killAndReap()
         Counter(label: "imagepipe_helper_restarts_total", dimensions: [("reason", reason.rawValue)]).increment()
         guard reason != .recycled else { return }
+        renewZygote()
         var metadata: Logger.Metadata = [
             "reason": "\(reason.rawValue)", "helper_pid": "\(helper.pid)", "status": "\(HelperProcess.describe(status))",
         ]
@@ -166,28 +167,46 @@ final class HelperPool: Sendable {
     /// A new process of the helper command with its channel and output pipe: forked by the zygote
     /// when there is one and `extraArguments` is empty, else started from the executable.
     func spawn(extraArguments: [String]) throws(ImagePipeError) -> HelperProcess {
-        let pair: (worker: HelperChannel, helper: Int32)
-        do { pair = try HelperChannel.pair() } catch { throw Self.startError("no channel: \(error)") }
-        defer { close(pair.helper) }
-        var output: [Int32] = [-1, -1]
-        guard ips_pipe(&output) == 0 else { throw Self.startError("no pipe for its output: \(String(cString: strerror(errno)))") }
-        defer { close(output[1]) }
-        if extraArguments.isEmpty, let pid = forkFromZygote(channel: pair.helper, output: output[1]) {
-            HelperOutput.follow(output[0], pid: pid, logger: logger)
-            return HelperProcess(pid: pid, channel: pair.worker)
+        if extraArguments.isEmpty, zygote.withLock({ $0 != nil }) {
+            let (channel, helperEnd, output) = try Self.channelAndOutput()
+            defer { close(helperEnd) }
+            defer { close(output.write) }
+            if let pid = forkFromZygote(channel: helperEnd, output: output.write) {
+                HelperOutput.follow(output.read, pid: pid, logger: logger)
+                return HelperProcess(pid: pid, channel: channel)
+            }
+            // A zygote that failed may have forked a helper holding these ends after all: a helper
+            // started from the file gets ends of its own.
+            close(output.read)
         }
+        let (channel, helperEnd, output) = try Self.channelAndOutput()
+        defer { close(helperEnd) }
+        defer { close(output.write) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let json = (try? encoder.encode(settings)).flatMap { String(data: $0, encoding: .utf8) } ?? "{}"
         let arguments = [HelperSettings.subcommand] + extraArguments + ["--settings", json]
-        switch HelperSpawner.shared.spawn(arguments: arguments, environment: environment, channel: pair.helper, output: output[1]) {
+        switch HelperSpawner.shared.spawn(arguments: arguments, environment: environment, channel: helperEnd, output: output.write) {
         case .success(let pid):
-            HelperOutput.follow(output[0], pid: pid, logger: logger)
-            return HelperProcess(pid: pid, channel: pair.worker)
+            HelperOutput.follow(output.read, pid: pid, logger: logger)
+            return HelperProcess(pid: pid, channel: channel)
         case .failure(let error):
-            close(output[0])
+            close(output.read)
             throw Self.startError(String(cString: strerror(error.number)))
         }
+    }
+
+    /// A new helper's channel (the worker's end and the helper's) and output pipe.
+    private static func channelAndOutput() throws(ImagePipeError) -> (HelperChannel, Int32, (read: Int32, write: Int32)) {
+        let pair: (worker: HelperChannel, helper: Int32)
+        do { pair = try HelperChannel.pair() } catch { throw startError("no channel: \(error)") }
+        var output: [Int32] = [-1, -1]
+        guard ips_pipe(&output) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(pair.helper)
+            throw startError("no pipe for its output: \(reason)")
+        }
+        return (pair.worker, pair.helper, (output[0], output[1]))
     }
 
     private func sendStart(_ helper: HelperProcess) throws(ImagePipeError) {

@@ -30,11 +30,11 @@ public struct HelperSettings: Sendable, Codable, Equatable {
     /// threads and their stacks, and allocator slack, none of which the budget counts.
     public static let dataHeadroom = 1 << 30
 
-    /// The environment a helper gets: the worker's own variables that tune libvips and the
+    /// The environment a helper gets: the worker's own variables that tune or locate libvips and the
     /// allocator, and nothing else (no credentials, no configuration path). Swift's crash
     /// backtracer is off: it would try to start a process, which the sandbox refuses.
     public static func environment(from worker: [String: String]) -> [String] {
-        let kept = worker.filter { name, _ in name.hasPrefix("VIPS_") || name.hasPrefix("MALLOC_") }
+        let kept = worker.filter { name, _ in name.hasPrefix("VIPS_") || name.hasPrefix("MALLOC_") || name == "VIPSHOME" }
         return kept.map { "\($0.key)=\($0.value)" }.sorted() + ["SWIFT_BACKTRACE=enable=no"]
     }
 }

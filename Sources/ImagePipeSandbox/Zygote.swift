@@ -1,6 +1,6 @@
 // The zygote: a helper process that loads libvips once, handles no image, and forks the helpers.
 import CSandbox
-public import Foundation
+import Foundation
 import ImagePipe
 import Logging
 import Synchronization
@@ -46,8 +46,11 @@ public enum Zygote {
 }
 
 extension HelperPool {
+    /// How long the zygote may take to fork a helper: milliseconds when it is well.
+    static let forkTimeout: Duration = .seconds(5)
+
     /// Starts the zygote and waits until it is ready; nil when it cannot be (then helpers are started
-    /// from the executable, as before, and said so once).
+    /// from the executable, as before, and said so).
     func startZygote() -> HelperProcess? {
         guard ips_become_subreaper() == 0 else {
             logger.warning("image helpers are started one by one: this process cannot adopt them (\(String(cString: strerror(errno))))")
@@ -63,14 +66,39 @@ extension HelperPool {
         }
     }
 
-    /// A helper forked by the zygote, with its channel's and output's far ends; nil when the zygote
-    /// is gone or failed (it is then retired, and helpers are started from the executable).
+    /// Replaces the zygote with a new one started from the file, after a helper crashed, timed out or
+    /// misbehaved: every fork of one zygote has its address layout, stack canary and pointer guard,
+    /// and a crash can tell a hostile image whether a guess at them was right. A new zygote's forks
+    /// make each crash a guess against new values. (One that ended meanwhile is started again too.)
+    func renewZygote() {
+        let old = zygote.withLock { zygote -> HelperProcess? in
+            defer { zygote = nil }
+            return zygote
+        }
+        old?.killAndReap()
+        let new = startZygote()
+        let lost = zygote.withLock { zygote -> HelperProcess? in
+            // Another crash renewed it at the same time: one zygote is kept.
+            defer { if zygote == nil { zygote = new } }
+            return zygote == nil ? nil : new
+        }
+        lost?.killAndReap()
+    }
+
+    /// A helper forked by the zygote, with its channel's and output's far ends; nil when there is no
+    /// zygote, or it could not fork this one (it stays), or it is gone or hung (it is then retired,
+    /// and helpers are started from the executable).
     func forkFromZygote(channel: Int32, output: Int32) -> pid_t? {
         zygote.withLock { zygote -> pid_t? in
             guard let current = zygote else { return nil }
-            let pid = ips_zygote_fork(current.channel.descriptor, channel, output, HelperChannel.milliseconds(Self.startTimeout))
+            let pid = ips_zygote_fork(current.channel.descriptor, channel, output, HelperChannel.milliseconds(Self.forkTimeout))
             if pid > 0 { return pid }
             let reason = String(cString: strerror(errno))
+            if pid == -2 {
+                logger.warning(
+                    "the image helpers' zygote could not fork a helper; this one is started from the file", metadata: ["reason": "\(reason)"])
+                return nil
+            }
             let status = current.killAndReap()
             logger.warning(
                 "the image helpers' zygote ended; helpers are started one by one from now on",

@@ -8,6 +8,9 @@ import Logging
 public enum Vips {
     private static let started: Bool = {
         guard ipv_init(CommandLine.arguments.first ?? "imagepipe") == 0 else { return false }
+        if let failure = ipv_module_failure().map({ String(cString: $0) }), !failure.isEmpty {
+            Vips.logger.warning("libvips' HEIC and AVIF loader did not load: those images will fail unsupported_format (\(failure))")
+        }
         // libvips prints warnings (e.g. about colour metadata it ignores) straight to stderr; log them instead.
         ipv_set_warning_handler { message in
             guard let message else { return }

@@ -58,14 +58,14 @@ build() {
     clang=$(clang_path) || { echo "no clang next to $SWIFT"; return 1; }
     mkdir -p $OUT/c
     local cflags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-        -ISources/CVipsShim/include $(pkg-config --cflags vips))
+        -ISources/CVipsShim/include $(pkg-config --cflags vips gmodule-2.0))
     local target
     for target in "${C_TARGETS[@]}"; do
         local source=Tests/Fuzz/C/fuzz_${target//-/_}.c
         # Every shim file: the harness calls in through the header as the Swift code does.
         if [ ! -x $OUT/c/$target ] || [ -n "$(find Sources/CVipsShim Tests/Fuzz/C -newer $OUT/c/$target -print -quit)" ]; then
             echo "building $OUT/c/$target"
-            "$clang" "${cflags[@]}" Sources/CVipsShim/*.c "$source" $(pkg-config --libs vips) -ljpeg -lm -o $OUT/c/$target \
+            "$clang" "${cflags[@]}" Sources/CVipsShim/*.c "$source" $(pkg-config --libs vips gmodule-2.0) -ljpeg -lm -o $OUT/c/$target \
                 -fuse-ld=lld || return 1
         fi
     done

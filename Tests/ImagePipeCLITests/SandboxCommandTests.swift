@@ -94,26 +94,71 @@ import Glibc
             #expect(!ImageHelpers.commandLine(helper).contains("--zygote"), "\(ImageHelpers.commandLine(helper))")
         }
 
-        // The zygote dies, then a helper: its replacement is started from the executable.
-        kill(zygote, SIGKILL)
-        kill(helpers[0], SIGKILL)
-        #expect(eventually { ImageHelpers.hasEnded(helpers[0]) && ImageHelpers.hasEnded(zygote) }, "\(worker.log)")
-        for index in 1...3 {
-            InboxDelivery.deliver(Fixtures.data("images/formats/small-200x150.jpg"), to: directory.url("queue/inbox"), as: "after-\(index).jpg")
-        }
-        #expect(
-            eventually(seconds: 120) {
-                (1...3).allSatisfy { FileManager.default.fileExists(atPath: directory.url("queue/done/after-\($0).jpg.json")) }
-            },
-            "\(worker.log)")
-        let replacement = try #require(ImageHelpers.of(pid).first { !helpers.contains($0) }, "\(ImageHelpers.of(pid)) \(worker.log)")
-        #expect(ImageHelpers.address(of: "libvips.so", in: replacement) != libvips, "started from the executable")
-        #expect(worker.log.contains("zygote ended"), "\(worker.log)")
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
+    }
 
-        // The worker killed: its zygote-forked helper ends with it, adopted or not.
-        let left = ImageHelpers.of(pid)
+    /// A zygote that died leaves helpers started from the executable; a helper's crash starts a new
+    /// zygote, whose forks have a layout of their own.
+    @Test func aDeadZygoteLeavesHelpersStartedFromTheFileAndACrashStartsANewOne() throws {
+        try FileManager.default.createDirectory(atPath: directory.url("queue/inbox"), withIntermediateDirectories: true)
+        let worker = try WorkerProcess(
+            ["watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "1", "--status-interval", "0"],
+            log: directory.url("worker.log"))
+        defer { worker.send(SIGKILL) }
+        #expect(worker.waitForLog("watching"), "\(worker.log)")
+        let pid = worker.process.processIdentifier
+        let zygote = try #require(ImageHelpers.zygote(of: pid))
+        let first = try #require(ImageHelpers.of(pid).first)
+        let libvips = try #require(ImageHelpers.address(of: "libvips.so", in: zygote))
+        kill(zygote, SIGKILL)
+        #expect(eventually { ImageHelpers.hasEnded(zygote) })
+        // A damaged image fails and retires its helper; the next job needs a new one, which the dead
+        // zygote cannot fork.
+        var damaged = Fixtures.data("images/formats/landscape.jpg")
+        damaged.removeSubrange(3000...)
+        InboxDelivery.deliver(damaged, to: directory.url("queue/inbox"), as: "damaged.jpg")
+        #expect(
+            eventually(seconds: 120) { FileManager.default.fileExists(atPath: directory.url("queue/failed/damaged.jpg.error.json")) }, "\(worker.log)"
+        )
+        InboxDelivery.deliver(Fixtures.data("images/formats/small-200x150.jpg"), to: directory.url("queue/inbox"), as: "after.jpg")
+        #expect(eventually(seconds: 120) { FileManager.default.fileExists(atPath: directory.url("queue/done/after.jpg.json")) }, "\(worker.log)")
+        #expect(worker.log.contains("zygote ended"), "\(worker.log)")
+        let started = try #require(ImageHelpers.of(pid).first { $0 != first }, "\(worker.log)")
+        #expect(ImageHelpers.zygote(of: pid) == nil)
+        let randomized = (try? String(contentsOfFile: "/proc/sys/kernel/randomize_va_space", encoding: .utf8))?.hasPrefix("0") == false
+        if randomized { #expect(ImageHelpers.address(of: "libvips.so", in: started) != libvips, "started from the executable") }
+
+        // A crash: the next helper comes from a new zygote.
+        kill(started, SIGKILL)
+        InboxDelivery.deliver(Fixtures.data("images/formats/small-200x150.jpg"), to: directory.url("queue/inbox"), as: "later.jpg")
+        #expect(eventually(seconds: 120) { FileManager.default.fileExists(atPath: directory.url("queue/done/later.jpg.json")) }, "\(worker.log)")
+        let renewed = try #require(ImageHelpers.zygote(of: pid), "a crash starts a zygote: \(worker.log)")
+        let helper = try #require(ImageHelpers.of(pid).first, "\(worker.log)")
+        #expect(ImageHelpers.address(of: "libvips.so", in: helper) == ImageHelpers.address(of: "libvips.so", in: renewed))
+        worker.send(SIGTERM)
+        #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
+    }
+
+    /// A helper forked by the zygote dies with its worker, even mid-job: a fork clears the death
+    /// signal, and the helper, once the worker adopted it, asks for it again.
+    @Test func aForkedHelperWorkingOnAJobDiesWithItsWorker() throws {
+        try FileManager.default.createDirectory(atPath: directory.url("queue/inbox"), withIntermediateDirectories: true)
+        let worker = try WorkerProcess(
+            [
+                "watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "1", "--status-interval", "0",
+                "--variant", ImageHelpers.longJob.variant,
+            ], log: directory.url("worker.log"))
+        defer { worker.send(SIGKILL) }
+        #expect(worker.waitForLog("watching"), "\(worker.log)")
+        let pid = worker.process.processIdentifier
+        let zygote = try #require(ImageHelpers.zygote(of: pid), "\(worker.log)")
+        InboxDelivery.deliver(Fixtures.data(ImageHelpers.longJob.fixture), to: directory.url("queue/inbox"), as: "long.jpg")
+        let helper = try #require(ImageHelpers.busy(of: pid), "no helper was seen working: \(worker.log)")
+        #expect(ImageHelpers.address(of: "libvips.so", in: helper) == ImageHelpers.address(of: "libvips.so", in: zygote), "a fork")
         worker.send(SIGKILL)
-        #expect(eventually { left.allSatisfy(ImageHelpers.hasEnded) }, "\(left)")
+        // Its job has seconds of encoding left: only the death signal ends it this soon.
+        #expect(eventually(seconds: 5) { ImageHelpers.hasEnded(helper) && ImageHelpers.hasEnded(zygote) }, "\(ImageHelpers.status(helper))")
     }
 
     /// Three photos as AVIF, one at a time: the largest first (a batch starts with the largest

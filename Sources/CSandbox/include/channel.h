@@ -73,5 +73,6 @@ int ips_become_subreaper(void);
 int ips_zygote_serve(int control, pid_t worker);
 
 /// Asks the zygote on `control` for a helper with `channel` and `output` (the helper's ends), waiting
-/// at most `timeout_ms`: its pid, or -1 with errno (EPIPE when the zygote is gone).
+/// at most `timeout_ms`: its pid, once the worker has adopted it; -2 with errno when the zygote could
+/// not fork (it stays usable); -1 with errno when the zygote is gone or did not answer in time.
 pid_t ips_zygote_fork(int control, int channel, int output, int timeout_ms);

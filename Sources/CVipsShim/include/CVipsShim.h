@@ -5,8 +5,12 @@
 #include <stddef.h>
 #include <vips/vips.h>
 
-/// Starts libvips once per process; returns 0 on success.
+/// Starts libvips once per process, with the one loader module imagepipe reads with (HEIC/AVIF);
+/// returns 0 on success.
 int ipv_init(const char *argv0);
+
+/// Why a loader module imagepipe uses is there but did not load (empty when none failed).
+const char *ipv_module_failure(void);
 
 /// Sets the libvips worker threads per image, turns the operation cache off and blocks untrusted loaders.
 void ipv_configure(int concurrency);

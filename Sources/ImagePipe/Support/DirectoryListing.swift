@@ -1,6 +1,6 @@
 // Lists a directory by its raw entry names, so a name that is not valid UTF-8 is found like any other.
 #if canImport(Glibc)
-public import Glibc
+import Glibc
 #endif
 
 /// One directory level, read with `readdir`.
@@ -14,7 +14,8 @@ public enum DirectoryListing {
         /// The name as stored.
         public var name: RawPath
         /// Its type as `lstat` sees it (`S_IFREG`, `S_IFDIR`, `S_IFLNK`, `S_IFIFO`, ...): links are not followed.
-        public var type: mode_t
+        /// (A `mode_t`, spelt as the integer it is: Glibc stays out of this module's interface.)
+        public var type: UInt32
 
         /// The name as text, invalid bytes escaped as `%XX` (see ``RawPath/escaped``).
         public var escapedName: String { name.escaped }

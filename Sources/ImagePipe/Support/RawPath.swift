@@ -1,6 +1,6 @@
 // A path as the kernel stores it: bytes that need not be valid UTF-8, with an escaped form for keys and logs.
 #if canImport(Glibc)
-public import Glibc
+import Glibc
 #endif
 
 /// A file-system path as bytes.
@@ -50,7 +50,7 @@ public struct RawPath: Sendable, Hashable, CustomStringConvertible {
 
     /// The file type (`S_IFREG`, `S_IFDIR`, `S_IFLNK`, ...) of what the path names, or nil when it
     /// cannot be examined; with `followingLinks`, of a link's target.
-    public func fileType(followingLinks: Bool) -> mode_t? {
+    public func fileType(followingLinks: Bool) -> UInt32? {
         var info = stat()
         let status = withCString { followingLinks ? stat($0, &info) : lstat($0, &info) }
         return status == 0 ? info.st_mode & S_IFMT : nil

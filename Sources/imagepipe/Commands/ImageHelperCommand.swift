@@ -47,6 +47,11 @@ struct ImageHelperCommand: ParsableCommand {
             adjust.write(Data("1000".utf8))
             try? adjust.close()
         }
+        // No process of this user may read or write this one's memory or /proc files: a helper a
+        // hostile image took over, on a kernel without Landlock, could otherwise write into the
+        // zygote, which has no sandbox, or into another helper. (After the write above: the files of
+        // /proc/self then belong to root.) Forks inherit it.
+        _ = ips_make_undumpable()
         // A zygote stops here and forks; what follows runs in each helper it forks (or in one
         // started from the executable).
         if zygote { Zygote.serve(parent: settings.parent) }
