@@ -31,7 +31,7 @@ import Glibc
         #expect(!output.stdout.contains("ALLOWED"), "\(output.stdout)")
     }
 
-    @Test func helpersAreSandboxedAndHoldNoSecretAndNoDescriptorOfTheWorkers() throws {
+    @Test func helpersAreSandboxedForksOfAZygoteAndHoldNoSecretAndNoDescriptorOfTheWorkers() throws {
         try FileManager.default.createDirectory(atPath: directory.url("queue/inbox"), withIntermediateDirectories: true)
         let worker = try WorkerProcess(
             ["watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "2", "--status-interval", "0"],
@@ -44,13 +44,7 @@ import Glibc
             let status = ImageHelpers.status(helper)
             #expect(status["Seccomp"] == "2", "\(status)")
             #expect(status["NoNewPrivs"] == "1", "\(status)")
-            let environment = ImageHelpers.environment(helper)
-            #expect(!environment.isEmpty, "the helper's environment could not be read")
-            for (name, value) in Self.secrets {
-                #expect(!environment.contains { $0.hasPrefix(name + "=") || $0.contains(value) }, "\(name) reached the helper")
-            }
-            // Its standard streams and its channel (3): no queue lock, no store or database socket.
-            #expect(ImageHelpers.descriptors(helper) == [0, 1, 2, 3])
+            expectNothingOfTheWorkers(in: helper)
             // libvips' loaders for what imagepipe never reads are not even mapped: ImageMagick, PDF, OpenSlide.
             let libraries = ImageHelpers.libraries(helper)
             #expect(libraries.contains { $0.contains("vips-heif") }, "HEIC and AVIF are read: \(libraries.sorted())")
@@ -61,41 +55,29 @@ import Glibc
         // The worker decodes no image, and starts no libvips loader of its own.
         let workerLibraries = ImageHelpers.libraries(worker.process.processIdentifier)
         #expect(!workerLibraries.contains { $0.contains("vips-modules") }, "\(workerLibraries.filter { $0.contains("vips") })")
+        // Every helper is a fork of one zygote, which loaded libvips once and holds nothing of the
+        // worker's either: libvips where the zygote has it (a process started from the file gets an
+        // address of its own), the zygote's flag gone from the helper's command line.
+        let zygote = try #require(ImageHelpers.zygote(of: worker.process.processIdentifier), "no zygote: \(helpers)")
+        expectNothingOfTheWorkers(in: zygote)
+        let libvips = try #require(ImageHelpers.address(of: "libvips.so", in: zygote))
+        for helper in helpers {
+            #expect(ImageHelpers.address(of: "libvips.so", in: helper) == libvips, "helper \(helper) is no fork of the zygote")
+            #expect(!ImageHelpers.commandLine(helper).contains("--zygote"), "\(ImageHelpers.commandLine(helper))")
+        }
         worker.send(SIGTERM)
         #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
     }
 
-    /// Every helper is a fork of one zygote, which loaded libvips once, holds none of the worker's
-    /// secrets or descriptors and ends with the worker; a zygote that dies leaves helpers started
-    /// from the executable, and the work goes on.
-    @Test func helpersAreForksOfAZygoteThatHoldsNothingOfTheWorkersAndEndsWithIt() throws {
-        try FileManager.default.createDirectory(atPath: directory.url("queue/inbox"), withIntermediateDirectories: true)
-        let worker = try WorkerProcess(
-            ["watch", directory.url("queue"), "--dest", directory.url("out"), "--jobs", "2", "--status-interval", "0"],
-            log: directory.url("worker.log"), environment: Self.secrets)
-        defer { worker.send(SIGKILL) }
-        #expect(worker.waitForLog("watching"), "\(worker.log)")
-        let pid = worker.process.processIdentifier
-        let zygote = try #require(ImageHelpers.zygote(of: pid), "no zygote among \(ImageHelpers.of(pid))")
-        let environment = ImageHelpers.environment(zygote)
-        #expect(!environment.isEmpty, "the zygote's environment could not be read")
+    /// A process the worker started holds none of the secrets it was given, and of its descriptors
+    /// only its standard streams and its channel (3): no queue lock, no store or database socket.
+    func expectNothingOfTheWorkers(in pid: pid_t) {
+        let environment = ImageHelpers.environment(pid)
+        #expect(!environment.isEmpty, "the environment of \(pid) could not be read")
         for (name, value) in Self.secrets {
-            #expect(!environment.contains { $0.hasPrefix(name + "=") || $0.contains(value) }, "\(name) reached the zygote")
+            #expect(!environment.contains { $0.hasPrefix(name + "=") || $0.contains(value) }, "\(name) reached \(pid)")
         }
-        #expect(ImageHelpers.descriptors(zygote) == [0, 1, 2, 3])
-        // Forks: libvips where the zygote has it (a process started from the file gets its own
-        // address), adopted by the worker, sandboxed after the fork.
-        let libvips = try #require(ImageHelpers.address(of: "libvips.so", in: zygote))
-        let helpers = ImageHelpers.of(pid)
-        #expect(helpers.count == 2, "\(helpers)")
-        for helper in helpers {
-            #expect(ImageHelpers.address(of: "libvips.so", in: helper) == libvips, "helper \(helper) is no fork of the zygote")
-            #expect(ImageHelpers.status(helper)["Seccomp"] == "2")
-            #expect(!ImageHelpers.commandLine(helper).contains("--zygote"), "\(ImageHelpers.commandLine(helper))")
-        }
-
-        worker.send(SIGTERM)
-        #expect(worker.waitForExit(seconds: 60) == 0, "\(worker.log)")
+        #expect(ImageHelpers.descriptors(pid) == [0, 1, 2, 3])
     }
 
     /// A zygote that died leaves helpers started from the executable; a helper's crash starts a new
