@@ -83,10 +83,12 @@ public struct BenchReport: Sendable, Codable {
     public var stages: [String: Percentiles]
     /// With `--rerun`: each imagepipe row's re-run time over its first run's, by row name.
     public var rerunFractions: [String: Double] = [:]
+    /// Where every tool's output went: what a failed run said is there.
+    public var commandsLog: String?
 
     enum CodingKeys: String, CodingKey {
         case images, corpusBytes = "corpus_bytes", job, workers, runsPerTool = "runs_per_tool", tools, stages
-        case rerunFractions = "rerun_fractions"
+        case rerunFractions = "rerun_fractions", commandsLog = "commands_log"
     }
 
     /// The human-readable report.
@@ -119,6 +121,9 @@ public struct BenchReport: Sendable, Codable {
                     + pad(tool.outputBytes.map(BatchSummary.formatBytes) ?? "-", 11, right: true)
                     + pad(Self.change(tool.outputBytes, from: reference), 9, right: true)
                     + pad(tool.worstScore.map { String(format: "%.1f", $0) } ?? "-", 8, right: true) + failed)
+        }
+        if let log = commandsLog, tools.contains(where: { $0.runs.contains { !$0.succeeded } }) {
+            lines.append("some runs failed: what each tool printed, its errors among it, is in \(log)")
         }
         lines.append("")
         lines.append(

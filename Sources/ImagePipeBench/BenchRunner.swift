@@ -173,6 +173,7 @@ public struct BenchRunner: Sendable {
         var report = BenchReport(
             images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
             workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))
+        report.commandsLog = workDirectory + "/commands.log"
         for (first, again) in reruns.sorted(by: { $0.key < $1.key }) {
             if let base = tools[first].medianSeconds, let rerun = tools[again].medianSeconds, base > 0 {
                 report.rerunFractions[tools[first].name] = rerun / base

@@ -28,6 +28,23 @@ import Testing
         #expect(lines.contains { $0.hasPrefix("pillow") && $0.contains("skipped: python3 module PIL not installed") })
         let decoded = try? JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any]
         #expect((decoded?["tools"] as? [Any])?.count == 3)
+        #expect(!report.table.contains("some runs failed"), "every run succeeded")
+    }
+
+    @Test func aRowWithFailedRunsSaysWhereTheirOutputIs() {
+        var report = BenchReport(
+            images: 10, corpusBytes: 20_000_000, job: ["photo=1600x1600,jpeg,q80"], workers: 2, runsPerTool: 2,
+            tools: [
+                .init(
+                    name: "pillow", skipped: nil,
+                    runs: [.init(seconds: 2, peakResidentBytes: 1, succeeded: false), .init(seconds: 2, peakResidentBytes: 1, succeeded: true)],
+                    medianSeconds: 2, ratio: 1, peakResidentBytes: 1)
+            ],
+            stages: [:])
+        report.commandsLog = ".bench/work/commands.log"
+        let lines = report.table.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("pillow") && $0.hasSuffix("(some runs failed)") })
+        #expect(lines.contains("some runs failed: what each tool printed, its errors among it, is in .bench/work/commands.log"), "\(lines)")
     }
 
     @Test func theTableAndJSONGiveCPUPerImage() throws {
