@@ -7,16 +7,16 @@ import Synchronization
 
 /// Starting a helper from the executable costs about 35 ms of CPU, nearly all of it the dynamic
 /// linker relocating the 118 libraries libvips and the Swift runtime bring; a fork of a process that
-/// has loaded them costs about 1 ms. So the worker starts one process from the executable, the
-/// zygote, which loads libvips and then only forks: every helper, at start-up and after a crash or
-/// a failed job, is a fork of it. The zygote never reads an image and is never sandboxed (the
-/// sandbox's filter names the pid of the process it applies to, so each helper applies its own after
-/// the fork, exactly as an executed helper does).
+/// has loaded them, with the pages it then copies and its sandbox, a few milliseconds. So the worker
+/// starts one process from the executable, the zygote, which loads libvips and then only forks:
+/// every helper, at start-up and after a failed job, is a fork of it. The zygote never reads an
+/// image and is never sandboxed (the sandbox's filter names the pid of the process it applies to,
+/// so each helper applies its own after the fork, exactly as an executed helper does).
 ///
 /// A forked helper is adopted by the worker (a subreaper), so the worker reaps it and reads how it
 /// ended like any helper. What a fork shares with its zygote, and an executed helper would not, is
-/// the address layout: every helper has its libraries at the same addresses (docs/design.md,
-/// "Trust boundaries").
+/// its address layout, stack canary and pointer guard; so a crash, which could tell a hostile image
+/// whether a guess at them was right, starts a new zygote (docs/design.md, "Trust boundaries").
 public enum Zygote {
     /// The command-line flag that makes `image-helper` a zygote.
     public static let flag = "--zygote"
