@@ -245,6 +245,18 @@ import Testing
         #expect(again.stdout.contains("preset = \"avatars\"  # \(printed):"), "\(again.stdout)")
     }
 
+    @Test func aQueueDirectorysConfigurationLeavesOutThePostgreSQLSettings() throws {
+        let directoryQueue = try run(["config", "watch", directory.url("queue"), "--dest", directory.url("out")])
+        #expect(directoryQueue.status == 0, "\(directoryQueue.stderr)")
+        for key in ["lease", "retention"] {
+            #expect(!directoryQueue.stdout.contains("\n\(key) ="), "\(key) listed for a queue directory: \(directoryQueue.stdout)")
+        }
+        #expect(directoryQueue.stdout.contains("\nmax-attempts = "), "the queue's own settings stay")
+        let postgres = try run(["config", "watch", "postgres://imagepipe@db.example/images", "--dest", directory.url("out")])
+        #expect(postgres.status == 0, "\(postgres.stderr)")
+        for key in ["lease", "retention"] { #expect(postgres.stdout.contains("\n\(key) = "), "\(postgres.stdout)") }
+    }
+
     @Test func theConfigCommandFailsLikeTheCommandWould() throws {
         let file = config("[watch]\nqueue = \"\(directory.url("queue"))\"\nmax-attempts = 0\n")
         let output = try run(["config", "--config", file, "--dest", directory.url("out")])

@@ -13,7 +13,16 @@ struct ConfigurationReport {
                 + (line.configurationPath ?? "a --config file (none given)") + ", then defaults."
         ]
         lines.append("[\(line.command)]")
+        // A queue directory has no use for the PostgreSQL queue's settings: left at their defaults,
+        // they are not listed (set, they are, as the run would take them).
+        let queue = line.settings.first { $0.option.key == "queue" }?.values.last
+        let onPostgres = queue.map { $0.hasPrefix("postgres://") || $0.hasPrefix("postgresql://") } ?? false
         for setting in line.settings {
+            if line.command == "watch", queue != nil, !onPostgres, setting.origin == .defaultValue,
+                setting.option.abstract?.hasPrefix("PostgreSQL:") == true
+            {
+                continue
+            }
             let source = "  # " + setting.origin.description
             switch (setting.option.kind, setting.values.isEmpty) {
             case (.flag, _):
