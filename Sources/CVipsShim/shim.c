@@ -18,13 +18,13 @@ static void mark_errors(void);
  * lock cannot be libvips' own, which disposing an image takes too. */
 static GMutex programs_lock;
 
-/* The loader modules of libvips that imagepipe reads with: HEIC and AVIF. The others a Debian
- * libvips carries (ImageMagick, PDF through poppler, OpenSlide, JPEG XL) read nothing imagepipe
- * accepts, and loading them cost every process that starts libvips 16 ms of CPU (their libraries'
- * relocations and static constructors: libhwy times its clock at load), 20 ms in a worker's image
- * helper, where each symbol lookup walks the 145 libraries those modules bring in. A module that
- * is not there (a libvips built with its loaders inside) is no error. */
-static const char *const used_modules[] = {"vips-heif", NULL};
+/* The modules of libvips that imagepipe uses: HEIC and AVIF (read and written), JPEG XL (written).
+ * The others a Debian libvips carries (ImageMagick, PDF through poppler, OpenSlide) read nothing
+ * imagepipe accepts, and loading them cost every process that starts libvips about 12 ms of CPU
+ * (their libraries' relocations and static constructors), more in a worker's image helper, where
+ * each symbol lookup walks the libraries those modules bring in. A module that is not there (a
+ * libvips built with its loaders inside) is no error. */
+static const char *const used_modules[] = {"vips-heif", "vips-jxl", NULL};
 
 /* Why a module that is there did not load, for the worker to say; empty when all did. */
 static char module_failure[512];
@@ -75,6 +75,11 @@ void ipv_configure(int concurrency) {
     vips_concurrency_set(concurrency > 0 ? concurrency : 1);
     // SVG, PDF, ImageMagick and other loaders not fuzzed for hostile input are refused.
     vips_block_untrusted_set(TRUE);
+    // libvips 8.14 marks JPEG XL untrusted. Its saver only ever sees pixels imagepipe made. Its
+    // loader reads back the outputs `auto` scores; a source it would read is refused all the same
+    // after its header (VipsCompressor.acceptedLoaders), inside the sandboxed image helper.
+    vips_operation_block_set("VipsForeignSaveJxl", FALSE);
+    vips_operation_block_set("VipsForeignLoadJxl", FALSE);
 }
 
 /* The header's loader also decodes images that need no shrink-on-load, so it fails on truncation as
@@ -319,6 +324,31 @@ int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, int k
         "subsample_mode", full_chroma ? VIPS_FOREIGN_SUBSAMPLE_OFF : VIPS_FOREIGN_SUBSAMPLE_AUTO,
         "strip", keep_metadata ? FALSE : TRUE,
         NULL);
+}
+
+int ipv_save_jxl(VipsImage *in, int quality, int effort, int lossless, int keep_metadata, void **buf, size_t *len) {
+    mark_errors();
+    return vips_jxlsave_buffer(in, buf, len,
+        "Q", quality,
+        "effort", effort,
+        "lossless", lossless ? TRUE : FALSE,
+        "strip", keep_metadata ? FALSE : TRUE,
+        NULL);
+}
+
+int ipv_save(VipsImage *in, IpvFormat format, const IpvEncoding *encoding, void **buf, size_t *len) {
+    const IpvEncoding *e = encoding;
+    switch (format) {
+    case IPV_FORMAT_JPEG: return ipv_save_jpeg(in, e->quality, e->progressive, e->full_chroma, e->keep_metadata, buf, len);
+    case IPV_FORMAT_WEBP:
+        return ipv_save_webp(in, e->quality, e->effort, e->smart_subsample, e->lossless, e->keep_metadata, buf, len);
+    case IPV_FORMAT_AVIF: return ipv_save_avif(in, e->quality, e->effort, e->full_chroma, e->keep_metadata, buf, len);
+    case IPV_FORMAT_PNG: return ipv_save_png(in, e->png_compression, e->keep_metadata, buf, len);
+    case IPV_FORMAT_GIF: return ipv_save_gif(in, buf, len);
+    case IPV_FORMAT_JXL: return ipv_save_jxl(in, e->quality, e->effort, e->lossless, e->keep_metadata, buf, len);
+    }
+    vips_error("imagepipe", "no encoder for format %d", (int) format);
+    return -1;
 }
 
 int ipv_save_png(VipsImage *in, int compression, int keep_metadata, void **buf, size_t *len) {

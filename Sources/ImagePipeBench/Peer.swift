@@ -151,8 +151,8 @@ extension Peer {
         var reason: String?
         if ProcessRunner.capture(["python3", "-c", "import PIL; print(PIL.__version__)"]) == nil {
             reason = "python3 module PIL not installed (pip install pillow)"
-        } else if job.variants.contains(where: { $0.format == .avif }) {
-            reason = "Pillow has no AVIF encoder"
+        } else if let format = job.variants.first(where: { !$0.format.traits.peers.pillow })?.format {
+            reason = "Pillow has no \(format.rawValue) encoder"
         }
         return Peer(name: "pillow", unavailable: reason) { corpus, output in
             ([["python3", scriptDirectory + "/pillow_job.py", corpus.directory, output, "\(job.workers)"] + job.scriptSpecs], 1)
@@ -171,10 +171,7 @@ extension Peer {
                     atPath: LocalPath.parent(of: output + "/" + stem),
                     withIntermediateDirectories: true)
                 for variant in job.variants {
-                    var options = "strip,Q=\(variant.quality)"
-                    if variant.format == .jpeg { options += ",optimize_coding" }
-                    if variant.format == .avif { options += ",compression=av1" }
-                    if variant.format == .png { options = "strip" }
+                    let options = variant.format.traits.peers.vipsthumbnailOptions.map { "strip,Q=\(variant.quality)" + $0 } ?? "strip"
                     var command = [
                         "vipsthumbnail", corpus.directory + "/" + file, "--size", "\(variant.width)x\(variant.height)>",
                         "-o", "\(output)/\(stem)-\(variant.name).\(variant.format.fileExtension)[\(options)]",
@@ -191,7 +188,9 @@ extension Peer {
     static func imagemagick(job: BenchJob) -> Peer {
         let convert = realImageMagick()
         var reason: String? = convert == nil ? "ImageMagick not installed (apt-get install imagemagick)" : nil
-        if reason == nil && job.variants.contains(where: { $0.format == .avif }) { reason = "ImageMagick 6 has no AVIF encoder" }
+        if reason == nil, let format = job.variants.first(where: { !$0.format.traits.peers.imageMagick6 })?.format {
+            reason = "ImageMagick 6 has no \(format.rawValue) encoder"
+        }
         // Each of the `workers` processes gets one thread, as every other tool's workers do.
         return Peer(name: "imagemagick", unavailable: reason, environment: ["MAGICK_THREAD_LIMIT": "1"]) { corpus, output in
             let largestWidth = job.variants.map(\.width).max() ?? 2048

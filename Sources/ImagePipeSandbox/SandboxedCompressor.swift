@@ -248,7 +248,7 @@ public final class SandboxedCompressor: ImageCompressor {
     static func outputLimit(for variant: VariantSpec, limits: CompressionLimits, sourceBytes: Int) -> Int {
         let open = variant.width == VariantSpec.unbounded || variant.height == VariantSpec.unbounded
         let pixels = open ? limits.maxPixels : min(limits.maxPixels, variant.width.multipliedReportingOverflow(by: variant.height).partialValue)
-        let frames = variant.format == .gif || variant.format == .webp ? limits.maxFrames : 1
+        let frames = variant.format.holdsAnimation ? limits.maxFrames : 1
         let (drawn, overflow) = (max(0, pixels) * 4).multipliedReportingOverflow(by: max(1, frames))
         return min(maxOutputBytes, max(sourceBytes, overflow ? maxOutputBytes : drawn) + (1 << 20))
     }

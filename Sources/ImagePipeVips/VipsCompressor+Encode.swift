@@ -14,7 +14,7 @@ extension VipsCompressor {
         let keepsMetadata = !metadata.isEmpty
         if keepsMetadata {
             source = try withMetadata(image, metadata, variant: variant)
-        } else if variant.format == .webp {
+        } else if variant.format.traits.savesExifWhenStripping {
             var stripped: UnsafeMutablePointer<VipsImage>?
             guard ipv_strip_metadata(image.pointer, &stripped) == 0, let stripped else { throw encodeError(variant) }
             source = VipsImageHandle(stripped)
@@ -45,29 +45,17 @@ extension VipsCompressor {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let options = variant.options
-        let effort = Int32(options.effort(for: variant.format))
-        let status: Int32 =
-            switch variant.format {
-            case .jpeg:
-                ipv_save_jpeg(
-                    source.pointer, Int32(quality), options.isProgressive(for: source.size) ? 1 : 0, options.fullChroma ? 1 : 0, keep, &buffer,
-                    &length)
-            case .webp:
-                ipv_save_webp(
-                    source.pointer, Int32(quality), effort, options.smartSubsample ? 1 : 0, options.lossless ? 1 : 0,
-                    keep, &buffer, &length)
-            case .avif:
-                ipv_save_avif(source.pointer, Int32(quality), effort, options.fullChroma ? 1 : 0, keep, &buffer, &length)
-            case .png:
-                ipv_save_png(source.pointer, Int32(configuration.pngCompression), keep, &buffer, &length)
-            case .gif:
-                ipv_save_gif(source.pointer, &buffer, &length)
-            }
+        var encoding = IpvEncoding(
+            quality: Int32(quality), effort: Int32(options.effort(for: variant.format)),
+            progressive: options.isProgressive(for: source.size) ? 1 : 0, full_chroma: options.fullChroma ? 1 : 0,
+            smart_subsample: options.smartSubsample ? 1 : 0, lossless: options.lossless ? 1 : 0,
+            png_compression: Int32(configuration.pngCompression), keep_metadata: keep)
+        let status = ipv_save(source.pointer, IpvFormat(UInt32(variant.format.traits.encoder)), &encoding, &buffer, &length)
         guard status == 0, let buffer else {
             // Lazy pipelines decode while encoding, so damaged input often surfaces here.
             throw decodeError()
         }
         let data = Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_free(pointer) })
-        return variant.format == .webp && !keepingMetadata ? WebPMetadata.stripped(data) : data
+        return variant.format.traits.savesExifWhenStripping && !keepingMetadata ? WebPMetadata.stripped(data) : data
     }
 }

@@ -65,12 +65,12 @@ extension VipsCompressor {
             variants.count > 1
             ? plan.decodeSize.area * 4 + (placed.map(covering).max() ?? 0)
             : placed.isEmpty ? plan.outputs[0].area * 4 : ResizePlan.coverSize(of: plan.source, for: plan.outputs[0]).area * 4
-        // Encoders hold their whole input: JPEG's optimised Huffman pass keeps coefficients (6 bytes per
-        // pixel), libwebp and libaom their own planes. Variants are encoded one after another. Choosing
+        // Encoders hold their whole input (FormatTraits.encoderBytesPerPixel): JPEG's optimised Huffman
+        // pass keeps coefficients (6 bytes per pixel), libwebp, libaom and libjxl their own planes. Variants are encoded one after another. Choosing
         // a quality also holds the variant in memory, its scales and moments, and a decoded probe.
         let encoder =
             zip(variants, plan.outputs).map { variant, size in
-                size.area * (variant.format == .avif ? 12 : 6) + (variant.isAuto ? size.area * PerceptualScore.bytesPerPixel : 0)
+                size.area * variant.format.traits.encoderBytesPerPixel + (variant.isAuto ? size.area * PerceptualScore.bytesPerPixel : 0)
             }.max() ?? 0
         return sourceBytes + decoder + intermediate + encoder
     }

@@ -48,7 +48,8 @@ import Glibc
             // libvips' loaders for what imagepipe never reads are not even mapped: ImageMagick, PDF, OpenSlide.
             let libraries = ImageHelpers.libraries(helper)
             #expect(libraries.contains { $0.contains("vips-heif") }, "HEIC and AVIF are read: \(libraries.sorted())")
-            for unused in ["libMagickCore", "libpoppler", "libopenslide", "vips-magick", "vips-poppler", "vips-openslide", "vips-jxl"] {
+            #expect(libraries.contains { $0.contains("vips-jxl") }, "JPEG XL is written: \(libraries.sorted())")
+            for unused in ["libMagickCore", "libpoppler", "libopenslide", "vips-magick", "vips-poppler", "vips-openslide"] {
                 #expect(!libraries.contains { $0.contains(unused) }, "\(unused) is loaded")
             }
         }

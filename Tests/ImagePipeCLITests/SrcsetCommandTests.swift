@@ -51,6 +51,23 @@ import Testing
         #expect(output.stdout.contains("turned &amp; co"), "names are escaped")
     }
 
+    @Test func offersJPEGXLFirstThenAVIFAndWebPBeforeTheFallback() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "in/photo.jpg")
+        let batch = try CommandRunner.run([
+            "batch", directory.url("in"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl"),
+            "--variant", "j=600x,jpeg,q80", "--variant", "w=600x,webp,q70", "--variant", "a=600x,avif,q50", "--variant", "x=600x,jxl,q75",
+        ])
+        #expect(batch.status == 0, "\(batch.stderr)")
+        let output = try CommandRunner.run(["srcset", directory.url("m.jsonl"), "--base-url", "https://cdn.example"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let types = output.stdout.split(separator: "\n").compactMap { line -> String? in
+            guard let range = line.range(of: #"<source type="[^"]+""#, options: .regularExpression) else { return nil }
+            return String(line[range].dropFirst("<source type=\"".count).dropLast())
+        }
+        #expect(types == ["image/jxl", "image/avif", "image/webp"], "\(output.stdout)")
+        #expect(output.stdout.contains("<img src=\"https://cdn.example/photo-j.jpg\""), "\(output.stdout)")
+    }
+
     /// A local destination records file:// URLs, which no visitor can load: `--base-url` says where
     /// the folder is served, and without it the command says so instead of printing them silently.
     @Test func baseURLReplacesTheLocalFileURLsAndTheirAbsenceIsSaid() throws {

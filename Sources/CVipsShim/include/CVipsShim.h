@@ -96,6 +96,33 @@ int ipv_save_webp(VipsImage *in, int quality, int effort, int smart_subsample, i
     size_t *len);
 int ipv_save_avif(VipsImage *in, int quality, int effort, int full_chroma, int keep_metadata, void **buf, size_t *len);
 int ipv_save_png(VipsImage *in, int compression, int keep_metadata, void **buf, size_t *len);
+/// JPEG XL through libjxl: a bare codestream (libvips 8.14 writes no container, so no EXIF or XMP).
+int ipv_save_jxl(VipsImage *in, int quality, int effort, int lossless, int keep_metadata, void **buf, size_t *len);
+
+/// The output formats, numbered as `OutputFormat`'s table gives them (`FormatTraits.encoder`).
+typedef enum {
+    IPV_FORMAT_JPEG = 0,
+    IPV_FORMAT_WEBP = 1,
+    IPV_FORMAT_AVIF = 2,
+    IPV_FORMAT_PNG = 3,
+    IPV_FORMAT_GIF = 4,
+    IPV_FORMAT_JXL = 5,
+} IpvFormat;
+
+/// A variant's encoder settings; each saver takes the ones its format has.
+typedef struct {
+    int quality;
+    int effort;
+    int progressive;
+    int full_chroma;
+    int smart_subsample;
+    int lossless;
+    int png_compression;
+    int keep_metadata;
+} IpvEncoding;
+
+/// Encodes `in` as `format` with `encoding`: the one call per format the compressor makes.
+int ipv_save(VipsImage *in, IpvFormat format, const IpvEncoding *encoding, void **buf, size_t *len);
 
 /// Every frame of an animated GIF or WebP (n=-1), one under the other, with page-height, delay (ms per
 /// frame) and loop set; opened lazily, failing on truncated data.

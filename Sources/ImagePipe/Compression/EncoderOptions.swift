@@ -13,11 +13,11 @@ public struct EncoderOptions: Sendable, Hashable, Codable {
     /// JPEG and AVIF: chroma at full resolution (`444`) instead of 4:2:0; for text, line art and
     /// saturated red edges, at about a third more bytes.
     public var fullChroma: Bool
-    /// WebP 0–6 or AVIF 0–9 (`effort=N`): time spent looking for smaller output; nil for the default.
+    /// WebP 0–6, AVIF 0–9 or JPEG XL 1–9 (`effort=N`): time spent looking for smaller output; nil for the default.
     public var effort: Int?
     /// WebP: sharper 4:2:0 chroma at colour edges (`smart_subsample`), slower to encode.
     public var smartSubsample: Bool
-    /// WebP: lossless (`lossless`), for graphics; its quality then sets compression effort.
+    /// WebP and JPEG XL: lossless (`lossless`), for graphics; WebP's quality then sets compression effort.
     public var lossless: Bool
 
     /// The defaults: nothing written in the spec.
@@ -32,26 +32,12 @@ public struct EncoderOptions: Sendable, Hashable, Codable {
         self.lossless = lossless
     }
 
-    /// The effort a format gets when the spec names none: WebP 4 (libwebp's default; effort 6 saved
-    /// 4.6% for 1.7x the time), AVIF 2 (4.7% smaller than effort 0 for 1.9x its time, where effort 4
-    /// took 4.5x effort 2's time for no smaller file at the same quality: more than a queue can give
-    /// a web image; README, "Encoder options"). Nil for formats without one.
-    public static func defaultEffort(for format: OutputFormat) -> Int? {
-        switch format {
-        case .webp: 4
-        case .avif: 2
-        case .jpeg, .png, .gif: nil
-        }
-    }
-
-    /// The highest effort a format accepts.
-    static func maximumEffort(for format: OutputFormat) -> Int? {
-        switch format {
-        case .webp: 6
-        case .avif: 9
-        case .jpeg, .png, .gif: nil
-        }
-    }
+    /// The effort a format gets when the spec names none (its ``FormatTraits/defaultEffort``): WebP 4
+    /// (libwebp's default; effort 6 saved 4.6% for 1.7x the time), AVIF 2 (4.7% smaller than effort 0
+    /// for 1.9x its time, where effort 4 took 4.5x effort 2's time for no smaller file at the same
+    /// quality: more than a queue can give a web image; README, "Encoder options"), JPEG XL 5. Nil for
+    /// formats without one.
+    public static func defaultEffort(for format: OutputFormat) -> Int? { format.traits.defaultEffort }
 
     /// The effort to encode with.
     public func effort(for format: OutputFormat) -> Int { effort ?? Self.defaultEffort(for: format) ?? 0 }
@@ -82,31 +68,31 @@ public struct EncoderOptions: Sendable, Hashable, Codable {
 
     /// Reads one option field; false when the field is not an option at all.
     mutating func read(_ field: String, format: OutputFormat) throws(ImagePipeError) -> Bool {
-        func only(_ formats: Set<OutputFormat>, _ option: String) throws(ImagePipeError) {
-            guard formats.contains(format) else {
-                throw .configuration("'\(option)' does not apply to \(format.rawValue)")
+        func only(_ option: FormatTraits.Option, _ written: String) throws(ImagePipeError) {
+            guard format.traits.options.contains(option) else {
+                throw .configuration("'\(written)' does not apply to \(format.rawValue)")
             }
         }
         switch field {
         case "progressive", "baseline":
-            try only([.jpeg], field)
+            try only(.progressive, field)
             guard progressive == nil else { throw .configuration("'\(field)' is given twice or with its opposite") }
             progressive = field == "progressive"
         case "444":
-            try only([.jpeg, .avif], field)
+            try only(.fullChroma, field)
             fullChroma = true
         case "smart_subsample":
-            try only([.webp], field)
+            try only(.smartSubsample, field)
             smartSubsample = true
         case "lossless":
-            try only([.webp], field)
+            try only(.lossless, field)
             lossless = true
         default:
             guard field.hasPrefix("effort=") else { return false }
-            try only([.webp, .avif], "effort")
-            let maximum = Self.maximumEffort(for: format) ?? 0
-            guard let value = Int(field.dropFirst("effort=".count)), (0...maximum).contains(value) else {
-                throw .configuration("\(format.rawValue) effort must be 0 to \(maximum)")
+            try only(.effort, "effort")
+            let range = format.traits.effort ?? 0...0
+            guard let value = Int(field.dropFirst("effort=".count)), range.contains(value) else {
+                throw .configuration("\(format.rawValue) effort must be \(range.lowerBound) to \(range.upperBound)")
             }
             effort = value
         }

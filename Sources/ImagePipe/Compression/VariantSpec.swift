@@ -80,25 +80,13 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     /// corpus reaches `target`, from the fixed and `web-auto` runs (JPEG at 2048 px reached 67.5 at
     /// q61, WebP at 1024 px 59.5 at q51), moved by ``typicalSlope(for:)`` for other targets.
     public static func autoStart(for format: OutputFormat, target: Double) -> Int {
-        let (quality, score): (Double, Double) =
-            switch format {
-            case .jpeg: (61, 67.5)
-            case .webp: (51, 59.5)
-            case .avif: (50, 70)
-            case .png, .gif: (Double(pngQuality), 100)
-            }
+        let (quality, score) = format.traits.autoStart
         return min(95, max(10, Int((quality + (target - score) / typicalSlope(for: format)).rounded())))
     }
 
     /// Score points per quality step near the targets people use, measured on the bench corpus
     /// between the fixed and the chosen qualities.
-    public static func typicalSlope(for format: OutputFormat) -> Double {
-        switch format {
-        case .jpeg: 0.56
-        case .webp: 0.45
-        case .avif, .png, .gif: 0.5
-        }
-    }
+    public static func typicalSlope(for format: OutputFormat) -> Double { format.traits.typicalSlope }
 }
 
 extension VariantSpec {
@@ -132,7 +120,7 @@ extension VariantSpec {
 
         let formatName = fields.removeFirst()
         guard let format = OutputFormat(name: formatName) else {
-            throw bad("unknown format '\(formatName)'; use jpeg, webp, avif, png or gif")
+            throw bad("unknown format '\(formatName)'; use \(OutputFormat.names)")
         }
 
         var quality: Int?
@@ -212,7 +200,12 @@ extension VariantSpec {
             quality = Self.pngQuality
         }
         if autoTarget != nil && lossless {
-            throw bad("auto needs a lossy encoding; \(format.isLossless ? format.rawValue : "lossless webp") has no quality to choose")
+            throw bad("auto needs a lossy encoding; \(format.isLossless ? format.rawValue : "lossless \(format.rawValue)") has no quality to choose")
+        }
+        if let metadataChoice, metadataChoice != .strip, !format.traits.carriesMetadata {
+            throw bad(
+                "\(format.rawValue) outputs hold no metadata (libvips writes a bare JPEG XL codestream): metadata=\(metadataChoice.rawValue) cannot be kept"
+            )
         }
         if fit == .cover && (width == Self.unbounded || height == Self.unbounded) {
             throw bad("cover fills and crops to a box, so it needs both a width and a height")
@@ -232,7 +225,9 @@ extension VariantSpec {
     /// This variant with the command's `--metadata` policy, unless its spec names its own.
     public func applying(metadata policy: MetadataPolicy) -> VariantSpec {
         var variant = self
-        variant.metadata = metadataChoice ?? policy
+        // A command-wide policy leaves out the formats that cannot hold metadata (JPEG XL): a spec that
+        // asks one of them for it is refused as it is parsed.
+        variant.metadata = metadataChoice ?? (format.traits.carriesMetadata ? policy : .strip)
         return variant
     }
 

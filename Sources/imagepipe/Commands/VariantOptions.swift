@@ -9,10 +9,8 @@ struct VariantOptions: ParsableArguments {
     @Option(
         name: .customLong("variant"),
         help: ArgumentHelp(
-            "A variant NAME=WxH,FORMAT,QUALITY[,OPTION...] (repeatable; replaces the preset). FORMAT: jpeg, webp, avif, png, gif. "
-                + "QUALITY: qN, auto (SSIMULACRA 2 target \(VariantSpec.formatTarget(VariantSpec.defaultAutoTarget))) or auto:TARGET; "
-                + "left out for png, gif and lossless webp. OPTION: cover, progressive or baseline (jpeg), 444 (jpeg, avif), effort=N "
-                + "(webp 0-6, avif 0-9), smart_subsample, lossless (webp), nowatermark, watermark=FRACTION, metadata=POLICY, still (an animated source's first frame). "
+            "A variant NAME=WxH,FORMAT,QUALITY[,OPTION...] (repeatable; replaces the preset). " + OutputFormat.variantHelp
+                + "nowatermark, watermark=FRACTION, metadata=POLICY, still (an animated source's first frame). "
                 + "Wx or xH leaves a side open (not with cover). "
                 + "Examples: photo=1600x,jpeg,q80  photo=1600x,jpeg,auto  hero=2400x1200,avif,q50,444,effort=4,cover",
             valueName: "spec"))

@@ -66,7 +66,7 @@ struct PictureMarkup: Sendable, Codable, Equatable {
                 crops.append(candidate)
             }
         }
-        let present = [OutputFormat.avif, .webp, .jpeg, .png, .gif].filter { byFormat[$0] != nil }
+        let present = OutputFormat.srcsetOrder.filter { byFormat[$0] != nil }
         sources = present.enumerated().map { index, format in
             var candidates = byFormat[format]!
             // Widths this format lacks, from the most modern later format that has them.
