@@ -85,10 +85,12 @@ public struct BenchReport: Sendable, Codable {
     public var rerunFractions: [String: Double] = [:]
     /// Where every tool's output went: what a failed run said is there.
     public var commandsLog: String?
+    /// With `--neighbour`: what the writer beside the runs wrote.
+    public var neighbour: NeighbourWriter.Tally?
 
     enum CodingKeys: String, CodingKey {
         case images, corpusBytes = "corpus_bytes", job, workers, runsPerTool = "runs_per_tool", tools, stages
-        case rerunFractions = "rerun_fractions", commandsLog = "commands_log"
+        case rerunFractions = "rerun_fractions", commandsLog = "commands_log", neighbour
     }
 
     /// The human-readable report.
@@ -97,6 +99,11 @@ public struct BenchReport: Sendable, Codable {
         lines.append(
             "corpus: \(images) images, \(BatchSummary.formatBytes(corpusBytes)); job: \(job.joined(separator: " + ")); "
                 + "\(workers) workers; \(runsPerTool) alternated runs per tool, medians")
+        if let neighbour {
+            lines.append(
+                "beside a neighbour writing to the same disk: \(BatchSummary.formatBytes(neighbour.bytes)) in 4 MB writes, "
+                    + "\(neighbour.fsyncs) fsyncs" + (neighbour.failure.map { "; it stopped early: \($0)" } ?? ""))
+        }
         lines.append("")
         let reference = tools.first?.outputBytes
         let nameWidth = max(22, (tools.map(\.name.count).max() ?? 0) + 2)

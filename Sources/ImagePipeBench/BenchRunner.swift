@@ -31,6 +31,8 @@ public struct BenchRunner: Sendable {
     /// The folder of the reference programs a comparison runs (`Benchmarks/peers` in a checkout):
     /// measurement tools, not part of the shipped binary.
     public var peers: String?
+    /// Whether every run is timed beside a ``NeighbourWriter`` writing to the work folder's disk.
+    public var neighbour = false
 
     /// Creates a runner.
     public init(
@@ -127,6 +129,10 @@ public struct BenchRunner: Sendable {
         // after thousands were deleted costs extra (inode allocation steps over recently freed
         // inodes), which raised whichever tool ran next by up to 1 ms of system time per small image.
         defer { for output in finishedOutputs { try? FileManager.default.removeItem(atPath: output) } }
+        // Started before the first run and stopped after the last, so every tool runs beside it alike.
+        let writer = neighbour ? NeighbourWriter(directory: workDirectory) : nil
+        var neighbourTally: NeighbourWriter.Tally?
+        defer { if neighbourTally == nil { writer?.stop() } }
 
         for round in 0..<runs {
             // Rotate the order each round so no tool always runs first on a cold page cache or last on a hot one.
@@ -154,6 +160,7 @@ public struct BenchRunner: Sendable {
             }
         }
 
+        neighbourTally = writer?.stop()
         let reference = measurements[0].map(\.seconds).quantile(0.5)
         let tools = peers.indices.map { index -> BenchReport.Tool in
             let runs = measurements[index]
@@ -173,6 +180,7 @@ public struct BenchRunner: Sendable {
         var report = BenchReport(
             images: corpus.files.count, corpusBytes: corpus.bytes, job: job.variants.map(\.specString),
             workers: job.workers, runsPerTool: runs, tools: tools, stages: Self.stages(from: counter.paths))
+        report.neighbour = neighbourTally
         report.commandsLog = workDirectory + "/commands.log"
         for (first, again) in reruns.sorted(by: { $0.key < $1.key }) {
             if let base = tools[first].medianSeconds, let rerun = tools[again].medianSeconds, base > 0 {

@@ -37,6 +37,23 @@ import Testing
         }
     }
 
+    @Test func neighbourWritesBesideTheRunsAndIsGoneAfter() throws {
+        makeCorpus()
+        let arguments = ["bench", directory.url("corpus"), "--runs", "2", "--neighbour", "--work-dir", directory.url("work")]
+        let output = try CommandRunner.run(arguments + ["--json"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
+        let neighbour = try #require(report["neighbour"] as? [String: Any], "\(output.stdout)")
+        #expect((neighbour["bytes"] as? Int ?? 0) >= 4 << 20, "\(neighbour)")
+        #expect(neighbour["failure"] == nil, "\(neighbour)")
+        let tools = try #require(report["tools"] as? [[String: Any]])
+        #expect(tools.first?["median_seconds"] as? Double ?? 0 > 0)
+        #expect(!FileManager.default.fileExists(atPath: directory.url("work") + "/neighbour.dat"), "its file is removed")
+        let table = try CommandRunner.run(arguments)
+        #expect(table.status == 0, "\(table.stderr)")
+        #expect(table.stdout.contains("beside a neighbour writing to the same disk:"), "\(table.stdout)")
+    }
+
     @Test func compareRunsOrSkipsEveryPeerWithAReason() throws {
         makeCorpus()
         let output = try CommandRunner.run([

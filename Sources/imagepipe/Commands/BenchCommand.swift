@@ -48,6 +48,12 @@ struct BenchCommand: ParsableCommand {
         help: "Also time imagepipe with --sandbox off (image work inside the worker), alternated with the others: what the helpers cost.")
     var alsoSandboxOff = false
 
+    @Flag(
+        help: ArgumentHelp(
+            "Time every run beside a neighbour writing to the work folder's disk (4 MB writes, an fsync every 32 MB), "
+                + "as a database or logs beside a worker would: what flushes cost on a shared disk."))
+    var neighbour = false
+
     @Option(help: "Repeat the corpus this many times (hard links), for long-batch memory checks.")
     var `repeat`: Int = 1
 
@@ -91,7 +97,7 @@ struct BenchCommand: ParsableCommand {
         if self.repeat > 1 {
             images = try images.repeated(self.repeat, into: workDirectory + "/repeated")
         }
-        let runner = BenchRunner(
+        var runner = BenchRunner(
             corpus: images, job: BenchJob(variants: specs, workers: jobs), runs: runs,
             workDirectory: LocalPath.absolute(workDirectory), executable: Self.executablePath(),
             extraDestinations: alsoDest, rerun: rerun,
@@ -101,6 +107,7 @@ struct BenchCommand: ParsableCommand {
                 + (alsoSandboxOff
                     ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : []),
             queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
+        runner.neighbour = neighbour
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)
