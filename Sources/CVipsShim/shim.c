@@ -76,8 +76,8 @@ void ipv_configure(int concurrency) {
     // SVG, PDF, ImageMagick and other loaders not fuzzed for hostile input are refused.
     vips_block_untrusted_set(TRUE);
     // libvips 8.14 marks JPEG XL untrusted. Its saver only ever sees pixels imagepipe made. Its
-    // loader reads back the outputs `auto` scores; a source it would read is refused all the same
-    // after its header (VipsCompressor.acceptedLoaders), inside the sandboxed image helper.
+    // loader reads back the outputs `auto` scores, and no source: one whose first bytes are JPEG
+    // XL's is refused before libvips sees it (VipsCompressor.refuseUnreadFormats).
     vips_operation_block_set("VipsForeignSaveJxl", FALSE);
     vips_operation_block_set("VipsForeignLoadJxl", FALSE);
 }

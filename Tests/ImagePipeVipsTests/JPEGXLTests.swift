@@ -43,12 +43,17 @@ import Testing
         var paths: [String] = []
         var made: [EncodedVariant] = []
         for (index, source) in sources.enumerated() {
-            let result = try Fixtures.encoder.compress(
-                SourceImage(name: source, content: .bytes(Fixtures.data(source))),
-                variants: [Fixtures.variant("x=" + jxlSpec), Fixtures.variant("p=" + pngSpec)], limits: .default)
-            made.append(result.output("x"))
-            paths.append(directory.write("\(index).jxl", result.output("x").data))
-            paths.append(directory.write("\(index).png", result.output("p").data))
+            // One variant a call, each made the way a lone variant is (its decode streamed into its encode).
+            func make(_ spec: String) throws -> EncodedVariant {
+                try Fixtures.encoder.compress(
+                    SourceImage(name: source, content: .bytes(Fixtures.data(source))), variants: [Fixtures.variant("v=" + spec)],
+                    limits: .default
+                ).variants[0]
+            }
+            let jxl = try make(jxlSpec)
+            made.append(jxl)
+            paths.append(directory.write("\(index).jxl", jxl.data))
+            paths.append(directory.write("\(index).png", try make(pngSpec).data))
         }
         let lines = try PythonOracle.run(Self.compare, paths).split(separator: "\n")
         #expect(lines.count == sources.count)
@@ -100,15 +105,55 @@ import Testing
         #expect(abs(try VipsProbe.ssimulacra2(reference: reference, decodingFirst: output.data) - score) < 0.5)
     }
 
-    @Test func effortChangesTheEncodingAndIsBoundedByTheTable() throws {
-        let fast = try Fixtures.compress("images/formats/landscape.jpg", [Fixtures.variant("e=800x800,jxl,q75,effort=1")]).variants[0].data
-        let usual = try Fixtures.compress("images/formats/landscape.jpg", [Fixtures.variant("e=800x800,jxl,q75")]).variants[0].data
-        #expect(fast != usual)
+    @Test func effortChangesTheEncodingAndIsBoundedByWhatLibvipsTakes() throws {
+        func encoded(_ options: String) throws -> Data {
+            try Fixtures.compress("images/formats/landscape.jpg", [Fixtures.variant("e=800x800,jxl,q75" + options)]).variants[0].data
+        }
+        // libvips 8.14 keeps effort 7 for a value it does not take: each of these is its own encoding.
+        let efforts = try [",effort=3", "", ",effort=7", ",effort=9"].map(encoded)
+        #expect(Set(efforts).count == efforts.count, "efforts 3, 5 (the default), 7 and 9 each encode differently")
         #expect(EncoderOptions.defaultEffort(for: .jxl) == 5)
-        for bad in ["e=800x,jxl,q75,effort=0", "e=800x,jxl,q75,effort=10", "e=800x,jxl,q75,444", "e=800x,jxl,q75,progressive"] {
+        for bad in [
+            "e=800x,jxl,q75,effort=2", "e=800x,jxl,q75,effort=10", "e=800x,jxl,q75,444", "e=800x,jxl,q75,progressive",
+            "e=800x,jxl,q75,lossless", "e=800x,jxl,lossless,auto",
+        ] {
             #expect(throws: ImagePipeError.self, "\(bad)") { try VariantSpec(parsing: bad) }
         }
         #expect(try VariantSpec(parsing: "e=800x,jpegxl,q75,effort=9").specString == "e=800x,jxl,q75,effort=9")
+        #expect(try VariantSpec(parsing: "e=800x,jxl,lossless").specString == "e=800x,jxl,lossless")
+    }
+
+    @Test func aJPEGXLSourceIsRefusedByItsFirstBytesBeforeLibjxlReadsIt() throws {
+        let made = try Fixtures.compress("images/formats/landscape.jpg", [Fixtures.variant("x=1200x,jxl,lossless")]).variants[0].data
+        let damaged = Data([0xFF, 0x0A]) + Data(repeating: 0xA5, count: 4096)
+        let container = Data([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) + Data(repeating: 0, count: 64)
+        for (what, bytes) in [("a JPEG XL", made), ("a damaged codestream", damaged), ("a container", container)] {
+            // Damaged bytes would fail `corrupt_image` in libjxl's header parse: refused before it.
+            let error = Self.failure { () throws(ImagePipeError) in _ = try Fixtures.compress(bytes: bytes, [Fixtures.variant("j=400x,jpeg,q80")]) }
+            #expect(
+                error?.code == .unsupportedFormat && error?.reason.contains("JPEG XL sources are not read") == true,
+                "\(what): \(String(describing: error))")
+        }
+        // Kept open (a large file), the same.
+        let directory = TemporaryDirectory()
+        let path = directory.write("large.jpg", made)
+        #expect(made.count > 64 << 10)
+        let opened = try #require(OpenedFile(adopting: open(path, O_RDONLY | O_CLOEXEC)))
+        let error = Self.failure { () throws(ImagePipeError) in
+            _ = try Fixtures.compressor.compress(
+                SourceImage(name: "large.jpg", content: .file(opened)), variants: [Fixtures.variant("j=400x,jpeg,q80")], limits: .default)
+        }
+        #expect(error?.code == .unsupportedFormat, "\(String(describing: error))")
+    }
+
+    /// The error `body` failed with; nil when it did not fail.
+    static func failure(_ body: () throws(ImagePipeError) -> Void) -> ImagePipeError? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return error
+        }
     }
 
     @Test func outputsHoldNoMetadataAndAPolicyThatWouldKeepSomeIsRefusedOrLeftOut() throws {
@@ -132,16 +177,25 @@ import Testing
         #expect(try VipsProbe.header(result.output("j").data, "exif-ifd0-Orientation") != nil)
     }
 
-    @Test func theHelpAndTheDocsListEveryFormatInTheTable() throws {
-        let help = OutputFormat.variantHelp
+    @Test func theReadmeAndTheDocsListEveryFormatAndOptionInTheTable() throws {
         let readme = try String(contentsOfFile: Fixtures.repository + "/README.md", encoding: .utf8)
         let usage = try String(contentsOfFile: Fixtures.repository + "/docs/usage.md", encoding: .utf8)
+        // The README's first paragraph names the formats: "encoded as JPEG, WebP, …, PNG or GIF with".
+        let flat = readme.split(whereSeparator: \.isNewline).joined(separator: " ")
+        let range = try #require(flat.range(of: #"encoded as [^.]*? with"#, options: .regularExpression))
+        let listed = flat[range]
+        let names = listed.dropFirst("encoded as ".count).dropLast(" with".count)
+            .replacingOccurrences(of: " or ", with: ", ").components(separatedBy: ", ")
+        #expect(Set(names) == Set(OutputFormat.allCases.map(\.traits.displayName)), "README lists \(names)")
+        let prose = usage.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         let optionRows = usage.split(separator: "\n").filter { $0.hasPrefix("| ") }
         for format in OutputFormat.allCases {
             let traits = format.traits
-            #expect(help.contains(format.rawValue), "--help lacks \(format)")
-            #expect(readme.contains(traits.displayName), "README lacks \(traits.displayName)")
             #expect(usage.contains("`\(format.rawValue)`"), "docs/usage.md's FORMAT list lacks `\(format.rawValue)`")
+            if let effort = traits.effort, let chosen = traits.defaultEffort {
+                let said = "\(traits.displayName) \(effort.lowerBound)–\(effort.upperBound), default \(chosen)"
+                #expect(prose.contains(said), "docs/usage.md's effort=N says not \(said)")
+            }
             // The encoder options table: a row per format, naming every option the table gives it.
             let row = optionRows.first { $0.hasPrefix("| \(traits.displayName) |") }
             #expect(row != nil, "docs/usage.md's encoder options table has no row for \(traits.displayName)")

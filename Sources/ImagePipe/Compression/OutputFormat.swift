@@ -43,14 +43,15 @@ public enum OutputFormat: String, Sendable, Codable, CaseIterable {
                 names: ["gif"], displayName: "GIF", fileExtension: "gif", contentType: "image/gif", holdsAnimation: true, hasQuality: false,
                 encoderBytesPerPixel: 6, srcsetRank: 6, encoder: 4, vipsLoader: "gifload")
         case .jxl:
-            // libjxl 0.7's effort 7 (its default) took 1.75x effort 5's CPU and 2.4x its peak memory
+            // libvips 8.14's saver takes efforts 3 to 9 (below 3 it warns and keeps 7). libjxl 0.7's
+            // effort 7 (its default) took 1.75x effort 5's CPU and 2.4x its peak memory
             // for no smaller file on the bench photos, effort 3 12% more bytes (docs/usage.md,
             // "Encoder options"); 5 is the default here. Its encoder held about 1.8x AVIF's memory a
             // pixel (the vips CLI's peak at 2.6 megapixels, less JPEG's). libvips 8.14 writes a bare codestream,
             // with no box for EXIF or XMP: no metadata policy but strip applies.
             FormatTraits(
                 names: ["jxl", "jpegxl"], displayName: "JPEG XL", fileExtension: "jxl", contentType: "image/jxl", options: [.lossless, .effort],
-                effort: 1...9, defaultEffort: 5, autoStart: (70, 70), typicalSlope: 0.5, carriesMetadata: false,
+                effort: 3...9, losslessTakesQuality: false, defaultEffort: 5, autoStart: (70, 70), typicalSlope: 0.5, carriesMetadata: false,
                 encoderBytesPerPixel: 24, srcsetRank: 1, encoder: 5, vipsLoader: "jxlload",
                 peers: .init(vipsthumbnailOptions: "", pillow: false, imageMagick6: false))
         }
@@ -155,6 +156,9 @@ public struct FormatTraits: Sendable {
     public let hasQuality: Bool
     /// The encoder settings a spec may write for it.
     public let options: Set<Option>
+    /// Whether `lossless` still takes a quality (WebP's sets its compression effort); where it does
+    /// not (JPEG XL), a quality written beside it is refused rather than stored in the fingerprint.
+    public let losslessTakesQuality: Bool
     /// The efforts it accepts (`effort=N`), and the one it gets when a spec names none.
     public let effort: ClosedRange<Int>?
     public let defaultEffort: Int?
@@ -181,7 +185,8 @@ public struct FormatTraits: Sendable {
 
     init(
         names: [String], displayName: String, fileExtension: String, contentType: String, keepsAlpha: Bool = true, holdsAnimation: Bool = false,
-        hasQuality: Bool = true, options: Set<Option> = [], effort: ClosedRange<Int>? = nil, defaultEffort: Int? = nil,
+        hasQuality: Bool = true, options: Set<Option> = [], effort: ClosedRange<Int>? = nil, losslessTakesQuality: Bool = true,
+        defaultEffort: Int? = nil,
         autoStart: (quality: Double, score: Double)? = nil, typicalSlope: Double = 0.5, carriesMetadata: Bool = true,
         encoderBytesPerPixel: Int, srcsetRank: Int, encoder: Int32, vipsLoader: String, savesExifWhenStripping: Bool = false,
         peers: Peers = Peers()
@@ -194,6 +199,7 @@ public struct FormatTraits: Sendable {
         self.holdsAnimation = holdsAnimation
         self.hasQuality = hasQuality
         self.options = options
+        self.losslessTakesQuality = losslessTakesQuality
         self.effort = effort
         self.defaultEffort = defaultEffort
         // A format without a quality is written at the top one, which scores as a perfect copy.

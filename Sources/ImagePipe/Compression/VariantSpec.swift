@@ -195,6 +195,9 @@ extension VariantSpec {
             }
         }
         let lossless = format.isLossless || options.lossless
+        if options.lossless, !format.traits.losslessTakesQuality, quality != nil {
+            throw bad("lossless \(format.rawValue) takes no quality: leave qN out")
+        }
         if quality == nil && autoTarget == nil {
             guard lossless else { throw bad("the quality must be q1 to q100, auto or auto:TARGET") }
             quality = Self.pngQuality
