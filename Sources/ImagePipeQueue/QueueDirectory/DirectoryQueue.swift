@@ -108,8 +108,14 @@ public final class DirectoryQueue: JobQueue {
     }
 
     public func claim(upTo limit: Int) async -> [ClaimedJob] {
-        await BlockingIO.run { self.claimNow(upTo: limit) }
+        await withCheckedContinuation { continuation in
+            Self.claims.async { continuation.resume(returning: self.claimNow(upTo: limit)) }
+        }
     }
+
+    /// Claims run on a lane of their own: behind settlements (which wait for durability rounds) on
+    /// the shared blocking-I/O lanes, a claim left the pipeline without work.
+    private static let claims = BoundedQueue(label: "imagepipe.claims", limit: 1, qos: .userInitiated)
 
     private func claimNow(upTo limit: Int) -> [ClaimedJob] {
         var claimed: [ClaimedJob] = []
