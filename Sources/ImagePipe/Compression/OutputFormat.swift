@@ -14,8 +14,13 @@ public enum OutputFormat: String, Sendable, Codable, CaseIterable {
     case jxl
 
     /// This format's row of the table.
-    public var traits: FormatTraits {
-        switch self {
+    public var traits: FormatTraits { Self.table[self]! }
+
+    /// The rows, made once: `traits` is read on every image's path (keys, memory, encoding).
+    private static let table = Dictionary(uniqueKeysWithValues: allCases.map { ($0, row($0)) })
+
+    private static func row(_ format: OutputFormat) -> FormatTraits {
+        switch format {
         case .jpeg:
             FormatTraits(
                 names: ["jpeg", "jpg"], displayName: "JPEG", fileExtension: "jpg", contentType: "image/jpeg", keepsAlpha: false,
