@@ -109,13 +109,15 @@ public final class DirectoryQueue: JobQueue {
 
     public func claim(upTo limit: Int) async -> [ClaimedJob] {
         await withCheckedContinuation { continuation in
-            Self.claims.async { continuation.resume(returning: self.claimNow(upTo: limit)) }
+            claims.async { continuation.resume(returning: self.claimNow(upTo: limit)) }
         }
     }
 
     /// Claims run on a lane of their own: behind settlements (which wait for durability rounds) on
-    /// the shared blocking-I/O lanes, a claim left the pipeline without work.
-    private static let claims = BoundedQueue(label: "imagepipe.claims", limit: 1, qos: .userInitiated)
+    /// the shared blocking-I/O lanes, a claim left the pipeline without work. One lane per queue, not
+    /// per process: a claim waiting behind another queue's would land after the state machine had
+    /// paused claiming (a full storage) and take jobs it was told to leave.
+    private let claims = BoundedQueue(label: "imagepipe.claims", limit: 1, qos: .userInitiated)
 
     private func claimNow(upTo limit: Int) -> [ClaimedJob] {
         var claimed: [ClaimedJob] = []
