@@ -33,6 +33,8 @@ public struct BenchRunner: Sendable {
     public var peers: String?
     /// Whether every run is timed beside a ``NeighbourWriter`` writing to the work folder's disk.
     public var neighbour = false
+    /// Whether imagepipe is also timed with its flushes made no-ops (``Peer/imagepipeUnflushed(executable:job:scriptDirectory:manifest:)``).
+    public var unflushed = false
 
     /// Creates a runner.
     public init(
@@ -105,6 +107,9 @@ public struct BenchRunner: Sendable {
         }
         for (name, extra) in extraJobs {
             peers.append(.imagepipe(executable: executable, job: extra, destination: nil, label: name, manifest: { _ in "/dev/null" }))
+        }
+        if unflushed {
+            peers.append(.imagepipeUnflushed(executable: executable, job: job, scriptDirectory: scripts, manifest: { _ in "/dev/null" }))
         }
         // Each imagepipe row's re-run row, run right after it over the same outputs.
         var reruns: [Int: Int] = [:]

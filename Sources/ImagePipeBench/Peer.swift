@@ -77,12 +77,13 @@ extension Peer {
             for variant in job.variants { command += ["--variant", variant.specString] }
             return command + job.imagepipeArguments
         }
+        let invocation = Self.invocationTag
         var peer = Peer(name: label, unavailable: nil) { corpus, output in
-            // Remote rounds write under a prefix named after the round's output folder, so none finds another's outputs.
-            let target = destination.map { $0 + "/" + URL(fileURLWithPath: output).lastPathComponent } ?? output
+            let target = destination.map { extraTarget($0, output: output, invocation: invocation) } ?? output
             return ([command(corpus, target, manifest(output))], 1)
         }
         peer.outputIsLocal = destination == nil
+        peer.setup = clearing(destination, invocation: invocation)
         if destination == nil {
             peer.scoredCommand = { corpus, output, manifest in command(corpus, output, manifest) + ["--score"] }
         }
@@ -105,8 +106,9 @@ extension Peer {
             components.queryItems = others + [URLQueryItem(name: "queue", value: name)]
             return components.string ?? queue
         }
+        let invocation = Self.invocationTag
         var peer = Peer(name: label, unavailable: nil) { _, output in
-            let target = destination.map { $0 + "/" + URL(fileURLWithPath: output).lastPathComponent } ?? output
+            let target = destination.map { extraTarget($0, output: output, invocation: invocation) } ?? output
             var command = [
                 executable, "watch", queueURL(output), "--dest", target, "--exit-when-empty",
                 "--jobs", "\(max(1, job.workers / workers))", "--status-interval", "0", "--log-level", "error",
@@ -115,12 +117,34 @@ extension Peer {
             return (Array(repeating: command, count: workers), workers)
         }
         peer.outputIsLocal = destination == nil
+        let clear = clearing(destination, invocation: invocation)
         peer.setup = { corpus, output in
             let sources = corpus.files.map { file in remoteCorpus.map { $0 + "/" + file } ?? corpus.directory + "/" + file }
-            return [[executable, "enqueue", queueURL(output)] + sources]
+            return (clear?(corpus, output) ?? []) + [[executable, "enqueue", queueURL(output)] + sources]
         }
         return peer
     }
+
+    /// A tag of this bench run's own for the prefixes it writes under in object storage.
+    static var invocationTag: String { "bench-" + String(UInt64.random(in: 0...UInt64.max), radix: 36) }
+
+    /// Where a run of an extra destination writes: a folder named after the run's output folder.
+    /// In object storage, under a prefix of this bench run's own as well, since no run there is
+    /// cleared first: a run finding an earlier bench run's outputs in place would only check them.
+    static func extraTarget(_ destination: String, output: String, invocation: String) -> String {
+        let run = URL(fileURLWithPath: output).lastPathComponent
+        return isLocal(destination) ? destination + "/" + run : destination + "/" + invocation + "/" + run
+    }
+
+    /// For a local extra destination (`/dev/shm/DIR`), a setup that empties the run's folder
+    /// there before the run, untimed: an earlier bench run's outputs left in it would make this
+    /// one a re-run that checks them instead of writing.
+    static func clearing(_ destination: String?, invocation: String) -> (@Sendable (Corpus, String) -> [[String]])? {
+        guard let destination, isLocal(destination) else { return nil }
+        return { _, output in [["rm", "-rf", "--", extraTarget(destination, output: output, invocation: invocation)]] }
+    }
+
+    static func isLocal(_ destination: String) -> Bool { !destination.contains("://") }
 
     /// The pyvips script: decode once at the largest size, `thumbnail_image` for the others.
     static func pyvips(scriptDirectory: String, job: BenchJob) -> Peer {

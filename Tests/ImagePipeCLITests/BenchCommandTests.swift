@@ -54,6 +54,65 @@ import Testing
         #expect(table.stdout.contains("beside a neighbour writing to the same disk:"), "\(table.stdout)")
     }
 
+    @Test func aLocalAlsoDestIsWrittenAfreshByEveryBenchRunNotCheckedAgain() throws {
+        makeCorpus()
+        let extra = directory.url("shm")
+        let arguments = [
+            "bench", directory.url("corpus"), "--runs", "1", "--also-dest", extra, "--json", "--work-dir", directory.url("work"),
+        ]
+        func inodes() throws -> [String: UInt64] {
+            let root = extra + "/out-1-r1"
+            let files = try #require(FileManager.default.enumerator(atPath: root)?.allObjects as? [String]).filter { $0.hasSuffix(".jpg") }
+            return Dictionary(
+                uniqueKeysWithValues: try files.map {
+                    ($0, try #require(FileManager.default.attributesOfItem(atPath: root + "/" + $0)[.systemFileNumber] as? UInt64))
+                })
+        }
+        let first = try CommandRunner.run(arguments)
+        #expect(first.status == 0, "\(first.stderr)")
+        let before = try inodes()
+        #expect(!before.isEmpty, "the extra destination's run wrote its outputs there")
+        // A second bench run: outputs an earlier one left there would only be checked, and its row
+        // would time a re-run.
+        let second = try CommandRunner.run(arguments)
+        #expect(second.status == 0, "\(second.stderr)")
+        let after = try inodes()
+        #expect(Set(after.keys) == Set(before.keys))
+        #expect(after.allSatisfy { before[$0.key] != $0.value }, "every output written anew: \(before) then \(after)")
+    }
+
+    @Test func alsoUnflushedTimesARunWhoseFlushesNeverReachTheKernel() throws {
+        makeCorpus()
+        let work = directory.url("work")
+        let output = try CommandRunner.run(["bench", directory.url("corpus"), "--runs", "1", "--also-unflushed", "--json", "--work-dir", work])
+        #expect(output.status == 0, "\(output.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
+        let tools = try #require(report["tools"] as? [[String: Any]])
+        let row = try #require(tools.first { $0["name"] as? String == "imagepipe, no flushes" }, "\(output.stdout)")
+        #expect(row["skipped"] == nil && (row["median_seconds"] as? Double ?? 0) > 0, "\(row)")
+        // The library the row ran with: under it a batch makes no flush the kernel sees, and the
+        // same batch without it makes its usual ones.
+        let library = work + "/scripts/unflushed.so"
+        #expect(FileManager.default.fileExists(atPath: library))
+        func flushes(preloading: Bool) throws -> String {
+            let out = directory.url(preloading ? "unflushed" : "flushed")
+            let run = try CommandRunner.run(
+                executable: "/usr/bin/strace",
+                [
+                    "-f", "-qq", "-e", "trace=fsync,fdatasync,syncfs,sync_file_range", "-o", out + ".trace", CommandRunner.binary, "batch",
+                    directory.url("corpus"), "--dest", out, "--variant", "small=64x64,jpeg,q80",
+                ], environment: preloading ? ["LD_PRELOAD": library] : [:])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(FileManager.default.fileExists(atPath: out + "/a-small.jpg"), "the batch wrote its outputs")
+            return try String(contentsOfFile: out + ".trace", encoding: .utf8)
+        }
+        let calls = ["fsync(", "fdatasync(", "syncfs(", "sync_file_range("]
+        let flushed = try flushes(preloading: false)
+        #expect(calls.contains { flushed.contains($0) }, "a durable batch flushes (syncfs or fsyncs, by file system)")
+        let unflushed = try flushes(preloading: true)
+        #expect(!calls.contains { unflushed.contains($0) }, "\(unflushed)")
+    }
+
     @Test func compareRunsOrSkipsEveryPeerWithAReason() throws {
         makeCorpus()
         let output = try CommandRunner.run([

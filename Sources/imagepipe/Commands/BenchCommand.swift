@@ -49,6 +49,13 @@ struct BenchCommand: ParsableCommand {
     var alsoSandboxOff = false
 
     @Flag(
+        name: .customLong("also-unflushed"),
+        help: ArgumentHelp(
+            "Also time imagepipe with its flushes (fsync, syncfs) made no-ops by a library the bench compiles and preloads, "
+                + "alternated with the others: the share of the time that durability costs. A measurement only."))
+    var alsoUnflushed = false
+
+    @Flag(
         help: ArgumentHelp(
             "Time every run beside a neighbour writing to the work folder's disk (4 MB writes, an fsync every 32 MB), "
                 + "as a database or logs beside a worker would: what flushes cost on a shared disk."))
@@ -108,6 +115,7 @@ struct BenchCommand: ParsableCommand {
                     ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : []),
             queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
         runner.neighbour = neighbour
+        runner.unflushed = alsoUnflushed
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
         print(json ? report.json : report.table)
