@@ -77,12 +77,13 @@ public struct BenchRunner: Sendable {
         try? FileManager.default.createDirectory(atPath: manifests, withIntermediateDirectories: true)
         let counter = ManifestCounter(directory: manifests)
 
+        let invocation = Peer.newInvocationTag()
         var peers = [Peer.imagepipe(executable: executable, job: job, destination: nil, manifest: counter.next)]
         for destination in extraDestinations {
             peers.append(
                 .imagepipe(
                     executable: executable, job: job, destination: destination,
-                    label: "imagepipe → \(destination.prefix(while: { $0 != ":" }))", manifest: { _ in "/dev/null" }))
+                    label: "imagepipe → \(destination.prefix(while: { $0 != ":" }))", invocation: invocation, manifest: { _ in "/dev/null" }))
         }
         if let queue {
             peers.append(
@@ -96,12 +97,12 @@ public struct BenchRunner: Sendable {
                 .imagepipe(
                     executable: executable, job: job, destination: destination,
                     label: "imagepipe \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)",
-                    remoteCorpus: remoteCorpus, manifest: { _ in "/dev/null" }))
+                    remoteCorpus: remoteCorpus, invocation: invocation, manifest: { _ in "/dev/null" }))
             if let queue {
                 peers.append(
                     .imagepipeQueue(
                         executable: executable, job: job, queue: queue, workers: 2, destination: destination,
-                        remoteCorpus: remoteCorpus,
+                        remoteCorpus: remoteCorpus, invocation: invocation,
                         label: "imagepipe watch ×2 (postgres) \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)"))
             }
         }
@@ -146,6 +147,7 @@ public struct BenchRunner: Sendable {
                 let output = workDirectory + "/out-\(index)-r\(round + 1)"
                 try? FileManager.default.removeItem(atPath: output)
                 try? FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+                if let extra = peers[index].extraFolder?(output) { try? FileManager.default.removeItem(atPath: extra) }
                 for measured in [index] + (reruns[index].map { [$0] } ?? []) {
                     if let setup = peers[measured].setup?(corpus, output) {
                         progress("round \(round + 1)/\(runs): preparing \(peers[measured].name)")

@@ -31,7 +31,7 @@ extension Peer {
         return ProcessRunner.capture(["sh", "-c", compile, source, library]) != nil ? library : nil
     }
 
-    /// imagepipe's `batch` into a local folder, as the first row, with ``unflushedSource``
+    /// imagepipe's `batch` into a local folder, like the first row, with ``unflushedSource``
     /// preloaded: beside the durable row, the share of its time that is waiting for the disk's
     /// flushes, and what is the disk's (or a neighbour's) anyway.
     static func imagepipeUnflushed(
@@ -42,9 +42,11 @@ extension Peer {
         var peer = imagepipe(executable: executable, job: job, destination: nil, label: unflushedName, manifest: manifest)
         peer.scoredCommand = nil
         if let library = compileUnflushed(scriptDirectory: scriptDirectory) {
-            peer.environment["LD_PRELOAD"] = library
+            // Beside what is preloaded already (an allocator), so the row differs by its flushes alone.
+            let preloaded = ProcessInfo.processInfo.environment["LD_PRELOAD"].map { $0.isEmpty ? "" : " " + $0 } ?? ""
+            peer.environment["LD_PRELOAD"] = library + preloaded
         } else {
-            peer.unavailable = "cannot compile the no-flush library (needs cc or clang)"
+            peer.unavailable = "cannot compile the no-flush library with cc or clang (is a C compiler installed?)"
         }
         return peer
     }

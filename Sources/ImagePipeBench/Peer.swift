@@ -19,6 +19,11 @@ public struct Peer: Sendable {
     public var outputIsLocal = true
     /// Commands run before each timed run, untimed (queueing the corpus for queue workers).
     public var setup: (@Sendable (_ corpus: Corpus, _ output: String) -> [[String]])?
+    /// A local folder outside the work folder a run writes to (a local `--also-dest`), emptied
+    /// before the row's own run like the work folder's output, and not before its re-run row's,
+    /// which is to find the outputs in place: left there, an earlier bench run's outputs would make
+    /// the row a re-run that only checks them.
+    public var extraFolder: (@Sendable (_ output: String) -> String)?
 
     /// The same tool under another name in the table.
     func renamed(_ name: String) -> Peer {
@@ -64,7 +69,7 @@ extension Peer {
     /// imagepipe's own `batch` command, run as a separate process like every peer.
     static func imagepipe(
         executable: String, job: BenchJob, destination: String?, label: String = "imagepipe",
-        remoteCorpus: String? = nil, manifest: @escaping @Sendable (String) -> String
+        remoteCorpus: String? = nil, invocation: String = "", manifest: @escaping @Sendable (String) -> String
     ) -> Peer {
         @Sendable func command(_ corpus: Corpus, _ target: String, _ manifest: String) -> [String] {
             var command = [
@@ -77,13 +82,12 @@ extension Peer {
             for variant in job.variants { command += ["--variant", variant.specString] }
             return command + job.imagepipeArguments
         }
-        let invocation = Self.invocationTag
         var peer = Peer(name: label, unavailable: nil) { corpus, output in
             let target = destination.map { extraTarget($0, output: output, invocation: invocation) } ?? output
             return ([command(corpus, target, manifest(output))], 1)
         }
         peer.outputIsLocal = destination == nil
-        peer.setup = clearing(destination, invocation: invocation)
+        peer.extraFolder = localFolder(destination)
         if destination == nil {
             peer.scoredCommand = { corpus, output, manifest in command(corpus, output, manifest) + ["--score"] }
         }
@@ -96,7 +100,7 @@ extension Peer {
     /// jobs name the corpus's copy in object storage (`s3://bucket/prefix/FILE`) instead of the files.
     static func imagepipeQueue(
         executable: String, job: BenchJob, queue: String, workers: Int, destination: String?,
-        remoteCorpus: String? = nil, label: String
+        remoteCorpus: String? = nil, invocation: String = "", label: String
     ) -> Peer {
         @Sendable func queueURL(_ output: String) -> String {
             // A queue per run, named after the run's output folder, so no run finds another's jobs.
@@ -106,7 +110,6 @@ extension Peer {
             components.queryItems = others + [URLQueryItem(name: "queue", value: name)]
             return components.string ?? queue
         }
-        let invocation = Self.invocationTag
         var peer = Peer(name: label, unavailable: nil) { _, output in
             let target = destination.map { extraTarget($0, output: output, invocation: invocation) } ?? output
             var command = [
@@ -117,34 +120,38 @@ extension Peer {
             return (Array(repeating: command, count: workers), workers)
         }
         peer.outputIsLocal = destination == nil
-        let clear = clearing(destination, invocation: invocation)
+        peer.extraFolder = localFolder(destination)
         peer.setup = { corpus, output in
             let sources = corpus.files.map { file in remoteCorpus.map { $0 + "/" + file } ?? corpus.directory + "/" + file }
-            return (clear?(corpus, output) ?? []) + [[executable, "enqueue", queueURL(output)] + sources]
+            return [[executable, "enqueue", queueURL(output)] + sources]
         }
         return peer
     }
 
-    /// A tag of this bench run's own for the prefixes it writes under in object storage.
-    static var invocationTag: String { "bench-" + String(UInt64.random(in: 0...UInt64.max), radix: 36) }
+    /// A new tag for one bench run's prefixes in object storage (``BenchRunner/run(compare:progress:)``
+    /// makes one and gives it to every row).
+    static func newInvocationTag() -> String { "bench-" + String(UInt64.random(in: 0...UInt64.max), radix: 36) }
 
     /// Where a run of an extra destination writes: a folder named after the run's output folder.
-    /// In object storage, under a prefix of this bench run's own as well, since no run there is
-    /// cleared first: a run finding an earlier bench run's outputs in place would only check them.
+    /// In object storage, under the bench run's own prefix as well, since nothing there is emptied
+    /// first: a run finding an earlier bench run's outputs in place would only check them. (Those
+    /// prefixes are left in the bucket, for the bucket's own lifecycle rules to remove.)
     static func extraTarget(_ destination: String, output: String, invocation: String) -> String {
         let run = URL(fileURLWithPath: output).lastPathComponent
-        return isLocal(destination) ? destination + "/" + run : destination + "/" + invocation + "/" + run
+        return localPath(destination) != nil ? destination + "/" + run : destination + "/" + invocation + "/" + run
     }
 
-    /// For a local extra destination (`/dev/shm/DIR`), a setup that empties the run's folder
-    /// there before the run, untimed: an earlier bench run's outputs left in it would make this
-    /// one a re-run that checks them instead of writing.
-    static func clearing(_ destination: String?, invocation: String) -> (@Sendable (Corpus, String) -> [[String]])? {
-        guard let destination, isLocal(destination) else { return nil }
-        return { _, output in [["rm", "-rf", "--", extraTarget(destination, output: output, invocation: invocation)]] }
+    /// For a local extra destination (`/dev/shm/DIR` or `file:///dev/shm/DIR`), the folder of a run there.
+    static func localFolder(_ destination: String?) -> (@Sendable (String) -> String)? {
+        guard let destination, let path = localPath(destination) else { return nil }
+        return { output in path + "/" + URL(fileURLWithPath: output).lastPathComponent }
     }
 
-    static func isLocal(_ destination: String) -> Bool { !destination.contains("://") }
+    /// The path of a local destination, nil for object storage.
+    static func localPath(_ destination: String) -> String? {
+        if destination.hasPrefix("file://") { return URL(string: destination)?.path }
+        return destination.contains("://") ? nil : destination
+    }
 
     /// The pyvips script: decode once at the largest size, `thumbnail_image` for the others.
     static func pyvips(scriptDirectory: String, job: BenchJob) -> Peer {

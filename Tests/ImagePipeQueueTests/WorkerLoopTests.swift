@@ -300,7 +300,10 @@ final class MemoryQueue: JobQueue {
             if state.holdClaims { state.claimsHeld += 1 }
             return state.holdClaims
         }) {
-            while state.withLock({ $0.holdClaims }) { try? await Task.sleep(for: .milliseconds(5)) }
+            // Held until the test lets go, or a minute: a test that failed before letting go ends
+            // instead of leaving its worker's claim, and so the suite, waiting for ever.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while state.withLock({ $0.holdClaims }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         }
         let names = state.withLock { state -> [(String, Int)] in
             let names = Array(state.waiting.prefix(limit))

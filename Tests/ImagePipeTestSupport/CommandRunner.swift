@@ -37,9 +37,25 @@ public enum CommandRunner {
     ///   - input: what the process reads on standard input (default: nothing, end of file at once).
     public static func run(
         _ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil,
-        input: Data? = nil
+        input: Data? = nil, timeout: Duration = defaultTimeout
     ) throws -> Output {
-        try run(executable: binary, arguments, in: directory, environment: environment, input: input)
+        try run(executable: binary, arguments, in: directory, environment: environment, input: input, timeout: timeout)
+    }
+
+    /// How long a run may take before it is killed and its test fails: far beyond any run's time
+    /// here, so only a hang reaches it, and then the test fails naming the command instead of
+    /// holding the whole suite until CI's own limit ends it without a word.
+    public static let defaultTimeout: Duration = .seconds(600)
+
+    /// A run killed at its deadline.
+    public struct TimedOut: Error, CustomStringConvertible {
+        public var command: [String]
+        public var timeout: Duration
+        public var stdout: String
+        public var stderr: String
+        public var description: String {
+            "\(command.joined(separator: " ")) ran past \(timeout) and was killed; it printed:\n\(stdout.suffix(2000))\n\(stderr.suffix(4000))"
+        }
     }
 
     /// The standard output of `program` (looked up on PATH), trimmed; nil when it is missing or fails.
@@ -52,7 +68,7 @@ public enum CommandRunner {
     /// Runs another executable (an oracle such as `python3`) the same way.
     public static func run(
         executable: String, _ arguments: [String], in directory: String? = nil,
-        environment: [String: String]? = nil, input: Data? = nil
+        environment: [String: String]? = nil, input: Data? = nil, timeout: Duration = defaultTimeout
     ) throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -82,11 +98,28 @@ public enum CommandRunner {
         let group = DispatchGroup()
         DispatchQueue.global().async(group: group) { outData.set(out.fileHandleForReading.readDataToEndOfFile()) }
         DispatchQueue.global().async(group: group) { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        // Killed only while Foundation still counts it running, under the lock its end takes too,
+        // so a process reaped meanwhile (its pid free for reuse) is never signalled.
+        let ended = Mutex<(ended: Bool, killed: Bool)>((false, false))
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + Double(timeout.components.seconds)) {
+            ended.withLock { state in
+                guard !state.ended, process.isRunning else { return }
+                state.killed = true
+                kill(pid, SIGKILL)
+            }
+        }
         process.waitUntilExit()
+        let killed = ended.withLock { state in
+            state.ended = true
+            return state.killed
+        }
         group.wait()
-        return Output(
+        let output = Output(
             status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
             stderr: String(decoding: errData.get(), as: UTF8.self))
+        if killed { throw TimedOut(command: [executable] + arguments, timeout: timeout, stdout: output.stdout, stderr: output.stderr) }
+        return output
     }
 }
 

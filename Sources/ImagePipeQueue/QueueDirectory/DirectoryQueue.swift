@@ -115,8 +115,8 @@ public final class DirectoryQueue: JobQueue {
 
     /// Claims run on a lane of their own: behind settlements (which wait for durability rounds) on
     /// the shared blocking-I/O lanes, a claim left the pipeline without work. One lane per queue, not
-    /// per process: a claim waiting behind another queue's would land after the state machine had
-    /// paused claiming (a full storage) and take jobs it was told to leave.
+    /// per process: behind other queues' claims (tests run dozens side by side), a claim issued just
+    /// before a pause (a full storage) landed long after it and took the jobs delivered meanwhile.
     private let claims = BoundedQueue(label: "imagepipe.claims", limit: 1, qos: .userInitiated)
 
     private func claimNow(upTo limit: Int) -> [ClaimedJob] {

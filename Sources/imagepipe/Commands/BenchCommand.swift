@@ -51,8 +51,9 @@ struct BenchCommand: ParsableCommand {
     @Flag(
         name: .customLong("also-unflushed"),
         help: ArgumentHelp(
-            "Also time imagepipe with its flushes (fsync, syncfs) made no-ops by a library the bench compiles and preloads, "
-                + "alternated with the others: the share of the time that durability costs. A measurement only."))
+            "Also time imagepipe with its flushes (fsync, fdatasync, syncfs, sync_file_range) made no-ops by a library the "
+                + "bench compiles and preloads into that row alone, alternated with the others: what waiting for the disk "
+                + "costs, beside the durable runs. Its outputs are not durable; the library is never used outside the bench."))
     var alsoUnflushed = false
 
     @Flag(
@@ -64,7 +65,12 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Repeat the corpus this many times (hard links), for long-batch memory checks.")
     var `repeat`: Int = 1
 
-    @Option(name: .customLong("also-dest"), help: "Also time imagepipe storing into this destination (e.g. s3://bucket/bench).")
+    @Option(
+        name: .customLong("also-dest"),
+        help: ArgumentHelp(
+            "Also time imagepipe storing into this destination (e.g. /dev/shm/bench or s3://bucket/bench). A local folder's "
+                + "run folders are emptied before each run; in object storage each bench run writes under a prefix of its own, "
+                + "bench-TAG/, left there afterwards."))
     var alsoDest: [String] = []
 
     @Option(
