@@ -101,7 +101,7 @@ public struct BenchReport: Sendable, Codable {
                 + "\(workers) workers; \(runsPerTool) alternated runs per tool, medians")
         if let neighbour {
             lines.append(
-                "beside a neighbour writing to the same disk: \(BatchSummary.formatBytes(neighbour.bytes)) in 4 MB writes, "
+                "beside a neighbour writing to the same disk: \(BatchSummary.formatBytes(neighbour.bytes)) in \(NeighbourWriter.blockBytes >> 20) MB writes, "
                     + "\(neighbour.fsyncs) fsyncs" + (neighbour.failure.map { "; it stopped early: \($0)" } ?? ""))
         }
         lines.append("")

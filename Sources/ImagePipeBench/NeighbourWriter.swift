@@ -4,7 +4,7 @@ import Synchronization
 
 /// Writes to a file in the bench's work folder for as long as it runs: 4 MB at a time, an fsync
 /// every 32 MB, the file cut back to nothing at 512 MB. Flushes then wait behind its data, as they
-/// do on a disk shared with other writers (docs/performance.md, "Rounds of durability"). It runs on
+/// do on a disk shared with other writers (docs/performance.md, "One flush per round"). It runs on
 /// a thread of the bench process, so its CPU time is no tool's; the tools' runs are timed beside it.
 public final class NeighbourWriter: Sendable {
     /// What it has done so far.

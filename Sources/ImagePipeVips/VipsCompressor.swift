@@ -103,6 +103,7 @@ public struct VipsCompressor: ImageCompressor {
         var decode = OriginalDecode.unchecked
         // What the container says before any decode, read once: a JPEG's frame, a gain map.
         let start = Self.start(of: source)
+        try Self.refuseUnreadFormats(start)
         if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) {
             // The direct path gives up on any libjpeg warning.
             compressed = direct
@@ -208,12 +209,8 @@ public struct VipsCompressor: ImageCompressor {
         switch source.content {
         case .bytes(let data):
             guard !data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
-            try Self.refuseUnreadFormats(Array(data.prefix(12)))
             pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count, refusingWarnings ? 1 : 0) }
         case .file(let opened):
-            var head = [UInt8](repeating: 0, count: 12)
-            let count = pread(opened.descriptor, &head, head.count, 0)
-            try Self.refuseUnreadFormats(Array(head.prefix(max(0, count))))
             pointer = ipv_header_descriptor(opened.descriptor, refusingWarnings ? 1 : 0)
         }
         guard let pointer else { throw headerError() }
@@ -222,8 +219,10 @@ public struct VipsCompressor: ImageCompressor {
 
     /// Refuses a source libvips could read only with a loader imagepipe keeps for its own outputs:
     /// JPEG XL (a bare codestream, or the ISO container), whose loader is unblocked so that `auto`
-    /// can score JPEG XL variants. Refused here, by its first bytes, libjxl never parses a stranger's.
-    static func refuseUnreadFormats(_ head: [UInt8]) throws(ImagePipeError) {
+    /// can score JPEG XL variants. Refused by its first bytes before any header is opened (from the
+    /// start ``compress(_:variants:limits:memory:)`` reads anyway, and in ``readHeader``), libjxl
+    /// never parses a stranger's.
+    static func refuseUnreadFormats(_ head: some Collection<UInt8>) throws(ImagePipeError) {
         let codestream: [UInt8] = [0xFF, 0x0A]
         let container: [UInt8] = [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
         guard head.starts(with: codestream) || head.starts(with: container) else { return }

@@ -144,6 +144,14 @@ import Testing
                 SourceImage(name: "large.jpg", content: .file(opened)), variants: [Fixtures.variant("j=400x,jpeg,q80")], limits: .default)
         }
         #expect(error?.code == .unsupportedFormat, "\(String(describing: error))")
+        // A dry run's header read, of a file as of bytes: refused alike.
+        for content in [SourceImage.Content.file(opened), .bytes(made)] {
+            let predicted = Self.failure { () throws(ImagePipeError) in
+                _ = try Fixtures.compressor.readHeader(
+                    SourceImage(name: "large.jpg", content: content), variants: [Fixtures.variant("j=400x,jpeg,q80")], limits: .default)
+            }
+            #expect(predicted?.reason.contains("JPEG XL sources are not read") == true, "\(String(describing: predicted))")
+        }
     }
 
     /// The error `body` failed with; nil when it did not fail.

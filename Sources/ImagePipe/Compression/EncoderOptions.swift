@@ -13,7 +13,7 @@ public struct EncoderOptions: Sendable, Hashable, Codable {
     /// JPEG and AVIF: chroma at full resolution (`444`) instead of 4:2:0; for text, line art and
     /// saturated red edges, at about a third more bytes.
     public var fullChroma: Bool
-    /// WebP 0–6, AVIF 0–9 or JPEG XL 1–9 (`effort=N`): time spent looking for smaller output; nil for the default.
+    /// WebP 0–6, AVIF 0–9 or JPEG XL 3–9 (`effort=N`): time spent looking for smaller output; nil for the default.
     public var effort: Int?
     /// WebP: sharper 4:2:0 chroma at colour edges (`smart_subsample`), slower to encode.
     public var smartSubsample: Bool
