@@ -141,7 +141,9 @@ struct PostgresWatchCommandTests {
         let fixture = try PostgresFixture(server: server)
         try await enqueueCopies(of: "images/exif-orientation/Landscape_1.jpg", count: 1, into: fixture)
         let listener = try await DoneListener(fixture.location)
-        let slow = ["--variant", "a=1800x1800,avif,q60", "--log-level", "debug"]
+        // Slow enough (about 2 s on two cores, effort 2 took 0.4 s) that the remote worker is still
+        // working when the test, seeing its claim, cuts it off: on a loaded machine it once finished first.
+        let slow = ["--variant", "a=1800x1800,avif,q60,effort=5", "--log-level", "debug"]
         let remote = try WorkerProcess(
             [
                 "watch", server.url(database: fixture.database, host: host.hostAddress), "--dest", fixture.directory.url("out"), "--jobs", "1",
