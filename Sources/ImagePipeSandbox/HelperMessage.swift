@@ -14,14 +14,20 @@ package enum HelperRequest: Equatable {
     case compress(HelperSource)
     /// Read the header of the source whose descriptor comes with the message (`--dry-run`).
     case readHeader(HelperSource)
+    /// Compress these small sources, each inside the message, one after the other (see
+    /// ``HelperReply/batch(_:)``).
+    case compressBatch([HelperSource])
     /// The working memory the helper asked for, granted from the worker's pipeline budget.
     case grant(Int)
     /// The worker is idle: give back the memory busy moments kept.
     case trim
 
     fileprivate enum Kind: UInt8 {
-        case setup = 1, compress, readHeader, grant, trim, start
+        case setup = 1, compress, readHeader, grant, trim, start, compressBatch
     }
+
+    /// The most sources one batch holds.
+    package static let maxBatch = 32
 
     package func encoded() -> [UInt8] {
         switch self {
@@ -39,6 +45,11 @@ package enum HelperRequest: Equatable {
         case .readHeader(let source):
             var writer = WireWriter(kind: Kind.readHeader.rawValue)
             source.write(&writer)
+            return writer.bytes
+        case .compressBatch(let sources):
+            var writer = WireWriter(kind: Kind.compressBatch.rawValue)
+            writer.int(sources.count)
+            for source in sources { source.write(&writer) }
             return writer.bytes
         case .grant(let bytes):
             var writer = WireWriter(kind: Kind.grant.rawValue)
@@ -66,6 +77,15 @@ package enum HelperRequest: Equatable {
             self = .setup(variants: variants, limits: CompressionLimits(maxPixels: maxPixels, maxFrames: maxFrames))
         case .compress: self = .compress(try HelperSource(&reader))
         case .readHeader: self = .readHeader(try HelperSource(&reader))
+        case .compressBatch:
+            let count = try reader.int(in: 1...Self.maxBatch, "a batch of")
+            var sources: [HelperSource] = []
+            for _ in 0..<count {
+                let source = try HelperSource(&reader)
+                guard source.inline != nil else { throw WireReader.Malformed(description: "a batch's source outside the message") }
+                sources.append(source)
+            }
+            self = .compressBatch(sources)
         case .grant: self = .grant(try reader.int(in: 0...Int.max, "a grant of"))
         case .trim: self = .trim
         case .start: self = .start(hasLogo: try reader.bool())
@@ -135,9 +155,13 @@ package enum HelperReply: Equatable {
     case header(SourceHeader?)
     /// The job failed with this error.
     case failed(ImagePipeError)
+    /// The next results of a batch, in its order; the variants' bytes that are not inside come as
+    /// memory files beside the message, in order. A batch ends at its first failure: the helper
+    /// serves no further source after one.
+    case batch([HelperBatchItem])
 
     fileprivate enum Kind: UInt8 {
-        case ready = 10, startFailed, need, compressed, header, failed
+        case ready = 10, startFailed, need, compressed, header, failed, batch
     }
 
     package func encoded() -> [UInt8] {
@@ -169,10 +193,34 @@ package enum HelperReply: Equatable {
             return writer.bytes
         case .failed(let error):
             var writer = WireWriter(kind: Kind.failed.rawValue)
-            writer.string(error.code.description)
-            writer.string(error.reason)
+            Self.write(error, &writer)
+            return writer.bytes
+        case .batch(let items):
+            var writer = WireWriter(kind: Kind.batch.rawValue)
+            writer.int(items.count)
+            for item in items {
+                switch item {
+                case .compressed(let result):
+                    writer.bool(true)
+                    result.write(&writer)
+                case .failed(let error):
+                    writer.bool(false)
+                    Self.write(error, &writer)
+                }
+            }
             return writer.bytes
         }
+    }
+
+    private static func write(_ error: ImagePipeError, _ writer: inout WireWriter) {
+        writer.string(error.code.description)
+        writer.string(error.reason)
+    }
+
+    private static func error(_ reader: inout WireReader) throws(WireReader.Malformed) -> ImagePipeError {
+        let name = try reader.string()
+        guard let code = ImagePipeError.Code(rawValue: name) else { throw WireReader.Malformed(description: "an unknown error code '\(name)'") }
+        return ImagePipeError(code, try reader.string())
     }
 
     package init(decoding bytes: [UInt8]) throws(WireReader.Malformed) {
@@ -188,10 +236,14 @@ package enum HelperReply: Equatable {
                     let format = try Self.format(try reader.string())
                     return SourceHeader(format: format, size: try HelperResult.size(&reader))
                 })
-        case .failed:
-            let name = try reader.string()
-            guard let code = ImagePipeError.Code(rawValue: name) else { throw WireReader.Malformed(description: "an unknown error code '\(name)'") }
-            self = .failed(ImagePipeError(code, try reader.string()))
+        case .failed: self = .failed(try Self.error(&reader))
+        case .batch:
+            let count = try reader.int(in: 1...HelperRequest.maxBatch, "a batch of")
+            var items: [HelperBatchItem] = []
+            for _ in 0..<count {
+                items.append(try reader.bool() ? .compressed(try HelperResult(&reader)) : .failed(try Self.error(&reader)))
+            }
+            self = .batch(items)
         case nil: throw WireReader.Malformed(description: "a reply of unknown kind \(reader.kind)")
         }
         try reader.end()
@@ -200,152 +252,6 @@ package enum HelperReply: Equatable {
     static func format(_ name: String) throws(WireReader.Malformed) -> SourceFormat {
         guard let format = SourceFormat(rawValue: name) else { throw WireReader.Malformed(description: "an unknown source format '\(name)'") }
         return format
-    }
-}
-
-/// A compressed image as a helper describes it, without the variants' bytes (they travel as
-/// memory files) and without their specs (the worker has them, in the order it asked).
-package struct HelperResult: Equatable {
-    package struct Variant: Equatable {
-        var size: PixelSize
-        var byteCount: Int
-        /// Its bytes, inside the message, when the job's outputs are small; else they come as a
-        /// memory file beside it.
-        var inline: [UInt8]? = nil
-        var quality: Int?
-        var score: Double?
-        var encodes: Int
-        var keptOriginal: Bool
-        var frames: Int
-    }
-
-    package var sourceFormat: SourceFormat
-    package var sourceSize: PixelSize
-    package var decodeTime: Duration
-    package var encodeTime: Duration
-    package var placeholder: Placeholder?
-    package var gainMap: GainMap?
-    package var variants: [Variant]
-
-    /// The most variants a result may describe: as many descriptors as one message carries.
-    package static let maxVariants = 64
-    /// The largest side a helper may report: far past any limit a source passes.
-    static let maxSide = 1 << 20
-
-    /// The most bytes a message carries inside it (a small source, or all of a job's outputs):
-    /// below this, two memory files a job (each a file made, written, sent, read and closed) cost
-    /// more than copying the bytes through the socket.
-    static let inlineLimit = 64 << 10
-
-    init(_ compressed: CompressedImage) {
-        sourceFormat = compressed.sourceFormat
-        sourceSize = compressed.sourceSize
-        decodeTime = compressed.decodeTime
-        encodeTime = compressed.encodeTime
-        placeholder = compressed.placeholder
-        gainMap = compressed.gainMap
-        let inline = compressed.variants.reduce(0) { $0 + $1.data.count } <= Self.inlineLimit
-        variants = compressed.variants.map {
-            Variant(
-                size: $0.size, byteCount: $0.data.count, inline: inline ? [UInt8]($0.data) : nil, quality: $0.quality, score: $0.score,
-                encodes: $0.encodes, keptOriginal: $0.keptOriginal, frames: $0.frames)
-        }
-    }
-
-    func write(_ writer: inout WireWriter) {
-        writer.string(sourceFormat.rawValue)
-        writer.int(sourceSize.width)
-        writer.int(sourceSize.height)
-        writer.int(Int(decodeTime.nanoseconds))
-        writer.int(Int(encodeTime.nanoseconds))
-        writer.optional(placeholder) { writer, placeholder in
-            writer.string(placeholder.thumbHash)
-            writer.string(placeholder.color)
-        }
-        // Its kind and whether it was carried; the reason is the worker's own words, not the helper's.
-        writer.optional(gainMap) { writer, gainMap in
-            writer.string(gainMap.kind.rawValue)
-            writer.bool(gainMap.carried)
-        }
-        writer.int(variants.count)
-        for variant in variants {
-            writer.int(variant.size.width)
-            writer.int(variant.size.height)
-            writer.int(variant.byteCount)
-            writer.optional(variant.inline) { $0.blob($1) }
-            writer.optional(variant.quality) { $0.int($1) }
-            writer.optional(variant.score) { $0.double($1) }
-            writer.int(variant.encodes)
-            writer.bool(variant.keptOriginal)
-            writer.int(variant.frames)
-        }
-    }
-
-    init(_ reader: inout WireReader) throws(WireReader.Malformed) {
-        sourceFormat = try HelperReply.format(try reader.string())
-        sourceSize = try Self.size(&reader)
-        decodeTime = .nanoseconds(try reader.int(in: 0...Int.max, "a decode time of"))
-        encodeTime = .nanoseconds(try reader.int(in: 0...Int.max, "an encode time of"))
-        placeholder = try reader.optional { (reader) throws(WireReader.Malformed) -> Placeholder in
-            let placeholder = Placeholder(thumbHash: try reader.string(), color: try reader.string())
-            // Written into HTML markup and object metadata headers: only what a placeholder can be.
-            guard Self.isThumbHash(placeholder.thumbHash), Self.isColour(placeholder.color) else {
-                throw WireReader.Malformed(description: "a placeholder that is no ThumbHash and colour")
-            }
-            return placeholder
-        }
-        gainMap = try reader.optional { (reader) throws(WireReader.Malformed) -> GainMap in
-            let name = try reader.string()
-            guard let kind = GainMap.Kind(rawValue: name) else { throw WireReader.Malformed(description: "a gain map of no known kind") }
-            // No helper carries a gain map into its variants yet: one that says so is not to be believed.
-            guard try reader.bool() == false else { throw WireReader.Malformed(description: "a gain map said to be carried") }
-            return GainMap(kind: kind, carried: false, reason: GainMap.notCarriedReason)
-        }
-        let count = try reader.int(in: 0...Self.maxVariants, "a variant count of")
-        variants = []
-        for _ in 0..<count {
-            let size = try Self.size(&reader)
-            let byteCount = try reader.int(in: 0...Int.max, "an output of")
-            let inline = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.blob() }
-            guard inline == nil || inline!.count == byteCount else {
-                throw WireReader.Malformed(description: "an output of \(inline!.count) bytes said to be \(byteCount)")
-            }
-            let quality = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.int(in: 0...100, "a quality of") }
-            let score = try reader.optional { (reader) throws(WireReader.Malformed) -> Double in
-                // SSIMULACRA 2 is at most 100, and JSON has no NaN or infinity for a record to hold.
-                let score = try reader.double()
-                guard score.isFinite, score <= 100, score >= -1000 else { throw WireReader.Malformed(description: "a score of \(score)") }
-                return score
-            }
-            variants.append(
-                Variant(
-                    size: size, byteCount: byteCount, inline: inline, quality: quality, score: score,
-                    encodes: try reader.int(in: 0...1000, "an encode count of"), keptOriginal: try reader.bool(),
-                    frames: try reader.int(in: 1...1_000_000, "a frame count of")))
-        }
-    }
-
-    /// A ThumbHash in base64: at most 25 bytes, so 36 characters or fewer of the base64 alphabet.
-    static func isThumbHash(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 48
-            && text.utf8.allSatisfy { byte in
-                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
-                    || byte == UInt8(ascii: "=")
-            }
-    }
-
-    /// A colour as `#rrggbb`, lowercase hex.
-    static func isColour(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        return bytes.count == 7 && bytes[0] == UInt8(ascii: "#")
-            && bytes.dropFirst().allSatisfy {
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
-            }
-    }
-
-    static func size(_ reader: inout WireReader) throws(WireReader.Malformed) -> PixelSize {
-        PixelSize(width: try reader.int(in: 0...maxSide, "a width of"), height: try reader.int(in: 0...maxSide, "a height of"))
     }
 }
 

@@ -72,6 +72,12 @@ public enum HelperServer {
                     }
                     let reply = job(request, described, message.descriptors.first, setup: setup, compressor: compressor, channel: channel)
                     try send(reply, on: channel)
+                case .compressBatch(let sources):
+                    guard message.descriptors.isEmpty else {
+                        message.closeDescriptors()
+                        exit(4)
+                    }
+                    try serve(batch: sources, setup: setup, compressor: compressor, channel: channel)
                 case .trim:
                     message.closeDescriptors()
                     compressor.releaseMemory()
@@ -156,23 +162,74 @@ public enum HelperServer {
             let result = HelperResult(compressed)
             var files: [Int32] = []
             defer { for file in files { close(file) } }
-            for (variant, described) in zip(compressed.variants, result.variants) where described.inline == nil {
-                let file = ips_memory_file("imagepipe-output")
-                guard file >= 0 else {
-                    return try channel.send(
-                        HelperReply.failed(ImagePipeError(.encodeFailed, "no memory file for an output: \(String(cString: strerror(errno)))"))
-                            .encoded())
-                }
-                files.append(file)
-                let written = variant.data.withUnsafeBytes { ips_write_all(file, $0.baseAddress, $0.count, 0) }
-                guard written == 0 else {
-                    return try channel.send(
-                        HelperReply.failed(ImagePipeError(.encodeFailed, "cannot hand an output over: \(String(cString: strerror(errno)))")).encoded()
-                    )
-                }
+            if let error = outputFiles(compressed, result, into: &files) {
+                return try channel.send(HelperReply.failed(error).encoded())
             }
             try channel.send(HelperReply.compressed(result).encoded(), descriptors: files)
         }
+    }
+
+    /// Writes each output the result does not hold inside into a memory file of its own, appended
+    /// to `files` in order; the error when one cannot be.
+    private static func outputFiles(_ compressed: CompressedImage, _ result: HelperResult, into files: inout [Int32]) -> ImagePipeError? {
+        for (variant, described) in zip(compressed.variants, result.variants) where described.inline == nil {
+            let file = ips_memory_file("imagepipe-output")
+            guard file >= 0 else { return ImagePipeError(.encodeFailed, "no memory file for an output: \(String(cString: strerror(errno)))") }
+            files.append(file)
+            let written = variant.data.withUnsafeBytes { ips_write_all(file, $0.baseAddress, $0.count, 0) }
+            guard written == 0 else { return ImagePipeError(.encodeFailed, "cannot hand an output over: \(String(cString: strerror(errno)))") }
+        }
+        return nil
+    }
+
+    /// The most bytes of outputs one reply of a batch holds inside it, and so the most a batch's
+    /// sources hold in all: well within the socket's default send buffer (208 KiB), which bounds a message.
+    static let batchMessageBytes = 160 << 10
+
+    /// Serves a batch: each source in turn, the results sent in as few messages as the bounds on a
+    /// message allow (one, for small images), and nothing after the first failure, which ends it.
+    private static func serve(
+        batch sources: [HelperSource], setup: (variants: [VariantSpec], limits: CompressionLimits), compressor: any ImageCompressor,
+        channel: HelperChannel
+    ) throws(ChannelFailure) {
+        var items: [HelperBatchItem] = []
+        var files: [Int32] = []
+        var inside = 0
+        func flush() throws(ChannelFailure) {
+            defer {
+                for file in files { close(file) }
+                files.removeAll()
+                items.removeAll()
+                inside = 0
+            }
+            try channel.send(HelperReply.batch(items).encoded(), descriptors: files)
+        }
+        for described in sources {
+            let compressed: CompressedImage
+            switch job(.compress(described), described, nil, setup: setup, compressor: compressor, channel: channel) {
+            case .compressed(let made): compressed = made
+            case .failed(let error):
+                items.append(.failed(error))
+                return try flush()
+            case .header: exit(4)
+            }
+            let bytes = compressed.variants.reduce(0) { $0 + $1.data.count }
+            let inline = HelperResult.fitsInline(compressed)
+            let result = HelperResult(compressed, inline: inline)
+            if !items.isEmpty, inside + (inline ? bytes : 0) > batchMessageBytes || files.count + result.files > HelperChannel.maxDescriptors {
+                try flush()
+            }
+            var made: [Int32] = []
+            if let error = outputFiles(compressed, result, into: &made) {
+                for file in made { close(file) }
+                items.append(.failed(error))
+                return try flush()
+            }
+            files += made
+            inside += inline ? bytes : 0
+            items.append(.compressed(result))
+        }
+        if !items.isEmpty { try flush() }
     }
 
     /// A memory file's bytes, mapped without a copy and unmapped when the job lets them go; nil

@@ -12,7 +12,7 @@ public import Logging
 /// A helper that dies fails its job with `decoder_crashed`, one that runs past the time limit is
 /// killed and fails it with `job_timeout`; the next job gets a new helper.
 public final class SandboxedCompressor: ImageCompressor {
-    private let pool: HelperPool
+    let pool: HelperPool
     /// How long one job's image work may take in its helper, not counting waits for working memory.
     public let jobTimeout: Duration
 
@@ -73,7 +73,7 @@ public final class SandboxedCompressor: ImageCompressor {
         case header(SourceHeader?)
     }
 
-    private static let unexpected = ImagePipeError(.decoderCrashed, "the image helper answered out of turn")
+    static let unexpected = ImagePipeError(.decoderCrashed, "the image helper answered out of turn")
 
     /// One job in a helper: set up, hand over the source, grant memory as asked, take the answer.
     /// A helper found gone before it had the job (it died idle) is replaced and the job given to
@@ -113,7 +113,7 @@ public final class SandboxedCompressor: ImageCompressor {
     }
 
     /// How a job in a helper went wrong.
-    private enum Failure: Error {
+    enum Failure: Error {
         /// The helper failed the job and stays usable.
         case failed(ImagePipeError)
         /// The helper was gone before the job was handed over: not the job's doing.
@@ -132,16 +132,7 @@ public final class SandboxedCompressor: ImageCompressor {
 
         let handed = try sourceDescriptor(source)
         defer { if handed.owned, let descriptor = handed.descriptor { close(descriptor) } }
-        if helper.setup == nil || helper.setup!.variants != variants || helper.setup!.limits != limits {
-            let started = ContinuousClock.now
-            do {
-                try helper.channel.send(HelperRequest.setup(variants: variants, limits: limits).encoded(), timeout: left)
-            } catch {
-                throw .unusable
-            }
-            elapsed(since: started)
-            helper.setup = (variants, limits)
-        }
+        try setUp(helper, variants: variants, limits: limits, left: &left)
         // An advance on the working memory: most small images need no more, and ask for nothing.
         let advance: Int
         if work == .compress, let limit = memory.limit {
@@ -161,39 +152,10 @@ public final class SandboxedCompressor: ImageCompressor {
         }
 
         while true {
-            let started = ContinuousClock.now
-            let message: ChannelMessage
-            do {
-                message = try helper.channel.receive(timeout: left)
-            } catch {
-                switch error {
-                case .timedOut: throw .ended(.timeout, nil)
-                case .closed: throw .ended(.crashed, nil)
-                case .failed(let number): throw .ended(.misbehaved, "a message that could not be read (\(String(cString: strerror(number))))")
-                }
-            }
-            elapsed(since: started)
-            let reply: HelperReply
-            do {
-                reply = try HelperReply(decoding: message.bytes)
-            } catch {
-                message.closeDescriptors()
-                throw .ended(.misbehaved, "a malformed message: \(error)")
-            }
+            let (reply, message) = try nextReply(helper, left: &left)
             switch reply {
             case .need(let bytes) where work == .compress && message.descriptors.isEmpty:
-                // A compressor holds one reservation at a time (the direct JPEG path gives its own
-                // back before the general path takes another): a new need replaces the last grant.
-                if granted > 0 { memory.release(granted) }
-                granted = 0
-                granted = memory.acquire(bytes)
-                do {
-                    let started = ContinuousClock.now
-                    try helper.channel.send(HelperRequest.grant(granted).encoded(), timeout: left)
-                    elapsed(since: started)
-                } catch {
-                    throw error == .timedOut ? .ended(.timeout, nil) : .ended(.crashed, nil)
-                }
+                try grant(bytes, to: helper, from: memory, granted: &granted, left: &left)
             case .compressed(let result) where work == .compress:
                 let outputs = try Self.take(
                     message.descriptors, for: result, variants: variants, limits: limits, sourceBytes: Self.byteCount(source))
@@ -210,7 +172,58 @@ public final class SandboxedCompressor: ImageCompressor {
         }
     }
 
-    private static func byteCount(_ source: SourceImage) -> Int {
+    /// Sends the helper the variants and limits when they are not those it has.
+    func setUp(_ helper: HelperProcess, variants: [VariantSpec], limits: CompressionLimits, left: inout Duration) throws(Failure) {
+        guard helper.setup == nil || helper.setup!.variants != variants || helper.setup!.limits != limits else { return }
+        let started = ContinuousClock.now
+        do {
+            try helper.channel.send(HelperRequest.setup(variants: variants, limits: limits).encoded(), timeout: left)
+        } catch {
+            throw .unusable
+        }
+        left -= ContinuousClock.now - started
+        helper.setup = (variants, limits)
+    }
+
+    /// The helper's next message, read within the time left (which it counts down).
+    func nextReply(_ helper: HelperProcess, left: inout Duration) throws(Failure) -> (HelperReply, ChannelMessage) {
+        let started = ContinuousClock.now
+        let message: ChannelMessage
+        do {
+            message = try helper.channel.receive(timeout: left)
+        } catch {
+            switch error {
+            case .timedOut: throw .ended(.timeout, nil)
+            case .closed: throw .ended(.crashed, nil)
+            case .failed(let number): throw .ended(.misbehaved, "a message that could not be read (\(String(cString: strerror(number))))")
+            }
+        }
+        left -= ContinuousClock.now - started
+        do {
+            return (try HelperReply(decoding: message.bytes), message)
+        } catch {
+            message.closeDescriptors()
+            throw .ended(.misbehaved, "a malformed message: \(error)")
+        }
+    }
+
+    /// Answers a helper's need for working memory from the pipeline's budget.
+    func grant(_ bytes: Int, to helper: HelperProcess, from memory: WorkingMemory, granted: inout Int, left: inout Duration) throws(Failure) {
+        // A compressor holds one reservation at a time (the direct JPEG path gives its own
+        // back before the general path takes another): a new need replaces the last grant.
+        if granted > 0 { memory.release(granted) }
+        granted = 0
+        granted = memory.acquire(bytes)
+        do {
+            let started = ContinuousClock.now
+            try helper.channel.send(HelperRequest.grant(granted).encoded(), timeout: left)
+            left -= ContinuousClock.now - started
+        } catch {
+            throw error == .timedOut ? .ended(.timeout, nil) : .ended(.crashed, nil)
+        }
+    }
+
+    static func byteCount(_ source: SourceImage) -> Int {
         switch source.content {
         case .bytes(let data): data.count
         case .file(let opened): opened.byteCount
@@ -255,7 +268,7 @@ public final class SandboxedCompressor: ImageCompressor {
 
     /// Reads each variant's memory file, checked against what the helper said of it and what the
     /// variant can hold, and closes them all.
-    private static func take(
+    static func take(
         _ descriptors: [Int32], for result: HelperResult, variants: [VariantSpec], limits: CompressionLimits, sourceBytes: Int
     ) throws(Failure) -> [Data] {
         defer { for descriptor in descriptors { close(descriptor) } }
@@ -299,7 +312,7 @@ public final class SandboxedCompressor: ImageCompressor {
     }
 
     /// The job's error for a helper that ended: crashed (with its signal), timed out, or misbehaved.
-    private static func error(
+    static func error(
         _ reason: HelperPool.RestartReason, helper: HelperProcess, source: String, detail: String?, timeout: Duration
     ) -> ImagePipeError {
         switch reason {

@@ -22,6 +22,10 @@ import Glibc
             .compress(HelperSource(name: "Été/IMG 0001.HEIC", focus: FocalPoint(x: 0.25, y: 0.75), isFile: true, advance: 8 << 20)),
             .readHeader(HelperSource(name: "a.jpg", focus: nil, isFile: false)),
             .grant(128 << 20), .trim,
+            .compressBatch([
+                HelperSource(name: "a.jpg", focus: nil, isFile: false, inline: [0xFF, 0xD8, 0xFF], advance: 8 << 20),
+                HelperSource(name: "b/c.png", focus: FocalPoint(x: 0.5, y: 0.1), isFile: false, inline: [0x89, 0x50], advance: 8 << 20),
+            ]),
         ]
         for request in requests {
             #expect(try HelperRequest(decoding: request.encoded()) == request)
@@ -44,10 +48,21 @@ import Glibc
             .ready(sandboxed: true, landlock: 7), .startFailed("Landlock: Operation not permitted"), .need(88 << 20),
             .compressed(result), .header(SourceHeader(format: .avif, size: PixelSize(width: 10, height: 20))), .header(nil),
             .failed(ImagePipeError(.corruptImage, "premature end of JPEG file")),
+            .batch([.compressed(result), .compressed(result), .failed(ImagePipeError(.corruptImage, "premature end of JPEG file"))]),
         ]
         for reply in replies {
             #expect(try HelperReply(decoding: reply.encoded()) == reply)
         }
+    }
+
+    @Test func aBatchHoldsOnlySourcesInsideTheMessageAndABoundedCount() throws {
+        let outside = HelperRequest.compressBatch([HelperSource(name: "a.jpg", focus: nil, isFile: false)]).encoded()
+        #expect(throws: WireReader.Malformed.self) { try HelperRequest(decoding: outside) }
+        let source = HelperSource(name: "a.jpg", focus: nil, isFile: false, inline: [1])
+        let many = HelperRequest.compressBatch(Array(repeating: source, count: HelperRequest.maxBatch + 1)).encoded()
+        #expect(throws: WireReader.Malformed.self) { try HelperRequest(decoding: many) }
+        let failure = HelperReply.batch([]).encoded()
+        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: failure) }
     }
 
     /// The fuzz target's seeds are messages as they are written now: a layout that changes makes

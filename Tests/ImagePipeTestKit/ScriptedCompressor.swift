@@ -18,6 +18,7 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
         var live = 0
         var maxLive = 0
         var releases = 0
+        var batches: [[String]] = []
     }
 
     private let state = Mutex(State())
@@ -25,13 +26,17 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
     private let work: Duration
     private let size: PixelSize
     private let gate: DispatchSemaphore?
+    /// Which sources the pipeline may hand over several at a time (none by default).
+    public let batching: CompressionBatching
 
     /// Creates a compressor; each call takes `work` and reports a source of `size`. With `held`,
     /// each call also waits until ``letOneThrough()`` lets it go: a test then decides when a job
     /// under way ends, whatever the machine's load.
     public init(
-        failing: FailureRule? = nil, work: Duration = .zero, size: PixelSize = PixelSize(width: 4000, height: 3000), held: Bool = false
+        failing: FailureRule? = nil, work: Duration = .zero, size: PixelSize = PixelSize(width: 4000, height: 3000), held: Bool = false,
+        batching: CompressionBatching = .none
     ) {
+        self.batching = batching
         self.failure = failing
         self.work = work
         self.size = size
@@ -60,6 +65,19 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
         }
         return CompressedImage(sourceFormat: .jpeg, sourceSize: size, variants: outputs, decodeTime: work, encodeTime: .zero)
     }
+
+    /// Records the batch, then compresses each source as a call of its own would.
+    public func compress(
+        batch sources: [SourceImage], variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) -> [Result<CompressedImage, ImagePipeError>] {
+        state.withLock { $0.batches.append(sources.map(\.name)) }
+        return sources.map { source in
+            Result { () throws(ImagePipeError) in try compress(source, variants: variants, limits: limits, memory: memory) }
+        }
+    }
+
+    /// The source names of each batch call, in call order.
+    public var batches: [[String]] { state.withLock { $0.batches } }
 
     /// Counts the pipeline's calls when it goes idle.
     public func releaseMemory() {

@@ -217,6 +217,46 @@ import Testing
         #expect(compressor.calls.isEmpty && storage.putCount == 0, "neither compressed nor stored")
     }
 
+    @Test func smallSourcesWaitingTogetherAreCompressedInOneCallAndEachEndsOnItsOwn() async throws {
+        let compressor = ScriptedCompressor(
+            failing: { $0 == "6.jpg" ? ImagePipeError(.corruptImage, "bad") : nil }, held: true,
+            batching: CompressionBatching(sources: 4, sourceBytes: 1 << 10, totalBytes: 1 << 20))
+        let storage = InMemoryStorage()
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: storage), limits: .init(jobs: 1, uploads: 2, room: 12))
+        let running = Task { try await pipeline.runAll(jobs(10)) }
+        // The first call (of one job, or of the first few as a batch) holds the only lane until the others wait together.
+        #expect(
+            await eventually(seconds: 60) {
+                compressor.runningCalls == 1 && pipeline.waitingForCompression + max(1, compressor.batches.first?.count ?? 0) == 10
+            })
+        for _ in 0..<10 { compressor.letOneThrough() }
+        let results = try await running.value
+
+        #expect(results.count == 10)
+        #expect(results.filter { $0.status == .failed }.map(\.source) == ["6.jpg"], "a failure in a batch is that job's alone")
+        #expect(results.filter { $0.status == .done }.count == 9)
+        #expect(storage.objects.count == 27, "each done job's three outputs, its own")
+        for result in results where result.status == .done {
+            #expect(
+                result.variants.allSatisfy {
+                    storage.objects[$0.key].map { String(decoding: $0.body, as: UTF8.self).hasPrefix(result.source + ":") } == true
+                })
+        }
+        let batches = compressor.batches
+        #expect(!batches.isEmpty && batches.allSatisfy { $0.count > 1 && $0.count <= 4 }, "\(batches)")
+        #expect(batches.map(\.count).reduce(0, +) >= 8, "the jobs that waited went in batches: \(batches)")
+        #expect(compressor.calls.sorted() == (0..<10).map { "\($0).jpg" }.sorted(), "each job compressed once")
+        #expect(pipeline.waitingForCompression == 0 && pipeline.capacity.held == 0)
+    }
+
+    @Test func largeSourcesAreCompressedAlone() async throws {
+        let compressor = ScriptedCompressor(batching: CompressionBatching(sources: 4, sourceBytes: 4, totalBytes: 1 << 20))
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()), limits: .init(jobs: 1, room: 12))
+        let results = try await pipeline.runAll(jobs(10))
+        #expect(results.filter { $0.status == .done }.count == 10)
+        #expect(compressor.batches.isEmpty, "sources over the batching bound are never batched")
+    }
+
     @Test func failuresDoNotStopTheOthers() async throws {
         let compressor = ScriptedCompressor(failing: { $0.hasPrefix("1") ? ImagePipeError(.corruptImage, "bad") : nil })
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()))

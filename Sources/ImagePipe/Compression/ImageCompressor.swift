@@ -27,6 +27,45 @@ public protocol ImageCompressor: Sendable {
     /// cannot be read). `--dry-run` predicts a run with it. Nil when the compressor cannot tell
     /// without decoding.
     func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader?
+
+    /// Which sources the pipeline may hand over several at a time, through
+    /// ``compress(batch:variants:limits:memory:)``: ``CompressionBatching/none`` where one call
+    /// per source costs nothing more.
+    var batching: CompressionBatching { get }
+
+    /// Compresses each source as ``compress(_:variants:limits:memory:)`` would, one after the
+    /// other, and gives one result per source, in order: one source's failure is its own.
+    func compress(
+        batch sources: [SourceImage], variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) -> [Result<CompressedImage, ImagePipeError>]
+}
+
+/// Which sources a compressor takes several at a time: small ones held in memory, whose image
+/// work costs little beside a hand-over of its own (a sandboxed helper's round trip, see
+/// ``JobPipeline``).
+public struct CompressionBatching: Sendable, Hashable {
+    /// The most sources in one call; 1 for none.
+    public var sources: Int
+    /// The largest source (its bytes read whole) a call may include.
+    public var sourceBytes: Int
+    /// The most source bytes one call may hold in all.
+    public var totalBytes: Int
+
+    /// One source a call.
+    public static let none = CompressionBatching(sources: 1, sourceBytes: 0, totalBytes: 0)
+
+    /// Creates a batching rule.
+    public init(sources: Int, sourceBytes: Int, totalBytes: Int) {
+        self.sources = max(1, sources)
+        self.sourceBytes = sourceBytes
+        self.totalBytes = totalBytes
+    }
+
+    /// Whether a source held this way may be in a batch: in memory, and small enough.
+    public func admits(_ content: SourceImage.Content) -> Bool {
+        guard sources > 1, case .bytes(let data) = content else { return false }
+        return data.count <= sourceBytes
+    }
 }
 
 extension ImageCompressor {
@@ -36,6 +75,16 @@ extension ImageCompressor {
     /// Cannot tell by default.
     public func readHeader(_ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits) throws(ImagePipeError) -> SourceHeader? {
         nil
+    }
+
+    /// One source a call, by default.
+    public var batching: CompressionBatching { .none }
+
+    /// One source after the other, by default.
+    public func compress(
+        batch sources: [SourceImage], variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
+    ) -> [Result<CompressedImage, ImagePipeError>] {
+        sources.map { source in Result { () throws(ImagePipeError) in try compress(source, variants: variants, limits: limits, memory: memory) } }
     }
 
     /// Compresses outside a pipeline, with no limit on working memory.

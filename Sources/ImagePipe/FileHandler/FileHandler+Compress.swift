@@ -5,21 +5,59 @@ extension FileHandler {
     /// Decodes and encodes an inspected job, drawing its working memory from `memory`; a failure
     /// ends the job.
     public func compress(_ context: inout JobContext, memory: WorkingMemory = .unlimited) {
-        guard !context.hasEnded else { return }
-        context.timings.queueMs += (ContinuousClock.now - context.inspectedAt).milliseconds
-        guard let source = context.source, var origin = context.origin else {
-            context.failure = ImagePipeError(.unreadableSource, "the source was not read")
-            return
+        guard let image = compressionSource(&context) else { return }
+        let outcome = Result { () throws(ImagePipeError) in
+            try compressor.compress(image, variants: configuration.variants, limits: configuration.limits, memory: memory)
         }
+        compressed(&context, outcome)
+    }
+
+    /// Compresses several inspected jobs in one call of the compressor (see
+    /// ``ImageCompressor/batching``), each as ``compress(_:memory:)`` would: a job's failure is its own.
+    public func compress(batch contexts: inout [JobContext], memory: WorkingMemory = .unlimited) {
+        var images: [SourceImage] = []
+        var indices: [Int] = []
+        for index in contexts.indices {
+            guard let image = compressionSource(&contexts[index]) else { continue }
+            images.append(image)
+            indices.append(index)
+        }
+        guard !images.isEmpty else { return }
+        let outcomes =
+            images.count == 1
+            ? [
+                Result { () throws(ImagePipeError) in
+                    try compressor.compress(images[0], variants: configuration.variants, limits: configuration.limits, memory: memory)
+                }
+            ]
+            : compressor.compress(batch: images, variants: configuration.variants, limits: configuration.limits, memory: memory)
+        for (index, outcome) in zip(indices, outcomes) { compressed(&contexts[index], outcome) }
+    }
+
+    /// Whether the pipeline may compress this inspected job together with others.
+    public func isBatchable(_ context: JobContext) -> Bool {
+        guard !context.hasEnded, let source = context.source else { return false }
+        return compressor.batching.admits(source.content)
+    }
+
+    /// The source as the compressor takes it; nil when the job has ended (or ends here, unread).
+    private func compressionSource(_ context: inout JobContext) -> SourceImage? {
+        guard !context.hasEnded else { return nil }
+        context.timings.queueMs += (ContinuousClock.now - context.inspectedAt).milliseconds
+        guard let source = context.source, context.origin != nil else {
+            context.failure = ImagePipeError(.unreadableSource, "the source was not read")
+            return nil
+        }
+        // The job's own point (queued with it) wins over the one its object's metadata gives.
+        return SourceImage(name: context.job.relativePath, content: source.content, focus: context.job.focus ?? source.focus)
+    }
+
+    /// Records what the compressor made of a job's source, or its failure.
+    private func compressed(_ context: inout JobContext, _ outcome: Result<CompressedImage, ImagePipeError>) {
+        guard let source = context.source, var origin = context.origin else { return }
         // The source's bytes (or its open descriptor) are not needed past this stage: a job whose
         // outputs wait for their round of fsyncs holds neither.
         defer { context.source?.content = .bytes(Data()) }
-        let outcome = Result { () throws(ImagePipeError) in
-            try compressor.compress(
-                // The job's own point (queued with it) wins over the one its object's metadata gives.
-                SourceImage(name: context.job.relativePath, content: source.content, focus: context.job.focus ?? source.focus),
-                variants: configuration.variants, limits: configuration.limits, memory: memory)
-        }
         // A file kept open was decoded after it was hashed: what was made, or the decoder's failure,
         // must be of the bytes the hash says (a file cut short under the decoder is not a broken image).
         if case .file(let opened) = source.content, opened.hasChanged {

@@ -7,7 +7,9 @@ import Synchronization
 ///
 /// Where work runs (the one rule of imagepipe's concurrency, see docs/design.md):
 /// - **CPU work** (decoding, resizing, encoding, scoring, placeholders) runs on the compression
-///   queue: ``Capacity/Limits/compressions`` Dispatch threads at once, no more.
+///   queue: ``Capacity/Limits/compressions`` Dispatch threads at once, no more. Small sources
+///   wait in a backlog that a free lane takes a share of at once, as one call of the compressor
+///   (``ImageCompressor/batching``).
 /// - **Blocking I/O** (reading and hashing sources, destination look-ups, writes, `fsync`,
 ///   `rename`, libcurl requests) runs on the transfer queue, ``Capacity/Limits/transfers`` at once,
 ///   or on a store's own Dispatch queue (the local directory's rounds of fsyncs). Async code hands
@@ -38,6 +40,8 @@ public final class JobPipeline: Sendable {
     private let compression: BoundedQueue
     private let transfers: BoundedQueue
     private let halted = Mutex<ImagePipeError?>(nil)
+    /// Small jobs waiting for a compression lane, in order (see ``CompressionBatching``).
+    private let backlog = Mutex<[WaitingCompression]>([])
 
     /// Creates a pipeline around a handler.
     public init(handler: FileHandler, limits: Capacity.Limits = .init()) {
@@ -98,16 +102,72 @@ public final class JobPipeline: Sendable {
             if !context.hasEnded, let halt = halted.withLock({ $0 }) { context.failure = Self.notProcessed(halt) }
             stopIfCancelled(&context)
             guard !context.hasEnded else { return finish(handler.end(context)) }
-            compression.async { [self, context] in
+            let waiting = WaitingCompression(context: context, withdrawn: withdrawn) { [self] context in
                 var context = context
-                if withdrawn(context) { return }
-                if let halt = halted.withLock({ $0 }) { context.failure = Self.notProcessed(halt) }
-                stopIfCancelled(&context)
-                handler.compress(&context, memory: capacity.memory)
                 stopIfCancelled(&context)
                 handler.store(context, schedule: { transfers.async($0) }, handedOff: handedOff, completion: finish)
             }
+            // A small source joins the backlog that the next free lane takes a share of at once;
+            // any other is compressed alone, in its turn.
+            if handler.isBatchable(context) {
+                backlog.withLock { $0.append(waiting) }
+                compression.async { [self] in compress(takeFromBacklog()) }
+            } else {
+                compression.async { [self] in compress([waiting]) }
+            }
         }
+    }
+
+    /// A job read and inspected, waiting for a compression lane, and what follows once it is compressed.
+    private struct WaitingCompression: Sendable {
+        var context: JobContext
+        /// Ends the job there if it was withdrawn meanwhile (true).
+        var withdrawn: @Sendable (JobContext) -> Bool
+        var then: @Sendable (JobContext) -> Void
+
+        var sourceBytes: Int {
+            guard case .bytes(let data) = context.source?.content else { return 0 }
+            return data.count
+        }
+    }
+
+    /// The jobs a lane compresses next, from the backlog of small ones: a fair share of those
+    /// waiting (so that every lane has work), within the compressor's batching bounds. Empty
+    /// when other lanes took them all.
+    private func takeFromBacklog() -> [WaitingCompression] {
+        let batching = handler.compressor.batching
+        return backlog.withLock { waiting in
+            let share = min(batching.sources, (waiting.count + compression.limit - 1) / compression.limit)
+            var count = 0
+            var bytes = 0
+            while count < min(share, waiting.count) {
+                bytes += waiting[count].sourceBytes
+                if count > 0, bytes > batching.totalBytes { break }
+                count += 1
+            }
+            defer { waiting.removeFirst(count) }
+            return Array(waiting.prefix(count))
+        }
+    }
+
+    /// Compresses jobs on this lane: one by one, or in one call of the compressor when several.
+    private func compress(_ jobs: [WaitingCompression]) {
+        var kept: [WaitingCompression] = []
+        var contexts: [JobContext] = []
+        for job in jobs {
+            var context = job.context
+            if job.withdrawn(context) { continue }
+            if let halt = halted.withLock({ $0 }) { context.failure = Self.notProcessed(halt) }
+            stopIfCancelled(&context)
+            kept.append(job)
+            contexts.append(context)
+        }
+        if contexts.count == 1 {
+            handler.compress(&contexts[0], memory: capacity.memory)
+        } else if contexts.count > 1 {
+            handler.compress(batch: &contexts, memory: capacity.memory)
+        }
+        for (job, context) in zip(kept, contexts) { job.then(context) }
     }
 
     /// Admits and runs one job, and returns its result.
@@ -127,6 +187,9 @@ public final class JobPipeline: Sendable {
     public func halt(_ error: ImagePipeError) {
         halted.withLock { if $0 == nil { $0 = error } }
     }
+
+    /// Small jobs read and waiting for a compression lane to take them, several at a time.
+    public var waitingForCompression: Int { backlog.withLock { $0.count } }
 
     /// Why the pipeline was halted, if it was.
     public var haltReason: ImagePipeError? { halted.withLock { $0 } }

@@ -232,7 +232,7 @@ struct BatchCommand: AsyncParsableCommand {
         let handler = try CompositionRoot.fileHandler(
             options, force: force, sources: inputs.map(\.path),
             maxSourceBytes: maxSourceBytes, logger: logger)
-        let pipeline = CompositionRoot.pipeline(handler, options)
+        let pipeline = CompositionRoot.pipeline(handler, options, batch: true)
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }
         let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded, sources: handler.sources), pipeline: pipeline)

@@ -1,0 +1,165 @@
+// What a helper says of a compressed image: everything but the specs the worker has, its small outputs inside.
+import Foundation
+package import ImagePipe
+
+/// One source's outcome in a batch.
+package enum HelperBatchItem: Equatable {
+    case compressed(HelperResult)
+    case failed(ImagePipeError)
+}
+
+/// A compressed image as a helper describes it, without the variants' bytes (they travel as
+/// memory files) and without their specs (the worker has them, in the order it asked).
+package struct HelperResult: Equatable {
+    package struct Variant: Equatable {
+        var size: PixelSize
+        var byteCount: Int
+        /// Its bytes, inside the message, when the job's outputs are small; else they come as a
+        /// memory file beside it.
+        var inline: [UInt8]? = nil
+        var quality: Int?
+        var score: Double?
+        var encodes: Int
+        var keptOriginal: Bool
+        var frames: Int
+    }
+
+    package var sourceFormat: SourceFormat
+    package var sourceSize: PixelSize
+    package var decodeTime: Duration
+    package var encodeTime: Duration
+    package var placeholder: Placeholder?
+    package var gainMap: GainMap?
+    package var variants: [Variant]
+
+    /// The most variants a result may describe: as many descriptors as one message carries.
+    package static let maxVariants = 64
+    /// The largest side a helper may report: far past any limit a source passes.
+    static let maxSide = 1 << 20
+
+    /// The most bytes a message carries inside it (a small source, or all of a job's outputs):
+    /// below this, two memory files a job (each a file made, written, sent, read and closed) cost
+    /// more than copying the bytes through the socket.
+    static let inlineLimit = 64 << 10
+
+    /// The result for `compressed`, its outputs inside the message if they fit in ``inlineLimit``
+    /// and `inline` allows.
+    init(_ compressed: CompressedImage, inline allowed: Bool = true) {
+        sourceFormat = compressed.sourceFormat
+        sourceSize = compressed.sourceSize
+        decodeTime = compressed.decodeTime
+        encodeTime = compressed.encodeTime
+        placeholder = compressed.placeholder
+        gainMap = compressed.gainMap
+        let inline = allowed && Self.fitsInline(compressed)
+        variants = compressed.variants.map {
+            Variant(
+                size: $0.size, byteCount: $0.data.count, inline: inline ? [UInt8]($0.data) : nil, quality: $0.quality, score: $0.score,
+                encodes: $0.encodes, keptOriginal: $0.keptOriginal, frames: $0.frames)
+        }
+    }
+
+    /// Whether a job's outputs go inside the message.
+    static func fitsInline(_ compressed: CompressedImage) -> Bool {
+        compressed.variants.reduce(0) { $0 + $1.data.count } <= inlineLimit
+    }
+
+    /// The memory files that come beside the message for this result.
+    var files: Int { variants.filter { $0.inline == nil }.count }
+
+    func write(_ writer: inout WireWriter) {
+        writer.string(sourceFormat.rawValue)
+        writer.int(sourceSize.width)
+        writer.int(sourceSize.height)
+        writer.int(Int(decodeTime.nanoseconds))
+        writer.int(Int(encodeTime.nanoseconds))
+        writer.optional(placeholder) { writer, placeholder in
+            writer.string(placeholder.thumbHash)
+            writer.string(placeholder.color)
+        }
+        // Its kind and whether it was carried; the reason is the worker's own words, not the helper's.
+        writer.optional(gainMap) { writer, gainMap in
+            writer.string(gainMap.kind.rawValue)
+            writer.bool(gainMap.carried)
+        }
+        writer.int(variants.count)
+        for variant in variants {
+            writer.int(variant.size.width)
+            writer.int(variant.size.height)
+            writer.int(variant.byteCount)
+            writer.optional(variant.inline) { $0.blob($1) }
+            writer.optional(variant.quality) { $0.int($1) }
+            writer.optional(variant.score) { $0.double($1) }
+            writer.int(variant.encodes)
+            writer.bool(variant.keptOriginal)
+            writer.int(variant.frames)
+        }
+    }
+
+    init(_ reader: inout WireReader) throws(WireReader.Malformed) {
+        sourceFormat = try HelperReply.format(try reader.string())
+        sourceSize = try Self.size(&reader)
+        decodeTime = .nanoseconds(try reader.int(in: 0...Int.max, "a decode time of"))
+        encodeTime = .nanoseconds(try reader.int(in: 0...Int.max, "an encode time of"))
+        placeholder = try reader.optional { (reader) throws(WireReader.Malformed) -> Placeholder in
+            let placeholder = Placeholder(thumbHash: try reader.string(), color: try reader.string())
+            // Written into HTML markup and object metadata headers: only what a placeholder can be.
+            guard Self.isThumbHash(placeholder.thumbHash), Self.isColour(placeholder.color) else {
+                throw WireReader.Malformed(description: "a placeholder that is no ThumbHash and colour")
+            }
+            return placeholder
+        }
+        gainMap = try reader.optional { (reader) throws(WireReader.Malformed) -> GainMap in
+            let name = try reader.string()
+            guard let kind = GainMap.Kind(rawValue: name) else { throw WireReader.Malformed(description: "a gain map of no known kind") }
+            // No helper carries a gain map into its variants yet: one that says so is not to be believed.
+            guard try reader.bool() == false else { throw WireReader.Malformed(description: "a gain map said to be carried") }
+            return GainMap(kind: kind, carried: false, reason: GainMap.notCarriedReason)
+        }
+        let count = try reader.int(in: 0...Self.maxVariants, "a variant count of")
+        variants = []
+        for _ in 0..<count {
+            let size = try Self.size(&reader)
+            let byteCount = try reader.int(in: 0...Int.max, "an output of")
+            let inline = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.blob() }
+            guard inline == nil || inline!.count == byteCount else {
+                throw WireReader.Malformed(description: "an output of \(inline!.count) bytes said to be \(byteCount)")
+            }
+            let quality = try reader.optional { (reader) throws(WireReader.Malformed) in try reader.int(in: 0...100, "a quality of") }
+            let score = try reader.optional { (reader) throws(WireReader.Malformed) -> Double in
+                // SSIMULACRA 2 is at most 100, and JSON has no NaN or infinity for a record to hold.
+                let score = try reader.double()
+                guard score.isFinite, score <= 100, score >= -1000 else { throw WireReader.Malformed(description: "a score of \(score)") }
+                return score
+            }
+            variants.append(
+                Variant(
+                    size: size, byteCount: byteCount, inline: inline, quality: quality, score: score,
+                    encodes: try reader.int(in: 0...1000, "an encode count of"), keptOriginal: try reader.bool(),
+                    frames: try reader.int(in: 1...1_000_000, "a frame count of")))
+        }
+    }
+
+    /// A ThumbHash in base64: at most 25 bytes, so 36 characters or fewer of the base64 alphabet.
+    static func isThumbHash(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 48
+            && text.utf8.allSatisfy { byte in
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
+                    || byte == UInt8(ascii: "=")
+            }
+    }
+
+    /// A colour as `#rrggbb`, lowercase hex.
+    static func isColour(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.count == 7 && bytes[0] == UInt8(ascii: "#")
+            && bytes.dropFirst().allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
+    }
+
+    static func size(_ reader: inout WireReader) throws(WireReader.Malformed) -> PixelSize {
+        PixelSize(width: try reader.int(in: 0...maxSide, "a width of"), height: try reader.int(in: 0...maxSide, "a height of"))
+    }
+}
