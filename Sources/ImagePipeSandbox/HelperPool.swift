@@ -107,8 +107,8 @@ final class HelperPool: Sendable {
 
     /// Gives a helper back after a job it answered: kept for the next, unless the job failed (what
     /// made it fail may have left the helper in any state) or the helper served its share.
-    func checkin(_ helper: HelperProcess, jobFailed: Bool) {
-        helper.jobs += 1
+    func checkin(_ helper: HelperProcess, jobFailed: Bool, jobs: Int = 1) {
+        helper.jobs += jobs
         if jobFailed || helper.jobs >= Self.jobsPerHelper {
             retire(helper, reason: .recycled, source: nil)
         } else {

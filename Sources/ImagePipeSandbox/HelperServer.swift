@@ -186,6 +186,9 @@ public enum HelperServer {
     /// sources hold in all: well within the socket's default send buffer (208 KiB), which bounds a message.
     static let batchMessageBytes = 160 << 10
 
+    /// How long a batch's results are held back at most before they are sent.
+    static let answerAtLeastEvery: Duration = .seconds(1)
+
     /// Serves a batch: each source in turn, the results sent in as few messages as the bounds on a
     /// message allow (one, for small images), and nothing after the first failure, which ends it.
     private static func serve(
@@ -195,12 +198,14 @@ public enum HelperServer {
         var items: [HelperBatchItem] = []
         var files: [Int32] = []
         var inside = 0
+        var flushed = ContinuousClock.now
         func flush() throws(ChannelFailure) {
             defer {
                 for file in files { close(file) }
                 files.removeAll()
                 items.removeAll()
                 inside = 0
+                flushed = ContinuousClock.now
             }
             try channel.send(HelperReply.batch(items).encoded(), descriptors: files)
         }
@@ -213,10 +218,12 @@ public enum HelperServer {
                 return try flush()
             case .header: exit(4)
             }
-            let bytes = compressed.variants.reduce(0) { $0 + $1.data.count }
             let inline = HelperResult.fitsInline(compressed)
             let result = HelperResult(compressed, inline: inline)
-            if !items.isEmpty, inside + (inline ? bytes : 0) > batchMessageBytes || files.count + result.files > HelperChannel.maxDescriptors {
+            // What the result takes in the message: its outputs inside, and its description (a
+            // generous bound on its numbers, placeholder and names).
+            let cost = (inline ? compressed.variants.reduce(0) { $0 + $1.data.count } : 0) + 512 + 128 * result.variants.count
+            if !items.isEmpty, inside + cost > batchMessageBytes || files.count + result.files > HelperChannel.maxDescriptors {
                 try flush()
             }
             var made: [Int32] = []
@@ -226,8 +233,11 @@ public enum HelperServer {
                 return try flush()
             }
             files += made
-            inside += inline ? bytes : 0
+            inside += cost
             items.append(.compressed(result))
+            // The worker's time limit counts afresh at each answer: a batch that has run a while
+            // says what it made so far, so a slow image later in it never times out the ones before.
+            if ContinuousClock.now - flushed >= Self.answerAtLeastEvery { try flush() }
         }
         if !items.isEmpty { try flush() }
     }

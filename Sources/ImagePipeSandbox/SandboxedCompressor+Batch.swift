@@ -62,7 +62,7 @@ extension SandboxedCompressor {
             do throws(Failure) {
                 try exchange(batch: sources, helper, variants: variants, limits: limits, memory: memory, granted: &granted, results: &results)
                 let failed = results.contains { if case .failure = $0 { true } else { false } }
-                pool.checkin(helper, jobFailed: failed)
+                pool.checkin(helper, jobFailed: failed, jobs: results.count)
                 return results
             } catch {
                 switch error {
@@ -120,8 +120,9 @@ extension SandboxedCompressor {
                 try grant(bytes, to: helper, from: memory, granted: &granted, left: &left)
             case .batch(let items) where items.count <= sources.count - results.count:
                 var files = message.descriptors[...]
+                // Whatever is not handed to an output when this message's results end is closed.
+                defer { for file in files { close(file) } }
                 guard files.count == items.reduce(0, { if case .compressed(let result) = $1 { $0 + result.files } else { $0 } }) else {
-                    message.closeDescriptors()
                     throw .ended(.misbehaved, "\(files.count) output files for a batch's \(items.count) results")
                 }
                 for (index, item) in items.enumerated() {
@@ -130,20 +131,13 @@ extension SandboxedCompressor {
                     case .compressed(let result):
                         let mine = Array(files.prefix(result.files))
                         files = files.dropFirst(result.files)
-                        do throws(Failure) {
-                            let outputs = try Self.take(mine, for: result, variants: variants, limits: limits, sourceBytes: Self.byteCount(source))
-                            results.append(.success(CompressedImage(result, variants: variants, outputs: outputs)))
-                        } catch {
-                            for file in files { close(file) }
-                            throw error
-                        }
+                        let outputs = try Self.take(mine, for: result, variants: variants, limits: limits, sourceBytes: Self.byteCount(source))
+                        results.append(.success(CompressedImage(result, variants: variants, outputs: outputs)))
                     case .failed(let error):
                         guard Self.helperCodes.contains(error.code) else { throw .ended(.misbehaved, "a failure coded \(error.code)") }
-                        // The helper ends a batch at its first failure.
+                        // The helper ends a batch at its first failure: one that goes on is not believed.
+                        guard index == items.count - 1 else { throw .ended(.misbehaved, "results after a failure") }
                         results.append(.failure(error))
-                        guard index == items.count - 1 else {
-                            throw .ended(.misbehaved, "results after a failure")
-                        }
                         return
                     }
                 }

@@ -31,7 +31,12 @@ extension FileHandler {
                 }
             ]
             : compressor.compress(batch: images, variants: configuration.variants, limits: configuration.limits, memory: memory)
-        for (index, outcome) in zip(indices, outcomes) { compressed(&contexts[index], outcome) }
+        for (position, index) in indices.enumerated() {
+            // A compressor that answered for fewer sources than it was given failed the rest.
+            let outcome =
+                position < outcomes.count ? outcomes[position] : .failure(ImagePipeError(.encodeFailed, "the compressor gave no result for it"))
+            compressed(&contexts[index], outcome)
+        }
     }
 
     /// Whether the pipeline may compress this inspected job together with others.

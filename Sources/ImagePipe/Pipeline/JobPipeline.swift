@@ -125,9 +125,10 @@ public final class JobPipeline: Sendable {
         var withdrawn: @Sendable (JobContext) -> Bool
         var then: @Sendable (JobContext) -> Void
 
-        var sourceBytes: Int {
+        /// What it takes in a batch's message: its source's bytes, and its name and description.
+        var batchBytes: Int {
             guard case .bytes(let data) = context.source?.content else { return 0 }
-            return data.count
+            return data.count + context.job.relativePath.utf8.count + 64
         }
     }
 
@@ -141,7 +142,7 @@ public final class JobPipeline: Sendable {
             var count = 0
             var bytes = 0
             while count < min(share, waiting.count) {
-                bytes += waiting[count].sourceBytes
+                bytes += waiting[count].batchBytes
                 if count > 0, bytes > batching.totalBytes { break }
                 count += 1
             }

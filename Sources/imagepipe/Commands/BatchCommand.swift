@@ -232,7 +232,8 @@ struct BatchCommand: AsyncParsableCommand {
         let handler = try CompositionRoot.fileHandler(
             options, force: force, sources: inputs.map(\.path),
             maxSourceBytes: maxSourceBytes, logger: logger)
-        let pipeline = CompositionRoot.pipeline(handler, options, batch: true)
+        let local = inputs.allSatisfy { !$0.path.hasPrefix("s3://") && !$0.path.hasPrefix("supabase://") }
+        let pipeline = CompositionRoot.pipeline(handler, options, localBatch: local)
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }
         let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded, sources: handler.sources), pipeline: pipeline)
