@@ -52,41 +52,37 @@ extension SandboxedCompressor {
     private func runBatch(
         _ sources: [SourceImage], variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> [Result<CompressedImage, ImagePipeError>] {
-        var tries = 0
-        while true {
-            tries += 1
-            let helper = try pool.checkout()
-            var granted = 0
-            defer { if granted > 0 { memory.release(granted) } }
-            var results: [Result<CompressedImage, ImagePipeError>] = []
-            do throws(Failure) {
-                try exchange(batch: sources, helper, variants: variants, limits: limits, memory: memory, granted: &granted, results: &results)
-                let failed = results.contains { if case .failure = $0 { true } else { false } }
-                pool.checkin(helper, jobFailed: failed, jobs: results.count)
-                return results
-            } catch {
-                switch error {
-                case .failed(let error):
-                    // A failure that is no image's (the helper's own message said so): as alone.
-                    pool.checkin(helper, jobFailed: true)
-                    return results + [.failure(error)]
-                case .unusable where tries < 2 && results.isEmpty:
-                    pool.retire(helper, reason: .crashed, source: nil)
-                    pool.checkinEnded()
-                case .unusable:
-                    pool.retire(helper, reason: .crashed, source: nil)
-                    pool.checkinEnded()
+        for tries in 1... {
+            let answered = try withHelper(memory: memory) { (helper, granted) -> [Result<CompressedImage, ImagePipeError>]? in
+                var results: [Result<CompressedImage, ImagePipeError>] = []
+                do throws(Failure) {
+                    try exchange(batch: sources, helper, variants: variants, limits: limits, memory: memory, granted: &granted, results: &results)
+                    let failed = results.contains { if case .failure = $0 { true } else { false } }
+                    pool.checkin(helper, jobFailed: failed, jobs: results.count)
                     return results
-                case .ended(let reason, _):
-                    // Which source it was working on is not known for sure: each one left is made again alone.
-                    let left = sources.count - results.count
-                    let first = sources[results.count].name
-                    pool.retire(helper, reason: reason, source: left > 1 ? "\(first) or one of the \(left - 1) after it in its batch" : first)
-                    pool.checkinEnded()
-                    return results
+                } catch {
+                    switch error {
+                    case .failed(let error):
+                        // A failure that is no image's (the helper's own message said so): as alone.
+                        pool.checkin(helper, jobFailed: true)
+                        return results + [.failure(error)]
+                    case .unusable:
+                        // Only before the batch was handed over: a second helper is tried, then none.
+                        retireUnusable(helper)
+                        return tries < 2 ? nil : []
+                    case .ended(let reason, _):
+                        // Which source it was working on is not known for sure: each one left is made again alone.
+                        let left = sources.count - results.count
+                        let first = sources[results.count].name
+                        pool.retire(helper, reason: reason, source: left > 1 ? "\(first) or one of the \(left - 1) after it in its batch" : first)
+                        pool.checkinEnded()
+                        return results
+                    }
                 }
             }
+            if let answered { return answered }
         }
+        preconditionFailure("unreachable")
     }
 
     private func exchange(

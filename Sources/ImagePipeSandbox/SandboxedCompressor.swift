@@ -81,35 +81,48 @@ public final class SandboxedCompressor: ImageCompressor {
     private func run(
         _ work: Work, _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> Outcome {
-        var tries = 0
-        while true {
-            tries += 1
-            let helper = try pool.checkout()
-            var granted = 0
-            defer { if granted > 0 { memory.release(granted) } }
-            do throws(Failure) {
-                let outcome = try exchange(work, helper, source, variants: variants, limits: limits, memory: memory, granted: &granted)
-                pool.checkin(helper, jobFailed: false)
-                return outcome
-            } catch {
-                switch error {
-                case .failed(let error):
-                    pool.checkin(helper, jobFailed: true)
-                    throw error
-                case .unusable where tries < 2:
-                    pool.retire(helper, reason: .crashed, source: nil)
-                    pool.checkinEnded()
-                case .unusable:
-                    pool.retire(helper, reason: .crashed, source: nil)
-                    pool.checkinEnded()
-                    throw ImagePipeError(.helperUnavailable, "no image helper took the job: two ended before it was handed over")
-                case .ended(let reason, let detail):
-                    pool.retire(helper, reason: reason, source: source.name)
-                    pool.checkinEnded()
-                    throw Self.error(reason, helper: helper, source: source.name, detail: detail, timeout: jobTimeout)
+        for tries in 1... {
+            let outcome = try withHelper(memory: memory) { (helper, granted) throws(ImagePipeError) -> Outcome? in
+                do throws(Failure) {
+                    let outcome = try exchange(work, helper, source, variants: variants, limits: limits, memory: memory, granted: &granted)
+                    pool.checkin(helper, jobFailed: false)
+                    return outcome
+                } catch {
+                    switch error {
+                    case .failed(let error):
+                        pool.checkin(helper, jobFailed: true)
+                        throw error
+                    case .unusable:
+                        retireUnusable(helper)
+                        guard tries < 2 else {
+                            throw ImagePipeError(.helperUnavailable, "no image helper took the job: two ended before it was handed over")
+                        }
+                        return nil
+                    case .ended(let reason, let detail):
+                        pool.retire(helper, reason: reason, source: source.name)
+                        pool.checkinEnded()
+                        throw Self.error(reason, helper: helper, source: source.name, detail: detail, timeout: jobTimeout)
+                    }
                 }
             }
+            if let outcome { return outcome }
         }
+        preconditionFailure("unreachable")
+    }
+
+    /// Runs `body` with a helper from the pool and the working memory granted to it, given back
+    /// after; `body` checks the helper in or retires it.
+    func withHelper<T>(memory: WorkingMemory, _ body: (HelperProcess, inout Int) throws(ImagePipeError) -> T) throws(ImagePipeError) -> T {
+        let helper = try pool.checkout()
+        var granted = 0
+        defer { if granted > 0 { memory.release(granted) } }
+        return try body(helper, &granted)
+    }
+
+    /// Retires a helper that was gone before it had the work: not the work's doing.
+    func retireUnusable(_ helper: HelperProcess) {
+        pool.retire(helper, reason: .crashed, source: nil)
+        pool.checkinEnded()
     }
 
     /// How a job in a helper went wrong.
