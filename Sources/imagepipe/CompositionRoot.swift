@@ -105,24 +105,11 @@ enum CompositionRoot {
     /// and transfers at once, room and hold limit from the outputs each job writes, and the working
     /// memory compressions share (`--working-memory`, or what the compressor needs per image for
     /// these variants, times the compressions at once).
-    ///
-    /// A batch whose compressor takes small images several at a time (the sandboxed helpers) has
-    /// room for a full batch waiting beside each compression: with the usual room, each lane found
-    /// one or two images waiting and the helpers' round trips cost 15 % more CPU on 2,000 small
-    /// JPEGs, against 1 % with this room (docs/performance.md, "Image helpers"). Jobs waiting for a
-    /// compression hold only their source: a small one's bytes, a larger local file's open
-    /// descriptor (the extra room is at most 64 jobs, well within a process's descriptors), so this
-    /// costs little memory. Sources in object storage are downloaded whole before they wait, so a
-    /// batch of them keeps the usual room, as a queue worker does: its room is also how many jobs it
-    /// takes from a queue that other workers share.
-    static func pipeline(_ handler: FileHandler, _ options: JobOptions, localBatch: Bool = false) -> JobPipeline {
+    static func pipeline(_ handler: FileHandler, _ options: JobOptions) -> JobPipeline {
         let variants = handler.configuration.variants
         let workingMemory = workingMemory(options, variants)
-        let batching = handler.compressor.batching.sources
-        let usual = 2 * options.jobs + options.uploads
         let limits = Capacity.Limits(
             jobs: options.jobs, uploads: options.uploads,
-            room: localBatch && batching > 1 ? usual + min(64, options.jobs * batching) : nil,
             outputsPerJob: variants.count + (handler.configuration.storeOriginal ? 1 : 0),
             workingMemory: workingMemory > 0 ? workingMemory : nil)
         return JobPipeline(handler: handler, limits: limits)

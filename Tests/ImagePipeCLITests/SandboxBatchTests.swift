@@ -94,7 +94,8 @@ import Testing
         #expect(
             results.map(\.source).sorted() == ((0..<3).flatMap { ["large-\($0).jpg", "small-\($0).jpg"] } + ["slow.jpg"]).sorted(), "each image once")
         #expect(results.allSatisfy { $0.status == .done }, "\(results.map { "\($0.source) \($0.status) \($0.error ?? "")" })")
+        // Killed alone, the slow image would have failed (`decoder_crashed`): it was in a batch,
+        // whose images the helper had not answered for were made again.
         #expect(batch.log.contains("image helper ended"), "\(batch.log)")
-        #expect(batch.log.contains("in its batch"), "the log says the image is one of a batch: \(batch.log)")
     }
 }

@@ -107,6 +107,34 @@ import Testing
         #expect(String(decoding: storage.objects["a-large.jpg"]!.body, as: UTF8.self).trimmingCharacters(in: .whitespaces) == "a.jpg:large")
     }
 
+    @Test func anInterruptionEndsTheJobsWaitingForABatchUnrecorded() async throws {
+        for index in 0..<12 { directory.write("src/\(index).jpg", "image \(index)") }
+        let compressor = ScriptedCompressor(held: true, batching: CompressionBatching(sources: 8, sourceBytes: 1 << 10, totalBytes: 1 << 20))
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()), limits: .init(jobs: 1, uploads: 1))
+        let results = Mutex<[JobResult]>([])
+        let running = Task {
+            try await BatchRunner(scanner: SourceScanner(root: directory.url("src")), pipeline: pipeline)
+                .run { result, _ in results.withLock { $0.append(result) } }
+        }
+        // One image in the compressor (alone, or the first of a batch), the others admitted waiting:
+        // the room (3) and a batch beyond it (8), so 11 in all.
+        #expect(
+            await eventually(seconds: 60) {
+                compressor.runningCalls == 1 && pipeline.waitingForCompression + max(1, compressor.batches.first?.count ?? 0) >= 10
+            })
+        running.cancel()
+        for _ in 0..<12 { compressor.letOneThrough() }
+        let summary = try await running.value
+        #expect(summary.interrupted)
+        // What the lane had taken (one image, or the first few as a batch) was finished; none of
+        // those that waited was started.
+        let taken = max(1, compressor.batches.first?.count ?? 0)
+        #expect(compressor.batches.count <= 1 && compressor.calls.count == taken, "\(compressor.calls) in \(compressor.batches)")
+        #expect(taken <= 8 && pipeline.waitingForCompression == 0)
+        #expect(results.withLock { $0.count } == taken && summary.done == taken)
+        #expect(pipeline.capacity.held == 0 && pipeline.capacity.working == 0)
+    }
+
     @Test func aCallbackThatBlocksHoldsUpNewJobsInsteadOfLettingResultsPileUp() async throws {
         for index in 0..<200 { directory.write("src/\(index).jpg", "x") }
         let storage = InMemoryStorage()

@@ -249,6 +249,24 @@ import Testing
         #expect(pipeline.waitingForCompression == 0 && pipeline.capacity.held == 0)
     }
 
+    @Test func smallJobsWaitingForABatchGiveTheirRoomBackUpToABatchPerLane() async throws {
+        let compressor = ScriptedCompressor(held: true, batching: CompressionBatching(sources: 4, sourceBytes: 1 << 10, totalBytes: 1 << 20))
+        let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()), limits: .init(jobs: 1, uploads: 1))
+        #expect(pipeline.capacity.limits.room == 3)
+        let running = Task { try await pipeline.runAll(jobs(12)) }
+        // One compressing (alone, or the first of a batch), and the others waiting: the room (3) and
+        // a batch beyond it (4), so 7 in all, where the room alone would admit 3.
+        let taken = { max(1, compressor.batches.first?.count ?? 0) }
+        #expect(await eventually(seconds: 60) { compressor.runningCalls == 1 && pipeline.waitingForCompression + taken() == 7 })
+        #expect(pipeline.capacity.held == 7)
+        for _ in 0..<12 { compressor.letOneThrough() }
+        let results = try await running.value
+        #expect(results.count == 12 && results.allSatisfy { $0.status == .done })
+        #expect(compressor.batches.contains { $0.count == 4 }, "a full batch: \(compressor.batches)")
+        // Every job's room and place came back once, whichever way it went.
+        #expect(pipeline.capacity.working == 0 && pipeline.capacity.held == 0)
+    }
+
     @Test func largeSourcesAreCompressedAlone() async throws {
         let compressor = ScriptedCompressor(batching: CompressionBatching(sources: 4, sourceBytes: 4, totalBytes: 1 << 20))
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()), limits: .init(jobs: 1, room: 12))

@@ -58,8 +58,9 @@ public struct BatchRunner: Sendable {
     /// `onResult` after each job (serially, in completion order). Returns when the last job is finished.
     ///
     /// Once the destination reports it is full, nothing more is decoded: the jobs left fail at once
-    /// with `storage_full`. Cancelling the calling task (Ctrl-C) starts no more jobs; the ones in
-    /// flight finish, and the summary says it was interrupted.
+    /// with `storage_full`. Cancelling the calling task (Ctrl-C) starts no more image work: jobs
+    /// whose decoding has started finish, the others end unrecorded (a later run does them), and
+    /// the summary says it was interrupted.
     ///
     /// - Throws: `configuration` when the sources cannot be listed or the destination's probe fails,
     ///   before any image is decoded.
@@ -113,36 +114,66 @@ public struct BatchRunner: Sendable {
 
         let order = await BlockingIO.run { Self.largestFirst(scan.jobs) }
         let collisions = handler.keyCollisions(in: scan.jobs)
-        var interrupted = false
-        for index in order {
-            // A store that stays unreachable past a job's retries halts the batch: the rest are not
-            // started, rather than each decoded and then failed after its own retries.
-            if pipeline.haltReason?.code == .storageUnavailable { break }
-            var job = scan.jobs[index]
-            if let collision = collisions[index] {
-                // A file not named as an image takes its clash only if its bytes show it is one.
-                guard !ImageSignature.nameSaysImage(job.relativePath) else {
-                    deliver(JobResult(source: job.sourceName, status: .failed, error: collision))
-                    continue
-                }
-                job.keyCollision = collision
-            }
-            await backlog.waitForRoom()
-            do {
-                try await pipeline.reserve()
-            } catch {
-                interrupted = true
-                break
-            }
-            if pipeline.haltReason?.code == .storageUnavailable {
-                pipeline.cancelReservation()
-                break
-            }
-            pipeline.submit(job) { event in
-                if case .finished(let result) = event { deliver(result) }
+        // Jobs submitted and not yet finished, by index: an interruption withdraws them, and those
+        // whose image work has not started end there (small ones waiting for a batch may be many).
+        // Withdrawn as the cancellation comes, and any registered after it at once.
+        let unfinished = Mutex((tokens: [Int: JobCancellation](), withdrawing: false))
+        let withdrawAll: @Sendable () -> Void = {
+            unfinished.withLock { unfinished in
+                unfinished.withdrawing = true
+                for token in unfinished.tokens.values { token.withdraw() }
             }
         }
-        await pipeline.idle()
+        let interrupted = await withTaskCancellationHandler { () async -> Bool in
+            var interrupted = false
+            for index in order {
+                // A store that stays unreachable past a job's retries halts the batch: the rest are not
+                // started, rather than each decoded and then failed after its own retries.
+                if pipeline.haltReason?.code == .storageUnavailable { break }
+                var job = scan.jobs[index]
+                if let collision = collisions[index] {
+                    // A file not named as an image takes its clash only if its bytes show it is one.
+                    guard !ImageSignature.nameSaysImage(job.relativePath) else {
+                        deliver(JobResult(source: job.sourceName, status: .failed, error: collision))
+                        continue
+                    }
+                    job.keyCollision = collision
+                }
+                await backlog.waitForRoom()
+                do {
+                    try await pipeline.reserve()
+                } catch {
+                    interrupted = true
+                    break
+                }
+                if pipeline.haltReason?.code == .storageUnavailable {
+                    pipeline.cancelReservation()
+                    break
+                }
+                let token = JobCancellation()
+                job.cancellation = token
+                unfinished.withLock { unfinished in
+                    if unfinished.withdrawing { token.withdraw() }
+                    unfinished.tokens[index] = token
+                }
+                pipeline.submit(job) { event in
+                    switch event {
+                    case .finished(let result):
+                        unfinished.withLock { _ = $0.tokens.removeValue(forKey: index) }
+                        deliver(result)
+                    case .withdrawn:
+                        unfinished.withLock { _ = $0.tokens.removeValue(forKey: index) }
+                    case .handedOff:
+                        break
+                    }
+                }
+            }
+            if interrupted { withdrawAll() }
+            await pipeline.idle()
+            return interrupted || Task.isCancelled
+        } onCancel: {
+            withdrawAll()
+        }
         await withCheckedContinuation { continuation in delivery.async { continuation.resume() } }
         return collected.withLock { collected in
             collected.summary.wallTime = .now - started

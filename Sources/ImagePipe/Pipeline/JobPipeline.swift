@@ -42,6 +42,16 @@ public final class JobPipeline: Sendable {
     private let halted = Mutex<ImagePipeError?>(nil)
     /// Small jobs waiting for a compression lane, in order (see ``CompressionBatching``).
     private let backlog = Mutex<[WaitingCompression]>([])
+    /// Small jobs that gave their room back while they wait for a batch, and how many may.
+    ///
+    /// A lane takes what waits, and the room (sized for images held in memory: twice the
+    /// compressions plus the uploads) left one or two small images waiting beside each compression:
+    /// batches that small cost the sandboxed helpers 15 % more CPU on 2,000 small JPEGs, a full
+    /// batch per lane 1 % (docs/performance.md, "Image helpers"). A small job holds at most its
+    /// source's 64 KiB and its outputs, so up to a full batch per lane of them may wait beyond the
+    /// room; larger ones, which hold files or downloads, never do.
+    private let parked = Atomic<Int>(0)
+    private let parkingLimit: Int
 
     /// Creates a pipeline around a handler.
     public init(handler: FileHandler, limits: Capacity.Limits = .init()) {
@@ -49,6 +59,8 @@ public final class JobPipeline: Sendable {
         self.capacity = Capacity(limits)
         self.compression = BoundedQueue(label: "imagepipe.compression", limit: limits.compressions, qos: .userInitiated)
         self.transfers = BoundedQueue(label: "imagepipe.transfers", limit: limits.transfers, qos: .userInitiated)
+        let batching = handler.compressor.batching.sources
+        self.parkingLimit = batching > 1 ? limits.compressions * batching : 0
     }
 
     /// Admits up to `count` jobs without waiting; returns how many. Each is followed by
@@ -65,28 +77,48 @@ public final class JobPipeline: Sendable {
     public func submit(_ job: Job, events: @escaping @Sendable (JobEvent) -> Void) {
         let context = JobContext(job: job)
         // The job's room comes back once it holds no image data: when it ends, or earlier once its
-        // outputs are handed to storage and wait there to be made durable.
+        // outputs are handed to storage and wait there to be made durable; a small job's too while
+        // it waits for a batch (parked, see ``parkingLimit``).
+        // 0: holds its room; 1: handed off; 2: ended; 3: parked.
         let progress = Atomic<Int>(0)
-        let handedOff: @Sendable () -> Void = { [capacity] in
-            // 1: handed off first; a job that ended first gave its room back with its end.
-            guard progress.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else { return }
-            capacity.handOff()
+        let handedOff: @Sendable () -> Void = { [self] in
+            // A job that ended first gave its room back with its end.
+            if progress.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged {
+                capacity.handOff()
+            } else if progress.compareExchange(expected: 3, desired: 1, ordering: .acquiringAndReleasing).exchanged {
+                parked.subtract(1, ordering: .relaxed)
+            } else {
+                return
+            }
             events(.handedOff)
         }
-        let finish: @Sendable (JobResult) -> Void = { [self] result in
-            let wasHandedOff = progress.exchange(2, ordering: .acquiringAndReleasing) == 1
+        // Ends the job's hold on the pipeline: its room too, unless it gave that back already.
+        let release: @Sendable () -> Void = { [self] in
+            let previous = progress.exchange(2, ordering: .acquiringAndReleasing)
+            if previous == 3 { parked.subtract(1, ordering: .relaxed) }
+            if capacity.end(handedOff: previous == 1 || previous == 3) { handler.compressor.releaseMemory() }
+        }
+        let finish: @Sendable (JobResult) -> Void = { result in
             events(.finished(result))
-            if capacity.end(handedOff: wasHandedOff) { handler.compressor.releaseMemory() }
+            release()
         }
         // A job withdrawn before a stage starts ends there, with what it reserved given back.
         let withdrawn: @Sendable (JobContext) -> Bool = { [self] context in
             guard context.job.cancellation?.isWithdrawn == true, !context.hasEnded else { return false }
             var context = context
             handler.releaseKeys(&context)
-            progress.store(2, ordering: .releasing)
             events(.withdrawn)
-            if capacity.end(handedOff: false) { handler.compressor.releaseMemory() }
+            release()
             return true
+        }
+        let park: @Sendable () -> Void = { [self] in
+            guard parked.add(1, ordering: .relaxed).newValue <= parkingLimit,
+                progress.compareExchange(expected: 0, desired: 3, ordering: .acquiringAndReleasing).exchanged
+            else {
+                parked.subtract(1, ordering: .relaxed)
+                return
+            }
+            capacity.handOff()
         }
         transfers.async { [self, context] in
             var context = context
@@ -110,6 +142,7 @@ public final class JobPipeline: Sendable {
             // A small source joins the backlog that the next free lane takes a share of at once;
             // any other is compressed alone, in its turn.
             if handler.isBatchable(context) {
+                park()
                 backlog.withLock { $0.append(waiting) }
                 compression.async { [self] in compress(takeFromBacklog()) }
             } else {

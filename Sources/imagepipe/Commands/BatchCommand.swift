@@ -232,8 +232,7 @@ struct BatchCommand: AsyncParsableCommand {
         let handler = try CompositionRoot.fileHandler(
             options, force: force, sources: inputs.map(\.path),
             maxSourceBytes: maxSourceBytes, logger: logger)
-        let local = inputs.allSatisfy { !$0.path.hasPrefix("s3://") && !$0.path.hasPrefix("supabase://") }
-        let pipeline = CompositionRoot.pipeline(handler, options, localBatch: local)
+        let pipeline = CompositionRoot.pipeline(handler, options)
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }
         let runner = BatchRunner(scanner: SourceScanner(inputs: inputs, excluding: excluded, sources: handler.sources), pipeline: pipeline)
