@@ -117,7 +117,7 @@ public struct BatchRunner: Sendable {
         // Jobs submitted and not yet finished, by index: an interruption withdraws them, and those
         // whose image work has not started end there (small ones waiting for a batch may be many).
         // Withdrawn as the cancellation comes, and any registered after it at once.
-        let unfinished = Mutex((tokens: [Int: JobCancellation](), withdrawing: false))
+        let unfinished = Mutex((tokens: [Int: JobCancellation](), withdrawing: false, withdrawn: 0))
         let withdrawAll: @Sendable () -> Void = {
             unfinished.withLock { unfinished in
                 unfinished.withdrawing = true
@@ -162,7 +162,10 @@ public struct BatchRunner: Sendable {
                         unfinished.withLock { _ = $0.tokens.removeValue(forKey: index) }
                         deliver(result)
                     case .withdrawn:
-                        unfinished.withLock { _ = $0.tokens.removeValue(forKey: index) }
+                        unfinished.withLock { unfinished in
+                            unfinished.tokens.removeValue(forKey: index)
+                            unfinished.withdrawn += 1
+                        }
                     case .handedOff:
                         break
                     }
@@ -170,7 +173,8 @@ public struct BatchRunner: Sendable {
             }
             if interrupted { withdrawAll() }
             await pipeline.idle()
-            return interrupted || Task.isCancelled
+            // A stop that came once every image was under way interrupted nothing.
+            return interrupted || unfinished.withLock { $0.withdrawn > 0 }
         } onCancel: {
             withdrawAll()
         }

@@ -6,7 +6,9 @@ import Synchronization
 ///
 /// - **Room**: jobs admitted that hold image data (being inspected, decoded, encoded, or storing
 ///   outputs whose bytes the store has not yet taken). However large a batch or a queue, only this
-///   many images are in memory.
+///   many images are in memory, besides the small ones (sources of 64 KiB at most) that wait for a
+///   batch of the sandboxed helpers with their room given back (``JobPipeline``, a batch per lane
+///   at most).
 /// - **Hold limit**: jobs admitted in all, counting those whose outputs were handed to the store
 ///   and only wait to be made durable (a local directory's round of fsyncs). They hold no image
 ///   data, so the pipeline goes on with the next jobs meanwhile; the limit bounds the files a store

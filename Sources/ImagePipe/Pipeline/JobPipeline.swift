@@ -59,8 +59,10 @@ public final class JobPipeline: Sendable {
         self.capacity = Capacity(limits)
         self.compression = BoundedQueue(label: "imagepipe.compression", limit: limits.compressions, qos: .userInitiated)
         self.transfers = BoundedQueue(label: "imagepipe.transfers", limit: limits.transfers, qos: .userInitiated)
+        // Parked jobs still count towards the hold limit: never so many that they take the places
+        // handed-off jobs wait for durability in (large rounds of fsyncs).
         let batching = handler.compressor.batching.sources
-        self.parkingLimit = batching > 1 ? limits.compressions * batching : 0
+        self.parkingLimit = batching > 1 ? min(limits.compressions * batching, (limits.holdLimit - limits.room) / 2) : 0
     }
 
     /// Admits up to `count` jobs without waiting; returns how many. Each is followed by
@@ -92,27 +94,28 @@ public final class JobPipeline: Sendable {
             }
             events(.handedOff)
         }
-        // Ends the job's hold on the pipeline: its room too, unless it gave that back already.
-        let release: @Sendable () -> Void = { [self] in
+        // Ends the job's hold on the pipeline (after its last event, which `ended` sends): its room
+        // too, unless it gave that back already. Marked ended first, so no hand-off follows its end.
+        let release: @Sendable (_ ended: () -> Void) -> Void = { [self] ended in
             let previous = progress.exchange(2, ordering: .acquiringAndReleasing)
             if previous == 3 { parked.subtract(1, ordering: .relaxed) }
+            ended()
             if capacity.end(handedOff: previous == 1 || previous == 3) { handler.compressor.releaseMemory() }
         }
         let finish: @Sendable (JobResult) -> Void = { result in
-            events(.finished(result))
-            release()
+            release { events(.finished(result)) }
         }
         // A job withdrawn before a stage starts ends there, with what it reserved given back.
         let withdrawn: @Sendable (JobContext) -> Bool = { [self] context in
             guard context.job.cancellation?.isWithdrawn == true, !context.hasEnded else { return false }
             var context = context
             handler.releaseKeys(&context)
-            events(.withdrawn)
-            release()
+            release { events(.withdrawn) }
             return true
         }
+        // Not once the pipeline is halted: the jobs admitted then fail unprocessed, as few as may be.
         let park: @Sendable () -> Void = { [self] in
-            guard parked.add(1, ordering: .relaxed).newValue <= parkingLimit,
+            guard halted.withLock({ $0 == nil }), parked.add(1, ordering: .relaxed).newValue <= parkingLimit,
                 progress.compareExchange(expected: 0, desired: 3, ordering: .acquiringAndReleasing).exchanged
             else {
                 parked.subtract(1, ordering: .relaxed)
