@@ -115,7 +115,8 @@ public final class JobPipeline: Sendable {
         }
         // Not once the pipeline is halted: the jobs admitted then fail unprocessed, as few as may be.
         let park: @Sendable () -> Void = { [self] in
-            guard halted.withLock({ $0 == nil }), parked.add(1, ordering: .relaxed).newValue <= parkingLimit,
+            guard halted.withLock({ $0 == nil }) else { return }
+            guard parked.add(1, ordering: .relaxed).newValue <= parkingLimit,
                 progress.compareExchange(expected: 0, desired: 3, ordering: .acquiringAndReleasing).exchanged
             else {
                 parked.subtract(1, ordering: .relaxed)
