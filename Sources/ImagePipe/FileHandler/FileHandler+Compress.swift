@@ -6,10 +6,13 @@ extension FileHandler {
     /// ends the job.
     public func compress(_ context: inout JobContext, memory: WorkingMemory = .unlimited) {
         guard let image = compressionSource(&context) else { return }
-        let outcome = Result { () throws(ImagePipeError) in
+        compressed(&context, compressOne(image, memory: memory))
+    }
+
+    private func compressOne(_ image: SourceImage, memory: WorkingMemory) -> Result<CompressedImage, ImagePipeError> {
+        Result { () throws(ImagePipeError) in
             try compressor.compress(image, variants: configuration.variants, limits: configuration.limits, memory: memory)
         }
-        compressed(&context, outcome)
     }
 
     /// Compresses several inspected jobs in one call of the compressor (see
@@ -23,13 +26,10 @@ extension FileHandler {
             indices.append(index)
         }
         guard !images.isEmpty else { return }
+        // Jobs that ended before it may leave one: compressed as one.
         let outcomes =
             images.count == 1
-            ? [
-                Result { () throws(ImagePipeError) in
-                    try compressor.compress(images[0], variants: configuration.variants, limits: configuration.limits, memory: memory)
-                }
-            ]
+            ? [compressOne(images[0], memory: memory)]
             : compressor.compress(batch: images, variants: configuration.variants, limits: configuration.limits, memory: memory)
         for (position, index) in indices.enumerated() {
             // A compressor that answered for fewer sources than it was given failed the rest.
