@@ -6,7 +6,7 @@ import Testing
 /// HDR originals from phones, through the real binary: every manifest line of one says that it
 /// carries a gain map and that the variants are its SDR picture, in the sandboxed helpers and in
 /// the worker alike; an ordinary photo's line says nothing of it.
-@Suite struct HDROriginalTests {
+@Suite(.offThePool) struct HDROriginalTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-hdr")
 
     @Test(arguments: ["on", "off"])
