@@ -201,6 +201,9 @@ public struct EncodedVariant: Sendable {
     public var keptOriginal = false
     /// The frames it holds: more than 1 for an animated output of an animated source.
     public var frames = 1
+    /// The headroom of the HDR picture it carries (an Ultra HDR JPEG: its SDR picture and a gain
+    /// map); nil for an SDR output.
+    public var hdrHeadroom: Double?
 
     /// Creates an encoded variant.
     public init(spec: VariantSpec, size: PixelSize, data: Data) {

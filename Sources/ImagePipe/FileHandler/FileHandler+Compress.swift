@@ -93,6 +93,7 @@ extension FileHandler {
             context.outputs[index].score = encoded.score.map { ($0 * 100).rounded() / 100 }
             context.outputs[index].encodes = encoded.spec.isAuto && !encoded.keptOriginal ? encoded.encodes : nil
             context.outputs[index].keptOriginal = encoded.keptOriginal
+            context.outputs[index].hdrHeadroom = encoded.hdrHeadroom
         }
         if configuration.storeOriginal, let index = context.outputs.indices.last, context.outputs[index].spec == nil {
             do {

@@ -35,10 +35,16 @@ public struct JobContext: Sendable {
         /// where the decoder reads the frames of a malformed file otherwise: the settings recorded
         /// are what a re-run foresees, so it finds the output in place rather than remaking it each time.
         public var animated = false
+        /// Whether the output is to carry the source's HDR gain map, as foreseen from the source's
+        /// container at inspection (``GainMap/kind(in:)``) and the variant's HDR policy; kept as
+        /// foreseen after encoding, as ``animated`` is.
+        public var hdr = false
+        /// The headroom of the gain map it carries (compression); nil for an SDR output.
+        public var hdrHeadroom: Double?
 
         /// What the output's origin records as its variant: the spec (marked when the output is
-        /// animated, ``VariantSpec/fingerprint(animated:)``), or `original`.
-        public var fingerprint: String { spec?.fingerprint(animated: animated) ?? FileHandler.originalVariantName }
+        /// animated or carries HDR, ``VariantSpec/fingerprint(animated:hdr:)``), or `original`.
+        public var fingerprint: String { spec?.fingerprint(animated: animated, hdr: hdr) ?? FileHandler.originalVariantName }
 
         /// Whether the key holds exactly this output: made from `origin`'s bytes with the same settings.
         public func isInPlace(for origin: Origin) -> Bool {
@@ -146,6 +152,7 @@ public struct JobContext: Sendable {
                         width: output.size?.width ?? 0, height: output.size?.height ?? 0, bytes: object.bytes,
                         quality: output.quality, score: output.score, encodes: output.encodes,
                         keptOriginal: output.keptOriginal ? true : nil))
+                result.variants[result.variants.count - 1].hdrHeadroom = output.hdrHeadroom.map { ($0 * 1000).rounded() / 1000 }
             }
             result.placeholder = placeholder
             result.gainMap = gainMap

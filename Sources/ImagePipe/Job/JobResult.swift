@@ -125,6 +125,9 @@ public struct VariantRecord: Sendable, Codable, Equatable {
     /// True when the variant is the original's own bytes with its metadata removed, which were
     /// smaller than encoding it at the same size (then it has no quality or score); absent otherwise.
     public var keptOriginal: Bool?
+    /// The headroom of the HDR picture it carries (an Ultra HDR JPEG: the SDR picture and a gain
+    /// map, brightest over SDR white); absent for an SDR output.
+    public var hdrHeadroom: Double?
 
     /// Creates a record.
     public init(
@@ -146,6 +149,7 @@ public struct VariantRecord: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case name, key, url, format, width, height, bytes, quality, score, encodes, keptOriginal = "kept_original"
+        case hdrHeadroom = "hdr_headroom"
     }
 }
 
