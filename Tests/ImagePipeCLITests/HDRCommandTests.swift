@@ -110,6 +110,7 @@ import Testing
         let now = try batch("out", [], manifest: "2.jsonl")
         #expect(now["ultra-hdr.jpg"]?["status"] as? String == "done" && now["iphone.heic"]?["status"] as? String == "done", "\(now)")
         #expect(now["plain.jpg"]?["status"] as? String == "skipped", "an SDR original's outputs are as they were: \(now["plain.jpg"] ?? [:])")
+        #expect(try HDROracle.isUltraHDR([directory.url("out/ultra-hdr-large.jpg"), directory.url("out/iphone-thumb.jpg")]) == [true, true])
         let again = try batch("out", [], manifest: "3.jsonl")
         #expect(again.values.allSatisfy { $0["status"] as? String == "skipped" }, "\(again)")
         let back = try batch("out", ["--hdr", "drop"], manifest: "4.jsonl")
@@ -159,6 +160,7 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         let markup = try CommandRunner.run(["srcset", directory.url("m.jsonl"), "--base-url", "file://" + directory.url("out")])
         #expect(markup.status == 0, "\(markup.stderr)")
+        #expect(try HDROracle.isUltraHDR([directory.url("out/iphone-large.jpg")]) == [true])
         let page = directory.write(
             "page.html",
             """
