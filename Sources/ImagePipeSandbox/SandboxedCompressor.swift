@@ -296,7 +296,7 @@ public final class SandboxedCompressor: ImageCompressor {
         where made.byteCount > outputLimit(for: variant, limits: limits, sourceBytes: sourceBytes) {
             throw .ended(.misbehaved, "an output of \(made.byteCount) bytes for the variant \(variant.name)")
         }
-        for (variant, made) in zip(variants, result.variants) where made.hdrHeadroom != nil && !variant.carriesHDR {
+        for (variant, made) in zip(variants, result.variants) where made.encoding.hdrHeadroom != nil && !variant.carriesHDR {
             throw .ended(.misbehaved, "an HDR output for the variant \(variant.name), which carries no gain map")
         }
         var outputs: [Data] = []
@@ -351,13 +351,8 @@ extension CompressedImage {
     /// A helper's result with the variants' bytes it handed over and the specs they were made for.
     init(_ result: HelperResult, variants specs: [VariantSpec], outputs: [Data]) {
         let encoded = zip(specs, zip(result.variants, outputs)).map { spec, made in
-            var variant = EncodedVariant(spec: spec, size: made.0.size, data: made.1)
-            variant.quality = made.0.quality
-            variant.score = made.0.score
-            variant.encodes = made.0.encodes
-            variant.keptOriginal = made.0.keptOriginal
-            variant.frames = made.0.frames
-            variant.hdrHeadroom = made.0.hdrHeadroom
+            var variant = EncodedVariant(spec: spec, size: made.0.encoding.size, data: made.1)
+            variant.encoding = made.0.encoding
             return variant
         }
         self.init(

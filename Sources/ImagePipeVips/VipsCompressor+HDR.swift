@@ -155,15 +155,17 @@ extension VipsCompressor {
         _ encoded: EncodedVariant, map: SourceGainMap, displayed: PixelSize, focus: FocalPoint?
     ) throws(ImagePipeError) -> EncodedVariant {
         let variant = encoded.spec
-        guard let fraction = Self.visibleFraction(of: displayed, output: encoded.size, variant: variant, focus: focus) else { return encoded }
+        guard let fraction = Self.visibleFraction(of: displayed, output: encoded.encoding.size, variant: variant, focus: focus) else {
+            return encoded
+        }
         let source = map.image.size
         let left = min(source.width - 1, max(0, Int((fraction.0 * Double(source.width)).rounded(.down))))
         let top = min(source.height - 1, max(0, Int((fraction.1 * Double(source.height)).rounded(.down))))
         let right = min(source.width, max(left + 1, Int(((fraction.0 + fraction.2) * Double(source.width)).rounded(.up))))
         let bottom = min(source.height, max(top + 1, Int(((fraction.1 + fraction.3) * Double(source.height)).rounded(.up))))
         let size = PixelSize(
-            width: max(1, (encoded.size.width + Self.gainMapScale - 1) / Self.gainMapScale),
-            height: max(1, (encoded.size.height + Self.gainMapScale - 1) / Self.gainMapScale))
+            width: max(1, (encoded.encoding.size.width + Self.gainMapScale - 1) / Self.gainMapScale),
+            height: max(1, (encoded.encoding.size.height + Self.gainMapScale - 1) / Self.gainMapScale))
         var image = map.image
         var out: UnsafeMutablePointer<VipsImage>?
         if left != 0 || top != 0 || right != source.width || bottom != source.height {
@@ -176,8 +178,10 @@ extension VipsCompressor {
             guard ipv_resize_exact(image.pointer, Int32(size.width), Int32(size.height), &out) == 0, let out else { throw encodeError(variant) }
             image = VipsImageHandle(out)
         }
-        if let watermark = variant.watermark, let logo = watermarkLogo, let placement = watermark.placement(on: encoded.size, logo: logo.size) {
-            let scale = Double(size.width) / Double(encoded.size.width)
+        if let watermark = variant.watermark, let logo = watermarkLogo,
+            let placement = watermark.placement(on: encoded.encoding.size, logo: logo.size)
+        {
+            let scale = Double(size.width) / Double(encoded.encoding.size.width)
             let x = Int((Double(placement.left) * scale).rounded(.down)), y = Int((Double(placement.top) * scale).rounded(.down))
             let width = Int((Double(placement.left + placement.size.width) * scale).rounded(.up)) - x
             let height = Int((Double(placement.top + placement.size.height) * scale).rounded(.up)) - y
@@ -195,7 +199,7 @@ extension VipsCompressor {
         guard let assembled = UltraHDRJPEG.assemble(primary: encoded.data, gainMap: jpeg, metadata: map.metadata) else { return encoded }
         var carried = encoded
         carried.data = assembled
-        carried.hdrHeadroom = map.metadata.headroom
+        carried.encoding.hdrHeadroom = map.metadata.headroom
         return carried
     }
 
@@ -206,7 +210,7 @@ extension VipsCompressor {
         case .none: return nil
         case .notCarried(let record): return record
         case .read(let map):
-            let carried = variants.contains { $0.hdrHeadroom != nil }
+            let carried = variants.contains { $0.encoding.hdrHeadroom != nil }
             return carried
                 ? GainMap(kind: map.kind, carried: true, headroom: map.metadata.headroom)
                 : GainMap(kind: map.kind, notCarried: .geometry, headroom: map.metadata.headroom)

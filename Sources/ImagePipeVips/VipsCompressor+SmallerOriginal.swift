@@ -42,8 +42,8 @@ extension VipsCompressor {
         guard let stripped = JPEGOriginal.stripped(original, isSRGB: Self.isSRGB) else { return compressed }
         // An Ultra HDR original stands for a variant carrying its map only whole: its SDR picture
         // without metadata, its own gain map and the same numbers, written as imagepipe writes one.
-        let whole = compressed.variants.contains { $0.hdrHeadroom != nil } ? UltraHDRJPEG.rewritten(original, primary: stripped) : nil
-        func candidate(_ variant: EncodedVariant) -> Data? { variant.hdrHeadroom == nil ? stripped : whole }
+        let whole = compressed.variants.contains { $0.encoding.hdrHeadroom != nil } ? UltraHDRJPEG.rewritten(original, primary: stripped) : nil
+        func candidate(_ variant: EncodedVariant) -> Data? { variant.encoding.hdrHeadroom == nil ? stripped : whole }
         let smaller = compressed.variants.contains {
             Self.mayKeepOriginal($0, sourceSize: compressed.sourceSize) && (candidate($0).map(\.count) ?? .max) < $0.data.count
         }
@@ -55,9 +55,9 @@ extension VipsCompressor {
             let variant = result.variants[index]
             guard Self.mayKeepOriginal(variant, sourceSize: compressed.sourceSize), let bytes = candidate(variant), bytes.count < variant.data.count
             else { continue }
-            var kept = EncodedVariant(spec: variant.spec, size: variant.size, data: bytes)
-            kept.keptOriginal = true
-            kept.hdrHeadroom = variant.hdrHeadroom
+            var kept = EncodedVariant(spec: variant.spec, size: variant.encoding.size, data: bytes)
+            kept.encoding.keptOriginal = true
+            kept.encoding.hdrHeadroom = variant.encoding.hdrHeadroom
             result.variants[index] = kept
         }
         return result
@@ -79,7 +79,7 @@ extension VipsCompressor {
     /// bytes are kept without their metadata, and a variant that keeps some must have it (its
     /// encode carries what the policy allows; the original's own segments would carry all of it).
     private static func mayKeepOriginal(_ variant: EncodedVariant, sourceSize: PixelSize) -> Bool {
-        variant.spec.format == .jpeg && variant.size == sourceSize && variant.spec.watermark == nil && variant.spec.metadata == .strip
+        variant.spec.format == .jpeg && variant.encoding.size == sourceSize && variant.spec.watermark == nil && variant.spec.metadata == .strip
     }
 
     private static func isSRGB(_ profile: Data) -> Bool {

@@ -40,13 +40,13 @@ import Glibc
         result.placeholder = Placeholder(thumbHash: "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: "#7f8c8d")
         result.gainMap = GainMap(kind: .appleHEIC, notCarried: .noHeadroom)
         result.variants = [
+            .init(encoding: VariantEncoding(size: PixelSize(width: 2048, height: 1536), quality: 82, score: 87.25), byteCount: 345_678),
             .init(
-                size: PixelSize(width: 2048, height: 1536), byteCount: 345_678, quality: 82, score: 87.25, encodes: 1, keptOriginal: false, frames: 1),
-            .init(size: PixelSize(width: 320, height: 320), byteCount: 9_876, quality: nil, score: nil, encodes: 3, keptOriginal: true, frames: 12),
+                encoding: VariantEncoding(size: PixelSize(width: 320, height: 320), encodes: 3, keptOriginal: true, frames: 12), byteCount: 9_876),
         ]
         var hdr = result
         hdr.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true, headroom: 3.5)
-        hdr.variants[0].hdrHeadroom = 3.5
+        hdr.variants[0].encoding.hdrHeadroom = 3.5
         let replies: [HelperReply] = [
             .compressed(hdr), .ready(sandboxed: true, landlock: 7), .startFailed("Landlock: Operation not permitted"), .need(88 << 20),
             .compressed(result), .header(SourceHeader(format: .avif, size: PixelSize(width: 10, height: 20))), .header(nil),
@@ -76,16 +76,15 @@ import Glibc
                 decodeTime: .milliseconds(40), encodeTime: .milliseconds(60)))
         result.placeholder = Placeholder(thumbHash: "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: "#7f8c8d")
         result.variants = [
+            .init(encoding: VariantEncoding(size: PixelSize(width: 1800, height: 1200), quality: 82, score: 71.5), byteCount: 300_000),
             .init(
-                size: PixelSize(width: 1800, height: 1200), byteCount: 300_000, quality: 82, score: 71.5, encodes: 1, keptOriginal: false, frames: 1),
-            .init(
-                size: PixelSize(width: 320, height: 320), byteCount: 30, inline: Array(repeating: 7, count: 30), quality: 70, score: nil, encodes: 1,
-                keptOriginal: false, frames: 1),
+                encoding: VariantEncoding(size: PixelSize(width: 320, height: 320), quality: 70, encodes: 3), byteCount: 30,
+                inline: Array(repeating: 7, count: 30)),
         ]
         var hdr = result
         hdr.sourceFormat = .heic
         hdr.gainMap = GainMap(kind: .appleHEIC, carried: true, headroom: 3.1)
-        hdr.variants[0].hdrHeadroom = 3.1
+        hdr.variants[0].encoding.hdrHeadroom = 3.1
         var dropped = result
         dropped.gainMap = GainMap(kind: .ultraHDRJPEG, notCarried: .dropped, headroom: 4)
         let failure = ImagePipeError(.corruptImage, "premature end of JPEG file")
@@ -156,7 +155,7 @@ import Glibc
         var result = HelperResult(
             CompressedImage(sourceFormat: .jpeg, sourceSize: PixelSize(width: 1, height: 1), variants: [], decodeTime: .zero, encodeTime: .zero))
         result.variants = Array(
-            repeating: .init(size: PixelSize(width: 1, height: 1), byteCount: 1, quality: 80, score: nil, encodes: 1, keptOriginal: false, frames: 1),
+            repeating: .init(encoding: VariantEncoding(size: PixelSize(width: 1, height: 1), quality: 80), byteCount: 1),
             count: HelperResult.maxVariants + 1)
         #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperReply.compressed(result).encoded()) }
     }
@@ -169,7 +168,7 @@ import Glibc
             CompressedImage(sourceFormat: .jpeg, sourceSize: PixelSize(width: 10, height: 10), variants: [], decodeTime: .zero, encodeTime: .zero))
         result.placeholder = Placeholder(thumbHash: thumbHash, color: color)
         result.variants = [
-            .init(size: PixelSize(width: 10, height: 10), byteCount: 100, quality: 80, score: score, encodes: 1, keptOriginal: false, frames: 1)
+            .init(encoding: VariantEncoding(size: PixelSize(width: 10, height: 10), quality: 80, score: score), byteCount: 100)
         ]
         return HelperReply.compressed(result).encoded()
     }
@@ -186,7 +185,7 @@ import Glibc
             CompressedImage(
                 sourceFormat: .jpeg, sourceSize: PixelSize(width: 400, height: 300), variants: [], decodeTime: .zero, encodeTime: .zero))
         result.variants = [
-            .init(size: PixelSize(width: 10, height: 10), byteCount: 100, quality: 80, score: nil, encodes: 1, keptOriginal: false, frames: 1)
+            .init(encoding: VariantEncoding(size: PixelSize(width: 10, height: 10), quality: 80), byteCount: 100)
         ]
         // A helper sends the code of why; the manifest's words are the worker's for that code.
         result.gainMap = GainMap(kind: .ultraHDRJPEG, notCarried: .geometry, headroom: 2)
@@ -217,15 +216,15 @@ import Glibc
             refused(
                 {
                     $0.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true, headroom: 2)
-                    $0.variants[0].hdrHeadroom = headroom
+                    $0.variants[0].encoding.hdrHeadroom = headroom
                 }, "variant headroom \(headroom)")
         }
         // An HDR variant of an original whose gain map was not carried, or had none.
-        refused({ $0.variants[0].hdrHeadroom = 2 }, "an HDR variant of no carried map")
+        refused({ $0.variants[0].encoding.hdrHeadroom = 2 }, "an HDR variant of no carried map")
         refused(
             {
                 $0.gainMap = nil
-                $0.variants[0].hdrHeadroom = 2
+                $0.variants[0].encoding.hdrHeadroom = 2
             }, "an HDR variant of no map")
     }
 

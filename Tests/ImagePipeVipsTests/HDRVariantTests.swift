@@ -41,14 +41,14 @@ import Testing
         #expect(dropped.gainMap?.carried == false && dropped.gainMap?.reasonCode == .dropped)
         var items: [HDROracle.Item] = []
         for (made, twin) in zip(kept.variants, dropped.variants) {
-            #expect(twin.hdrHeadroom == nil)
+            #expect(twin.encoding.hdrHeadroom == nil)
             guard made.spec.format == .jpeg else {
-                #expect(made.hdrHeadroom == nil, "\(made.spec.name) is SDR")
+                #expect(made.encoding.hdrHeadroom == nil, "\(made.spec.name) is SDR")
                 #expect(made.data == twin.data, "\(made.spec.name) is as with --hdr drop")
                 continue
             }
-            #expect(made.hdrHeadroom != nil, "\(made.spec.name)")
-            let output = (width: made.size.width, height: made.size.height)
+            #expect(made.encoding.hdrHeadroom != nil, "\(made.spec.name)")
+            let output = (width: made.encoding.size.width, height: made.encoding.size.height)
             let fraction: HDROracle.Fraction =
                 made.spec.fit == .inside
                 ? .whole
@@ -78,7 +78,7 @@ import Testing
         try HDROracle.encode(path, width: 600, height: 400, peak: peak)
         let kept = try check(path, orientation: 1, displayed: (600, 400), specs: Self.specs)
         // The headroom recorded is the source's metadata's, the same for every variant.
-        let headrooms = Set(kept.variants.compactMap(\.hdrHeadroom))
+        let headrooms = Set(kept.variants.compactMap(\.encoding.hdrHeadroom))
         #expect(headrooms.count == 1 && headrooms.first.map { $0 > 1 } == true, "\(headrooms)")
         #expect(kept.gainMap?.headroom == headrooms.first)
     }
@@ -110,14 +110,15 @@ import Testing
         let headroom = exp2(1.8 - 20 * 0.008020164442)
         #expect(kept.gainMap?.kind == .appleHEIC && kept.gainMap?.carried == true)
         #expect(abs((kept.gainMap?.headroom ?? 0) - headroom) < 1e-6)
-        #expect(kept.output("web").hdrHeadroom == nil && kept.output("web").data == dropped.output("web").data)
+        #expect(kept.output("web").encoding.hdrHeadroom == nil && kept.output("web").data == dropped.output("web").data)
         let displayed = (width: 3024, height: 4032)
         var items: [HDROracle.Item] = []
         for name in ["fit", "crop"] {
             let made = kept.output(name)
-            #expect(abs((made.hdrHeadroom ?? 0) - headroom) < 1e-6, "\(name)")
+            #expect(abs((made.encoding.hdrHeadroom ?? 0) - headroom) < 1e-6, "\(name)")
             let fraction: HDROracle.Fraction =
-                name == "fit" ? .whole : .cover(source: displayed, output: (made.size.width, made.size.height), fx: focus.x, fy: focus.y)
+                name == "fit"
+                ? .whole : .cover(source: displayed, output: (made.encoding.size.width, made.encoding.size.height), fx: focus.x, fy: focus.y)
             items.append(
                 HDROracle.Item(
                     output: directory.write("\(name).jpg", made.data), source: path, fraction: fraction,
@@ -131,7 +132,7 @@ import Testing
             // libultrahdr applies the headroom the maker note gives, no more.
             #expect(found.peak <= headroom * 1.05 && found.peak >= found.sourcePeak * 0.9, "\(name): \(found)")
             let made = kept.output(name == "fit.jpg" ? "fit" : "crop")
-            #expect(mapSize == [(made.size.width + 1) / 2, (made.size.height + 1) / 2], "\(name): \(mapSize)")
+            #expect(mapSize == [(made.encoding.size.width + 1) / 2, (made.encoding.size.height + 1) / 2], "\(name): \(mapSize)")
         }
         // The SDR pictures are exactly the --hdr drop variants'.
         for (item, found) in zip(

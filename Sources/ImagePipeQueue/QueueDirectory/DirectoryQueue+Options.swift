@@ -18,8 +18,7 @@ extension DirectoryQueue {
     func refuse(_ name: String, _ error: ImagePipeError) {
         logger.error("refused", metadata: ["source": "\(name)", "error": "\(error.reason)"])
         let result = JobResult(source: name, status: .failed, error: error, attempts: 1)
-        let record = FailureRecord(
-            source: name, error: error.reason, errorCode: error.code, attempts: 1, history: [AttemptRecord(result)], result: result)
+        let record = FailureRecord(history: [AttemptRecord(result)], result: result)
         // The loop never sees this job: a worker that notifies sends its notice as one taken over.
         let notice = configuration.takesOverNotices ? JobNotice(event: .discarded, job: name, result: result) : nil
         let settled = moveOutAndForget(name, notice) { () throws(ImagePipeError) in
