@@ -54,6 +54,8 @@ public struct GainMapMetadata: Sendable, Hashable {
     /// The most stops a map may boost by, or a display's headroom be asked for: 8 (256 times SDR
     /// white), past every phone's and display's (phones write up to about 6).
     public static let maxStops = 8.0
+    /// The smallest boost, and range of display headrooms, that means anything: a thousandth of a stop.
+    public static let leastStops = 0.001
     /// The largest offset accepted: the specification's are small fractions of SDR white (1/64).
     public static let maxOffset = 1.0
 
@@ -82,10 +84,13 @@ public struct GainMapMetadata: Sendable, Hashable {
                 throw Refusal("the gain map's offsets are over \(Self.maxOffset)")
             }
         }
-        guard hdrCapacityMin >= 0, hdrCapacityMax > hdrCapacityMin, hdrCapacityMax <= Self.maxStops else {
+        // A thousandth of a stop at least: less is nothing a display shows, and is lost when written.
+        guard hdrCapacityMin >= 0, hdrCapacityMax >= hdrCapacityMin + Self.leastStops, hdrCapacityMax <= Self.maxStops else {
             throw Refusal("the gain map's display headrooms (\(hdrCapacityMin), \(hdrCapacityMax) stops) are not a range it can be shown in")
         }
-        guard channels.contains(where: { $0.gainMapMax > 0 }) else { throw Refusal("the gain map brightens nothing (its largest boost is 1)") }
+        guard channels.contains(where: { $0.gainMapMax >= Self.leastStops }) else {
+            throw Refusal("the gain map brightens nothing (its largest boost is 1)")
+        }
         return self
     }
 
