@@ -62,11 +62,11 @@ check: deps test-deps format-check
 # runs each for FUZZ_SECONDS (`make fuzz FUZZ_SECONDS=600`; FUZZ_TARGETS="toml s3-xml" for some);
 # an input that crashes, trips a sanitizer, runs past 5 s or holds more than 2 GB is kept in
 # fixtures/fuzz/crashes/TARGET/ and fails the run. `make test` replays every seed and crash input
-# through every harness, fuzzes each for FUZZ_CHECK_SECONDS, and runs the hostile fixtures through
-# `imagepipe batch` built with AddressSanitizer and UBSan (.build-asan).
+# through every harness, fuzzes each for FUZZ_CHECK_SECONDS (one target per core at a time), and runs
+# the hostile fixtures through the `imagepipe` of the same sanitized build.
 FUZZ_SECONDS ?= 15
 FUZZ_CHECK_SECONDS ?= 20
-ASAN_BUILD  := .build-asan
+SANITIZED_BIN := .build-fuzz/release/imagepipe
 
 fuzz-build: deps
 	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh build
@@ -74,14 +74,12 @@ fuzz-build: deps
 fuzz: fuzz-build
 	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh run $(FUZZ_SECONDS)
 
-# Swift has no UBSan on Linux: the batch binary gets AddressSanitizer everywhere and UBSan (but for
-# C++'s vptr check) on every C target.
+# The worker of the fuzzing build has AddressSanitizer everywhere and UBSan on every C target.
 fuzz-check: fuzz-build
 	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh replay
 	SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh run $(FUZZ_CHECK_SECONDS)
-	$(SWIFT) build --scratch-path $(ASAN_BUILD) --product imagepipe --sanitize address -Xcc -fsanitize=undefined -Xcc -fno-sanitize=vptr
 	$(SWIFT) build --build-tests
-	IMAGEPIPE_SANITIZED_BINARY=$(CURDIR)/$(ASAN_BUILD)/debug/imagepipe $(SWIFT) test --skip-build --filter SanitizedBatchTests
+	IMAGEPIPE_SANITIZED_BINARY=$(CURDIR)/$(SANITIZED_BIN) $(SWIFT) test --skip-build --filter SanitizedBatchTests
 
 # One layout for all Swift code (swift-format from the toolchain, settings in .ci/swift-format.json:
 # layout only, no rewriting rules). `make format` applies it; `make test` fails on code that differs.
@@ -284,4 +282,4 @@ soak: deps release
 		--plot-copy Benchmarks/soak/soak.svg
 
 clean:
-	rm -rf .build $(STATIC_BUILD) .build-fuzz $(ASAN_BUILD) out .bench .soak Benchmarks/.build
+	rm -rf .build $(STATIC_BUILD) .build-fuzz out .bench .soak Benchmarks/.build

@@ -8,6 +8,11 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The sanitized build (`Tests/Fuzz/fuzz.sh build`) instruments every module for coverage and links
+/// libFuzzer's runtime into the fuzz harness alone: the worker built beside it, for the hostile
+/// fixtures' run under the sanitizers, keeps its own entry point and needs no second build.
+let fuzzBuild = Context.environment["IMAGEPIPE_FUZZ_BUILD"] != nil
+
 let package = Package(
     name: "imagepipe",
     platforms: [.macOS(.v15)],
@@ -162,7 +167,8 @@ let package = Package(
             name: "ImagePipeFuzz",
             dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipePostgres", "ImagePipeTOML", "ImagePipeSandbox"],
             path: "Tests/Fuzz/ImagePipeFuzz",
-            swiftSettings: strict
+            swiftSettings: strict,
+            linkerSettings: fuzzBuild ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []
         ),
 
         .testTarget(

@@ -31,6 +31,7 @@ C_TARGETS=(jpeg-direct icc-srgb vips-header ssimulacra2)
 SWIFT_TARGETS=(toml aws-config variant-spec s3-xml s3-listing supabase-json percent job-row key-template sniff image-end exif frame-count helper-message gain-map)
 ALL_TARGETS=("${C_TARGETS[@]}" "${SWIFT_TARGETS[@]}")
 SWIFT_BINARY=$OUT/release/ImagePipeFuzz
+SANITIZED_WORKER=$OUT/release/imagepipe
 # Where run and replay take the binaries from: a copy lets a long run go on while the code is rebuilt.
 RUN_SWIFT_BINARY=${FUZZ_SWIFT_BINARY:-$SWIFT_BINARY}
 RUN_C_DIR=${FUZZ_C_DIR:-$OUT/c}
@@ -69,9 +70,15 @@ build() {
                 -fuse-ld=lld || return 1
         fi
     done
-    echo "building $SWIFT_BINARY"
-    "$SWIFT" build -c release --scratch-path $OUT --product ImagePipeFuzz \
-        -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -DFUZZING || return 1
+    # One sanitized release build of the whole package: every Swift module with AddressSanitizer and
+    # libFuzzer's coverage counters, every C target with AddressSanitizer and UBSan (Swift has no UBSan
+    # on Linux; C++'s vptr check needs RTTI the libraries lack). Package.swift links libFuzzer's runtime
+    # into the harness alone under IMAGEPIPE_FUZZ_BUILD, so the `imagepipe` beside it keeps its own
+    # entry point: it is the binary `make test` runs the hostile fixtures through, with no second build.
+    echo "building $SWIFT_BINARY and $SANITIZED_WORKER"
+    IMAGEPIPE_FUZZ_BUILD=1 "$SWIFT" build -c release --scratch-path $OUT --sanitize address \
+        -Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table -Xswiftc -parse-as-library -Xswiftc -DFUZZING \
+        -Xcc -fsanitize=undefined -Xcc -fno-sanitize=vptr || return 1
 }
 
 # The binary and the environment for a target.
@@ -82,34 +89,56 @@ command_for() {
 # Every file in a folder (none when it is missing or empty).
 files_in() { [ -d "$1" ] && find "$1" -type f ! -name '.*' | sort; }
 
-run() {
-    local seconds=$1 failed=() target
-    mkdir -p $LOGS
-    for target in $(targets); do
-        local corpus=$OUT/corpus/$target dict=$SEEDS/$target.dict log=$LOGS/$target.log
-        mkdir -p "$corpus" "$CRASHES/$target"
-        local options=(-max_total_time="$seconds" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_LIMIT_MB" -max_len="$MAX_LEN" -print_final_stats=1
-            -artifact_prefix="$CRASHES/$target/")
-        [ -f "$dict" ] && options+=(-dict="$dict")
-        echo "fuzzing $target for ${seconds}s"
-        local started=$SECONDS
-        $(command_for "$target") "${options[@]}" "$corpus" "$SEEDS/$target" >"$log" 2>&1
-        local status=$? elapsed=$((SECONDS - started))
-        # libFuzzer's last status line: "#123 DONE cov: 456 ft: 789 corp: ..." (or the line before a crash).
-        local last executions
-        last=$(grep -aE '^#[0-9]+' "$log" | tail -n1)
-        executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
-        # Finished at, target, seconds run, executions, coverage (cov, ft), libFuzzer's exit status.
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$elapsed" "${executions:-?}" \
-            "$(grep -o 'cov: [0-9]*' <<<"$last" | cut -d' ' -f2)" "$(grep -o 'ft: [0-9]*' <<<"$last" | cut -d' ' -f2)" "$status" >>$LOGS/runs.tsv
+# One target for SECONDS; its summary lines go to $LOGS/TARGET.summary, its status is libFuzzer's.
+fuzz_one() {
+    local target=$1 seconds=$2
+    local corpus=$OUT/corpus/$target dict=$SEEDS/$target.dict log=$LOGS/$target.log summary=$LOGS/$target.summary
+    mkdir -p "$corpus" "$CRASHES/$target"
+    local options=(-max_total_time="$seconds" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_LIMIT_MB" -max_len="$MAX_LEN" -print_final_stats=1
+        -artifact_prefix="$CRASHES/$target/")
+    [ -f "$dict" ] && options+=(-dict="$dict")
+    local started=$SECONDS
+    $(command_for "$target") "${options[@]}" "$corpus" "$SEEDS/$target" >"$log" 2>&1
+    local status=$? elapsed=$((SECONDS - started))
+    # libFuzzer's last status line: "#123 DONE cov: 456 ft: 789 corp: ..." (or the line before a crash).
+    local last executions
+    last=$(grep -aE '^#[0-9]+' "$log" | tail -n1)
+    executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+    # Finished at, target, seconds run, executions, coverage (cov, ft), libFuzzer's exit status: one
+    # short line, written at once, so targets that finish together do not interleave.
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$elapsed" "${executions:-?}" \
+        "$(grep -o 'cov: [0-9]*' <<<"$last" | cut -d' ' -f2)" "$(grep -o 'ft: [0-9]*' <<<"$last" | cut -d' ' -f2)" "$status" >>$LOGS/runs.tsv
+    {
         echo "  $target: ${executions:-?} executions; ${last:-no status line}"
-        rmdir "$CRASHES/$target" 2>/dev/null
         if [ $status -ne 0 ]; then
             echo "  $target FAILED (exit $status): see $log; input kept in $CRASHES/$target/"
             grep -aE 'ERROR: |runtime error:|Fatal error|SUMMARY:' "$log" | head -n5 | sed 's/^/    /'
-            failed+=("$target")
         fi
+    } >"$summary"
+    rmdir "$CRASHES/$target" 2>/dev/null
+    return $status
+}
+
+# libFuzzer runs one input at a time: FUZZ_JOBS targets (one per core unless told) run side by side.
+run() {
+    local seconds=$1 jobs=${FUZZ_JOBS:-$(nproc)} failed=() target
+    mkdir -p $LOGS
+    local -A running=()
+    # Reaps one finished target (the one named, or any): prints its summary, notes a failure.
+    reap() {
+        local finished status=0
+        wait -n -p finished "$@" || status=$?
+        cat "$LOGS/${running[$finished]}.summary"
+        [ $status -ne 0 ] && failed+=("${running[$finished]}")
+        unset "running[$finished]"
+    }
+    for target in $(targets); do
+        while [ ${#running[@]} -ge "$jobs" ]; do reap "${!running[@]}"; done
+        echo "fuzzing $target for ${seconds}s"
+        fuzz_one "$target" "$seconds" &
+        running[$!]=$target
     done
+    while [ ${#running[@]} -gt 0 ]; do reap "${!running[@]}"; done
     rmdir "$CRASHES" 2>/dev/null
     if [ ${#failed[@]} -gt 0 ]; then
         echo "fuzzing found problems in: ${failed[*]}"
