@@ -222,10 +222,10 @@ public struct BenchRunner: Sendable {
         }
         return order.map { name in
             let made = records[name] ?? []
-            let scores = made.compactMap(\.score)
+            let scores = made.compactMap(\.encoding.score)
             return BenchReport.VariantQuality(
                 name: name, bytes: made.reduce(0) { $0 + $1.bytes }, worstScore: scores.min(), medianScore: scores.quantile(0.5),
-                encodesPerImage: Double(made.reduce(0) { $0 + ($1.encodes ?? 1) }) / Double(max(1, made.count)))
+                encodesPerImage: Double(made.reduce(0) { $0 + ($1.encoding.encodes ?? 1) }) / Double(max(1, made.count)))
         }
     }
 

@@ -12,16 +12,12 @@ package enum HelperBatchItem: Equatable {
 /// memory files) and without their specs (the worker has them, in the order it asked).
 package struct HelperResult: Equatable {
     package struct Variant: Equatable {
-        var size: PixelSize
+        /// What encoding made of it, as its record will say.
+        var encoding: VariantEncoding
         var byteCount: Int
         /// Its bytes, inside the message, when the job's outputs are small; else they come as a
         /// memory file beside it.
         var inline: [UInt8]? = nil
-        var quality: Int?
-        var score: Double?
-        var encodes: Int
-        var keptOriginal: Bool
-        var frames: Int
     }
 
     package var sourceFormat: SourceFormat
@@ -53,9 +49,7 @@ package struct HelperResult: Equatable {
         gainMap = compressed.gainMap
         let inline = allowed && Self.fitsInline(compressed)
         variants = compressed.variants.map {
-            Variant(
-                size: $0.size, byteCount: $0.data.count, inline: inline ? [UInt8]($0.data) : nil, quality: $0.quality, score: $0.score,
-                encodes: $0.encodes, keptOriginal: $0.keptOriginal, frames: $0.frames)
+            Variant(encoding: $0.encoding, byteCount: $0.data.count, inline: inline ? [UInt8]($0.data) : nil)
         }
     }
 
@@ -84,15 +78,17 @@ package struct HelperResult: Equatable {
         }
         writer.int(variants.count)
         for variant in variants {
-            writer.int(variant.size.width)
-            writer.int(variant.size.height)
+            let encoding = variant.encoding
+            writer.int(encoding.size.width)
+            writer.int(encoding.size.height)
             writer.int(variant.byteCount)
             writer.optional(variant.inline) { $0.blob($1) }
-            writer.optional(variant.quality) { $0.int($1) }
-            writer.optional(variant.score) { $0.double($1) }
-            writer.int(variant.encodes)
-            writer.bool(variant.keptOriginal)
-            writer.int(variant.frames)
+            writer.optional(encoding.quality) { $0.int($1) }
+            writer.optional(encoding.score) { $0.double($1) }
+            // 0: no quality search chose it (a search makes one encode at least).
+            writer.int(encoding.encodes ?? 0)
+            writer.bool(encoding.keptOriginal)
+            writer.int(encoding.frames)
         }
     }
 
@@ -132,11 +128,11 @@ package struct HelperResult: Equatable {
                 guard score.isFinite, score <= 100, score >= -1000 else { throw WireReader.Malformed(description: "a score of \(score)") }
                 return score
             }
-            variants.append(
-                Variant(
-                    size: size, byteCount: byteCount, inline: inline, quality: quality, score: score,
-                    encodes: try reader.int(in: 0...1000, "an encode count of"), keptOriginal: try reader.bool(),
-                    frames: try reader.int(in: 1...1_000_000, "a frame count of")))
+            let encodes = try reader.int(in: 0...1000, "an encode count of")
+            let encoding = VariantEncoding(
+                size: size, quality: quality, score: score, encodes: encodes == 0 ? nil : encodes, keptOriginal: try reader.bool(),
+                frames: try reader.int(in: 1...1_000_000, "a frame count of"))
+            variants.append(Variant(encoding: encoding, byteCount: byteCount, inline: inline))
         }
     }
 

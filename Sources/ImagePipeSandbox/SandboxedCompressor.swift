@@ -346,12 +346,8 @@ extension CompressedImage {
     /// A helper's result with the variants' bytes it handed over and the specs they were made for.
     init(_ result: HelperResult, variants specs: [VariantSpec], outputs: [Data]) {
         let encoded = zip(specs, zip(result.variants, outputs)).map { spec, made in
-            var variant = EncodedVariant(spec: spec, size: made.0.size, data: made.1)
-            variant.quality = made.0.quality
-            variant.score = made.0.score
-            variant.encodes = made.0.encodes
-            variant.keptOriginal = made.0.keptOriginal
-            variant.frames = made.0.frames
+            var variant = EncodedVariant(spec: spec, size: made.0.encoding.size, data: made.1)
+            variant.encoding = made.0.encoding
             return variant
         }
         self.init(

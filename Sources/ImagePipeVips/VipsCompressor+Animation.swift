@@ -133,8 +133,8 @@ extension VipsCompressor {
         }
         let image = VipsImageHandle(stripped)
         var encoded = EncodedVariant(spec: variant, size: size, data: try encode(image, as: variant, quality: variant.quality))
-        encoded.frames = count
-        if variant.hasQuality { encoded.quality = variant.quality }
+        encoded.encoding.frames = count
+        if variant.hasQuality { encoded.encoding.quality = variant.quality }
         return encoded
     }
 

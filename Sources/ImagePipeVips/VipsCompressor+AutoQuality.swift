@@ -49,13 +49,13 @@ extension VipsCompressor {
             return (try scorer.score(of: data, variant: variant), data)
         }
         var encoded = EncodedVariant(spec: variant, size: source.size, data: outcome.chosen.payload)
-        encoded.quality = outcome.chosen.quality
-        encoded.score = outcome.chosen.score
+        encoded.encoding.quality = outcome.chosen.quality
+        encoded.encoding.score = outcome.chosen.score
         if scorer.isSampled && configuration.scoreEveryVariant {
             // `--score` audits what each image got: the full score, not the estimate the search used.
-            encoded.score = try PerceptualScore(reference: source, variant: variant).score(of: encoded.data, variant: variant)
+            encoded.encoding.score = try PerceptualScore(reference: source, variant: variant).score(of: encoded.data, variant: variant)
         }
-        encoded.encodes = outcome.probes
+        encoded.encoding.encodes = outcome.probes
         return encoded
     }
 }

@@ -71,7 +71,7 @@ extension VipsCompressor {
             var output = EncodedVariant(
                 spec: variant, size: size,
                 data: Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_jpeg_free(pointer) }))
-            output.quality = variant.quality
+            output.encoding.quality = variant.quality
             encoded.append(output)
         }
         var compressed = CompressedImage(

@@ -30,9 +30,9 @@ extension VipsCompressor {
         let data = try encode(source, as: variant, quality: variant.quality, keepingMetadata: keepsMetadata)
         var encoded = EncodedVariant(spec: variant, size: source.size, data: data)
         if variant.hasQuality {
-            encoded.quality = variant.quality
+            encoded.encoding.quality = variant.quality
             if configuration.scoreEveryVariant {
-                encoded.score = try PerceptualScore(reference: source, variant: variant).score(of: encoded.data, variant: variant)
+                encoded.encoding.score = try PerceptualScore(reference: source, variant: variant).score(of: encoded.data, variant: variant)
             }
         }
         return encoded

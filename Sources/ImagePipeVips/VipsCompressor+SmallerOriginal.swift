@@ -48,8 +48,8 @@ extension VipsCompressor {
         for index in result.variants.indices {
             let variant = result.variants[index]
             guard Self.mayKeepOriginal(variant, sourceSize: compressed.sourceSize), stripped.count < variant.data.count else { continue }
-            var kept = EncodedVariant(spec: variant.spec, size: variant.size, data: stripped)
-            kept.keptOriginal = true
+            var kept = EncodedVariant(spec: variant.spec, size: variant.encoding.size, data: stripped)
+            kept.encoding.keptOriginal = true
             result.variants[index] = kept
         }
         return result
@@ -71,7 +71,7 @@ extension VipsCompressor {
     /// bytes are kept without their metadata, and a variant that keeps some must have it (its
     /// encode carries what the policy allows; the original's own segments would carry all of it).
     private static func mayKeepOriginal(_ variant: EncodedVariant, sourceSize: PixelSize) -> Bool {
-        variant.spec.format == .jpeg && variant.size == sourceSize && variant.spec.watermark == nil && variant.spec.metadata == .strip
+        variant.spec.format == .jpeg && variant.encoding.size == sourceSize && variant.spec.watermark == nil && variant.spec.metadata == .strip
     }
 
     private static func isSRGB(_ profile: Data) -> Bool {

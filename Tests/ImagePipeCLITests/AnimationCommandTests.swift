@@ -33,6 +33,9 @@ import Testing
         #expect(made["anim.gif"]?.status == .done && made["photo.jpg"]?.status == .done, "\(made)")
         #expect(try frames("out/anim-medium.webp") == 3 && frames("out/anim-thumb.webp") == 3)
         #expect(try frames("out/anim-large.jpg") == 1)
+        // The manifest says what each output holds, as the compressor made it.
+        let recorded = Dictionary(uniqueKeysWithValues: (made["anim.gif"]?.variants ?? []).map { ($0.name, $0.encoding.frames) })
+        #expect(recorded == ["large": 1, "medium": 3, "thumb": 3], "\(made)")
 
         let (_, again) = try batch("src", [], into: "out")
         #expect(again.values.allSatisfy { $0.status == .skipped && $0.skipCode == .upToDate }, "\(again)")

@@ -158,8 +158,8 @@ import Testing
         let own = ["--variant", "o=900x900,jpeg,q95"]  // 600x900 stored and shown
         let stripped = try batch(own, into: "own-strip")
         let kept = try batch(own + ["--metadata", "copyright"], into: "own-copyright")
-        #expect(stripped.first?.variants.first?.keptOriginal == true, "\(stripped)")
-        #expect(kept.first?.variants.first?.keptOriginal != true, "\(kept)")
+        #expect(stripped.first?.variants.first?.encoding.keptOriginal == true, "\(stripped)")
+        #expect(kept.first?.variants.first?.encoding.keptOriginal != true, "\(kept)")
         let found = try tags(of: [directory.url("own-copyright/camera-o.jpg")])["camera-o.jpg"] ?? [:]
         #expect(found["IFD0:Artist"] as? String == "Ada Photographer" && found["GPS:GPSLatitude"] == nil, "\(found.keys.sorted())")
     }

@@ -37,7 +37,7 @@ import Testing
         // Chosen qualities and scores show when auto chose them.
         let manifest = try ManifestReader.read(directory.url("m.jsonl"))
         let large = try #require(manifest.first { $0.source == "landscape.jpg" }?.variants.first { $0.name == "large" })
-        let quality = try #require(large.quality)
+        let quality = try #require(large.encoding.quality)
         #expect(html.contains("large: \(large.width)x\(large.height) jpeg, \(BatchSummary.formatBytes(large.bytes)), q\(quality), score"))
     }
 

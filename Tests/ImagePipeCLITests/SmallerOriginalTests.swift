@@ -35,14 +35,14 @@ import Testing
             guard orientation == "1" else {
                 // A turned original is encoded upright: its pixels are what the record says, and no
                 // tag is left to turn them again.
-                #expect(large.keptOriginal == nil && large.quality != nil, "\(record.source)")
+                #expect(!large.encoding.keptOriginal && large.encoding.quality != nil, "\(record.source)")
                 let info = try VipsProbe.info(stored)
                 #expect(info.width == 1800 && info.height == 1200 && info.metadata.isEmpty, "\(record.source): \(info)")
                 continue
             }
             #expect(large.bytes <= original.count, "\(record.source): \(large.bytes) B from \(original.count) B")
-            #expect(large.keptOriginal == true && large.quality == nil)
-            #expect(reEncoded.bytes > large.bytes && reEncoded.keptOriginal == nil, "--always-encode encodes it")
+            #expect(large.encoding.keptOriginal && large.encoding.quality == nil)
+            #expect(reEncoded.bytes > large.bytes && !reEncoded.encoding.keptOriginal, "--always-encode encodes it")
 
             // The same pixels as the original, and no metadata.
             let difference = try VipsProbe.decode(stored).meanAbsoluteDifference(to: try VipsProbe.decode(original))
@@ -53,14 +53,14 @@ import Testing
                 #expect(stored.range(of: Data(text.utf8)) == nil || original.range(of: Data(text.utf8)) == nil, "\(record.source) keeps \(text)")
             }
         }
-        #expect(kept.filter { $0.variants.contains { $0.keptOriginal == true } }.count == 2, "Landscape_0 and _1, the upright ones")
+        #expect(kept.filter { $0.variants.contains { $0.encoding.keptOriginal } }.count == 2, "Landscape_0 and _1, the upright ones")
     }
 
     @Test func aVariantOfAnotherSizeOrFormatIsEncodedAsBefore() throws {
         let kept = try batch([], into: "kept")
         for record in kept {
             for variant in record.variants where variant.name != "large" {
-                #expect(variant.keptOriginal == nil && variant.quality != nil, "\(record.source) \(variant.name)")
+                #expect(!variant.encoding.keptOriginal && variant.encoding.quality != nil, "\(record.source) \(variant.name)")
             }
         }
     }
@@ -110,7 +110,7 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         let record = try #require(try ManifestReader.read(directory.url("manifest.jsonl")).first)
         let large = try #require(record.variants.first { $0.name == "large" })
-        #expect(large.keptOriginal == nil && large.quality != nil, "re-encoded, not kept: \(large)")
+        #expect(!large.encoding.keptOriginal && large.encoding.quality != nil, "re-encoded, not kept: \(large)")
         let stored = directory.url("out/" + large.key)
         #expect(try decodeWarnings(stored) == "", "the output decodes without a warning")
     }

@@ -136,11 +136,11 @@ import Testing
             let (_, plainRecords) = try batch(variants, into: name + "-plain")
             let (_, markedRecords) = try batch(variants + mark, into: name + "-marked")
             let big = try #require(markedRecords.first?.variants.first { $0.name == "big" })
-            #expect(big.keptOriginal == nil && big.quality == 82, "\(name): \(big)")
+            #expect(!big.encoding.keptOriginal && big.encoding.quality == 82, "\(name): \(big)")
             #expect(big.width == 1800 && big.height == 1200)
             if name == "both" {
                 let plainBig = try #require(plainRecords.first?.variants.first { $0.name == "big" })
-                #expect(plainBig.keptOriginal == true, "without a watermark the original is kept")
+                #expect(plainBig.encoding.keptOriginal, "without a watermark the original is kept")
             }
             let result = try compare(
                 unmarked: directory.url("src/photo.jpg"), marked: directory.url(name + "-marked/photo-big.jpg"), logo: logo, box: box,

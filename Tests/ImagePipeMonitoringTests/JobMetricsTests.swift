@@ -14,8 +14,12 @@ import CoreMetrics
         var result = JobResult(
             source: "a.jpg", status: .done, bytes: 1000,
             variants: [
-                VariantRecord(name: "large", key: "a-large.jpg", url: "", format: .jpeg, width: 2048, height: 1365, bytes: 300),
-                VariantRecord(name: "thumb", key: "a-thumb.webp", url: "", format: .webp, width: 320, height: 213, bytes: 200),
+                VariantRecord(
+                    name: "large", key: "a-large.jpg", url: "", format: .jpeg, bytes: 300,
+                    encoding: VariantEncoding(size: PixelSize(width: 2048, height: 1365))),
+                VariantRecord(
+                    name: "thumb", key: "a-thumb.webp", url: "", format: .webp, bytes: 200,
+                    encoding: VariantEncoding(size: PixelSize(width: 320, height: 213))),
             ])
         result.timings.readMs = 20
         result.timings.decodeMs = 300

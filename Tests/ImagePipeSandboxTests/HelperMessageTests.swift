@@ -40,9 +40,9 @@ import Glibc
         result.placeholder = Placeholder(thumbHash: "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: "#7f8c8d")
         result.gainMap = GainMap(kind: .appleHEIC, carried: false, reason: GainMap.notCarriedReason)
         result.variants = [
+            .init(encoding: VariantEncoding(size: PixelSize(width: 2048, height: 1536), quality: 82, score: 87.25), byteCount: 345_678),
             .init(
-                size: PixelSize(width: 2048, height: 1536), byteCount: 345_678, quality: 82, score: 87.25, encodes: 1, keptOriginal: false, frames: 1),
-            .init(size: PixelSize(width: 320, height: 320), byteCount: 9_876, quality: nil, score: nil, encodes: 3, keptOriginal: true, frames: 12),
+                encoding: VariantEncoding(size: PixelSize(width: 320, height: 320), encodes: 3, keptOriginal: true, frames: 12), byteCount: 9_876),
         ]
         let replies: [HelperReply] = [
             .ready(sandboxed: true, landlock: 7), .startFailed("Landlock: Operation not permitted"), .need(88 << 20),
@@ -106,7 +106,7 @@ import Glibc
         var result = HelperResult(
             CompressedImage(sourceFormat: .jpeg, sourceSize: PixelSize(width: 1, height: 1), variants: [], decodeTime: .zero, encodeTime: .zero))
         result.variants = Array(
-            repeating: .init(size: PixelSize(width: 1, height: 1), byteCount: 1, quality: 80, score: nil, encodes: 1, keptOriginal: false, frames: 1),
+            repeating: .init(encoding: VariantEncoding(size: PixelSize(width: 1, height: 1), quality: 80), byteCount: 1),
             count: HelperResult.maxVariants + 1)
         #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperReply.compressed(result).encoded()) }
     }
@@ -119,7 +119,7 @@ import Glibc
             CompressedImage(sourceFormat: .jpeg, sourceSize: PixelSize(width: 10, height: 10), variants: [], decodeTime: .zero, encodeTime: .zero))
         result.placeholder = Placeholder(thumbHash: thumbHash, color: color)
         result.variants = [
-            .init(size: PixelSize(width: 10, height: 10), byteCount: 100, quality: 80, score: score, encodes: 1, keptOriginal: false, frames: 1)
+            .init(encoding: VariantEncoding(size: PixelSize(width: 10, height: 10), quality: 80, score: score), byteCount: 100)
         ]
         return HelperReply.compressed(result).encoded()
     }

@@ -29,14 +29,14 @@ import Testing
         let compressed = try Fixtures.compressor.compress(
             SourceImage(name: "many.gif", content: .bytes(gif)), variants: Self.moving,
             limits: CompressionLimits(maxPixels: 100_000_000, maxFrames: 2000))
-        #expect(compressed.variants[0].frames == 1500)
+        #expect(compressed.variants[0].encoding.frames == 1500)
     }
 
     /// Variants that take the first frame decode one frame only, so the budget does not apply.
     @Test func stillVariantsOfAHugeAnimationAreMade() throws {
         let gif = ManyFrameGIF.make(frames: 400, width: 2000, height: 2000)
         let compressed = try Fixtures.compress(bytes: gif, [Fixtures.variant("j=100x100,jpeg,q75"), Fixtures.variant("s=100x100,webp,q75,still")])
-        #expect(compressed.variants.map(\.frames) == [1, 1])
+        #expect(compressed.variants.map(\.encoding.frames) == [1, 1])
     }
 
     /// The hostile animated fixtures are still refused before decoding, by their canvas alone.

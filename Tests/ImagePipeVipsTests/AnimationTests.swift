@@ -95,10 +95,10 @@ import Testing
         for name in ["medium", "moving", "lossless", "thumb"] {
             let output = compressed.output(name)
             let decoded = try read(output.data)
-            #expect(output.frames == 4, "\(name)")
+            #expect(output.encoding.frames == 4, "\(name)")
             #expect(decoded.frames == 4 && decoded.delays == Self.delays && decoded.plays == 4, "\(name): \(decoded)")
             let size = name == "thumb" ? PixelSize(width: 30, height: 30) : PixelSize(width: 60, height: 40)
-            #expect(PixelSize(width: decoded.width, height: decoded.height) == size && output.size == size, "\(name): \(decoded)")
+            #expect(PixelSize(width: decoded.width, height: decoded.height) == size && output.encoding.size == size, "\(name): \(decoded)")
             for (index, colour) in decoded.colours.enumerated() {
                 #expect(Self.matches(colour, frame: index), "\(name) frame \(index): \(colour)")
             }
@@ -106,7 +106,7 @@ import Testing
         // `still` and a JPEG take the first frame.
         for name in ["first", "photo"] {
             let decoded = try read(compressed.output(name).data)
-            #expect(decoded.frames == 1 && compressed.output(name).frames == 1, "\(name): \(decoded)")
+            #expect(decoded.frames == 1 && compressed.output(name).encoding.frames == 1, "\(name): \(decoded)")
             #expect(Self.matches(decoded.colours[0], frame: 0), "\(name): \(decoded)")
         }
     }

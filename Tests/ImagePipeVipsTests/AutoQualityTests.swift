@@ -9,9 +9,10 @@ import Testing
     @Test func autoPicksAQualityThatMeetsTheTargetAndRecordsIt() throws {
         let source = "images/exif-orientation/Landscape_1.jpg"
         let auto = try Fixtures.compress(source, [Fixtures.variant("m=800x800,webp,auto:65")]).variants[0]
-        let quality = try #require(auto.quality)
-        let score = try #require(auto.score)
-        #expect(score >= 65 && auto.encodes >= 1 && auto.encodes <= 6, "q\(quality) scored \(score) in \(auto.encodes) encodes")
+        let quality = try #require(auto.encoding.quality)
+        let score = try #require(auto.encoding.score)
+        let encodes = try #require(auto.encoding.encodes, "a quality search says how many encodes it made")
+        #expect(score >= 65 && encodes >= 1 && encodes <= 6, "q\(quality) scored \(score) in \(encodes) encodes")
         // The recorded score is the output's own (533 rows: scored on every pixel, not sampled), its
         // full score meets the target, and it is either inside the search's window or the lowest
         // passing quality to within the search's resolution (3 steps lower misses the target).
@@ -23,16 +24,16 @@ import Testing
         #expect(score <= 65 + VipsCompressor.autoTolerance || lowerScore < 65 + 1, "q\(quality) \(score), q\(quality - 3) \(lowerScore)")
         // A higher target costs more bytes.
         let higher = try Fixtures.compress(source, [Fixtures.variant("m=800x800,webp,auto:80")]).variants[0]
-        let higherQuality = try #require(higher.quality)
-        #expect(try #require(higher.score) >= 80 && higher.data.count > auto.data.count && higherQuality > quality)
+        let higherQuality = try #require(higher.encoding.quality)
+        #expect(try #require(higher.encoding.score) >= 80 && higher.data.count > auto.data.count && higherQuality > quality)
     }
 
     @Test func everyVariantOfTheWebAutoPresetMeetsItsTarget() throws {
         let result = try Fixtures.compress("images/formats/landscape.jpg", Preset.webAuto)
         for output in result.variants {
             let target = try #require(output.spec.autoTarget)
-            #expect(try #require(output.score) >= target, "\(output.spec.name)")
-            #expect(try VipsProbe.info(output.data).width == output.size.width)
+            #expect(try #require(output.encoding.score) >= target, "\(output.spec.name)")
+            #expect(try VipsProbe.info(output.data).width == output.encoding.size.width)
         }
     }
 
@@ -55,8 +56,8 @@ import Testing
             for output in result.variants {
                 let target = try #require(output.spec.autoTarget)
                 let full = try VipsProbe.ssimulacra2(reference: references.output(output.spec.name).data, distorted: output.data)
-                #expect(full >= target, "\(photo) \(output.spec.name): q\(output.quality ?? 0) scored \(full), target \(target)")
-                encodes[output.spec.name, default: []].append(output.encodes)
+                #expect(full >= target, "\(photo) \(output.spec.name): q\(output.encoding.quality ?? 0) scored \(full), target \(target)")
+                encodes[output.spec.name, default: []].append(try #require(output.encoding.encodes))
             }
         }
         // A small photo's `large` JPEG (600–1800 px here) scores far above the corpus's 2048 px ones at
@@ -85,9 +86,9 @@ import Testing
 
     @Test func imagesWithAlphaAreScoredAndKeepTheirAlpha() throws {
         let output = try Fixtures.compress("images/formats/alpha.png", [Fixtures.variant("a=200x200,webp,auto:70")]).variants[0]
-        let score = try #require(output.score)
+        let score = try #require(output.encoding.score)
         // Sharp synthetic edges may not reach the target at all: then the highest quality is used.
-        #expect(score >= 70 || output.quality == 95, "q\(output.quality ?? 0) scored \(score)")
+        #expect(score >= 70 || output.encoding.quality == 95, "q\(output.encoding.quality ?? 0) scored \(score)")
         #expect(try VipsProbe.info(output.data).bands == 4)
     }
 
@@ -139,7 +140,7 @@ import Testing
     @Test func smallJPEGsAreBaselineByDefaultWhereProgressiveCostsBytes() throws {
         let source = "images/formats/landscape.jpg"
         let small = try Fixtures.compress(source, [Fixtures.variant("j=150x150,jpeg,q80")]).variants[0]
-        #expect(max(small.size.width, small.size.height) < EncoderOptions.progressiveFromSide)
+        #expect(max(small.encoding.size.width, small.encoding.size.height) < EncoderOptions.progressiveFromSide)
         #expect(try VipsProbe.header(small.data, "jpeg-multiscan") == "0")
         let forced = try Fixtures.compress(source, [Fixtures.variant("j=150x150,jpeg,q80,progressive")]).variants[0].data
         #expect(try VipsProbe.header(forced, "jpeg-multiscan") == "1")
@@ -164,7 +165,7 @@ import Testing
             ])
         let lossless = try VipsProbe.decode(result.output("l").data)
         #expect(lossless.meanAbsoluteDifference(to: try VipsProbe.decode(result.output("p").data)) == 0)
-        #expect(result.output("l").quality == nil)
+        #expect(result.output("l").encoding.quality == nil)
     }
 
     @Test func effortAndSmartSubsamplingChangeTheEncodingOnly() throws {
@@ -176,7 +177,7 @@ import Testing
         let result = try Fixtures.compress(source, variants)
         #expect(Set(result.variants.map(\.data)).count == variants.count, "every option gives different bytes")
         for output in result.variants {
-            #expect(try VipsProbe.info(output.data).width == output.size.width)
+            #expect(try VipsProbe.info(output.data).width == output.encoding.size.width)
         }
     }
 }

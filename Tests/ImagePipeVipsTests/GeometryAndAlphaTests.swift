@@ -9,13 +9,13 @@ import Testing
     @Test func webPresetSizes() throws {
         let result = try Fixtures.compress("images/exif-orientation/Landscape_1.jpg")
         #expect(
-            result.variants.map(\.size) == [
+            result.variants.map(\.encoding.size) == [
                 PixelSize(width: 1800, height: 1200), PixelSize(width: 1024, height: 683),
                 PixelSize(width: 320, height: 320),
             ])
         for output in result.variants {
             let info = try VipsProbe.info(output.data)
-            #expect(PixelSize(width: info.width, height: info.height) == output.size)
+            #expect(PixelSize(width: info.width, height: info.height) == output.encoding.size)
             #expect(info.loader.hasPrefix(output.spec.format == .jpeg ? "jpegload" : "webpload"))
         }
     }
@@ -28,7 +28,7 @@ import Testing
         for source in ["images/exif-orientation/Landscape_1.jpg", "images/exif-orientation/Landscape_6.jpg"] {
             let alone = try Fixtures.compress(source, [big])
             let together = try Fixtures.compress(source, [big, small])
-            #expect(together.output("big").size == alone.output("big").size, "\(source)")
+            #expect(together.output("big").encoding.size == alone.output("big").encoding.size, "\(source)")
             // Compared first: a failed expectation on two Data values would diff them byte by byte.
             let identical = together.output("big").data == alone.output("big").data
             #expect(identical, "\(source): the variant was resampled twice")
@@ -43,42 +43,42 @@ import Testing
         let together = try Fixtures.compress("images/formats/panorama.jpg", variants)
         for variant in variants {
             let alone = try Fixtures.compress("images/formats/panorama.jpg", [variant])
-            #expect(together.output(variant.name).size == alone.output(variant.name).size, "\(variant.name)")
+            #expect(together.output(variant.name).encoding.size == alone.output(variant.name).encoding.size, "\(variant.name)")
             let info = try VipsProbe.info(together.output(variant.name).data)
-            #expect(PixelSize(width: info.width, height: info.height) == together.output(variant.name).size, "\(variant.name)")
+            #expect(PixelSize(width: info.width, height: info.height) == together.output(variant.name).encoding.size, "\(variant.name)")
         }
-        #expect(together.output("strip").size == PixelSize(width: 320, height: 40))
+        #expect(together.output("strip").encoding.size == PixelSize(width: 320, height: 40))
     }
 
     @Test func aTinyImageIsNeverEnlargedAndItsThumbIsStillSquare() throws {
         let result = try Fixtures.compress("images/formats/tiny.png")
         #expect(result.sourceSize == PixelSize(width: 40, height: 30))
-        #expect(result.output("large").size == PixelSize(width: 40, height: 30))
-        #expect(result.output("medium").size == PixelSize(width: 40, height: 30))
-        #expect(result.output("thumb").size == PixelSize(width: 30, height: 30))
+        #expect(result.output("large").encoding.size == PixelSize(width: 40, height: 30))
+        #expect(result.output("medium").encoding.size == PixelSize(width: 40, height: 30))
+        #expect(result.output("thumb").encoding.size == PixelSize(width: 30, height: 30))
         let thumb = try VipsProbe.info(result.output("thumb").data)
         #expect(thumb.width == 30 && thumb.height == 30)
     }
 
     @Test func aSourceSmallerThanTheThumbBoxGivesTheLargestSquareItHas() throws {
         let result = try Fixtures.compress("images/formats/small-400x300.jpg")
-        #expect(result.output("thumb").size == PixelSize(width: 300, height: 300))
-        #expect(result.output("large").size == PixelSize(width: 400, height: 300))
+        #expect(result.output("thumb").encoding.size == PixelSize(width: 300, height: 300))
+        #expect(result.output("large").encoding.size == PixelSize(width: 400, height: 300))
     }
 
     @Test func panoramaAndTallImages() throws {
         let panorama = try Fixtures.compress("images/formats/panorama.jpg")
         let source = panorama.sourceSize
         #expect(source.width > 4 * source.height)
-        let large = panorama.output("large").size
+        let large = panorama.output("large").encoding.size
         #expect(large.width == 2048)
         #expect(abs(Double(large.height) - 2048 * Double(source.height) / Double(source.width)) <= 1)
-        #expect(panorama.output("thumb").size == PixelSize(width: 320, height: 320))
+        #expect(panorama.output("thumb").encoding.size == PixelSize(width: 320, height: 320))
 
         let tall = try Fixtures.compress("images/formats/tall.jpg")
         #expect(tall.sourceSize == PixelSize(width: 150, height: 2400))
-        #expect(tall.output("thumb").size == PixelSize(width: 150, height: 150))
-        #expect(tall.output("medium").size == PixelSize(width: 64, height: 1024))
+        #expect(tall.output("thumb").encoding.size == PixelSize(width: 150, height: 150))
+        #expect(tall.output("medium").encoding.size == PixelSize(width: 64, height: 1024))
     }
 
     @Test func alphaIsKeptForWebPPNGAndAVIFAndFlattenedOntoWhiteForJPEG() throws {

@@ -75,7 +75,9 @@ import Testing
         ]
         for (source, made, decoded) in try decodedBeside(png: "400x400,png", jxl: "400x400,jxl,q85", sources: sources) {
             #expect(made.data.starts(with: [0xFF, 0x0A]), "\(source): a JPEG XL codestream")
-            #expect(decoded.width == made.size.width && decoded.height == made.size.height, "\(source): \(decoded) vs \(made.size)")
+            #expect(
+                decoded.width == made.encoding.size.width && decoded.height == made.encoding.size.height,
+                "\(source): \(decoded) vs \(made.encoding.size)")
             if source.hasSuffix("landscape.jpg") { #expect(decoded.width == 400, "\(source): fitted to the box") }
             // The same pixels as the lossless PNG of that variant (upright, sRGB), within q85's loss.
             #expect(decoded.meanDifference >= 0 && decoded.meanDifference < 4, "\(source): mean difference \(decoded.meanDifference) \(decoded)")
@@ -88,7 +90,7 @@ import Testing
     @Test func losslessGivesThePNGsPixelsExactly() throws {
         let sources = ["images/formats/landscape.jpg", "images/formats/alpha.png"]
         for (source, made, decoded) in try decodedBeside(png: "300x300,png", jxl: "300x300,jxl,lossless", sources: sources) {
-            #expect(made.quality == nil, "\(source): a lossless output has no quality")
+            #expect(made.encoding.quality == nil, "\(source): a lossless output has no quality")
             #expect(decoded.peakDifference == 0, "\(source): lossless differs by up to \(decoded.peakDifference)")
         }
     }
@@ -96,8 +98,8 @@ import Testing
     @Test func autoChoosesAQualityThatMeetsItsTarget() throws {
         let result = try Fixtures.compress("images/formats/landscape.jpg", [Fixtures.variant("a=800x800,jxl,auto")])
         let output = result.variants[0]
-        let quality = try #require(output.quality)
-        let score = try #require(output.score)
+        let quality = try #require(output.encoding.quality)
+        let score = try #require(output.encoding.score)
         #expect((10...95).contains(quality))
         #expect(score >= VariantSpec.defaultAutoTarget - 1, "score \(score) at q\(quality)")
         // The score is the reference one of what libjxl decodes.

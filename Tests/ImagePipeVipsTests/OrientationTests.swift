@@ -36,7 +36,7 @@ import Testing
         #expect(source.metadata.contains("exif-data"))
         let result = try Fixtures.compress(
             Self.names[6], Preset.web + [Fixtures.variant("a=300x300,avif,q50"), Fixtures.variant("p=300x300,png,q1")])
-        #expect(!result.variants.contains { $0.keptOriginal }, "a turned original is encoded upright, never kept")
+        #expect(!result.variants.contains { $0.encoding.keptOriginal }, "a turned original is encoded upright, never kept")
         for output in result.variants {
             let info = try VipsProbe.info(output.data)
             #expect(info.metadata.isEmpty, "\(output.spec.name) keeps \(info.metadata)")

@@ -113,13 +113,15 @@ import Testing
             let together = try Fixtures.compress(bytes: jpeg, variants)
             let plan = ResizePlan(source: source, variants: variants)
             for (variant, output) in zip(variants, plan.outputs) {
-                if aloneSizes[variant.name] == nil { aloneSizes[variant.name] = try Fixtures.compress(bytes: jpeg, [variant]).variants[0].size }
+                if aloneSizes[variant.name] == nil {
+                    aloneSizes[variant.name] = try Fixtures.compress(bytes: jpeg, [variant]).variants[0].encoding.size
+                }
                 let alone = aloneSizes[variant.name]!
                 let made = together.output(variant.name)
                 let decoded = try VipsProbe.info(made.data)
                 #expect(
-                    made.size == output && decoded.width == output.width && decoded.height == output.height,
-                    "\(source) \(variant.name): \(made.size), planned \(output)")
+                    made.encoding.size == output && decoded.width == output.width && decoded.height == output.height,
+                    "\(source) \(variant.name): \(made.encoding.size), planned \(output)")
                 #expect(alone == output, "\(source) \(variant.name) alone: \(alone), planned \(output)")
             }
         }

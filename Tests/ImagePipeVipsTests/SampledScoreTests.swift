@@ -61,9 +61,9 @@ import Testing
         let output = try Fixtures.compress(source, [Fixtures.variant("m=1800x1800,\(spec)")]).variants[0]
         let target = try #require(output.spec.autoTarget)
         let full = try VipsProbe.ssimulacra2(reference: try reference(source, box: 1800), distorted: output.data)
-        #expect(full >= target, "q\(output.quality ?? 0): full score \(full)")
+        #expect(full >= target, "q\(output.encoding.quality ?? 0): full score \(full)")
         // The recorded score is the estimate the search stopped on, within the error of the full one.
-        let recorded = try #require(output.score)
+        let recorded = try #require(output.encoding.score)
         #expect(recorded - full <= VipsProbe.sampledScoreError && full - recorded <= 1)
     }
 
@@ -77,7 +77,7 @@ import Testing
             variants: [Fixtures.variant("m=1800x1800,jpeg,auto:70")], limits: .default
         ).variants[0]
         let full = try VipsProbe.ssimulacra2(reference: try reference(source, box: 1800), distorted: output.data)
-        #expect(abs(try #require(output.score) - full) < 0.01)
+        #expect(abs(try #require(output.encoding.score) - full) < 0.01)
     }
 }
 

@@ -182,30 +182,19 @@ public struct CompressedImage: Sendable {
     }
 }
 
-/// One encoded variant.
+/// One encoded variant: its bytes, and what encoding made of it.
 public struct EncodedVariant: Sendable {
     /// The variant it was made for.
     public var spec: VariantSpec
-    /// Its pixel size.
-    public var size: PixelSize
     /// The encoded bytes (for libvips, its own buffer, not a copy).
     public var data: Data
-    /// The quality it was encoded at; nil for lossless encodings.
-    public var quality: Int?
-    /// Its SSIMULACRA 2 score against the resized, unencoded image, when it was scored (`auto`, `--score`).
-    public var score: Double?
-    /// Encodes made to choose the quality (`auto`); 1 otherwise.
-    public var encodes: Int = 1
-    /// Whether the bytes are the original's own, its metadata removed, because encoding made them
-    /// larger at the same size (then ``quality`` and ``score`` are nil).
-    public var keptOriginal = false
-    /// The frames it holds: more than 1 for an animated output of an animated source.
-    public var frames = 1
+    /// What encoding made of it: size, quality, score, ..., as its record will say.
+    public var encoding: VariantEncoding
 
-    /// Creates an encoded variant.
+    /// Creates an encoded variant of `size`.
     public init(spec: VariantSpec, size: PixelSize, data: Data) {
         self.spec = spec
-        self.size = size
         self.data = data
+        self.encoding = VariantEncoding(size: size)
     }
 }

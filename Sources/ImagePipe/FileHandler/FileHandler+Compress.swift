@@ -88,15 +88,13 @@ extension FileHandler {
             width: compressed.sourceSize.width, height: compressed.sourceSize.height, format: compressed.sourceFormat,
             placeholder: compressed.placeholder)
         for (index, encoded) in compressed.variants.enumerated() {
-            made(&context.outputs[index], origin, encoded.size, encoded.data, encoded.spec.format.contentType)
-            context.outputs[index].quality = encoded.quality
-            context.outputs[index].score = encoded.score.map { ($0 * 100).rounded() / 100 }
-            context.outputs[index].encodes = encoded.spec.isAuto && !encoded.keptOriginal ? encoded.encodes : nil
-            context.outputs[index].keptOriginal = encoded.keptOriginal
+            made(&context.outputs[index], origin, encoded.encoding, encoded.data, encoded.spec.format.contentType)
         }
         if configuration.storeOriginal, let index = context.outputs.indices.last, context.outputs[index].spec == nil {
             do {
-                made(&context.outputs[index], origin, compressed.sourceSize, try Self.originalBody(source), compressed.sourceFormat.mediaType)
+                made(
+                    &context.outputs[index], origin, VariantEncoding(size: compressed.sourceSize), try Self.originalBody(source),
+                    compressed.sourceFormat.mediaType)
             } catch {
                 context.failure = error
             }
@@ -104,13 +102,13 @@ extension FileHandler {
     }
 
     /// Adds an output's object, marked with its original and the policy its key's look-up allows.
-    private func made(_ output: inout JobContext.Output, _ origin: Origin, _ size: PixelSize, _ body: Data, _ contentType: String) {
+    private func made(_ output: inout JobContext.Output, _ origin: Origin, _ encoding: VariantEncoding, _ body: Data, _ contentType: String) {
         var marked = origin
-        marked.width = size.width
-        marked.height = size.height
+        marked.width = encoding.size.width
+        marked.height = encoding.size.height
         marked.variant = output.fingerprint
         let policy: WritePolicy = output.existing == nil ? .create : output.wasInPlace(for: origin) ? .replaceSameOriginal : .replaceAny
-        output.size = size
+        output.encoding = encoding
         output.object = StorageObject(
             key: output.key, body: body, contentType: contentType, cacheControl: configuration.cacheControl,
             origin: marked, policy: policy)

@@ -19,14 +19,9 @@ public struct JobContext: Sendable {
         public var existing: ExistingObject?
         /// The object to put (compression); its body is taken out while it is being stored.
         public var object: StorageObject?
-        /// Its pixel size (compression).
-        public var size: PixelSize?
-        /// The quality, score and encodes of an encoded variant, for its record (compression).
-        public var quality: Int?
-        public var score: Double?
-        public var encodes: Int?
-        /// Whether it is the original's own bytes, smaller than its encode (compression).
-        public var keptOriginal = false
+        /// What encoding made of it, as its record says (compression; the stored original's
+        /// holds its size alone).
+        public var encoding: VariantEncoding?
         /// What the store did with it.
         public var stored: Result<StoredObject, ImagePipeError>?
 
@@ -128,10 +123,13 @@ public struct JobContext: Sendable {
                     result.original = StoredObject(key: output.key, url: existing.url, bytes: existing.bytes)
                     continue
                 }
+                // What the output's origin recorded of it: its size (outputs written before
+                // imagepipe recorded it say 0x0).
+                let size = PixelSize(width: existing.origin?.width ?? 0, height: existing.origin?.height ?? 0)
                 result.variants.append(
                     VariantRecord(
-                        name: spec.name, key: output.key, url: existing.url, format: spec.format,
-                        width: existing.origin?.width ?? 0, height: existing.origin?.height ?? 0, bytes: existing.bytes))
+                        name: spec.name, key: output.key, url: existing.url, format: spec.format, bytes: existing.bytes,
+                        encoding: VariantEncoding(size: size)))
             }
         case .done:
             for output in outputs {
@@ -142,10 +140,8 @@ public struct JobContext: Sendable {
                 }
                 result.variants.append(
                     VariantRecord(
-                        name: spec.name, key: object.key, url: object.url, format: spec.format,
-                        width: output.size?.width ?? 0, height: output.size?.height ?? 0, bytes: object.bytes,
-                        quality: output.quality, score: output.score, encodes: output.encodes,
-                        keptOriginal: output.keptOriginal ? true : nil))
+                        name: spec.name, key: object.key, url: object.url, format: spec.format, bytes: object.bytes,
+                        encoding: output.encoding ?? VariantEncoding(size: PixelSize(width: 0, height: 0))))
             }
             result.placeholder = placeholder
             result.gainMap = gainMap

@@ -100,8 +100,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     }
 }
 
-/// One stored variant in a result.
-public struct VariantRecord: Sendable, Codable, Equatable {
+/// One stored variant in a result: where it went, and what encoding made of it.
+public struct VariantRecord: Sendable, Equatable {
     /// The variant name.
     public var name: String
     /// The key relative to the destination root.
@@ -110,42 +110,53 @@ public struct VariantRecord: Sendable, Codable, Equatable {
     public var url: String
     /// The output format.
     public var format: OutputFormat
-    /// Output width in pixels.
-    public var width: Int
-    /// Output height in pixels.
-    public var height: Int
     /// Stored size in bytes.
     public var bytes: Int
-    /// The quality it was encoded at (absent for lossless encodings): with `auto`, the one chosen for this image.
-    public var quality: Int?
-    /// Its SSIMULACRA 2 score against the resized, unencoded image (with `auto` or `--score`).
-    public var score: Double?
-    /// Encodes made to choose the quality (only with `auto`).
-    public var encodes: Int?
-    /// True when the variant is the original's own bytes with its metadata removed, which were
-    /// smaller than encoding it at the same size (then it has no quality or score); absent otherwise.
-    public var keptOriginal: Bool?
+    /// What the compressor made: size, quality (with `auto`, the one chosen for this image), score
+    /// (with `auto` or `--score`), encodes (only with `auto`), whether it is the original's own
+    /// bytes, frames. A skip as up to date knows the size alone, from what its output recorded.
+    public var encoding: VariantEncoding
 
     /// Creates a record.
-    public init(
-        name: String, key: String, url: String, format: OutputFormat, width: Int, height: Int, bytes: Int,
-        quality: Int? = nil, score: Double? = nil, encodes: Int? = nil, keptOriginal: Bool? = nil
-    ) {
+    public init(name: String, key: String, url: String, format: OutputFormat, bytes: Int, encoding: VariantEncoding) {
         self.name = name
         self.key = key
         self.url = url
         self.format = format
-        self.width = width
-        self.height = height
         self.bytes = bytes
-        self.quality = quality
-        self.score = score
-        self.encodes = encodes
-        self.keptOriginal = keptOriginal
+        self.encoding = encoding
     }
 
+    /// Output width in pixels.
+    public var width: Int { encoding.size.width }
+    /// Output height in pixels.
+    public var height: Int { encoding.size.height }
+}
+
+extension VariantRecord: Codable {
     enum CodingKeys: String, CodingKey {
-        case name, key, url, format, width, height, bytes, quality, score, encodes, keptOriginal = "kept_original"
+        case name, key, url, format, bytes
+    }
+
+    /// One object: the record's own fields and the encoding's side by side.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        key = try container.decode(String.self, forKey: .key)
+        url = try container.decode(String.self, forKey: .url)
+        format = try container.decode(OutputFormat.self, forKey: .format)
+        bytes = try container.decode(Int.self, forKey: .bytes)
+        encoding = try VariantEncoding(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(key, forKey: .key)
+        try container.encode(url, forKey: .url)
+        try container.encode(format, forKey: .format)
+        try container.encode(bytes, forKey: .bytes)
+        try encoding.encode(to: encoder)
     }
 }
 

@@ -54,6 +54,6 @@ extension ClaimArea {
                 transient: first + index < deaths, at: death.at)
         }
         let result = JobResult(source: relative, status: .failed, error: ImagePipeError(.workerCrashed, reason), attempts: deaths)
-        return FailureRecord(source: relative, error: reason, errorCode: .workerCrashed, attempts: deaths, history: history, result: result)
+        return FailureRecord(history: history, result: result)
     }
 }

@@ -157,9 +157,7 @@ public final class DirectoryQueue: JobQueue {
     /// with `imagepipe retry` once replaced), as it was when the decoder refused it.
     public func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement {
         if result.skipCode == .notAnImage {
-            let record = FailureRecord(
-                source: job.source, error: result.reason ?? "not an image", errorCode: nil, skipCode: .notAnImage,
-                attempts: job.job.attempt, history: [], result: result)
+            let record = FailureRecord(history: [], result: result)
             let settled = await BlockingIO.run {
                 self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
                     try self.area.moveOut(
@@ -200,9 +198,7 @@ public final class DirectoryQueue: JobQueue {
 
     public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
         let history = state.withLock { $0.histories.removeValue(forKey: job.id) ?? [] } + [failure]
-        let record = FailureRecord(
-            source: job.source, error: result.error ?? "unknown error", errorCode: result.errorCode,
-            attempts: job.job.attempt, history: history, result: result)
+        let record = FailureRecord(history: history, result: result)
         return await BlockingIO.run {
             self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
                 try self.area.moveOut(

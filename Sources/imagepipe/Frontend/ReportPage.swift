@@ -62,8 +62,8 @@ struct ReportPage {
                 groups[name]!.count += 1
                 groups[name]!.bytes += variant.bytes
                 groups[name]!.originalBytes += result.bytes ?? 0
-                if let quality = variant.quality { groups[name]!.qualities.append(quality) }
-                if let score = variant.score { groups[name]!.scores.append(score) }
+                if let quality = variant.encoding.quality { groups[name]!.qualities.append(quality) }
+                if let score = variant.encoding.score { groups[name]!.scores.append(score) }
             }
         }
         return order.map { groups[$0]! }
@@ -151,8 +151,8 @@ struct ReportPage {
                 var line =
                     "\(variant.name.markupEscaped): \(variant.width)x\(variant.height) \(variant.format.rawValue), "
                     + BatchSummary.formatBytes(variant.bytes)
-                if let quality = variant.quality { line += ", q\(quality)" }
-                if let score = variant.score { line += String(format: ", score %.1f", score) }
+                if let quality = variant.encoding.quality { line += ", q\(quality)" }
+                if let score = variant.encoding.score { line += String(format: ", score %.1f", score) }
                 cards += "<li>\(line)</li>"
             }
             cards += "</ul></figcaption></figure>"
