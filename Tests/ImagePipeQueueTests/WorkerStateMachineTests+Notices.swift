@@ -82,6 +82,57 @@ extension WorkerStateMachineTests {
         #expect(machine.noticesUndelivered == (waiting: 1, sending: 0))
     }
 
+    @Test func aNoticeOfAJobHandedOffToTheStoreHoldsOnlyAPlaceOfTheHoldLimitAsItsJobDid() {
+        var machine = Machine(
+            limits: .init(room: 2, holdLimit: 3, pollInterval: .seconds(1), noticeRoom: 256, noticeGrace: .seconds(2)), now: t0)
+        runningNotifying(&machine, claiming: 1...2)
+        // Both jobs' outputs wait for one round of fsyncs, which settles them together.
+        for id in ["1", "2"] { _ = machine.handle(.handedOff(id), now: t0, available: 100) }
+        for id in ["1", "2"] { _ = machine.handle(.finished(id, done(id)), now: t0, available: 100) }
+        for id in ["1", "2"] { _ = machine.handle(.noticeKept(notice(id)), now: t0, available: 100) }
+        for id in ["1", "2"] { _ = machine.handle(.settled(id, .recorded), now: t0, available: 100) }
+        #expect(machine.held.isEmpty && machine.noticesUndelivered == (waiting: 2, sending: 0))
+        // Room for both, as for their jobs; the hold limit of 3 counts the two notices.
+        #expect(machine.room(now: t0) == 1, "claims go on while the notifier takes the notices of a round")
+        _ = machine.handle(.noticeAccepted("notice-1"), now: t0, available: 100)
+        #expect(machine.room(now: t0) == 2)
+    }
+
+    @Test func noticesSettledWhileTheStoreForgetsAreForgottenTogetherInOneCallOnceItIsDone() {
+        var machine = notifying()
+        runningNotifying(&machine, claiming: 1...4)
+        for id in ["1", "2", "3", "4"] {
+            _ = machine.handle(.noticeKept(notice(id)), now: t0, available: 100)
+            _ = machine.handle(.noticeAccepted("notice-" + id), now: t0, available: 100)
+        }
+        func forgets(_ actions: [Machine.Action]) -> [[String]] { actions.compactMap { if case .forgetNotices(let ids) = $0 { ids } else { nil } } }
+        // A lone notice is not held back.
+        #expect(forgets(machine.handle(.noticeSettled("notice-1", room: 256), now: t0, available: 100)) == [["notice-1"]])
+        #expect(forgets(machine.handle(.noticeSettled("notice-2", room: 256), now: t0, available: 100)) == [], "the store is forgetting")
+        #expect(forgets(machine.handle(.noticeSettled("notice-3", room: 256), now: t0, available: 100)) == [])
+        #expect(forgets(machine.handle(.noticesForgotten, now: t0, available: 100)) == [["notice-2", "notice-3"]], "both in one call")
+        #expect(forgets(machine.handle(.noticesForgotten, now: t0, available: 100)) == [], "nothing settled meanwhile")
+        #expect(forgets(machine.handle(.noticeSettled("notice-4", room: 256), now: t0, available: 100)) == [["notice-4"]])
+        #expect(machine.noticesUndelivered == (waiting: 0, sending: 0))
+    }
+
+    @Test func noticesSettledWhileTheStoreForgetsAreStillForgottenWhenTheLoopEnds() {
+        var machine = notifying(exitWhenEmpty: true)
+        runningNotifying(&machine, claiming: 1...2)
+        for id in ["1", "2"] {
+            _ = machine.handle(.finished(id, done(id)), now: t0, available: 100)
+            _ = machine.handle(.noticeKept(notice(id)), now: t0, available: 100)
+            _ = machine.handle(.settled(id, .recorded), now: t0, available: 100)
+        }
+        _ = machine.handle(.claimed([], asked: 4), now: t0, available: 100)
+        _ = machine.handle(.emptyChecked(QueueRemainder(due: 0)), now: t0, available: 100)
+        #expect(machine.lifecycle == .notifying)
+        _ = machine.handle(.noticeSettled("notice-1", room: 256), now: t0, available: 100)
+        // The last one settles while the first is being forgotten: it goes before the loop ends.
+        #expect(
+            machine.handle(.noticeSettled("notice-2", room: 256), now: t0, available: 100) == [.forgetNotices(["notice-2"]), .finish])
+    }
+
     @Test func aNoticeSettledBeforeItsHandOverReturnsIsForgottenAndNotCountedAgain() {
         var machine = notifying()
         runningNotifying(&machine, claiming: 1...1)

@@ -17,8 +17,8 @@ public protocol NoticeStore: AnyObject, Sendable {
     /// At most `limit` notices that workers stopped or died with undelivered, now this worker's to
     /// send (each handed to one worker at a time).
     func takeOver(limit: Int) async -> [JobNotice]
-    /// Forgets kept notices once they are delivered or given up for good; a store may forget in
-    /// batches, later.
+    /// Forgets kept notices once they are delivered or given up for good. The loop calls it once at
+    /// a time, with every notice settled since the last call; a store may forget later still.
     func forget(_ ids: [String]) async
     /// This worker is not sending these kept notices now (it stops with them undelivered, or its
     /// notifier had no room for them): another worker, or this one later, may take them over.

@@ -3,14 +3,23 @@ import ImagePipe
 import Logging
 
 extension WorkerLoop {
-    /// Hands a kept notice to the notifier, waiting while it is full (the state machine counts the
-    /// wait against the room, so the worker claims no more than the receiver takes), and reports
-    /// when it is taken and when it is settled. A stop past its time cancels the wait; the notice
+    /// Hands a kept notice to the notifier and reports when it is taken and when it is settled.
+    /// With room in the notifier (a receiver that keeps up) it is taken at once, in this turn of
+    /// the loop, and its place comes back with the next batch of events; else a task of its own
+    /// waits for room (the state machine counts the wait against its job's place, so the worker
+    /// claims no more than the receiver takes). A stop past its time cancels the wait; the notice
     /// stays kept.
-    func send(_ notice: JobNotice) async {
+    func send(_ notice: JobNotice, in group: inout DiscardingTaskGroup) {
         guard let notifier else { return }
-        await notifier.send(notice, settled: settledCallback(notifier))
-        events.send(.noticeAccepted(notice.id))
+        let settled = settledCallback(notifier)
+        if notifier.trySend(notice, settled: settled) {
+            events.send(.noticeAccepted(notice.id))
+            return
+        }
+        group.addTask {
+            await notifier.send(notice, settled: settled)
+            self.events.send(.noticeAccepted(notice.id))
+        }
     }
 
     /// Hands taken-over notices to the notifier, never waiting: upkeep and the stop go on while a

@@ -256,14 +256,17 @@ public final class WorkerLoop: Service, Sendable {
         case .settle(let job, let decision, let result):
             group.addTask { await self.settle(job, decision, result) }
         case .sendNotice(let notice):
-            group.addTask { await self.send(notice) }
+            send(notice, in: &group)
         case .offerNotices(let notices):
             offer(notices)
         case .takeOverNotices(let limit):
             group.addTask { self.events.send(.noticesTakenOver(await self.noticeStore?.takeOver(limit: limit) ?? [])) }
         case .forgetNotices(let ids):
-            // Stores forget in memory or on Dispatch queues, which a cancelled group still waits for.
-            group.addTask { await self.noticeStore?.forget(ids) }
+            // Stores forget in memory or through BlockingIO, which a cancelled group still waits for.
+            group.addTask {
+                await self.noticeStore?.forget(ids)
+                self.events.send(.noticesForgotten)
+            }
         case .release, .leaveNotices, .holdNotices:
             break
         case .renew(let jobs):

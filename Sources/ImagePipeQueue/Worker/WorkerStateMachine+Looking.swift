@@ -70,11 +70,11 @@ extension WorkerStateMachine {
         return room(running, now: now)
     }
 
-    /// Held jobs and this worker's notices waiting for room in the notifier (each in its job's
-    /// place) counted by the capacity's own rule; claims refill once half the room is free.
+    /// Held jobs and this worker's notices waiting for room in the notifier (each in the place its
+    /// job held) counted by the capacity's own rule; claims refill once half the room is free.
     private func room(_ running: Running, now: Instant) -> Int {
         if let pause = running.fullStorage, now < pause.until { return 0 }
-        let working = held.values.count(where: \.holdsRoom) + notices.waiting.count
+        let working = held.values.count(where: \.holdsRoom) + notices.waitingInRoom
         guard working <= limits.capacity.room / 2 else { return 0 }
         return limits.capacity.admits(working: working, held: held.count + notices.waiting.count)
     }
@@ -94,6 +94,6 @@ extension WorkerStateMachine {
 
     mutating func finish() -> [Action] {
         life = .closed
-        return [.finish]
+        return forgetSettledNotices(evenIfForgetting: true) + [.finish]
     }
 }

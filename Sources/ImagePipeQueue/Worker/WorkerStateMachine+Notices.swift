@@ -6,15 +6,27 @@ extension WorkerStateMachine {
     /// them) are kept by the queue's ``NoticeStore``: "recorded, then notified".
     ///
     /// A notice of this worker's own job waits for room in the notifier while the receiver is slow,
-    /// and holds a place of the room as its job did: the worker claims no more than the receiver
-    /// takes. Notices taken over from workers that stopped or died never wait: they are taken only
-    /// as many as the notifier has room for, and those it has no room for are left to the store for
-    /// a later upkeep.
+    /// and holds the place its job held: a place of the room, or only one of the hold limit for a
+    /// job whose outputs were handed to the store (it held no image data, and a round of fsyncs
+    /// settles many such jobs at once, whose notices must not stop claims while the notifier takes
+    /// them). So the worker claims no more than the receiver takes. Notices taken over from workers
+    /// that stopped or died never wait: they are taken only as many as the notifier has room for,
+    /// and those it has no room for are left to the store for a later upkeep.
+    ///
+    /// Settled notices are forgotten in batches, one call of the store at a time: with a receiver
+    /// that keeps up, a notice settles for every job recorded, and a call each would be a hop to the
+    /// blocking-I/O lanes each.
     struct Notices {
-        /// Kept with their jobs' records, waiting for the notifier to take them.
-        var waiting: Set<String> = []
+        /// Kept with their jobs' records, waiting for the notifier to take them; each true when it
+        /// holds a place of the room (its job did), false when only one of the hold limit.
+        var waiting: [String: Bool] = [:]
         /// Taken by the notifier, not yet delivered or given up.
         var sending: Set<String> = []
+        /// Delivered or given up while the store was forgetting others: forgotten together once it
+        /// is done, in one call (a queue directory's unlinks in one hop to the blocking-I/O lanes).
+        var settled: [String] = []
+        /// Whether the store is forgetting a batch now.
+        var forgetting = false
         /// How many notices the notifier takes now, as last reported.
         var room: Int
         /// Where taking over the store's orphaned notices stands.
@@ -30,7 +42,10 @@ extension WorkerStateMachine {
         }
 
         /// Every notice not yet delivered or given up.
-        var undelivered: [String] { waiting.union(sending).sorted() }
+        var undelivered: [String] { sending.union(waiting.keys).sorted() }
+
+        /// Notices waiting that hold a place of the room.
+        var waitingInRoom: Int { waiting.values.count(where: \.self) }
     }
 
     /// Whether this worker notifies (`--notify-url`).
@@ -41,17 +56,22 @@ extension WorkerStateMachine {
         switch event {
         case .noticeKept(let notice):
             guard notifies else { return [] }
-            notices.waiting.insert(notice.id)
+            // Its job is still held: the settlement that kept the notice is reported after it.
+            notices.waiting[notice.id] = held[notice.job]?.holdsRoom ?? false
             return [.sendNotice(notice)]
         case .noticeAccepted(let id):
             // Settled before its hand-over returned (a receiver that answers at once): nothing to move.
-            if notices.waiting.remove(id) != nil { notices.sending.insert(id) }
+            if notices.waiting.removeValue(forKey: id) != nil { notices.sending.insert(id) }
             return []
         case .noticeSettled(let id, let room):
-            notices.waiting.remove(id)
+            notices.waiting.removeValue(forKey: id)
             notices.sending.remove(id)
             notices.room = room
-            return [.forgetNotices([id])] + takeOverNotices()
+            notices.settled.append(id)
+            return forgetSettledNotices() + takeOverNotices()
+        case .noticesForgotten:
+            notices.forgetting = false
+            return forgetSettledNotices()
         case .maintained(let room):
             notices.room = room
             if notices.takeOver == .drained { notices.takeOver = .mayHaveMore }
@@ -73,6 +93,16 @@ extension WorkerStateMachine {
         default:
             return []
         }
+    }
+
+    /// Hands the store every notice settled since its last forget, unless one is under way (the
+    /// notices settled meanwhile wait for it) or `evenIfForgetting` (the loop ends: it waits for
+    /// every forget before it closes the queue).
+    mutating func forgetSettledNotices(evenIfForgetting: Bool = false) -> [Action] {
+        guard !notices.settled.isEmpty, evenIfForgetting || !notices.forgetting else { return [] }
+        defer { notices.settled.removeAll() }
+        notices.forgetting = true
+        return [.forgetNotices(notices.settled)]
     }
 
     /// Asks the store for the notices stopped or dead workers left, as many as the notifier has

@@ -193,6 +193,8 @@ extension WorkerStateMachine {
         case noticeAccepted(String)
         /// The notifier delivered this notice or gave it up for good, and has room for `room` now.
         case noticeSettled(String, room: Int)
+        /// The store forgot the notices it was last told to (``Action/forgetNotices(_:)``).
+        case noticesForgotten
         /// The queue's upkeep ran (it may have found notices of dead workers); the notifier has room for `noticeRoom`.
         case maintained(noticeRoom: Int)
         /// The store handed over these notices that stopped or dead workers left undelivered.
@@ -272,7 +274,8 @@ extension WorkerStateMachine {
         /// Ask the queue's store for at most this many notices stopped or dead workers left, then
         /// report ``Event/noticesTakenOver(_:)``.
         case takeOverNotices(limit: Int)
-        /// Tell the store these notices are delivered or given up: it forgets them.
+        /// Tell the store these notices are delivered or given up, in one call: it forgets them;
+        /// then report ``Event/noticesForgotten``. One at a time: those settled meanwhile go in the next.
         case forgetNotices([String])
         /// Tell the store this worker is not sending these now: another worker, or this one at a
         /// later upkeep, may take them over.

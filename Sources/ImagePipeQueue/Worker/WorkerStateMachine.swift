@@ -156,7 +156,7 @@ public struct WorkerStateMachine: ~Copyable {
             }
         case .stopNow(let reason):
             actions = stopNow(reason, now: now)
-        case .noticeKept, .noticeAccepted, .noticeSettled, .maintained, .noticesTakenOver, .noticesRefused:
+        case .noticeKept, .noticeAccepted, .noticeSettled, .noticesForgotten, .maintained, .noticesTakenOver, .noticesRefused:
             actions = handleNotice(event, now: now)
         }
         return actions + look(now: now, available: available)
