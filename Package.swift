@@ -35,7 +35,8 @@ let package = Package(
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Non-variadic wrappers around the libvips and libcurl calls Swift cannot make itself.
-        .target(name: "CVipsShim", dependencies: ["CLibVips"], linkerSettings: [.linkedLibrary("jpeg")]),
+        // libheif directly for the one thing libvips 8.14 does not read: a HEIC's auxiliary gain map.
+        .target(name: "CVipsShim", dependencies: ["CLibVips"], linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("heif")]),
         .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
         // File-system calls Glibc's module lacks: extended attributes, renameat2, sync_file_range.
         .target(name: "CFileSystem"),

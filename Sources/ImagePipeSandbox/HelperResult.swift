@@ -71,10 +71,13 @@ package struct HelperResult: Equatable {
             writer.string(placeholder.thumbHash)
             writer.string(placeholder.color)
         }
-        // Its kind and whether it was carried; the reason is the worker's own words, not the helper's.
+        // Its kind, whether it was carried, the code of why not and its headroom; the reason is the
+        // worker's own words for the code, not the helper's.
         writer.optional(gainMap) { writer, gainMap in
             writer.string(gainMap.kind.rawValue)
             writer.bool(gainMap.carried)
+            writer.optional(gainMap.reasonCode) { $0.string($1.rawValue) }
+            writer.optional(gainMap.headroom) { $0.double($1) }
         }
         writer.int(variants.count)
         for variant in variants {
@@ -89,6 +92,7 @@ package struct HelperResult: Equatable {
             writer.int(encoding.encodes ?? 0)
             writer.bool(encoding.keptOriginal)
             writer.int(encoding.frames)
+            writer.optional(encoding.hdrHeadroom) { $0.double($1) }
         }
     }
 
@@ -108,9 +112,20 @@ package struct HelperResult: Equatable {
         gainMap = try reader.optional { (reader) throws(WireReader.Malformed) -> GainMap in
             let name = try reader.string()
             guard let kind = GainMap.Kind(rawValue: name) else { throw WireReader.Malformed(description: "a gain map of no known kind") }
-            // No helper carries a gain map into its variants yet: one that says so is not to be believed.
-            guard try reader.bool() == false else { throw WireReader.Malformed(description: "a gain map said to be carried") }
-            return GainMap(kind: kind, carried: false, reason: GainMap.notCarriedReason)
+            let carried = try reader.bool()
+            let code = try reader.optional { (reader) throws(WireReader.Malformed) -> GainMap.Reason in
+                let name = try reader.string()
+                guard let reason = GainMap.Reason(rawValue: name) else {
+                    throw WireReader.Malformed(description: "a gain map not carried for no known reason")
+                }
+                return reason
+            }
+            let headroom = try reader.optional { (reader) throws(WireReader.Malformed) in try Self.headroom(&reader) }
+            // Carried, or not for a reason: never both, never neither.
+            guard carried == (code == nil) else { throw WireReader.Malformed(description: "a gain map both carried and not, or neither") }
+            if let code { return GainMap(kind: kind, notCarried: code, headroom: headroom) }
+            guard let headroom else { throw WireReader.Malformed(description: "a gain map carried without its headroom") }
+            return GainMap(kind: kind, carried: true, headroom: headroom)
         }
         let count = try reader.int(in: 0...Self.maxVariants, "a variant count of")
         variants = []
@@ -131,9 +146,24 @@ package struct HelperResult: Equatable {
             let encodes = try reader.int(in: 0...1000, "an encode count of")
             let encoding = VariantEncoding(
                 size: size, quality: quality, score: score, encodes: encodes == 0 ? nil : encodes, keptOriginal: try reader.bool(),
-                frames: try reader.int(in: 1...1_000_000, "a frame count of"))
+                frames: try reader.int(in: 1...1_000_000, "a frame count of"),
+                hdrHeadroom: try reader.optional { (reader) throws(WireReader.Malformed) in try Self.headroom(&reader) })
             variants.append(Variant(encoding: encoding, byteCount: byteCount, inline: inline))
         }
+        // A variant carries a gain map only of an original said to have one carried.
+        if variants.contains(where: { $0.encoding.hdrHeadroom != nil }), gainMap?.carried != true {
+            throw WireReader.Malformed(description: "an HDR variant of an original whose gain map was not carried")
+        }
+    }
+
+    /// A headroom: a finite ratio above 1 and within what gain map metadata is accepted with
+    /// (``GainMapMetadata/maxStops``), since it ends up in the manifest and the HTML report.
+    static func headroom(_ reader: inout WireReader) throws(WireReader.Malformed) -> Double {
+        let headroom = try reader.double()
+        guard headroom.isFinite, headroom > 1, headroom <= exp2(GainMapMetadata.maxStops) else {
+            throw WireReader.Malformed(description: "a headroom of \(headroom)")
+        }
+        return headroom
     }
 
     /// A ThumbHash in base64: at most 25 bytes, so 36 characters or fewer of the base64 alphabet.

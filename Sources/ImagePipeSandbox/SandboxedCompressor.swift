@@ -269,13 +269,15 @@ public final class SandboxedCompressor: ImageCompressor {
     }
 
     /// The most bytes one variant's output may hold: what its box can hold at 4 bytes a pixel (every
-    /// frame of an animation), or the source's own size (a kept original), and a mebibyte for
-    /// containers and metadata, never over ``maxOutputBytes``. A helper that says more is lying.
+    /// frame of an animation; a JPEG that may carry a gain map a byte more, for the map at up to its
+    /// full size), or the source's own size (a kept original), and a mebibyte for containers and
+    /// metadata, never over ``maxOutputBytes``. A helper that says more is lying.
     static func outputLimit(for variant: VariantSpec, limits: CompressionLimits, sourceBytes: Int) -> Int {
         let open = variant.width == VariantSpec.unbounded || variant.height == VariantSpec.unbounded
         let pixels = open ? limits.maxPixels : min(limits.maxPixels, variant.width.multipliedReportingOverflow(by: variant.height).partialValue)
         let frames = variant.format.holdsAnimation ? limits.maxFrames : 1
-        let (drawn, overflow) = (max(0, pixels) * 4).multipliedReportingOverflow(by: max(1, frames))
+        let perPixel = variant.carriesHDR ? 5 : 4
+        let (drawn, overflow) = (max(0, pixels) * perPixel).multipliedReportingOverflow(by: max(1, frames))
         return min(maxOutputBytes, max(sourceBytes, overflow ? maxOutputBytes : drawn) + (1 << 20))
     }
 
@@ -293,6 +295,9 @@ public final class SandboxedCompressor: ImageCompressor {
         for (variant, made) in zip(variants, result.variants)
         where made.byteCount > outputLimit(for: variant, limits: limits, sourceBytes: sourceBytes) {
             throw .ended(.misbehaved, "an output of \(made.byteCount) bytes for the variant \(variant.name)")
+        }
+        for (variant, made) in zip(variants, result.variants) where made.encoding.hdrHeadroom != nil && !variant.carriesHDR {
+            throw .ended(.misbehaved, "an HDR output for the variant \(variant.name), which carries no gain map")
         }
         var outputs: [Data] = []
         outputs.reserveCapacity(variants.count)

@@ -40,16 +40,24 @@ extension VipsCompressor {
             original = data
         }
         guard let stripped = JPEGOriginal.stripped(original, isSRGB: Self.isSRGB) else { return compressed }
-        let smaller = compressed.variants.contains { Self.mayKeepOriginal($0, sourceSize: compressed.sourceSize) && stripped.count < $0.data.count }
+        // An Ultra HDR original stands for a variant carrying its map only whole: its SDR picture
+        // without metadata, its own gain map and the same numbers, written as imagepipe writes one.
+        let whole = compressed.variants.contains { $0.encoding.hdrHeadroom != nil } ? UltraHDRJPEG.rewritten(original, primary: stripped) : nil
+        func candidate(_ variant: EncodedVariant) -> Data? { variant.encoding.hdrHeadroom == nil ? stripped : whole }
+        let smaller = compressed.variants.contains {
+            Self.mayKeepOriginal($0, sourceSize: compressed.sourceSize) && (candidate($0).map(\.count) ?? .max) < $0.data.count
+        }
         guard smaller, decode == .clean || original.withUnsafeBytes({ ipv_decodes_cleanly($0.baseAddress, $0.count) }) != 0 else {
             return compressed
         }
         var result = compressed
         for index in result.variants.indices {
             let variant = result.variants[index]
-            guard Self.mayKeepOriginal(variant, sourceSize: compressed.sourceSize), stripped.count < variant.data.count else { continue }
-            var kept = EncodedVariant(spec: variant.spec, size: variant.encoding.size, data: stripped)
+            guard Self.mayKeepOriginal(variant, sourceSize: compressed.sourceSize), let bytes = candidate(variant), bytes.count < variant.data.count
+            else { continue }
+            var kept = EncodedVariant(spec: variant.spec, size: variant.encoding.size, data: bytes)
             kept.encoding.keptOriginal = true
+            kept.encoding.hdrHeadroom = variant.encoding.hdrHeadroom
             result.variants[index] = kept
         }
         return result

@@ -104,7 +104,9 @@ public struct VipsCompressor: ImageCompressor {
         // What the container says before any decode, read once: a JPEG's frame, a gain map.
         let start = Self.start(of: source)
         try Self.refuseUnreadFormats(start)
-        if let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) {
+        // An HDR original whose gain map some variant carries is decoded by libvips, with its map.
+        let carriesHDR = variants.contains(where: \.carriesHDR) && GainMap.kind(in: start) != nil
+        if !carriesHDR, let direct = compressDirectly(source, variants: variants, limits: limits, memory: memory) {
             // The direct path gives up on any libjpeg warning.
             compressed = direct
             decode = .clean
@@ -114,26 +116,28 @@ public struct VipsCompressor: ImageCompressor {
             // 1800x1200 photo's web preset a tenth of its time. A damaged one (rare) is made again
             // as any other source, and is not kept.
             do throws(ImagePipeError) {
-                compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory, refusingWarnings: true)
+                compressed = try makeVariants(source, start: start, variants: variants, limits: limits, memory: memory, refusingWarnings: true)
                 decode = .clean
             } catch  where error.code == .corruptImage {
-                compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory, refusingWarnings: false)
+                compressed = try makeVariants(source, start: start, variants: variants, limits: limits, memory: memory, refusingWarnings: false)
                 decode = .warned
             }
         } else {
-            compressed = try makeVariants(source, variants: variants, limits: limits, memory: memory, refusingWarnings: false)
+            compressed = try makeVariants(source, start: start, variants: variants, limits: limits, memory: memory, refusingWarnings: false)
         }
         if configuration.keepsSmallerOriginal {
             compressed = keepingSmallerOriginal(compressed, source: source, decode: decode)
         }
-        compressed.gainMap = Self.gainMap(start: start, format: compressed.sourceFormat)
+        if compressed.gainMap == nil {
+            compressed.gainMap = Self.gainMap(start: start, format: compressed.sourceFormat, variants: variants)
+        }
         return compressed
     }
 
     /// `refusingWarnings`: the loader fails on any warning (``compress(_:variants:limits:memory:)``
     /// says when), else only on truncated data.
     private func makeVariants(
-        _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory, refusingWarnings: Bool
+        _ source: SourceImage, start: Data, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory, refusingWarnings: Bool
     ) throws(ImagePipeError) -> CompressedImage {
         // libvips keeps per-thread buffers; Dispatch threads are not libvips' own, so release them.
         var heldMuch = false
@@ -145,7 +149,7 @@ public struct VipsCompressor: ImageCompressor {
         // A failure's reason names only what this image raised, not an earlier image's warnings.
         ipv_begin_call()
         let clock = ContinuousClock()
-        let start = clock.now
+        let started = clock.now
 
         let header = try openHeader(source, refusingWarnings: refusingWarnings)
         let format = try Self.acceptedFormat(of: header)
@@ -161,8 +165,9 @@ public struct VipsCompressor: ImageCompressor {
         let outputs = ResizePlan(source: displayed, variants: variants).outputs
         let still = variants.indices.filter { !animated[$0] }.map { variants[$0] }
         let plan = still.isEmpty ? nil : ResizePlan(source: displayed, variants: still)
-        let needed = Self.workingMemory(
-            header, format: format, variants: variants, sourceBytes: Self.heldBytes(source, format), focus: source.focus)
+        let needed =
+            Self.workingMemory(header, format: format, variants: variants, sourceBytes: Self.heldBytes(source, format), focus: source.focus)
+            + Self.gainMapMemory(header, start: start, format: format, variants: variants, source: source)
         heldMuch = needed >= Self.trimAfterBytes
         let reserved = memory.acquire(needed)
         defer { memory.release(reserved) }
@@ -173,7 +178,8 @@ public struct VipsCompressor: ImageCompressor {
                 source, header: header, plan: plan, variants: still, displayed: displayed, refusingWarnings: refusingWarnings)
         }
         let allFrames = anyAnimated ? try decodeFrames(source) : nil
-        let decodeTime = clock.now - start
+        let gainMap = readGainMap(source, start: start, header: header, format: format, displayed: displayed, variants: still)
+        let decodeTime = clock.now - started
         var placeholder: Placeholder?
         if let decoded {
             placeholder = Self.placeholder(of: decoded)
@@ -191,13 +197,18 @@ public struct VipsCompressor: ImageCompressor {
                     ? try placeCrop(decoded, to: outputs[index], variant: variant, focus: source.focus)
                     : try resize(decoded, to: outputs[index], crop: variant.fit == .cover)
                 let blocks = metadata?.blocks(for: variant.metadata) ?? SourceMetadata.Blocks()
-                encoded.append(try encode(try overlayWatermark(resized, variant: variant), as: variant, metadata: blocks))
+                var output = try encode(try overlayWatermark(resized, variant: variant), as: variant, metadata: blocks)
+                if variant.carriesHDR, case .read(let map) = gainMap {
+                    output = try carryingGainMap(output, map: map, displayed: displayed, focus: source.focus)
+                }
+                encoded.append(output)
             }
         }
         var compressed = CompressedImage(
             sourceFormat: format, sourceSize: displayed, variants: encoded,
-            decodeTime: decodeTime, encodeTime: clock.now - start - decodeTime)
+            decodeTime: decodeTime, encodeTime: clock.now - started - decodeTime)
         compressed.placeholder = placeholder
+        compressed.gainMap = Self.gainMapRecord(gainMap, variants: encoded)
         return compressed
     }
 

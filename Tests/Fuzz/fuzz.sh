@@ -65,7 +65,7 @@ build() {
         # Every shim file: the harness calls in through the header as the Swift code does.
         if [ ! -x $OUT/c/$target ] || [ -n "$(find Sources/CVipsShim Tests/Fuzz/C -newer $OUT/c/$target -print -quit)" ]; then
             echo "building $OUT/c/$target"
-            "$clang" "${cflags[@]}" Sources/CVipsShim/*.c "$source" $(pkg-config --libs vips gmodule-2.0) -ljpeg -lm -o $OUT/c/$target \
+            "$clang" "${cflags[@]}" Sources/CVipsShim/*.c "$source" $(pkg-config --libs vips gmodule-2.0) -ljpeg -lheif -lm -o $OUT/c/$target \
                 -fuse-ld=lld || return 1
         fi
     done

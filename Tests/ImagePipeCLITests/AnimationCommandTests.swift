@@ -4,7 +4,7 @@ import ImagePipe
 import ImagePipeTestSupport
 import Testing
 
-@Suite struct AnimationCommandTests {
+@Suite(.offThePool) struct AnimationCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-animation-cli")
 
     func batch(_ source: String, _ arguments: [String], into destination: String) throws -> (CommandRunner.Output, [String: JobResult]) {

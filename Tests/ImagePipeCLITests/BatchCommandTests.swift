@@ -6,7 +6,7 @@ import ImagePipeVipsTestSupport
 import Testing
 
 /// `imagepipe batch` end to end: the real binary on real files.
-@Suite struct BatchCommandTests {
+@Suite(.offThePool) struct BatchCommandTests {
     let directory = TemporaryDirectory()
 
     func makeSources() {

@@ -3,7 +3,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// `imagepipe bench` on a tiny corpus: the report's shape, not its numbers.
-@Suite struct BenchCommandTests {
+@Suite(.offThePool) struct BenchCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-bench")
 
     func makeCorpus() {

@@ -11,7 +11,7 @@ import Testing
 /// - only tomllib accepts: allowed only where imagepipe's reader says the construct is not supported
 ///   (multi-line strings, inline tables, arrays of tables, dates: the subset documented in
 ///   docs/operations.md) or the integer is past 64 bits, which TOML itself forbids.
-@Suite struct ConfigurationDocumentOracleTests {
+@Suite(.offThePool) struct ConfigurationDocumentOracleTests {
     /// Reads each document with tomllib; one Python process for all of them.
     static let oracle = """
         import json, math, sys, tomllib

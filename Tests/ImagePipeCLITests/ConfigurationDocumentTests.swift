@@ -1,8 +1,9 @@
 import ImagePipeTOML
+import ImagePipeTestSupport
 import Testing
 
 /// The configuration file's TOML reader: what it accepts, and errors that point at the line.
-@Suite struct ConfigurationDocumentTests {
+@Suite(.offThePool) struct ConfigurationDocumentTests {
     func parse(_ text: String) throws(ConfigurationSyntaxError) -> ConfigurationTable {
         try ConfigurationDocument.parse(text, path: "x.toml")
     }
@@ -111,7 +112,7 @@ import Testing
 
 /// The reader's bounds under hostile files (issue 26, and fixtures/fuzz/crashes/toml/): what it holds
 /// and how deep it recurses are limited, and its time grows with the file, not the file squared.
-@Suite struct ConfigurationDocumentLimitTests {
+@Suite(.offThePool) struct ConfigurationDocumentLimitTests {
     func failure(_ text: String) -> String? {
         do {
             _ = try ConfigurationDocument.parse(text, path: "x.toml")

@@ -5,7 +5,7 @@ import Testing
 
 /// One configuration for batch and watch: the `--config` file, `IMAGEPIPE_*` variables and flags,
 /// on the real binary, checked by what it writes.
-@Suite struct ConfigurationTests {
+@Suite(.offThePool) struct ConfigurationTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-config")
 
     init() {

@@ -5,7 +5,7 @@ import ImagePipeTestSupport
 import ImagePipeVipsTestSupport
 import Testing
 
-@Suite struct CropCommandTests {
+@Suite(.offThePool) struct CropCommandTests {
     let directory = TemporaryDirectory()
 
     func thumb() throws -> Data {

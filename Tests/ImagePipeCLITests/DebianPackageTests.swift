@@ -12,6 +12,7 @@ private let debianPackage = ProcessInfo.processInfo.environment["IMAGEPIPE_DEB"]
 /// Run by `make deb-test` (IMAGEPIPE_DEB names the package, IMAGEPIPE_DEBIAN_MIRROR the mirror);
 /// not part of `make test`, as the static release build and the root take many minutes.
 @Suite(
+    .offThePool,
     .serialized,
     .enabled(
         if: debianPackage != nil && getuid() == 0,

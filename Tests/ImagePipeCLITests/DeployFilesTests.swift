@@ -5,7 +5,7 @@ import Testing
 
 /// The committed `deploy/` files: the example configuration loads and its presets work, and the
 /// systemd units pass `systemd-analyze verify`, so none of them can rot unnoticed.
-@Suite struct DeployFilesTests {
+@Suite(.offThePool) struct DeployFilesTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-deploy")
     let deploy = Fixtures.repository + "/deploy"
     var example: String { deploy + "/imagepipe.example.toml" }

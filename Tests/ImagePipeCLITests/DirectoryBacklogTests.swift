@@ -7,7 +7,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// A queue directory worked off by a worker that must not call it empty while a dead worker's claim area holds a job.
-@Suite struct DirectoryBacklogTests {
+@Suite(.offThePool) struct DirectoryBacklogTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-backlog")
     var queue: String { directory.url("queue") }
 

@@ -5,7 +5,7 @@ import Foundation
 import ImagePipeTestSupport
 import Testing
 
-@Suite struct DocumentationTests {
+@Suite(.offThePool) struct DocumentationTests {
     @Test func everyRelativeLinkReachesAFileAndItsHeading() throws {
         var problems: [String] = []
         var links = 0

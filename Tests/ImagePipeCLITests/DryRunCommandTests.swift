@@ -5,7 +5,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// The dry run reads headers and file ends; its `write`, `skip` and `fail` must be the real run's.
-@Suite struct DryRunCommandTests {
+@Suite(.offThePool) struct DryRunCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-dry-run")
 
     /// A 20000x20000 PNG (400 megapixels) of a few hundred bytes: its header alone refuses it.

@@ -3,7 +3,7 @@ import Foundation
 import ImagePipeTestSupport
 import Testing
 
-@Suite struct DurabilityTests {
+@Suite(.offThePool) struct DurabilityTests {
     let directory = TemporaryDirectory()
 
     /// A traced `batch` of nested images with `IMAGEPIPE_DURABILITY_FLUSH` set to `flush`: its calls,

@@ -3,10 +3,11 @@ import ImagePipe
 import ImagePipeTestSupport
 import Testing
 
-/// HDR originals from phones, through the real binary: every manifest line of one says that it
-/// carries a gain map and that the variants are its SDR picture, in the sandboxed helpers and in
-/// the worker alike; an ordinary photo's line says nothing of it.
-@Suite struct HDROriginalTests {
+/// HDR originals from phones, through the real binary with `--hdr drop`: every manifest line of one
+/// says that it carries a gain map and that the variants are its SDR picture, in the sandboxed
+/// helpers and in the worker alike; an ordinary photo's line says nothing of it. (HDRCommandTests:
+/// the variants that carry it.)
+@Suite(.offThePool) struct HDROriginalTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-hdr")
 
     @Test(arguments: ["on", "off"])
@@ -16,7 +17,7 @@ import Testing
         CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "src/plain.jpg")
         let run = try CommandRunner.run([
             "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", directory.url("manifest.jsonl"),
-            "--variant", "large=1200x1200,jpeg,q80", "--sandbox", sandbox,
+            "--variant", "large=1200x1200,jpeg,q80", "--sandbox", sandbox, "--hdr", "drop",
         ])
         #expect(run.status == 0, "\(run.stderr)")
         let text = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8)

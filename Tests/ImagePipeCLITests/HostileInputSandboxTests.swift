@@ -6,7 +6,7 @@ import Testing
 /// Strangers' bytes through the sandboxed path of the real binary: the hostile fixtures, the image
 /// fuzz targets' seeds and crash inputs, and mutants of a small JPEG. Each costs at most its own
 /// image, never the worker; and none crashes a helper (a crash would be a decoder bug to look at).
-@Suite struct HostileInputSandboxTests {
+@Suite(.offThePool) struct HostileInputSandboxTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-hostile-sandbox")
 
     /// Byte flips, cut ends and repeated runs of a baseline JPEG, from a fixed seed: the same

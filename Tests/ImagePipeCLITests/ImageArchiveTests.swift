@@ -17,6 +17,7 @@ extension RequiredTool {
 /// files' owners, and the root is entered with unshare. `make image-test` installs skopeo and umoci;
 /// without them a test fails naming the package.
 @Suite(
+    .offThePool,
     .serialized,
     .enabled(if: imageArchive != nil && getuid() == 0, "make image-test builds the image and sets IMAGEPIPE_IMAGE (as root: umoci, unshare)"))
 struct ImageArchiveTests {

@@ -7,7 +7,7 @@ import Testing
 
 /// One rule for every source: a JPEG named `3f2a9c1e` or `upload.dat` is processed, a text file
 /// named `notes.txt` is skipped as `not_an_image`, one named `x.jpg` fails with a reason.
-@Suite struct ImageSignatureCLITests {
+@Suite(.offThePool) struct ImageSignatureCLITests {
     let directory = TemporaryDirectory(prefix: "imagepipe-signature")
     static let variant = ["--variant", "t=16x16,jpeg,q50"]
 

@@ -4,7 +4,7 @@ import Testing
 
 /// `--log-format`: JSON lines a collector can parse, the job's values in fields rather than in the
 /// message, and no secret in either format.
-@Suite struct LogFormatTests {
+@Suite(.offThePool) struct LogFormatTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-logs")
 
     /// Every line of `stderr` as a JSON object; fails the test for a line that is not one.

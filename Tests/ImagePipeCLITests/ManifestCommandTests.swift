@@ -5,7 +5,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// `batch --manifest`, then `srcset` and `report` on what it wrote, with the real binary.
-@Suite struct ManifestCommandTests {
+@Suite(.offThePool) struct ManifestCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-manifest")
 
     /// `count` different photos (each cropped differently, so each is its own original) in `folder`.

@@ -4,7 +4,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// Each test is a mistake a user made, and the message must name the mistake and the way out.
-@Suite struct MessageTests {
+@Suite(.offThePool) struct MessageTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-messages")
 
     func photos() -> String {

@@ -4,7 +4,7 @@ import ImagePipe
 import ImagePipeTestSupport
 import Testing
 
-@Suite(.requires(.exiftool)) struct MetadataCommandTests {
+@Suite(.offThePool, .requires(.exiftool)) struct MetadataCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-metadata")
 
     /// What `fixtures/make-metadata-photo.sh` wrote into the camera photo and the policies decide

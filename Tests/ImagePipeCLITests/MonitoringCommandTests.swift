@@ -9,7 +9,7 @@ import Testing
 /// `--metrics-address` on the real binary: the endpoint checked by promtool and scraped by a real
 /// Prometheus, its figures against the queue's own records, /healthz and /readyz through an outage
 /// and a shutdown.
-@Suite(.serialized, .requires(.prometheus, .promtool))
+@Suite(.offThePool, .serialized, .requires(.prometheus, .promtool))
 struct MonitoringCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-monitoring")
     var queue: String { directory.url("queue") }

@@ -15,7 +15,7 @@ extension RequiredTool {
 /// `make deb-package` packages the test build's binary exactly as `make deb` packages the static
 /// release build (which takes too long to build here); the Swift libraries of the debug build, which
 /// no Debian package has, are the only ones left out of its dependencies.
-@Suite struct PackageMetadataTests {
+@Suite(.offThePool) struct PackageMetadataTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-package")
     let repository = Fixtures.repository
 

@@ -16,7 +16,7 @@ extension RequiredTool {
 /// input; only `apt-get install` is checked rather than run (a test installs no packages: it finds
 /// the package installed). The machine is left as found: the role and database made are dropped,
 /// and a cluster that was down is stopped again.
-@Suite(.serialized, .requiresRoot("run the page's commands as root, as it says"), .requires(.postgresCommon, .setsid, .runuser))
+@Suite(.offThePool, .serialized, .requiresRoot("run the page's commands as root, as it says"), .requires(.postgresCommon, .setsid, .runuser))
 struct PostgresSetupPageTests {
     static let markerPrefix = "<!-- docs-test: the set-up, as root on this machine's PostgreSQL"
 

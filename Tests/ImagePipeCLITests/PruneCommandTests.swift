@@ -7,7 +7,7 @@ import Testing
 
 /// `imagepipe prune` end to end on a folder: a batch makes the outputs, the sources change, prune
 /// judges each output by the origin the batch recorded on it.
-@Suite struct PruneCommandTests {
+@Suite(.offThePool) struct PruneCommandTests {
     let directory = TemporaryDirectory()
     static let small = "small=100x,webp,q70", big = "big=120x,jpeg,q80"
 

@@ -7,7 +7,7 @@ import Testing
 
 /// `imagepipe queue status|list|retry|prune` on a queue directory, and `watch --keep-done`: the real
 /// binary on real folders, a real worker's done/ and failed/.
-@Suite(.serialized) struct QueueDirectoryCommandTests {
+@Suite(.offThePool, .serialized) struct QueueDirectoryCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-queue-cmd")
     var queue: String { directory.url("queue") }
 

@@ -3,7 +3,7 @@ import Foundation
 import ImagePipeTestSupport
 import Testing
 
-@Suite struct QueueDurabilityTests {
+@Suite(.offThePool) struct QueueDurabilityTests {
     let directory = TemporaryDirectory()
 
     @Test func withSyncfsEachDoneRecordIsCommittedBeforeItsNameAndItsNameBeforeTheClaimIsReleased() throws {

@@ -6,7 +6,7 @@ import ImagePipeTestSupport
 import ImagePipeVipsTestSupport
 import Testing
 
-@Suite(.serialized) struct QueueOptionsFileTests {
+@Suite(.offThePool, .serialized) struct QueueOptionsFileTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-queue-options")
     var queue: String { directory.url("queue") }
 

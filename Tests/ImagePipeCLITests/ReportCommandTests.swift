@@ -5,7 +5,7 @@ import ImagePipeVipsTestSupport
 import Testing
 
 /// `imagepipe report` on a real run's manifest, rendered by a real browser.
-@Suite struct ReportCommandTests {
+@Suite(.offThePool) struct ReportCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-report")
 
     func makeRun() throws {

@@ -2,7 +2,7 @@
 import ImagePipeTestSupport
 import Testing
 
-@Suite struct RequiredToolTests {
+@Suite(.offThePool) struct RequiredToolTests {
     let missing = RequiredTool("no-such-tool", at: "/nonexistent/no-such-tool", package: "no-such-package")
     let present = RequiredTool("sh", at: "/bin/sh", package: "dash")
 

@@ -7,7 +7,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// Re-runs, collisions, dry runs and destinations that cannot take the work, with the real binary on real files.
-@Suite struct SafeRunCommandTests {
+@Suite(.offThePool) struct SafeRunCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-safe")
 
     static let photos = [

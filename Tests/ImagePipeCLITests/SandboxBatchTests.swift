@@ -6,7 +6,7 @@ import Testing
 /// Small images go to the sandboxed helpers several in one message, on the real binary: fewer
 /// round trips than images (what keeps the sandbox's cost within bounds on small images), and
 /// each image still its own job.
-@Suite(.serialized) struct SandboxBatchTests {
+@Suite(.offThePool, .serialized) struct SandboxBatchTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-sandbox-batch")
 
     @Test func smallImagesGoToTheHelpersInBatchesAndADamagedOneFailsAlone() throws {

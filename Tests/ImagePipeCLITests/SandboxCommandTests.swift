@@ -9,7 +9,7 @@ import Glibc
 
 /// Image work in sandboxed helper processes, on the real binary: the sandbox as the kernel reports
 /// it, what a helper holds, and a helper that crashes, is killed or hangs mid-job.
-@Suite(.serialized) struct SandboxCommandTests {
+@Suite(.offThePool, .serialized) struct SandboxCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-sandbox")
 
     /// Secrets a worker may be given, by name, each with a value no helper may hold.

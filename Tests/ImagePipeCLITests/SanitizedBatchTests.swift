@@ -11,7 +11,7 @@ private let sanitizedBinary = ProcessInfo.processInfo.environment["IMAGEPIPE_SAN
 /// `IMAGEPIPE_SANITIZED_BINARY`; `make test` runs this suite that way). Once with one JPEG variant at
 /// the source's size, which plain JPEGs take through the direct libjpeg path (jpeg_direct.c), once with
 /// the web preset, which goes through libvips and the shim for every image.
-@Suite(.serialized, .enabled(if: sanitizedBinary != nil, "IMAGEPIPE_SANITIZED_BINARY names no binary"))
+@Suite(.offThePool, .serialized, .enabled(if: sanitizedBinary != nil, "IMAGEPIPE_SANITIZED_BINARY names no binary"))
 struct SanitizedBatchTests {
     let directory = TemporaryDirectory()
 

@@ -8,7 +8,7 @@ import Testing
 /// The `web` preset's `large` variant (2048 px JPEG) of 1800x1200 camera JPEGs, which encoding at
 /// quality 82 made 12–14% larger than the photos themselves; two of them are upright, the others
 /// turned by their EXIF orientation.
-@Suite struct SmallerOriginalTests {
+@Suite(.offThePool) struct SmallerOriginalTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-smaller-original")
 
     func batch(_ extra: [String], into name: String) throws -> [JobResult] {
@@ -85,7 +85,7 @@ import Testing
 
 /// A JPEG whose scan ends early decodes with a warning ("premature end of data segment"): its own
 /// bytes are damaged, so it is never kept as its variant, however small.
-@Suite struct DamagedOriginalTests {
+@Suite(.offThePool) struct DamagedOriginalTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-damaged-original")
 
     /// The warnings `vips avg` prints decoding `path`: libvips' own report of damage, the oracle here.

@@ -4,7 +4,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// `Benchmarks/soak/soak.py` for a quarter of a minute on a few small fixtures.
-@Suite struct SoakScriptTests {
+@Suite(.offThePool) struct SoakScriptTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-soak")
 
     @Test func aShortSoakAccountsForEveryDeliveryAndWritesItsTableAndPlot() throws {

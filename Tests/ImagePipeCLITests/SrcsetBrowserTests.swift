@@ -5,7 +5,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// A browser that takes WebP must never get a smaller picture than one that takes only the fallback.
-@Suite struct SrcsetBrowserTests {
+@Suite(.offThePool) struct SrcsetBrowserTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-srcset-browser")
 
     /// The `web` preset over an 1800x1200 photo: `large` 1800 px JPEG, `medium` 1024 px WebP.

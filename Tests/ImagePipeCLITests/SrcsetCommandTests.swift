@@ -3,7 +3,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// `imagepipe srcset` over a real batch's manifest.
-@Suite struct SrcsetCommandTests {
+@Suite(.offThePool) struct SrcsetCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-srcset")
 
     func batch() throws -> String {

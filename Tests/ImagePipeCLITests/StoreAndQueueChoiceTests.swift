@@ -5,7 +5,7 @@ import Testing
 /// Stores and queues are picked from what the command line names in one place each (StoreKind,
 /// QueueKind): a scheme neither knows is refused by name, never taken for another store or for a
 /// directory.
-@Suite struct StoreAndQueueChoiceTests {
+@Suite(.offThePool) struct StoreAndQueueChoiceTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-choice")
 
     @Test func aDestinationOfAnUnknownSchemeIsRefusedNamingIt() throws {

@@ -6,7 +6,7 @@ import Testing
 /// A test's time in Swift Testing's xunit file runs from its start to its end while others run
 /// beside it, waits for a free thread included: the list must not present it as a test's own cost
 /// (a run once listed tests of seconds at 465 s as "slowest tests").
-@Suite struct TestTimesScriptTests {
+@Suite(.offThePool) struct TestTimesScriptTests {
     @Test func theListSaysItsTimesAreWallTimeInASharedRun() throws {
         let directory = TemporaryDirectory(prefix: "imagepipe-test-times")
         let xml = """

@@ -9,7 +9,7 @@ import ImagePipeVips
 import Testing
 
 /// `imagepipe watch` end to end: the real binary, real inotify, real signals and `kill -9`.
-@Suite(.serialized) struct WatchCommandTests {
+@Suite(.offThePool, .serialized) struct WatchCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-watch")
     var queue: String { directory.url("queue") }
 

@@ -4,7 +4,7 @@ import ImagePipe
 import ImagePipeTestSupport
 import Testing
 
-@Suite struct WatermarkCommandTests {
+@Suite(.offThePool) struct WatermarkCommandTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-watermark")
 
     /// Writes a logo of `width`x`height` with partial alpha: a transparent band on the left, then

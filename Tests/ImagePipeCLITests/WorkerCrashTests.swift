@@ -14,7 +14,7 @@ import Testing
 /// own that answers the start-up probe and never answers again (``Blackhole``), so the job is in its
 /// claim area, being stored, until the worker is killed. Each worker gets its own endpoint, as the
 /// probe of the next would otherwise go unanswered.
-@Suite(.serialized) struct WorkerCrashTests {
+@Suite(.offThePool, .serialized) struct WorkerCrashTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-crashes")
     var queue: String { directory.url("queue") }
 

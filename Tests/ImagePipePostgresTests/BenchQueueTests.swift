@@ -5,7 +5,7 @@ import Testing
 
 /// `imagepipe bench --also-queue`: two `watch --exit-when-empty` workers on real PostgreSQL, timed
 /// beside `batch` on the same corpus.
-@Suite(.serialized, .requires(PostgresServer.tool))
+@Suite(.offThePool, .serialized, .requires(PostgresServer.tool))
 struct BenchQueueTests {
     static let fixtures = Fixtures.root
 

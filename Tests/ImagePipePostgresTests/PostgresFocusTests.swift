@@ -5,7 +5,7 @@ import ImagePipeTestSupport
 import ImagePipeVipsTestSupport
 import Testing
 
-@Suite(.serialized, .requires(PostgresServer.tool))
+@Suite(.offThePool, .serialized, .requires(PostgresServer.tool))
 struct PostgresFocusTests {
     /// One photo, its subject near the right edge (see SubjectImage), queued three times: with a
     /// point on the subject by `enqueue --focus`, with one far from it by a producer's own SQL (which

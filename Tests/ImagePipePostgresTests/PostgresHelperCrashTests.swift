@@ -8,7 +8,7 @@ import Testing
 
 /// An image helper killed mid-job under `imagepipe watch postgres://…`: the built binary, real
 /// PostgreSQL, real signals.
-@Suite(.serialized, .requires(PostgresServer.tool))
+@Suite(.offThePool, .serialized, .requires(PostgresServer.tool))
 struct PostgresHelperCrashTests {
     func enqueue(_ images: [String: String], into fixture: PostgresFixture) throws {
         let paths = images.map { name, fixturePath in fixture.directory.write("src/" + name, Fixtures.data(fixturePath)) }

@@ -6,7 +6,7 @@ import Testing
 
 /// A PostgreSQL worker notifies each job once its row holds the result: the job id is the row's id,
 /// and the record is the row's result.
-@Suite(.serialized, .requires(PostgresServer.tool))
+@Suite(.offThePool, .serialized, .requires(PostgresServer.tool))
 struct PostgresNotificationTests {
     @Test func eachJobIsNotifiedWithItsRowsIdAndResult() async throws {
         let fixture = try PostgresFixture()

@@ -9,7 +9,7 @@ import Testing
 
 /// `imagepipe queue list|cancel|status` and `enqueue --priority|--run-at` on PostgreSQL: the built
 /// binary, real PostgreSQL, a real worker.
-@Suite(.serialized, .requires(PostgresServer.tool))
+@Suite(.offThePool, .serialized, .requires(PostgresServer.tool))
 struct PostgresQueueCommandTests {
     static let smallVariant = ["--variant", "t=32x32,jpeg,q70"]
 

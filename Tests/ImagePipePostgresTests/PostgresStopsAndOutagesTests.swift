@@ -8,7 +8,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// Stops, ends and outages of the built binary on real PostgreSQL, with real signals.
-@Suite(.serialized, .requires(PostgresServer.tool))
+@Suite(.offThePool, .serialized, .requires(PostgresServer.tool))
 struct PostgresStopsAndOutagesTests {
     /// Starts `imagepipe watch` on `url` with small, quick settings and `extra`.
     func worker(

@@ -8,7 +8,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// `imagepipe watch postgres://...` end to end: the built binary, real PostgreSQL, real signals.
-@Suite(.serialized, .requires(PostgresServer.tool))
+@Suite(.offThePool, .serialized, .requires(PostgresServer.tool))
 struct PostgresWatchCommandTests {
     static let fixtures = Fixtures.root
     static let smallVariant = ["--variant", "t=32x32,jpeg,q70"]

@@ -10,7 +10,7 @@ import Testing
 /// or blur the destination goes to `discarded` with `invalid_key`; nothing lands outside the local
 /// destination, which sits deep enough that a key climbing out of it would still land in the
 /// fixture's folder.
-@Suite(.serialized, .requires(PostgresServer.tool))
+@Suite(.offThePool, .serialized, .requires(PostgresServer.tool))
 struct QueuedObjectNameTests {
     static let destination = "a/b/c/d/out"
     /// The queued keys of the report, each a different image so the bytes read tell which object was read.

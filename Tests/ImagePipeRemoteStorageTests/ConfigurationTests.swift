@@ -5,7 +5,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// Destinations, the AWS environment and files, endpoints and URLs.
-@Suite struct ConfigurationTests {
+@Suite(.offThePool) struct ConfigurationTests {
     let directory = TemporaryDirectory()
 
     var isolated: [String: String] {

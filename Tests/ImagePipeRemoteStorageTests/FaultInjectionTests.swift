@@ -1,10 +1,11 @@
 import Foundation
 import ImagePipe
 import ImagePipeRemoteStorage
+import ImagePipeTestSupport
 import Testing
 
 /// S3Storage through a proxy that drops, resets, stalls, corrupts and fails requests on the way to moto.
-@Suite struct FaultInjectionTests {
+@Suite(.offThePool) struct FaultInjectionTests {
     let moto: MotoServer
     let bucket: String
 

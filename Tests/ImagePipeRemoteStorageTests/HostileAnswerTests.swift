@@ -7,7 +7,7 @@ import Testing
 
 /// What the fuzzers found in the parsers of S3's and Supabase's answers (fixtures/fuzz/crashes/),
 /// and the worst shapes of answers at their size limits.
-@Suite struct HostileAnswerTests {
+@Suite(.offThePool) struct HostileAnswerTests {
     let folder = ObjectLocation(scheme: "s3", bucket: "media", key: "")
 
     @Test func aDeleteObjectsRefusalOfAKeyWhoseNameStartsWithACombiningMarkNamesItWithoutThePrefix() throws {
@@ -87,7 +87,7 @@ import Testing
 
 /// Listings from a store that answers too much or never ends (Support/python/hostile_store.py): each
 /// page is held only up to the client's answer limit (4 MiB), and a listing that would loop stops.
-@Suite struct HostileListingTests {
+@Suite(.offThePool) struct HostileListingTests {
     let store: HelperProcess
 
     init() throws {

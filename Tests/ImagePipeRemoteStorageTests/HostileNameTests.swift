@@ -10,7 +10,7 @@ import Testing
 /// `..` segments, boto3's own included; `SigV4TestSuiteTests` checks how such paths are signed), none is
 /// left out unsaid, and no output lands outside the local destination, which sits deep enough that
 /// a key climbing out of it would still land inside this test's folder, where it would be seen.
-@Suite struct HostileNameTests {
+@Suite(.offThePool) struct HostileNameTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-names")
     /// Four levels down, so `orig/../../../../tmp/x/...` resolved from it stays in `directory`.
     static let destination = "a/b/c/d/out"

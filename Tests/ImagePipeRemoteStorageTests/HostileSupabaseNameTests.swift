@@ -17,7 +17,7 @@ import Testing
 /// `..%2F..%2Fescaped3.jpg`, `%2e%2e/pct.jpg` and `ctl\u{1}.jpg` exist only in the stand-in, which
 /// stores any name; they are kept to show imagepipe reads whatever name a listing gives it, and
 /// sends `%` escaped (`%2e%2e` sent as it is would be read as `..`).
-@Suite struct HostileSupabaseNameTests {
+@Suite(.offThePool) struct HostileSupabaseNameTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-supabase-names")
     let key = "service-\(UUID().uuidString)"
     /// Four levels down, so `../../../../tmp/x/...` resolved from it stays in `directory`.

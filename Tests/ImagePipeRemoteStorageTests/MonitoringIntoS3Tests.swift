@@ -6,7 +6,7 @@ import ImagePipeRemoteStorage
 
 /// A worker storing into S3 through a proxy that fails twice: every metric family shows up in its
 /// scrape, with the figures of what happened, and the Grafana dashboard names only those families.
-@Suite(.requires(.promtool))
+@Suite(.offThePool, .requires(.promtool))
 struct MonitoringIntoS3Tests {
     let directory = TemporaryDirectory(prefix: "imagepipe-monitoring-s3")
 

@@ -7,7 +7,7 @@ import Testing
 
 /// The real binary, a receiver that is down (answers 500) while the first worker runs, and one that
 /// takes everything for the second: each notification the first tried arrives, with its own id.
-@Suite struct NotificationOutboxTests {
+@Suite(.offThePool) struct NotificationOutboxTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-outbox")
     let secret = "whsec-outbox-51c9"
     var environment: [String: String] { ["IMAGEPIPE_NOTIFY_SECRET": secret, "HOME": directory.path] }

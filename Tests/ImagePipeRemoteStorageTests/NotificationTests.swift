@@ -8,7 +8,7 @@ import Testing
 
 /// Job notifications as an application receives them: one per recorded job, signed, retried, and
 /// never ahead of the job's record.
-@Suite struct NotificationTests {
+@Suite(.offThePool) struct NotificationTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-notify")
     let secret = "whsec-test-7d1f0c"
 

@@ -8,7 +8,7 @@ import Testing
 /// The real binary against moto: what it lists, what it deletes and what it leaves. moto's
 /// signature check gets a listed prefix's slash wrong (see S3SourceTests), so a destination under a
 /// prefix is pruned on the server that does not check signatures; the whole bucket on the one that does.
-@Suite struct PruneS3Tests {
+@Suite(.offThePool) struct PruneS3Tests {
     let directory = TemporaryDirectory()
     static let small = "small=100x,webp,q70", big = "big=120x,jpeg,q80"
 

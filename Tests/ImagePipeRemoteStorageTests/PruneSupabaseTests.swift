@@ -6,7 +6,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// The real binary against the Supabase stand-in: outputs of a real batch, pruned.
-@Suite struct PruneSupabaseTests {
+@Suite(.offThePool) struct PruneSupabaseTests {
     let directory = TemporaryDirectory()
     let key = "service-\(UUID().uuidString)"
     static let small = "small=100x,webp,q70", big = "big=120x,jpeg,q80"

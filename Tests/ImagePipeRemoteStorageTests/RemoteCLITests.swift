@@ -7,7 +7,7 @@ import Testing
 import ImagePipeRemoteStorage
 
 /// `imagepipe batch` into moto and the Supabase stand-in: the real binary, its flags and environment.
-@Suite struct RemoteCLITests {
+@Suite(.offThePool) struct RemoteCLITests {
     let directory = TemporaryDirectory()
 
     func makeSources() throws {

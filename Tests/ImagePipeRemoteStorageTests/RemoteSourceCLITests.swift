@@ -6,7 +6,7 @@ import ImagePipeVipsTestSupport
 import Testing
 
 /// `imagepipe batch` reading its sources from moto (signature checking on) and the Supabase stand-in.
-@Suite struct RemoteSourceCLITests {
+@Suite(.offThePool) struct RemoteSourceCLITests {
     let directory = TemporaryDirectory(prefix: "imagepipe-sources")
 
     func environment(_ moto: MotoServer) -> [String: String] {

@@ -1,10 +1,11 @@
 import Foundation
 import ImagePipe
 import ImagePipeRemoteStorage
+import ImagePipeTestSupport
 import Testing
 
 /// What S3Storage records and reads back for the up-to-date and collision checks, against moto, checked with boto3.
-@Suite struct S3OriginTests {
+@Suite(.offThePool) struct S3OriginTests {
     let origin = Origin(sha256: String(repeating: "ab", count: 32), source: "Été 2024/IMG 1+(2).jpg", width: 2048, height: 1365)
 
     @Test(arguments: [1_000, 9 << 20]) func theOriginTravelsAsUserMetadataOnSingleAndMultipartPuts(size: Int) throws {

@@ -10,7 +10,7 @@ import Testing
 /// moto's signature check gets a `/` in a query value wrong (boto3's own `list_objects_v2(Prefix="a/")`
 /// fails it too), so listings of a folder below the bucket's root run against moto without
 /// signature checking; whole-bucket listings, with every key in folders, run with it.
-@Suite struct S3SourceTests {
+@Suite(.offThePool) struct S3SourceTests {
     let moto: MotoServer
     let bucket: String
 

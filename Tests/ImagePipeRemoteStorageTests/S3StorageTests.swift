@@ -5,7 +5,7 @@ import ImagePipeRemoteStorage
 import Testing
 
 /// S3Storage against a real S3-compatible server (moto on loopback), checked with boto3.
-@Suite struct S3StorageTests {
+@Suite(.offThePool) struct S3StorageTests {
     @Test func storesObjectsWithTheirHeadersUnderThePrefix() throws {
         let moto = try MotoServer.signed()
         let bucket = try moto.makeBucket()

@@ -6,7 +6,7 @@ import ImagePipe
 
 /// The signer against AWS's published Signature Version 4 test suite (fixtures/aws-sigv4-test-suite),
 /// and S3's own canonicalisation rules, which differ from the generic ones the suite checks.
-@Suite struct SigV4TestSuiteTests {
+@Suite(.offThePool) struct SigV4TestSuiteTests {
     static let suite = Fixtures.root + "/aws-sigv4-test-suite"
     static let credentials = AWSCredentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     static let token =

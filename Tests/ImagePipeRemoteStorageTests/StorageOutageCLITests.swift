@@ -5,7 +5,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// `imagepipe batch` into S3 when the store stops answering part-way.
-@Suite struct StorageOutageCLITests {
+@Suite(.offThePool) struct StorageOutageCLITests {
     let directory = TemporaryDirectory(prefix: "imagepipe-s3-outage")
 
     @Test func aStoreThatGoesAwayHaltsTheBatchAfterOneJobsRetriesAndLeavesTheRestNotStarted() throws {

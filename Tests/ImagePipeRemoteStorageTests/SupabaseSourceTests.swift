@@ -6,7 +6,7 @@ import Testing
 
 /// SupabaseSourceRepository against the local stand-in, which checks the headers of every request
 /// and answers the list API one folder level and one page at a time.
-@Suite struct SupabaseSourceTests {
+@Suite(.offThePool) struct SupabaseSourceTests {
     let key = "service-role-\(UUID().uuidString)"
 
     func location(_ key: String, bucket: String = "media") -> ObjectLocation {

@@ -6,7 +6,7 @@ import Testing
 
 /// SupabaseStorage against a local stand-in that checks the wire protocol (no Supabase server can
 /// run here): method, path, headers and body of standard and resumable (TUS) uploads.
-@Suite struct SupabaseStorageTests {
+@Suite(.offThePool) struct SupabaseStorageTests {
     let key = "service-role-\(UUID().uuidString)"
 
     @Test func aStandardUploadCarriesEveryHeaderSupabaseNeeds() throws {

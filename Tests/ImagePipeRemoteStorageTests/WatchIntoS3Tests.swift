@@ -6,7 +6,7 @@ import ImagePipeRemoteStorage
 
 /// `imagepipe watch` storing into S3 through a proxy that fails for a while: the job survives on
 /// retries, and its original stays safe in the queue until every object is stored.
-@Suite struct WatchIntoS3Tests {
+@Suite(.offThePool) struct WatchIntoS3Tests {
     let directory = TemporaryDirectory(prefix: "imagepipe-watch-s3")
 
     @Test func aStorageOutageIsRetriedUntilTheJobIsDone() throws {

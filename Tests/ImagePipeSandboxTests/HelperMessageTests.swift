@@ -38,14 +38,17 @@ import Glibc
                 sourceFormat: .heic, sourceSize: PixelSize(width: 4032, height: 3024), variants: [],
                 decodeTime: .milliseconds(120), encodeTime: .nanoseconds(987_654_321)))
         result.placeholder = Placeholder(thumbHash: "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: "#7f8c8d")
-        result.gainMap = GainMap(kind: .appleHEIC, carried: false, reason: GainMap.notCarriedReason)
+        result.gainMap = GainMap(kind: .appleHEIC, notCarried: .noHeadroom)
         result.variants = [
             .init(encoding: VariantEncoding(size: PixelSize(width: 2048, height: 1536), quality: 82, score: 87.25), byteCount: 345_678),
             .init(
                 encoding: VariantEncoding(size: PixelSize(width: 320, height: 320), encodes: 3, keptOriginal: true, frames: 12), byteCount: 9_876),
         ]
+        var hdr = result
+        hdr.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true, headroom: 3.5)
+        hdr.variants[0].encoding.hdrHeadroom = 3.5
         let replies: [HelperReply] = [
-            .ready(sandboxed: true, landlock: 7), .startFailed("Landlock: Operation not permitted"), .need(88 << 20),
+            .compressed(hdr), .ready(sandboxed: true, landlock: 7), .startFailed("Landlock: Operation not permitted"), .need(88 << 20),
             .compressed(result), .header(SourceHeader(format: .avif, size: PixelSize(width: 10, height: 20))), .header(nil),
             .failed(ImagePipeError(.corruptImage, "premature end of JPEG file")),
             .batch([.compressed(result), .compressed(result), .failed(ImagePipeError(.corruptImage, "premature end of JPEG file"))]),
@@ -65,17 +68,63 @@ import Glibc
         #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: failure) }
     }
 
+    /// The fuzz target's seeds: one message of each kind, as they are written now.
+    static var seedMessages: [(name: String, bytes: [UInt8])] {
+        var result = HelperResult(
+            CompressedImage(
+                sourceFormat: .jpeg, sourceSize: PixelSize(width: 1800, height: 1200), variants: [],
+                decodeTime: .milliseconds(40), encodeTime: .milliseconds(60)))
+        result.placeholder = Placeholder(thumbHash: "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: "#7f8c8d")
+        result.variants = [
+            .init(encoding: VariantEncoding(size: PixelSize(width: 1800, height: 1200), quality: 82, score: 71.5), byteCount: 300_000),
+            .init(
+                encoding: VariantEncoding(size: PixelSize(width: 320, height: 320), quality: 70, encodes: 3), byteCount: 30,
+                inline: Array(repeating: 7, count: 30)),
+        ]
+        var hdr = result
+        hdr.sourceFormat = .heic
+        hdr.gainMap = GainMap(kind: .appleHEIC, carried: true, headroom: 3.1)
+        hdr.variants[0].encoding.hdrHeadroom = 3.1
+        var dropped = result
+        dropped.gainMap = GainMap(kind: .ultraHDRJPEG, notCarried: .dropped, headroom: 4)
+        let failure = ImagePipeError(.corruptImage, "premature end of JPEG file")
+        let variants = Preset.web + [try! VariantSpec(parsing: "sdr=800x800,jpeg,q80,hdr=drop")]
+        let replies: [(String, HelperReply)] = [
+            ("ready", .ready(sandboxed: true, landlock: 4)), ("start-failed", .startFailed("Landlock: Operation not permitted")),
+            ("need", .need(88 << 20)), ("compressed", .compressed(result)), ("compressed-gain-map", .compressed(hdr)),
+            ("compressed-gain-map-dropped", .compressed(dropped)),
+            ("header", .header(SourceHeader(format: .heic, size: PixelSize(width: 4032, height: 3024)))), ("no-header", .header(nil)),
+            ("failed", .failed(failure)), ("batch", .batch([.compressed(result), .failed(failure)])),
+        ]
+        let requests: [(String, HelperRequest)] = [
+            ("start", .start(hasLogo: true)), ("setup", .setup(variants: variants, limits: .default)),
+            ("compress", .compress(HelperSource(name: "photos/a.jpg", focus: FocalPoint(x: 0.3, y: 0.6), isFile: true, advance: 8 << 20))),
+            (
+                "compress-batch",
+                .compressBatch([HelperSource(name: "a.png", focus: nil, isFile: false, inline: [0x89, 0x50, 0x4E, 0x47], advance: 8 << 20)])
+            ),
+            ("grant", .grant(64 << 20)), ("trim", .trim),
+        ]
+        return replies.map { ($0.0 + ".bin", $0.1.encoded()) } + requests.map { ("request-" + $0.0 + ".bin", $0.1.encoded()) }
+    }
+
     /// The fuzz target's seeds are messages as they are written now: a layout that changes makes
-    /// them over, or they would only test the first check that refuses them.
+    /// them over (run this test with IMAGEPIPE_WRITE_FUZZ_SEEDS=1 to write them), or they would only
+    /// test the first check that refuses them.
     @Test func everySeedOfTheFuzzTargetIsAMessageOfTheCurrentLayout() throws {
-        let seeds = Fixtures.files(in: "fuzz/helper-message")
-        #expect(seeds.count >= 12)
-        for seed in seeds {
-            let bytes = [UInt8](Fixtures.data("fuzz/helper-message/" + seed))
-            if seed.hasPrefix("request-") {
-                #expect(throws: Never.self, "\(seed)") { _ = try HelperRequest(decoding: bytes) }
+        let folder = Fixtures.repository + "/fixtures/fuzz/helper-message/"
+        if ProcessInfo.processInfo.environment["IMAGEPIPE_WRITE_FUZZ_SEEDS"] == "1" {
+            for seed in Fixtures.files(in: "fuzz/helper-message") { try FileManager.default.removeItem(atPath: folder + seed) }
+            for (name, bytes) in Self.seedMessages { try Data(bytes).write(to: URL(fileURLWithPath: folder + name)) }
+        }
+        #expect(Set(Fixtures.files(in: "fuzz/helper-message")) == Set(Self.seedMessages.map(\.name)))
+        // Read back as the message written now (a setup's JSON may order its keys otherwise).
+        for (name, bytes) in Self.seedMessages {
+            let seed = [UInt8](Fixtures.data("fuzz/helper-message/" + name))
+            if name.hasPrefix("request-") {
+                #expect(try HelperRequest(decoding: seed) == HelperRequest(decoding: bytes), "\(name) is not as written now")
             } else {
-                #expect(throws: Never.self, "\(seed)") { _ = try HelperReply(decoding: bytes) }
+                #expect(try HelperReply(decoding: seed) == HelperReply(decoding: bytes), "\(name) is not as written now")
             }
         }
     }
@@ -131,28 +180,52 @@ import Glibc
         }
     }
 
-    @Test func aGainMapIsTwoFactsAndItsReasonTheWorkersOwnWords() throws {
+    @Test func aGainMapIsItsKindWhetherCarriedAndWhyNotAndTheWordsAreTheWorkers() throws {
         var result = HelperResult(
             CompressedImage(
                 sourceFormat: .jpeg, sourceSize: PixelSize(width: 400, height: 300), variants: [], decodeTime: .zero, encodeTime: .zero))
-        // Whatever reason a helper holds, the worker words it: a helper sends no text for the manifest.
-        result.gainMap = GainMap(kind: .ultraHDRJPEG, carried: false, reason: "anything a helper might say")
+        result.variants = [
+            .init(encoding: VariantEncoding(size: PixelSize(width: 10, height: 10), quality: 80), byteCount: 100)
+        ]
+        // A helper sends the code of why; the manifest's words are the worker's for that code.
+        result.gainMap = GainMap(kind: .ultraHDRJPEG, notCarried: .geometry, headroom: 2)
         let decoded = try HelperReply(decoding: HelperReply.compressed(result).encoded())
         guard case .compressed(let read) = decoded else {
             Issue.record("not a result: \(decoded)")
             return
         }
-        #expect(read.gainMap == GainMap(kind: .ultraHDRJPEG, carried: false, reason: GainMap.notCarriedReason))
-        // A kind the worker does not know is a malformed reply.
+        #expect(read.gainMap == GainMap(kind: .ultraHDRJPEG, carried: false, reason: GainMap.Reason.geometry.words, headroom: 2))
+        func refused(_ change: (inout HelperResult) -> Void, _ why: String) {
+            var forged = result
+            change(&forged)
+            #expect(throws: WireReader.Malformed.self, "\(why)") { try HelperReply(decoding: HelperReply.compressed(forged).encoded()) }
+        }
+        // A kind or a reason the worker does not know.
         let bytes = HelperReply.compressed(result).encoded()
-        let kind = Array("ultra_hdr_jpeg".utf8)
-        let at = try #require(bytes.firstRange(of: kind)).lowerBound
-        var forged = bytes
-        forged.replaceSubrange(at..<(at + kind.count), with: Array("ultra_hdr_jpeX".utf8))
-        #expect(throws: (any Error).self) { try HelperReply(decoding: forged) }
-        // Nor is a gain map said to be carried: no helper makes HDR variants yet.
-        result.gainMap?.carried = true
-        #expect(throws: (any Error).self) { try HelperReply(decoding: HelperReply.compressed(result).encoded()) }
+        for (known, unknown) in [("ultra_hdr_jpeg", "ultra_hdr_jpeX"), ("geometry", "geometrY")] {
+            let at = try #require(bytes.firstRange(of: Array(known.utf8))).lowerBound
+            var forged = bytes
+            forged.replaceSubrange(at..<(at + known.utf8.count), with: Array(unknown.utf8))
+            #expect(throws: (any Error).self, "\(unknown)") { try HelperReply(decoding: forged) }
+        }
+        refused({ $0.gainMap = GainMap(kind: .ultraHDRJPEG, carried: false, reason: "anything a helper might say") }, "not carried, no reason")
+        refused({ $0.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true) }, "carried, no headroom")
+        refused({ $0.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true, reason: GainMap.Reason.dropped.words, headroom: 2) }, "both")
+        for headroom in [Double.nan, .infinity, 0.5, 1, 1000] {
+            refused({ $0.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true, headroom: headroom) }, "headroom \(headroom)")
+            refused(
+                {
+                    $0.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true, headroom: 2)
+                    $0.variants[0].encoding.hdrHeadroom = headroom
+                }, "variant headroom \(headroom)")
+        }
+        // An HDR variant of an original whose gain map was not carried, or had none.
+        refused({ $0.variants[0].encoding.hdrHeadroom = 2 }, "an HDR variant of no carried map")
+        refused(
+            {
+                $0.gainMap = nil
+                $0.variants[0].encoding.hdrHeadroom = 2
+            }, "an HDR variant of no map")
     }
 
     @Test func aPlaceholderThatIsNoThumbHashAndColourIsRefused() throws {
@@ -172,7 +245,10 @@ import Glibc
         // 320x320 at 4 bytes a pixel, every frame an animation may have, and a mebibyte.
         #expect(SandboxedCompressor.outputLimit(for: thumb, limits: limits, sourceBytes: 5_000) == 320 * 320 * 4 * 1000 + (1 << 20))
         let jpeg = try VariantSpec(parsing: "large=2048x2048,jpeg,q82")
-        #expect(SandboxedCompressor.outputLimit(for: jpeg, limits: limits, sourceBytes: 5_000) == 2048 * 2048 * 4 + (1 << 20))
+        // A JPEG that may carry a gain map: a byte more a pixel, for the map.
+        #expect(SandboxedCompressor.outputLimit(for: jpeg, limits: limits, sourceBytes: 5_000) == 2048 * 2048 * 5 + (1 << 20))
+        let sdr = jpeg.applying(hdr: .drop)
+        #expect(SandboxedCompressor.outputLimit(for: sdr, limits: limits, sourceBytes: 5_000) == 2048 * 2048 * 4 + (1 << 20))
         // A kept original is the source's own bytes.
         #expect(SandboxedCompressor.outputLimit(for: jpeg, limits: limits, sourceBytes: 40 << 20) == (40 << 20) + (1 << 20))
         // An open side is bounded by the pixel limit, and nothing passes the file size limit.

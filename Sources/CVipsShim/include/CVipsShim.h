@@ -212,4 +212,23 @@ int ipv_jpeg_encode(const unsigned char *rgb, int width, int height, int quality
     void **buf, size_t *len);
 void ipv_jpeg_free(void *p);
 
+/// An iPhone HEIC's HDR gain map (the primary's auxiliary image of type
+/// urn:com:apple:photo:2020:aux:hdrgainmap), decoded by libheif with its own transformations into
+/// `pixels` (8-bit grey, `width` bytes a row, freed with free()). The file is read from memory;
+/// a side over `max_side` is refused, and a map of more pixels than its primary.
+typedef enum {
+    IPV_GAIN_MAP_FOUND = 0,
+    IPV_GAIN_MAP_NONE = 1,
+    IPV_GAIN_MAP_FAILED = 2,
+} IpvGainMapStatus;
+int ipv_heif_apple_gain_map(const void *buf, size_t len, int max_side, unsigned char **pixels, int *width, int *height);
+/// A one-band 8-bit image copied from `pixels` (width bytes a row).
+int ipv_image_from_grey(const unsigned char *pixels, int width, int height, VipsImage **out);
+/// `in` turned upright as EXIF `orientation` (1-8) says, whatever its own metadata says.
+int ipv_orient(VipsImage *in, int orientation, VipsImage **out);
+/// Each 8-bit value of `in` through `table` (256 entries).
+int ipv_maplut(VipsImage *in, const unsigned char *table, VipsImage **out);
+/// A copy of `in` in memory with the rectangle at left, top of width x height set to `value` in every band.
+int ipv_fill_rect(VipsImage *in, int left, int top, int width, int height, double value, VipsImage **out);
+
 #endif

@@ -20,22 +20,59 @@ public struct GainMap: Sendable, Hashable, Codable {
         case isoHEIF = "iso_heif"
     }
 
+    /// Why the variants do not carry it: a stable code the helper sends, worded by the worker.
+    public enum Reason: String, Sendable, Hashable, Codable, CaseIterable {
+        /// Every JPEG variant has `--hdr drop` or `hdr=drop`.
+        case dropped
+        /// No variant is a JPEG, the one format imagepipe writes a gain map into.
+        case noJPEGVariant = "no_jpeg_variant"
+        /// An iPhone's map without the maker note that gives its headroom.
+        case noHeadroom = "no_headroom"
+        /// The map or its metadata cannot be read, or says what no gain map can mean.
+        case unreadable
+        /// A kind imagepipe does not read (an ISO 21496-1 `tmap` item: libheif 1.15 shows none).
+        case unsupported
+        /// The map does not cover its picture (another aspect), or a variant's crop is placed by
+        /// the picture's content (`attention`, `entropy`), which the map cannot follow.
+        case geometry
+
+        /// The manifest's words.
+        public var words: String {
+            switch self {
+            case .dropped: "the variants are the SDR picture alone: --hdr drop (or hdr=drop) leaves the gain map out"
+            case .noJPEGVariant: "the variants are the SDR picture alone: only JPEG variants carry a gain map (Ultra HDR)"
+            case .noHeadroom: "the variants are the SDR picture alone: the photo's maker note gives no usable HDR headroom"
+            case .unreadable: "the variants are the SDR picture alone: the gain map or its metadata cannot be used (see the log)"
+            case .unsupported: "the variants are the SDR picture alone: imagepipe does not read ISO 21496-1 gain maps in HEIF or AVIF"
+            case .geometry: "the variants are the SDR picture alone: the gain map does not follow the picture's geometry"
+            }
+        }
+    }
+
     /// Where it sits.
     public var kind: Kind
     /// Whether the variants carry it (HDR variants); false: they are the SDR picture alone.
     public var carried: Bool
-    /// Why not, when not carried.
+    /// Why not, when not carried (or, when some variants carry it, why the others do not).
     public var reason: String?
+    /// The headroom the HDR picture needs (its brightest over SDR white), when the map was read.
+    public var headroom: Double?
 
     /// Creates a record.
-    public init(kind: Kind, carried: Bool, reason: String? = nil) {
+    public init(kind: Kind, carried: Bool, reason: String? = nil, headroom: Double? = nil) {
         self.kind = kind
         self.carried = carried
         self.reason = reason
+        self.headroom = headroom
     }
 
-    /// Why variants do not carry it yet.
-    public static let notCarriedReason = "the variants are the SDR picture alone: imagepipe does not write HDR variants yet"
+    /// A record of a map the variants do not carry, for `reason`.
+    public init(kind: Kind, notCarried reason: Reason, headroom: Double? = nil) {
+        self.init(kind: kind, carried: false, reason: reason.words, headroom: headroom)
+    }
+
+    /// The stable code of ``reason``, if it is one of ``Reason``'s words.
+    public var reasonCode: Reason? { Reason.allCases.first { $0.words == reason } }
 
     /// The bytes of its start a source is probed with: a JPEG's metadata segments and a HEIF's
     /// `meta` box come before its pixels, and phones keep both small.

@@ -21,21 +21,28 @@ public struct VariantEncoding: Sendable, Equatable {
     public var keptOriginal = false
     /// The frames it holds: more than 1 for an animated output of an animated source.
     public var frames = 1
+    /// The headroom of the HDR picture it carries (an Ultra HDR JPEG: its SDR picture and a gain
+    /// map; the brightest over SDR white); nil for an SDR output.
+    public var hdrHeadroom: Double?
 
     /// A variant of `size`, with nothing else known yet.
-    public init(size: PixelSize, quality: Int? = nil, score: Double? = nil, encodes: Int? = nil, keptOriginal: Bool = false, frames: Int = 1) {
+    public init(
+        size: PixelSize, quality: Int? = nil, score: Double? = nil, encodes: Int? = nil, keptOriginal: Bool = false, frames: Int = 1,
+        hdrHeadroom: Double? = nil
+    ) {
         self.size = size
         self.quality = quality
         self.score = score
         self.encodes = encodes
         self.keptOriginal = keptOriginal
         self.frames = frames
+        self.hdrHeadroom = hdrHeadroom
     }
 }
 
 extension VariantEncoding: Codable {
     enum CodingKeys: String, CodingKey {
-        case width, height, quality, score, encodes, keptOriginal = "kept_original", frames
+        case width, height, quality, score, encodes, keptOriginal = "kept_original", frames, hdrHeadroom = "hdr_headroom"
     }
 
     /// Read from the fields of a variant's record; those left out take their defaults (records
@@ -48,11 +55,13 @@ extension VariantEncoding: Codable {
         encodes = try container.decodeIfPresent(Int.self, forKey: .encodes)
         keptOriginal = try container.decodeIfPresent(Bool.self, forKey: .keptOriginal) ?? false
         frames = try container.decodeIfPresent(Int.self, forKey: .frames) ?? 1
+        hdrHeadroom = try container.decodeIfPresent(Double.self, forKey: .hdrHeadroom)
     }
 
     /// Written among the fields of the variant's record. What is at its default is left out (a
-    /// still image says nothing of frames, a variant encoded as it is of the original), and the
-    /// score is written to hundredths: SSIMULACRA 2 is not more precise than that.
+    /// still image says nothing of frames, a variant encoded as it is of the original, an SDR one of
+    /// HDR), the score is written to hundredths (SSIMULACRA 2 is not more precise than that) and the
+    /// headroom to thousandths.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(size.width, forKey: .width)
@@ -62,5 +71,6 @@ extension VariantEncoding: Codable {
         try container.encodeIfPresent(encodes, forKey: .encodes)
         if keptOriginal { try container.encode(true, forKey: .keptOriginal) }
         if frames > 1 { try container.encode(frames, forKey: .frames) }
+        try container.encodeIfPresent(hdrHeadroom.map { ($0 * 1000).rounded() / 1000 }, forKey: .hdrHeadroom)
     }
 }

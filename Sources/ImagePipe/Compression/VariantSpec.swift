@@ -44,6 +44,11 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     public var metadataChoice: MetadataPolicy?
     /// What the outputs keep of the source's metadata: the spec's choice, else the command's.
     public var metadata: MetadataPolicy = .strip
+    /// The HDR policy the spec names (`hdr=keep|drop`); nil when the command's `--hdr` decides.
+    public var hdrChoice: HDRPolicy?
+    /// Whether the outputs of an HDR original carry its gain map (``carriesHDR``): the spec's
+    /// choice, else the command's.
+    public var hdr: HDRPolicy = .keep
 
     /// Creates a variant; see ``init(parsing:)`` for the command-line form. With `autoTarget`, the
     /// quality is chosen per image and `quality` is replaced by the format's starting point.
@@ -96,7 +101,8 @@ extension VariantSpec {
     /// QUALITY is `qN` (1–100), `auto` or `auto:TARGET` (a SSIMULACRA 2 score to reach, 1–100); it may
     /// be left out for PNG and lossless WebP only. The options, in any order: `cover` or `inside`, a
     /// ``CropPosition`` (with `cover` only), the ``EncoderOptions`` fields `progressive`, `baseline`, `444`, `effort=N`, `smart_subsample`, `lossless`,
-    /// a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`), a ``MetadataPolicy`` (`metadata=POLICY`), and `still` (an animated source's first frame only).
+    /// a ``WatermarkChoice`` (`nowatermark`, `watermark=FRACTION`), a ``MetadataPolicy`` (`metadata=POLICY`), an
+    /// ``HDRPolicy`` (`hdr=keep|drop`), and `still` (an animated source's first frame only).
     public init(parsing text: String) throws(ImagePipeError) {
         func bad(_ why: String) -> ImagePipeError {
             .configuration("invalid --variant '\(text)': \(why) (expected NAME=WxH,FORMAT,QUALITY[,OPTION...])")
@@ -145,9 +151,20 @@ extension VariantSpec {
         var watermarkChoice: WatermarkChoice?
         var still = false
         var metadataChoice: MetadataPolicy?
+        var hdrChoice: HDRPolicy?
         var seen = Set<String>()
         for field in fields {
-            let key = field.hasPrefix("effort=") ? "effort" : field.hasPrefix("metadata=") ? "metadata" : field
+            let key =
+                field.hasPrefix("effort=") ? "effort" : field.hasPrefix("metadata=") ? "metadata" : field.hasPrefix("hdr=") ? "hdr" : field
+            if field.hasPrefix("hdr=") {
+                guard seen.insert(key).inserted else { throw bad("'\(field)' is given twice") }
+                do throws(ImagePipeError) {
+                    hdrChoice = try HDRPolicy(name: String(field.dropFirst("hdr=".count)))
+                } catch {
+                    throw bad(error.reason)
+                }
+                continue
+            }
             guard seen.insert(key).inserted else { throw bad("'\(field)' is given twice") }
             if field.hasPrefix("metadata=") {
                 do throws(ImagePipeError) {
@@ -190,7 +207,7 @@ extension VariantSpec {
             }
             guard known else {
                 throw bad(
-                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless, nowatermark, watermark=FRACTION, metadata=POLICY, still"
+                    "unknown option '\(field)'; options: cover, inside, a crop position (\(CropPosition.names)), progressive, baseline, 444, effort=N, smart_subsample, lossless, nowatermark, watermark=FRACTION, metadata=POLICY, hdr=keep|drop, still"
                 )
             }
         }
@@ -210,6 +227,9 @@ extension VariantSpec {
                 "\(format.rawValue) outputs hold no metadata (libvips writes a bare JPEG XL codestream): metadata=\(metadataChoice.rawValue) cannot be kept"
             )
         }
+        if hdrChoice == .keep, format != .jpeg {
+            throw bad("only JPEG variants carry an HDR gain map (Ultra HDR); \(format.rawValue) outputs are SDR: hdr=keep cannot be kept")
+        }
         if fit == .cover && (width == Self.unbounded || height == Self.unbounded) {
             throw bad("cover fills and crops to a box, so it needs both a width and a height")
         }
@@ -223,6 +243,8 @@ extension VariantSpec {
         self.still = still
         self.metadataChoice = metadataChoice
         self.metadata = metadataChoice ?? .strip
+        self.hdrChoice = hdrChoice
+        self.hdr = hdrChoice ?? .keep
     }
 
     /// This variant with the command's `--metadata` policy, unless its spec names its own.
@@ -245,7 +267,11 @@ extension VariantSpec {
     /// The command-line form of this variant; parsing it gives this variant back (without the
     /// command's ``watermark``, which ``applying(_:)`` adds).
     public var specString: String {
-        (encodingFields + [watermarkChoice.field, metadataChoice.map { "metadata=\($0.rawValue)" }, still ? "still" : nil].compactMap { $0 })
+        (encodingFields
+            + [
+                watermarkChoice.field, metadataChoice.map { "metadata=\($0.rawValue)" }, hdrChoice.map { "hdr=\($0.rawValue)" },
+                still ? "still" : nil,
+            ].compactMap { $0 })
             .joined(separator: ",")
     }
 

@@ -62,6 +62,9 @@ extension FileHandler {
                 context.outputs[index].animated = context.outputs[index].spec?.animates(focus: focus) ?? false
             }
         }
+        if context.outputs.contains(where: { $0.spec?.carriesHDR == true }), Self.announcesGainMap(source) {
+            for index in context.outputs.indices { context.outputs[index].hdr = context.outputs[index].spec?.carriesHDR ?? false }
+        }
         let keys = context.outputs.map(\.key)
         if reserving {
             if let clash = reservations.reserve(keys, for: origin) {
@@ -146,6 +149,19 @@ extension FileHandler {
             else { return 1 }
             return FrameCount.of(data)
         }
+    }
+
+    /// Whether the source's container announces an HDR gain map a JPEG variant can carry
+    /// (``GainMap/kind(in:)`` on its first bytes, as the compressor reads them): an Ultra HDR JPEG
+    /// or an iPhone's HEIC. An ISO 21496-1 map in HEIF, which imagepipe does not read, is not foreseen.
+    static func announcesGainMap(_ source: SourceFile) -> Bool {
+        let start: Data?
+        switch source.content {
+        case .bytes(let data): start = data.prefix(GainMap.probedBytes)
+        case .file(let opened): start = try? opened.read(count: min(opened.byteCount, GainMap.probedBytes))
+        }
+        guard let start, let kind = GainMap.kind(in: start) else { return false }
+        return kind != .isoHEIF
     }
 
     /// Gives the job's reserved keys back.

@@ -30,10 +30,14 @@ public struct JobContext: Sendable {
         /// where the decoder reads the frames of a malformed file otherwise: the settings recorded
         /// are what a re-run foresees, so it finds the output in place rather than remaking it each time.
         public var animated = false
+        /// Whether the output is to carry the source's HDR gain map, as foreseen from the source's
+        /// container at inspection (``GainMap/kind(in:)``) and the variant's HDR policy; kept as
+        /// foreseen after encoding, as ``animated`` is.
+        public var hdr = false
 
         /// What the output's origin records as its variant: the spec (marked when the output is
-        /// animated, ``VariantSpec/fingerprint(animated:)``), or `original`.
-        public var fingerprint: String { spec?.fingerprint(animated: animated) ?? FileHandler.originalVariantName }
+        /// animated or carries HDR, ``VariantSpec/fingerprint(animated:hdr:)``), or `original`.
+        public var fingerprint: String { spec?.fingerprint(animated: animated, hdr: hdr) ?? FileHandler.originalVariantName }
 
         /// Whether the key holds exactly this output: made from `origin`'s bytes with the same settings.
         public func isInPlace(for origin: Origin) -> Bool {

@@ -21,6 +21,15 @@ struct JobOptions: ParsableArguments {
             valueName: "policy"))
     var metadata: String = MetadataPolicy.strip.rawValue
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "What every JPEG variant of an HDR original (an Ultra HDR JPEG, an iPhone HEIC) makes of its gain map, unless its spec "
+                + "says hdr=keep|drop: keep (an Ultra HDR JPEG: the SDR picture exactly as with drop, and the gain map after it, "
+                + "which HDR screens brighten it with) or drop (the SDR picture alone). Other formats' variants are SDR.",
+            valueName: "policy"))
+    var hdr: String = HDRPolicy.keep.rawValue
+
     @Flag(
         name: .long,
         help:
@@ -126,6 +135,7 @@ struct JobOptions: ParsableArguments {
     /// The variants asked for, or the preset (the web preset unless chosen).
     func variantSpecs() throws(ImagePipeError) -> [VariantSpec] {
         let policy = try MetadataPolicy(name: metadata)
-        return try variantOptions.variantSpecs(withOriginal: storage.withOriginal).map { $0.applying(metadata: policy) }
+        let hdrPolicy = try HDRPolicy(name: hdr)
+        return try variantOptions.variantSpecs(withOriginal: storage.withOriginal).map { $0.applying(metadata: policy).applying(hdr: hdrPolicy) }
     }
 }

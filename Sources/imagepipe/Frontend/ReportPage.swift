@@ -146,13 +146,19 @@ struct ReportPage {
             cards +=
                 "<figure><div class=\"thumb\" style=\"background:\(colour.markupEscaped)\">\(image)</div><figcaption>"
                 + "<b>\(result.source.markupEscaped)</b><br>\(result.width ?? 0)x\(result.height ?? 0) \((result.format?.rawValue ?? "").markupEscaped), "
-                + "\(BatchSummary.formatBytes(result.bytes ?? 0))\(result.status == .skipped ? " (up to date)" : "")<ul>"
+                + "\(BatchSummary.formatBytes(result.bytes ?? 0))\(result.status == .skipped ? " (up to date)" : "")"
+                + (result.gainMap.map { gainMap in
+                    gainMap.carried
+                        ? "<br>HDR gain map carried" + (gainMap.headroom.map { String(format: " (headroom %.2fx)", $0) } ?? "")
+                        : "<br>HDR gain map not carried: \((gainMap.reason ?? "").markupEscaped)"
+                } ?? "") + "<ul>"
             for variant in result.variants {
                 var line =
                     "\(variant.name.markupEscaped): \(variant.width)x\(variant.height) \(variant.format.rawValue), "
                     + BatchSummary.formatBytes(variant.bytes)
                 if let quality = variant.encoding.quality { line += ", q\(quality)" }
                 if let score = variant.encoding.score { line += String(format: ", score %.1f", score) }
+                if let headroom = variant.encoding.hdrHeadroom { line += String(format: ", HDR %.2fx", headroom) }
                 cards += "<li>\(line)</li>"
             }
             cards += "</ul></figcaption></figure>"

@@ -42,5 +42,59 @@ enum ImageTargets {
         }
         let sliced = (Data([0x00]) + data).dropFirst()
         require(GainMap.kind(in: sliced) == kind, "a slice of the same bytes says \(String(describing: GainMap.kind(in: sliced)))")
+        gainMapReaders(data)
+    }
+
+    /// The readers of what a gain map means, each on the same bytes: an Ultra HDR JPEG's MPF index
+    /// and the gain-map image's metadata (``UltraHDRJPEG/gainMap(in:)``), ISO 21496-1's block and
+    /// `hdrgm` XMP alone, and an iPhone's EXIF and maker note (``AppleGainMap``). Each ends; what
+    /// it accepts lies within the bytes, passes ``GainMapMetadata/validated()``, and writes itself
+    /// out in both forms to read back the same; a headroom is finite and within the bounds.
+    static func gainMapReaders(_ data: Data) {
+        if let found = try? UltraHDRJPEG.gainMap(in: data) {
+            require(found.range.lowerBound >= 0 && found.range.upperBound <= data.count, "a gain map outside the file: \(found.range)")
+            checkWritten(found.metadata)
+        }
+        let bytes = [UInt8](data)
+        for form in 0..<2 {
+            let read = form == 0 ? try? GainMapMetadata(iso: bytes) : try? GainMapMetadata(xmp: bytes)
+            guard let read, let checked = try? read.validated() else { continue }
+            checkWritten(checked)
+        }
+        for headroom in [try? AppleGainMap.headroom(exif: data), try? AppleGainMap.headroom(makerNote: bytes)] {
+            guard let headroom else { continue }
+            require(headroom.isFinite && headroom > 1 && headroom <= exp2(GainMapMetadata.maxStops), "a headroom of \(headroom)")
+            let lut = AppleGainMap.lut(headroom: headroom)
+            require(lut.first == 0 && lut.last == 255 && zip(lut, lut.dropFirst()).allSatisfy { $0 <= $1 }, "a remapping that is not monotonic")
+        }
+    }
+
+    /// Metadata accepted writes ISO 21496-1 and XMP that read back to the same numbers (within the
+    /// millionth of a stop both are written to), and a container around two JPEGs that reads back.
+    private static func checkWritten(_ metadata: GainMapMetadata) {
+        func close(_ a: GainMapMetadata?, _ what: String) {
+            guard let a else { fatalError("\(what) written does not read back: \(metadata)") }
+            // One channel stands for three that are alike (XMP writes such three as one).
+            let count = max(a.channels.count, metadata.channels.count)
+            func widened(_ channels: [GainMapMetadata.Channel]) -> [GainMapMetadata.Channel] {
+                channels.count == count ? channels : Array(repeating: channels[0], count: count)
+            }
+            let pairs = zip(widened(a.channels), widened(metadata.channels)).flatMap { x, y in
+                [
+                    (x.gainMapMin, y.gainMapMin), (x.gainMapMax, y.gainMapMax), (x.gamma, y.gamma), (x.offsetSDR, y.offsetSDR),
+                    (x.offsetHDR, y.offsetHDR),
+                ]
+            }
+            let all = pairs + [(a.hdrCapacityMin, metadata.hdrCapacityMin), (a.hdrCapacityMax, metadata.hdrCapacityMax)]
+            require(all.allSatisfy { abs($0 - $1) <= 1e-5 }, "\(what) reads back as \(a), not \(metadata)")
+        }
+        close(try? GainMapMetadata(iso: metadata.isoBlock), "ISO 21496-1")
+        let packet = GainMapMetadata.xmpPacket(metadata.gainMapXMPDescription) ?? Data()
+        close(try? GainMapMetadata(xmp: packet), "XMP")
+        let jpeg = Data([0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x02, 0x00, 0xFF, 0xD9])
+        guard let written = UltraHDRJPEG.assemble(primary: jpeg, gainMap: jpeg, metadata: metadata) else {
+            fatalError("no container written for \(metadata)")
+        }
+        close((try? UltraHDRJPEG.gainMap(in: written))?.metadata, "the container")
     }
 }

@@ -3,12 +3,13 @@ import Foundation
 import ImagePipe
 import ImagePipeTestKit
 import Synchronization
+import ImagePipeTestSupport
 import Testing
 
 /// The storage contract: the local directory, S3 on moto, the Supabase stand-in and the in-memory
 /// store all run every test here. The stores are synchronous (they block their caller), so the
 /// suite runs beside the other process-driving suites, not in the in-process run.
-@Suite struct StorageContractTests {
+@Suite(.offThePool) struct StorageContractTests {
     static let sha = (a: String(repeating: "a", count: 64), b: String(repeating: "b", count: 64))
 
     /// An origin with every field set, so a store that drops one is caught.
