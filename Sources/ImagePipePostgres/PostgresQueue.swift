@@ -62,12 +62,8 @@ public final class PostgresQueue: JobQueue {
     private let leasesSeen = Mutex<[String: Double]>([:])
     /// Successes that arrive while one statement records others go together in the next.
     private let completions: GroupCommitter<Completion, Settlement>
-    /// Notices delivered or given up, deleted together at the next upkeep or at close.
-    let forgotten = Mutex<[String]>([])
-    /// Notices this worker holds (kept or taken over, not yet forgotten): renewed at each upkeep.
-    let heldNotices = Mutex<Set<String>>([])
-    /// Notices of jobs refused at their claim, which the loop never sees: sent as taken over.
-    let refusedNotices = Mutex<[JobNotice]>([])
+    /// The notices table, kept with each result when this worker notifies.
+    let noticeTable: PostgresNotices
 
     /// A job's success, waiting to be recorded with others.
     struct Completion: Sendable {
@@ -88,6 +84,7 @@ public final class PostgresQueue: JobQueue {
         self.owner = WorkerIdentity.make()
         let database = try QueueDatabase(location: location, logger: logger)
         self.database = database
+        self.noticeTable = PostgresNotices(database: database, queue: location.queue, lease: configuration.lease, logger: logger)
         let owner = self.owner
         let hold = configuration.lease
         self.completions = GroupCommitter(maxBatch: 500) { batch, done in
@@ -100,6 +97,8 @@ public final class PostgresQueue: JobQueue {
     public var pollInterval: Duration { configuration.pollInterval }
     public var maintenanceInterval: Duration { max(.seconds(1), configuration.lease / 2) }
     public var heartbeatInterval: Duration? { configuration.lease / 3 }
+    /// The notices table, when this worker notifies (``Configuration/keepsNotices``).
+    public var notices: (any NoticeStore)? { configuration.keepsNotices ? noticeTable : nil }
 
     public func open(signals: QueueSignals) async throws(ImagePipeError) {
         let client = database.client
@@ -117,43 +116,31 @@ public final class PostgresQueue: JobQueue {
         let rows = await database.claim(queue: location.queue, limit: limit, owner: owner, lease: configuration.lease)
         var claimed: [ClaimedJob] = []
         for row in rows {
-            if let refusal = JobSource.refusal(of: row.source) {
-                await refuse(row, refusal, source: String(row.source.prefix(200)) + "…")
-                continue
+            var options = QueuedJobOptions()
+            var refusal: ImagePipeError?
+            var source = row.source
+            if let tooLong = JobSource.refusal(of: row.source) {
+                refusal = tooLong
+                source = String(row.source.prefix(200)) + "…"
+            } else {
+                do throws(ImagePipeError) {
+                    options = try QueuedJobOptions(json: row.options)
+                } catch {
+                    refusal = error
+                }
             }
-            let options: QueuedJobOptions
-            do throws(ImagePipeError) {
-                options = try QueuedJobOptions(json: row.options)
-            } catch {
-                await refuse(row, error, source: row.source)
-                continue
-            }
-            logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(row.source)", "attempt": .stringConvertible(row.attempt)])
-            var job = JobSource.job(for: row.source, attempt: row.attempt, options: options)
+            logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(source)", "attempt": .stringConvertible(row.attempt)])
+            var job = JobSource.job(for: source, attempt: row.attempt, options: options)
             job.earlierDecoderFailures = row.decoderFailures
-            claimed.append(ClaimedJob(id: String(row.id), job: job, source: row.source))
+            // One that cannot run is claimed with its refusal: the worker discards it (see ``ClaimedJob/refusal``).
+            claimed.append(ClaimedJob(id: String(row.id), job: job, source: source, refusal: refusal))
         }
         return claimed
     }
 
-    /// Fails a claimed job for good without running it (its source is past ``JobSource/maxSourceBytes``,
-    /// or its options cannot be used); retrying could not help, and the worker loop never sees it.
-    /// Its record names `source` (a long source's start).
-    private func refuse(_ row: QueueDatabase.ClaimedRow, _ error: ImagePipeError, source: String) async {
-        logger.error("refused", metadata: ["job": "\(row.id)", "source": "\(source)", "error": "\(error.reason)"])
-        let result = JobResult(source: source, status: .failed, error: error, attempts: row.attempt)
-        let notice = configuration.keepsNotices ? JobNotice(event: .discarded, job: String(row.id), result: result) : nil
-        let settled = holding(
-            notice,
-            await database.discard(
-                QueueDatabase.Fence(id: row.id, attempt: row.attempt), owner: owner,
-                failure: JSONLine.encode(AttemptRecord(result)), result: result.jsonLine(), notice: kept(notice)))
-        if settled == .recorded, let notice { refusedNotices.withLock { $0.append(notice) } }
-    }
-
     public func maintain() async {
-        await flushForgottenNotices()
-        await renewHeldNotices()
+        await noticeTable.flushForgotten()
+        await noticeTable.renew()
         await database.probe()
         await database.takeBackExpired(queue: location.queue, maxAttempts: configuration.maxAttempts)
         let now = ContinuousClock.now
@@ -167,7 +154,7 @@ public final class PostgresQueue: JobQueue {
 
     public func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome {
         // Notices too: heartbeats go on through a stop's drain, when upkeep has ended.
-        await renewHeldNotices()
+        await noticeTable.renew()
         let fences = jobs.compactMap(Self.fence)
         guard let renewed = await database.renew(fences, owner: owner, lease: configuration.lease) else {
             // The database cannot be reached: keep the jobs; their leases may well still hold.
@@ -180,7 +167,7 @@ public final class PostgresQueue: JobQueue {
 
     public func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
-        return holding(
+        return noticeTable.holding(
             notice,
             await completions.submit(
                 Completion(id: fence.id, attempt: fence.attempt, result: result.jsonLine(), notice: kept(notice).map { ($0.id, $0.body) })))
@@ -197,16 +184,21 @@ public final class PostgresQueue: JobQueue {
 
     public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
-        return holding(
+        return noticeTable.holding(
             notice,
             await database.discard(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine(), notice: kept(notice)))
     }
 
     public func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
         guard let fence = Self.fence(job) else { return .unrecorded }
-        return holding(
+        return noticeTable.holding(
             notice,
             await database.cancel(fence, owner: owner, failure: JSONLine.encode(failure), result: result.jsonLine(), notice: kept(notice)))
+    }
+
+    /// A notice as the table keeps it, when this worker keeps notices.
+    private func kept(_ notice: JobNotice?) -> QueueDatabase.HeldNotice? {
+        configuration.keepsNotices ? noticeTable.keep(notice) : nil
     }
 
     public func release(_ jobs: [ClaimedJob]) async {
@@ -254,7 +246,7 @@ public final class PostgresQueue: JobQueue {
     }
 
     public func close() async {
-        await flushForgottenNotices()
+        await noticeTable.flushForgotten()
         let tasks = background.withLock { tasks in
             defer { tasks.removeAll() }
             return tasks

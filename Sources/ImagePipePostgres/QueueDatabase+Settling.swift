@@ -77,7 +77,7 @@ extension QueueDatabase {
     }
 
     /// Discards a job: its last attempt's `failure` added to its history, and that attempt's result record.
-    func discard(_ fence: Fence, owner: String, failure: String, result: String, notice: KeptNotice? = nil) async -> Settlement {
+    func discard(_ fence: Fence, owner: String, failure: String, result: String, notice: HeldNotice? = nil) async -> Settlement {
         await end(fence, as: "discarded", owner: owner, failure: failure, result: result, notice: notice)
     }
 
@@ -100,22 +100,25 @@ extension QueueDatabase {
 
     /// Records a job stopped at a cancel request: its attempt's `failure` (`cancelled`) added to its
     /// history, with that attempt's result record. Never retried, never done.
-    func cancel(_ fence: Fence, owner: String, failure: String, result: String, notice: KeptNotice?) async -> Settlement {
+    func cancel(_ fence: Fence, owner: String, failure: String, result: String, notice: HeldNotice?) async -> Settlement {
         await end(fence, as: "cancelled", owner: owner, failure: failure, result: result, notice: notice)
     }
 
-    /// A notice to keep with a job's result: its id, its body, and how long the settling worker
-    /// has to deliver it before another may take it over.
-    struct KeptNotice: Sendable {
-        var id: String
-        var body: String
+    /// A notice to keep with a job's result, and how long the settling worker has to deliver it
+    /// before another may take it over.
+    struct HeldNotice: Sendable {
+        var notice: JobNotice
         var hold: Duration
+
+        var id: String { notice.id }
+        /// The notice's JSON, as the table keeps it and a taken-over notice is read back from.
+        var body: String { JSONLine.encode(notice) }
     }
 
     /// Ends a running job for good in `state` (`discarded` or `cancelled`), fenced by its attempt and
     /// owner, keeps its notice, and tells listeners it finished.
     private func end(
-        _ fence: Fence, as state: String, owner: String, failure: String, result: String, notice: KeptNotice?
+        _ fence: Fence, as state: String, owner: String, failure: String, result: String, notice: HeldNotice?
     ) async -> Settlement {
         let query: PostgresQuery = """
             WITH settled AS (

@@ -165,11 +165,11 @@ import Testing
         _ = try workerDies(fixture, holding: ["a.jpg"])
         let queue = try DirectoryQueue(directory: fixture.queue, configuration: .init(takesOverNotices: true, maxAttempts: 1), logger: silent)
         try await queue.open(wake: {})
-        let notices = await queue.takeOverNotices(limit: 10)
+        let notices = await queue.notices?.takeOver(limit: 10) ?? []
         #expect(notices.map(\.event) == [.discarded] && notices.first?.job == "a.jpg")
         #expect(notices.first?.result.errorCode == .workerCrashed)
         #expect(fixture.files("failed") == ["a.jpg", "a.jpg.error.json"])
-        for notice in notices { queue.forgetNotice(notice.id) }
+        await queue.notices?.forget(notices.map(\.id))
         await queue.close()
     }
 

@@ -21,11 +21,17 @@ import Testing
         try JSONDecoder().decode(FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.failed + "/" + name + ".error.json")))
     }
 
-    /// Opens a DirectoryQueue on the fixture's queue and claims what is there.
+    /// Opens a DirectoryQueue on the fixture's queue and claims what is there; the jobs claimed
+    /// refused are discarded as a worker settles them (the queue never settles one by itself).
     func claimAll(_ fixture: QueueFixture) async throws -> (DirectoryQueue, [ClaimedJob]) {
         let queue = try DirectoryQueue(directory: fixture.queue, logger: silent)
         try await queue.open(wake: {})
-        return (queue, await queue.claim(upTo: 10))
+        let claimed = await queue.claim(upTo: 10)
+        for job in claimed {
+            guard let result = job.refusalResult else { continue }
+            #expect(await queue.discard(job, failure: AttemptRecord(result), result: result, notice: nil) == .recorded)
+        }
+        return (queue, claimed.filter { $0.refusal == nil })
     }
 
     @Test func aClaimedJobCarriesItsOptionsAndOptionsAloneAreNoJob() async throws {

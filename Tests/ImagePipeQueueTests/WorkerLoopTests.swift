@@ -225,7 +225,7 @@ import Testing
 }
 
 /// A queue in memory whose jobs are files in a scratch folder, recording what the loop asks of it.
-final class MemoryQueue: JobQueue {
+final class MemoryQueue: JobQueue, NoticeStore {
     private struct State {
         var waiting: [String] = []
         var claimed: [String] = []
@@ -365,7 +365,9 @@ final class MemoryQueue: JobQueue {
         }
     }
 
-    func takeOverNotices(limit: Int) async -> [JobNotice] {
+    var notices: (any NoticeStore)? { self }
+
+    func takeOver(limit: Int) async -> [JobNotice] {
         state.withLock { state in
             let taken = Array(state.orphans.prefix(limit))
             state.orphans.removeFirst(taken.count)
@@ -373,9 +375,11 @@ final class MemoryQueue: JobQueue {
         }
     }
 
-    func forgetNotice(_ id: String) { _ = state.withLock { $0.kept.removeValue(forKey: id) } }
+    func forget(_ ids: [String]) async { state.withLock { state in for id in ids { state.kept[id] = nil } } }
 
-    func leaveNotices(_ ids: [String]) async { state.withLock { $0.left += ids } }
+    func leave(_ ids: [String]) async { state.withLock { $0.left += ids } }
+
+    func hold(for duration: Duration) async {}
 
     func release(_ jobs: [ClaimedJob]) async {
         state.withLock { $0.released += jobs.map(\.id) }

@@ -58,6 +58,13 @@ public final class Capacity: Sendable {
             holdLimit = self.room + max(0, handedOff ?? Self.filesWaitingForDurability / max(1, outputsPerJob))
             self.workingMemory = workingMemory
         }
+
+        /// How many more jobs may be admitted while `working` hold image data and `held` are
+        /// admitted in all: the one rule of room and hold limit, which a queue worker's own count
+        /// of its claims follows too.
+        public func admits(working: Int, held: Int) -> Int {
+            max(0, min(room - working, holdLimit - held))
+        }
     }
 
     private struct State {
@@ -192,7 +199,7 @@ public final class Capacity: Sendable {
     }
 
     private func available(in state: State) -> Int {
-        max(0, min(limits.room - state.working, limits.holdLimit - state.held))
+        limits.admits(working: state.working, held: state.held)
     }
 
     /// Applies a change that gives something back, admits waiters that now fit, and tells the listeners.

@@ -53,8 +53,6 @@ public final class DirectoryQueue: JobQueue {
         var busy: [String: QueueDirectory.Entry] = [:]
         /// The failed attempts of jobs held for a retry, oldest first.
         var histories: [String: [AttemptRecord]] = [:]
-        /// Notices taken over from abandoned areas, not yet handed to the loop.
-        var takenOver: [JobNotice] = []
         var warnedBlindWriterCheck = false
         var closed = false
         var wake: (@Sendable () -> Void)?
@@ -66,6 +64,8 @@ public final class DirectoryQueue: JobQueue {
     public let configuration: Configuration
     let logger: Logger
     let area: ClaimArea
+    /// The claim area's outbox, whose notices the worker sends (`--notify-url`).
+    let outbox: DirectoryOutbox
     private let watcher: InboxWatcher
     let state = Mutex(State())
 
@@ -78,6 +78,7 @@ public final class DirectoryQueue: JobQueue {
         self.configuration = configuration
         self.logger = logger
         self.area = try ClaimArea(queue: directory)
+        self.outbox = DirectoryOutbox(area: area)
         let box = WeakBox()
         self.watcher = try InboxWatcher(inbox: directory.inbox) { event in box.queue?.handle(event) }
         box.queue = self
@@ -95,6 +96,9 @@ public final class DirectoryQueue: JobQueue {
     public var pollInterval: Duration { .milliseconds(500) }
     public var maintenanceInterval: Duration { configuration.rescanInterval }
     public var heartbeatInterval: Duration? { nil }
+    /// The claim area's outbox. Only a worker that takes over notices (``Configuration/takesOverNotices``)
+    /// finds those of dead workers in it: one that does not leaves them for one that does.
+    public var notices: (any NoticeStore)? { outbox }
 
     public func open(signals: QueueSignals) async throws(ImagePipeError) {
         state.withLock { $0.wake = signals.wake }
@@ -203,23 +207,6 @@ public final class DirectoryQueue: JobQueue {
         }
     }
 
-    public func takeOverNotices(limit: Int) async -> [JobNotice] {
-        state.withLock { state in
-            let taken = Array(state.takenOver.prefix(limit))
-            state.takenOver.removeFirst(taken.count)
-            return taken
-        }
-    }
-
-    public func forgetNotice(_ id: String) { area.forget(notice: id) }
-
-    /// Notices this worker did not send now (no room in its notifier) are offered again at the next
-    /// upkeep; at a stop they stay in the area for the next worker.
-    public func leaveNotices(_ ids: [String]) async {
-        let notices = await BlockingIO.run { self.area.keptNotices(ids) }
-        takeOver(notices)
-    }
-
     public func release(_ jobs: [ClaimedJob]) async {
         await BlockingIO.run {
             for job in jobs {
@@ -287,12 +274,7 @@ public final class DirectoryQueue: JobQueue {
         if !recovered.jobs.isEmpty {
             logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.jobs.count)])
         }
-        takeOver(recovered.notices)
-    }
-
-    /// Notices to hand the loop at its next ask (``takeOverNotices()``).
-    func takeOver(_ notices: [JobNotice]) {
-        if !notices.isEmpty { state.withLock { $0.takenOver += notices } }
+        outbox.offer(recovered.notices)
     }
 
     func enqueue(_ entries: [QueueDirectory.Entry]) {
@@ -367,8 +349,8 @@ public final class DirectoryQueue: JobQueue {
             do throws(ImagePipeError) {
                 job.focus = try readOptions(of: name)?.focus
             } catch {
-                refuse(name, error)
-                return nil
+                // Its options cannot be used: the worker fails it for good (see ``ClaimedJob/refusal``).
+                return ClaimedJob(id: name, job: job, refusal: error)
             }
             return ClaimedJob(id: name, job: job)
         case .gone:

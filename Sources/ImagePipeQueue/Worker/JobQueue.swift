@@ -25,7 +25,9 @@ public protocol JobQueue: AnyObject, Sendable {
     /// Prepares the queue and starts reporting new work and changed claims through `signals`, whose
     /// calls may come from any thread.
     func open(signals: QueueSignals) async throws(ImagePipeError)
-    /// Claims at most `limit` jobs that are due; fewer (or none) when fewer are there.
+    /// Claims at most `limit` jobs that are due; fewer (or none) when fewer are there. A job the
+    /// queue cannot make a job of (unusable options) comes back with its ``ClaimedJob/refusal``,
+    /// claimed like the others: the worker settles it, the queue never does by itself.
     func claim(upTo limit: Int) async -> [ClaimedJob]
     /// Periodic upkeep; see ``maintenanceInterval``.
     func maintain() async
@@ -33,8 +35,8 @@ public protocol JobQueue: AnyObject, Sendable {
     /// asked to cancel.
     func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome
     /// Records a job's success; with `notice` (the worker notifies, `--notify-url`), keeps the
-    /// notice with the record in one step, until ``forgetNotice(_:)``, so the notice of a recorded
-    /// job outlives the worker (see ``takeOverNotices()``).
+    /// notice with the record in one step, in its ``notices`` store until forgotten, so the notice
+    /// of a recorded job outlives the worker.
     func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement
     /// Schedules another attempt of a job whose attempt failed for a reason that may pass, adding
     /// `failure` to its history.
@@ -63,19 +65,9 @@ public protocol JobQueue: AnyObject, Sendable {
     /// Stops reporting work and lets go of the queue; called once, after the last job is settled or released.
     func close() async
 
-    /// At most `limit` notices kept with their records that workers stopped or died with
-    /// undelivered, now this worker's to send (each handed to one worker at a time). A worker that
-    /// notifies asks when it opens the queue, at every upkeep and as it stops, for as many as its
-    /// notifier has room for. The default, for queues that keep none, is none.
-    func takeOverNotices(limit: Int) async -> [JobNotice]
-    /// Forgets a kept notice once it is delivered or given up for good. Called on the notifier's
-    /// threads, which may block; a queue may forget in batches, later.
-    func forgetNotice(_ id: String)
-    /// This worker is not sending these kept notices now (it stops with them undelivered, or its
-    /// notifier had no room for them): another worker, or this one later, may take them.
-    func leaveNotices(_ ids: [String]) async
-    /// Holds the kept notices this worker is sending for `duration` more (the rest of a stop).
-    func holdNotices(for duration: Duration) async
+    /// Where this queue keeps the notices of recorded jobs (see ``NoticeStore``); nil when it keeps
+    /// none (the worker does not notify, or the queue cannot keep them). The default is nil.
+    var notices: (any NoticeStore)? { get }
 }
 
 extension JobQueue {
@@ -89,10 +81,7 @@ extension JobQueue {
         await discard(job, failure: failure, result: result, notice: notice)
     }
 
-    public func takeOverNotices(limit: Int) async -> [JobNotice] { [] }
-    public func forgetNotice(_ id: String) {}
-    public func leaveNotices(_ ids: [String]) async {}
-    public func holdNotices(for duration: Duration) async {}
+    public var notices: (any NoticeStore)? { nil }
 
     /// Opens the queue with only a wake-up for new work.
     public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {

@@ -14,7 +14,7 @@ extension WorkerLoop {
             if outcome == .recorded || outcome == .recordedDiscarded {
                 logger.info(result.status == .skipped ? "skipped" : "done", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
-                await send(notice)
+                kept(notice)
             }
         case .retry(let delay):
             var metadata = Self.metadata(result, claimed)
@@ -38,9 +38,9 @@ extension WorkerLoop {
             let notice = self.notice(.discarded, claimed, result)
             outcome = settled(await queue.discard(claimed, failure: AttemptRecord(result), result: result, notice: notice), claimed)
             if outcome == .recorded {
-                logger.error("failed", metadata: Self.metadata(result, claimed))
+                logger.error(claimed.refusal == nil ? "failed" : "refused", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
-                await send(notice)
+                kept(notice)
             }
         case .release:
             await queue.release([claimed])
@@ -51,7 +51,7 @@ extension WorkerLoop {
             if outcome == .recorded {
                 logger.notice("cancelled", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
-                await send(notice)
+                kept(notice)
             }
         }
         events.send(.settled(claimed.id, outcome))
@@ -63,50 +63,11 @@ extension WorkerLoop {
         notifier.map { _ in JobNotice(event: event, job: claimed.id, result: result) }
     }
 
-    /// Hands a recorded outcome's notice to the notifier: only now, after the queue recorded it, so
-    /// a notification never tells of a result the queue could lose. Once delivered or given up the
-    /// queue forgets it. While the notifier's queue is full this waits, and the job keeps its place
-    /// in the pipeline's room: the worker claims no more than the receiver takes.
-    func send(_ notice: JobNotice?) async {
-        guard let notifier, let notice else { return }
-        await notifier.send(notice) { [queue] id in queue.forgetNotice(id) }
-    }
-
-    /// Sends the kept notices that workers stopped or died with (see ``JobQueue/takeOverNotices(limit:)``),
-    /// as many as the notifier has room for now, never waiting for room: upkeep and the stop go on
-    /// while a receiver is down. The rest stay kept, for a later upkeep or another worker.
-    /// Returns whether more may be waiting: as many were taken as there was room for, or there was none.
-    @discardableResult
-    func sendTakenOverNotices() async -> Bool {
-        guard let notifier else { return false }
-        let room = notifier.room
-        guard room > 0 else { return true }
-        let notices = await queue.takeOverNotices(limit: room)
-        guard !notices.isEmpty else { return false }
-        let refused = notices.filter { notice in !notifier.trySend(notice, settled: { [queue] id in queue.forgetNotice(id) }) }
-        if !refused.isEmpty { await queue.leaveNotices(refused.map(\.id)) }
-        logger.notice(
-            "sending the notifications a stopped worker left", metadata: ["notifications": .stringConvertible(notices.count - refused.count)])
-        return notices.count == room || !refused.isEmpty
-    }
-
-    /// Gives the notifications still going out the time `limit` leaves, then stops the notifier;
-    /// those still undelivered stay kept by the queue, for the next worker to send at once.
-    func finishNotifying(within limit: Duration) async {
-        guard let notifier else { return }
-        let deadline = ContinuousClock.now + max(.zero, limit)
-        await queue.holdNotices(for: max(.zero, limit))
-        // Notices taken over since the last upkeep (a job refused at its claim), and those there was
-        // no room for, go out with the rest while the time lasts: room is looked for every 100 ms.
-        while await sendTakenOverNotices(), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        let left = await notifier.finish(within: max(.zero, deadline - .now))
-        guard !left.isEmpty else { return }
-        await queue.leaveNotices(left)
-        logger.notice(
-            "the undelivered notifications stay with the queue: the next worker with --notify-url sends them",
-            metadata: ["notifications": .stringConvertible(left.count)])
+    /// Tells the state machine of a notice kept with its record, before the settlement itself: only
+    /// now, after the queue recorded it, may it go out, so a notification never tells of a result
+    /// the queue could lose.
+    private func kept(_ notice: JobNotice?) {
+        if let notice { events.send(.noticeKept(notice)) }
     }
 
     /// Gives jobs back to the queue, logging why.
@@ -180,6 +141,10 @@ extension WorkerLoop {
             logger.notice("shutting down: no new claims, waiting for jobs in flight")
         case .stoppingNow:
             logger.notice("stopping now: every job goes back", metadata: ["to": "\(queue.releasePlace)"])
+        case .noticesLeft(let count):
+            logger.notice(
+                "the undelivered notifications stay with the queue: the next worker with --notify-url sends them",
+                metadata: ["notifications": .stringConvertible(count)])
         }
     }
 

@@ -18,7 +18,7 @@ extension WorkerLoop {
             try? await cancelWhenGracefulShutdown {
                 try await self.every(self.queue.maintenanceInterval) {
                     await self.queue.maintain()
-                    await self.sendTakenOverNotices()
+                    if let notifier = self.notifier { self.events.send(.maintained(noticeRoom: notifier.room)) }
                     self.snapshot.withLock { $0.statistics.upkeeps += 1 }
                 }
             }

@@ -97,8 +97,6 @@ public final class WorkerLoop: Service, Sendable {
     let status: Mutex<StatusReport>
     /// The tokens of jobs in the pipeline, by ID.
     let cancellations = Mutex<[String: JobCancellation]>([:])
-    /// When the graceful shutdown was asked for: the stop's time limit counts from it.
-    let stopRequestedAt = Mutex<ContinuousClock.Instant?>(nil)
 
     /// Creates a loop; `clock` is the real one unless a test drives time; `observer` hears of every
     /// recorded outcome and retry; `notifier` gets a notice of every recorded outcome.
@@ -118,13 +116,18 @@ public final class WorkerLoop: Service, Sendable {
         self.status = Mutex(StatusReport(startedAt: clock.now))
     }
 
-    /// The state machine's settings: the pipeline's room and hold limit, the queue's poll interval.
+    /// The state machine's settings: the pipeline's capacity, the queue's poll interval, the
+    /// notifier's room.
     var limits: Machine.Limits {
         Machine.Limits(
-            room: pipeline.capacity.limits.room, holdLimit: pipeline.capacity.limits.holdLimit, retry: configuration.retry,
-            fullStoragePause: configuration.fullStoragePause, pollInterval: queue.pollInterval,
-            exitWhenEmpty: configuration.exitWhenEmpty)
+            capacity: pipeline.capacity.limits, retry: configuration.retry, fullStoragePause: configuration.fullStoragePause,
+            pollInterval: queue.pollInterval, exitWhenEmpty: configuration.exitWhenEmpty,
+            noticeRoom: notifier?.room, noticeGrace: configuration.shutdownTimeout)
     }
+
+    /// Where the queue keeps notices, when this worker notifies; a queue that keeps none still has
+    /// its jobs notified, with nothing to take over.
+    var noticeStore: (any NoticeStore)? { notifier == nil ? nil : queue.notices }
 
     /// A snapshot of the counters.
     public var statistics: Statistics { snapshot.withLock { $0.statistics } }
@@ -153,7 +156,6 @@ public final class WorkerLoop: Service, Sendable {
         let room = pipeline.capacity.addRoomListener { [events] in events.send(.roomReturned) }
         defer { pipeline.capacity.removeRoomListener(room) }
         guard try await openQueue() else { return }
-        await sendTakenOverNotices()
         var machine = Machine(limits: limits, now: clock.now)
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
@@ -161,19 +163,27 @@ public final class WorkerLoop: Service, Sendable {
                     startTimers(&group)
                     var batch: [Machine.Event] = [.opened]
                     var alarm: ContinuousClock.Instant?
+                    // Not cancelled with the rest: jobs given back, and notices left, must reach
+                    // the queue before it closes.
                     var releases: [Task<Void, Never>] = []
                     running: while true {
                         for event in batch {
                             if case .tick(let deadline) = event, deadline == alarm { alarm = nil }
                             for action in machine.handle(event, now: clock.now, available: pipeline.capacity.available) {
-                                if case .finish = action { break running }
-                                if case .release(let jobs, let reason) = action {
-                                    // Not cancelled with the rest: jobs given back must reach the queue.
-                                    if reason == .claimedWhileStopping { pipeline.cancelReservation(jobs.count) }
+                                switch action {
+                                case .finish:
+                                    break running
+                                case .release(let jobs, let reason):
+                                    // Jobs refused at their claim took no place.
+                                    if reason == .claimedWhileStopping { pipeline.cancelReservation(jobs.count { $0.refusal == nil }) }
                                     releases.append(Task { await self.release(jobs, reason) })
-                                    continue
+                                case .leaveNotices(let ids):
+                                    releases.append(Task { await self.noticeStore?.leave(ids) })
+                                case .holdNotices(let duration):
+                                    releases.append(Task { await self.noticeStore?.hold(for: duration) })
+                                default:
+                                    perform(action, in: &group, alarm: &alarm)
                                 }
-                                perform(action, in: &group, alarm: &alarm)
                             }
                         }
                         publish(machine)
@@ -185,16 +195,15 @@ public final class WorkerLoop: Service, Sendable {
                     // settlements a stop at once no longer waits for.
                     group.cancelAll()
                 }
-            } onGracefulShutdown: { [events, self] in
-                self.stopRequestedAt.withLock { $0 = $0 ?? .now }
+            } onGracefulShutdown: { [events] in
                 events.send(.gracefulShutdown)
             }
         } onCancel: { [events] in
             events.send(.stopNow(.cancelled))
         }
         await logStatus()
-        let elapsed = stopRequestedAt.withLock { requested in requested.map { .now - $0 } } ?? .zero
-        await finishNotifying(within: configuration.shutdownTimeout - elapsed)
+        // The state machine waited for the notices as long as the stop allowed: the notifier stops.
+        _ = await notifier?.finish(within: .zero)
         await queue.close()
         logger.notice("stopped")
     }
@@ -246,7 +255,19 @@ public final class WorkerLoop: Service, Sendable {
             if !deferred.isEmpty { events.send(.rerunDeferred(deferred)) }
         case .settle(let job, let decision, let result):
             group.addTask { await self.settle(job, decision, result) }
-        case .release:
+        case .sendNotice(let notice):
+            send(notice, in: &group)
+        case .offerNotices(let notices):
+            offer(notices)
+        case .takeOverNotices(let limit):
+            group.addTask { self.events.send(.noticesTakenOver(await self.noticeStore?.takeOver(limit: limit) ?? [])) }
+        case .forgetNotices(let ids):
+            // Stores forget in memory or through BlockingIO, which a cancelled group still waits for.
+            group.addTask {
+                await self.noticeStore?.forget(ids)
+                self.events.send(.noticesForgotten)
+            }
+        case .release, .leaveNotices, .holdNotices:
             break
         case .renew(let jobs):
             group.addTask {
@@ -282,7 +303,8 @@ public final class WorkerLoop: Service, Sendable {
     private func claim(upTo count: Int) async {
         let reserved = pipeline.tryReserve(upTo: count)
         let jobs = reserved > 0 ? await queue.claim(upTo: reserved) : []
-        pipeline.cancelReservation(reserved - jobs.count)
+        // A job refused at its claim never runs: its place goes back too.
+        pipeline.cancelReservation(reserved - jobs.count { $0.refusal == nil })
         events.send(.claimed(jobs, asked: reserved))
     }
 

@@ -21,17 +21,20 @@ extension WorkerStateMachine {
 
     /// A stored job ends a pause; a `storage_full` one starts or lengthens it, as does a
     /// `storage_unavailable` one (reported only once a request's retries are spent: the store
-    /// stayed down through them, and the next claims would only meet it too).
+    /// stayed down through them, and the next claims would only meet it too). Only a running loop
+    /// pauses: one that stops claims no more.
     mutating func noteStorage(_ result: JobResult, now: Instant) -> Note? {
+        guard case .running(var running) = life else { return nil }
+        defer { life = .running(running) }
         if result.status == .done {
-            guard fullStorage != nil else { return nil }
-            fullStorage = nil
+            guard running.fullStorage != nil else { return nil }
+            running.fullStorage = nil
             return .resumed
         }
         guard let code = result.errorCode, code == .storageFull || code == .storageUnavailable else { return nil }
-        let streak = (fullStorage?.streak ?? 0) + 1
+        let streak = (running.fullStorage?.streak ?? 0) + 1
         let pause = min(limits.retry.maxDelay, limits.fullStoragePause * (1 << min(30, streak - 1)))
-        fullStorage = (streak, now + pause)
+        running.fullStorage = FullStorage(streak: streak, until: now + pause)
         return streak == 1 ? .paused(pause, code: code, error: result.error ?? "") : nil
     }
 }

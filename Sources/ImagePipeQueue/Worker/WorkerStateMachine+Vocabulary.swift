@@ -13,6 +13,9 @@ extension WorkerStateMachine {
         /// Stopping at once: jobs in flight go back; results being recorded, and a claim under way,
         /// are waited for a little.
         case stoppingNow
+        /// Every job is settled or given back; the notices still going out get the rest of the
+        /// stop's time, and those still undelivered then are left to the queue's store.
+        case notifying
         /// Finished: every job is settled or given back.
         case closed
     }
@@ -27,10 +30,9 @@ extension WorkerStateMachine {
 
     /// The loop's settings, from its configuration and its pipeline's capacity.
     public struct Limits: Sendable {
-        /// Jobs that may hold pipeline room at once (the pipeline's room).
-        public var room: Int
-        /// Jobs held at once in all.
-        public var holdLimit: Int
+        /// The pipeline's bounds (its room and hold limit), counted by their own rule
+        /// (``Capacity/Limits/admits(working:held:)``).
+        public var capacity: Capacity.Limits
         /// Attempts and backoff.
         public var retry: RetryPolicy
         /// The first pause of claiming when the storage is full.
@@ -41,19 +43,45 @@ extension WorkerStateMachine {
         public var exitWhenEmpty: Bool
         /// How long a stop at once waits for results being recorded.
         public var settlingGrace: Duration
+        /// How many notices the notifier takes when the loop starts; nil when the worker does not
+        /// notify (no notice is kept, none taken over).
+        public var noticeRoom: Int?
+        /// How long the notices still going out may take once every job is settled, counted from
+        /// when a stop was asked for, or from the end when the loop ends by itself (`--shutdown-timeout`).
+        public var noticeGrace: Duration
 
-        /// Creates limits.
+        /// Jobs that may hold pipeline room at once (the pipeline's room).
+        public var room: Int { capacity.room }
+        /// Jobs held at once in all.
+        public var holdLimit: Int { capacity.holdLimit }
+
+        /// Creates limits on the pipeline's capacity.
         public init(
-            room: Int, holdLimit: Int, retry: RetryPolicy = .init(), fullStoragePause: Duration = .seconds(5),
-            pollInterval: Duration = .seconds(1), exitWhenEmpty: Bool = false, settlingGrace: Duration = .seconds(2)
+            capacity: Capacity.Limits, retry: RetryPolicy = .init(), fullStoragePause: Duration = .seconds(5),
+            pollInterval: Duration = .seconds(1), exitWhenEmpty: Bool = false, settlingGrace: Duration = .seconds(2),
+            noticeRoom: Int? = nil, noticeGrace: Duration = .seconds(30)
         ) {
-            self.room = max(1, room)
-            self.holdLimit = max(self.room, holdLimit)
+            self.capacity = capacity
             self.retry = retry
             self.fullStoragePause = fullStoragePause
             self.pollInterval = pollInterval
             self.exitWhenEmpty = exitWhenEmpty
             self.settlingGrace = settlingGrace
+            self.noticeRoom = noticeRoom.map { max(0, $0) }
+            self.noticeGrace = noticeGrace
+        }
+
+        /// Creates limits for a room and a hold limit of their own (a pipeline of one compression).
+        public init(
+            room: Int, holdLimit: Int, retry: RetryPolicy = .init(), fullStoragePause: Duration = .seconds(5),
+            pollInterval: Duration = .seconds(1), exitWhenEmpty: Bool = false, settlingGrace: Duration = .seconds(2),
+            noticeRoom: Int? = nil, noticeGrace: Duration = .seconds(30)
+        ) {
+            let room = max(1, room)
+            self.init(
+                capacity: Capacity.Limits(jobs: 1, uploads: 1, room: room, handedOff: max(0, holdLimit - room)), retry: retry,
+                fullStoragePause: fullStoragePause, pollInterval: pollInterval, exitWhenEmpty: exitWhenEmpty,
+                settlingGrace: settlingGrace, noticeRoom: noticeRoom, noticeGrace: noticeGrace)
         }
     }
 
@@ -159,6 +187,20 @@ extension WorkerStateMachine {
         case gracefulShutdown
         /// Stop at once.
         case stopNow(StopReason)
+        /// A job's outcome was recorded with this notice, which the queue keeps until it is forgotten.
+        case noticeKept(JobNotice)
+        /// The notifier took this notice (it had room, or its hand-over was withdrawn by a stop).
+        case noticeAccepted(String)
+        /// The notifier delivered this notice or gave it up for good, and has room for `room` now.
+        case noticeSettled(String, room: Int)
+        /// The store forgot the notices it was last told to (``Action/forgetNotices(_:)``).
+        case noticesForgotten
+        /// The queue's upkeep ran (it may have found notices of dead workers); the notifier has room for `noticeRoom`.
+        case maintained(noticeRoom: Int)
+        /// The store handed over these notices that stopped or dead workers left undelivered.
+        case noticesTakenOver([JobNotice])
+        /// The notifier had no room for these taken-over notices after all.
+        case noticesRefused([String])
     }
 
     /// Why jobs are given back.
@@ -195,6 +237,8 @@ extension WorkerStateMachine {
         case draining
         /// A stop at once was asked for.
         case stoppingNow
+        /// The loop ends with this many notices undelivered: the queue keeps them for the next worker.
+        case noticesLeft(Int)
     }
 
     /// What the loop must do.
@@ -221,6 +265,23 @@ extension WorkerStateMachine {
         case checkEmpty(dueWithin: Duration)
         /// Report ``Event/tick(_:)`` at this time unless something happens first.
         case wakeAt(Instant)
+        /// Hand this notice to the notifier, waiting for room, then report ``Event/noticeAccepted(_:)``;
+        /// once it is delivered or given up, report ``Event/noticeSettled(_:room:)``.
+        case sendNotice(JobNotice)
+        /// Hand these taken-over notices to the notifier without waiting; report those it had no
+        /// room for as ``Event/noticesRefused(_:)``, and each settled one as the others.
+        case offerNotices([JobNotice])
+        /// Ask the queue's store for at most this many notices stopped or dead workers left, then
+        /// report ``Event/noticesTakenOver(_:)``.
+        case takeOverNotices(limit: Int)
+        /// Tell the store these notices are delivered or given up, in one call: it forgets them;
+        /// then report ``Event/noticesForgotten``. One at a time: those settled meanwhile go in the next.
+        case forgetNotices([String])
+        /// Tell the store this worker is not sending these now: another worker, or this one at a
+        /// later upkeep, may take them over.
+        case leaveNotices([String])
+        /// Hold the notices this worker is sending with the store for this long (the rest of a stop).
+        case holdNotices(for: Duration)
         /// Log this.
         case note(Note)
         /// Close the queue and return.

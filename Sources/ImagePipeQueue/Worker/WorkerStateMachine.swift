@@ -1,12 +1,15 @@
 // The worker loop's whole state and every decision it makes, with no I/O: events in, actions out.
 import ImagePipe
 
-/// What a ``WorkerLoop`` knows and decides: its lifecycle, the jobs it holds, its claim in flight,
-/// the retries it keeps, and the pipeline room it may use.
+/// What a ``WorkerLoop`` knows and decides: its life (one enum whose cases carry their state: the
+/// claim in flight, the pause of a full storage, the check for an empty queue, why and since when it
+/// stops), the jobs it holds, the retries it keeps, the pipeline room it may use, and the notices it
+/// sends (see ``Notices``).
 ///
 /// Every event (a claim came back, a job was handed off or finished, a settlement was recorded, a
-/// lease was lost, a timer fired, a stop was asked for) returns the actions the loop must take:
-/// claim, submit, settle, release, renew leases, wake at a time, finish. The loop around it does
+/// lease was lost, a timer fired, a stop was asked for, a notice was kept or delivered) returns the
+/// actions the loop must take: claim, submit, settle, release, renew leases, send, forget, take over
+/// or leave notices, wake at a time, finish. The loop around it does
 /// the I/O and reports back; nothing here waits, sleeps or locks, so every rule is tested with
 /// plain values (see `WorkerStateMachineTests`).
 ///
@@ -24,45 +27,35 @@ public struct WorkerStateMachine: ~Copyable {
 
     /// The settings.
     public let limits: Limits
-    /// Where the loop is in its life.
-    public private(set) var lifecycle: Lifecycle = .opening
+    /// Where the loop is in its life, with the state of that part of it.
+    var life: Life = .opening(takingOverNotices: false)
     /// The jobs held, by ID.
-    public private(set) var held: [String: Held] = [:]
+    public internal(set) var held: [String: Held] = [:]
+    /// The notices this worker sends (see ``Notices``).
+    var notices: Notices
     /// Jobs recorded as done or skipped, failed for good, and cancelled.
     public private(set) var done = 0, failed = 0, cancelled = 0
     /// How many times the loop looked for work: a loop that spins shows here.
-    public private(set) var looks = 0
+    public internal(set) var looks = 0
     /// When the loop last looked for work.
-    public private(set) var lastLook: Instant
-    /// When the claim in flight started, if one is.
-    public private(set) var claimStartedAt: Instant?
+    public internal(set) var lastLook: Instant
     /// Given back while still running: their results are ignored.
     private var abandoned: Set<String> = []
     /// Settlement answers still to come about an attempt before the one held: a job put back in the
     /// queue can be claimed again before the answer to its settlement reaches the loop.
     private var staleAnswers: [String: Int] = [:]
-    /// Whether the queue may have more to give: not after a claim came back short, until it says
-    /// it has new work or its poll interval has passed.
-    private var queueMayHaveMore = true
-    /// A wake that came while a claim was in flight: that claim may have looked before the new work
-    /// was there, so its coming back short does not mean the queue is empty.
-    private var wokenDuringClaim = false
-    private var shortClaimAt: Instant?
-    var fullStorage: (streak: Int, until: Instant)?
-    private var checkingEmpty = false
-    private var lastEmptyCheck: Instant?
-    private var awaitingOthers = false
-    /// Draining because a stop was asked for (not because the queue is worked off): jobs a claim
-    /// brings now go back at once, as those claimed before and not started do.
-    private var shuttingDown = false
-    private var stoppedAt: Instant?
 
     /// A loop about to open its queue at `now`.
     public init(limits: Limits, now: Instant) {
         self.limits = limits
         self.lastLook = now
+        self.notices = Notices(room: limits.noticeRoom ?? 0)
     }
 
+    /// Where the loop is in its life.
+    public var lifecycle: Lifecycle { life.lifecycle }
+    /// When the claim in flight started, if one is.
+    public var claimStartedAt: Instant? { life.claimStartedAt }
     /// Jobs held that are not waiting for a retry.
     public var inFlight: Int { held.values.count { if case .waitingRetry = $0.phase { false } else { true } } }
     /// Jobs waiting for a retry.
@@ -70,13 +63,18 @@ public struct WorkerStateMachine: ~Copyable {
     /// Whether a stop was asked for.
     public var isStopping: Bool { lifecycle != .opening && lifecycle != .running }
     /// When claiming pauses for a full storage ends, if it does.
-    public var pausedUntil: Instant? { fullStorage?.until }
+    public var pausedUntil: Instant? {
+        if case .running(let running) = life { running.fullStorage?.until } else { nil }
+    }
+    /// Notices of this worker's jobs waiting for room in the notifier, and notices it handed over
+    /// that are not yet delivered or given up.
+    public var noticesUndelivered: (waiting: Int, sending: Int) { (notices.waiting.count, notices.sending.count) }
 
     // MARK: - Events
 
     /// Handles `event` at `now`; `available` is how many jobs the pipeline admits now.
     public mutating func handle(_ event: Event, now: Instant, available: Int) -> [Action] {
-        if lifecycle == .closed {
+        if case .closed = life {
             // Finished: only jobs that still reach it (a claim that was under way) go back.
             if case .claimed(let jobs, _) = event, !jobs.isEmpty { return [.release(jobs, .claimedWhileStopping)] }
             return []
@@ -84,16 +82,28 @@ public struct WorkerStateMachine: ~Copyable {
         var actions: [Action]
         switch event {
         case .opened:
-            if lifecycle == .opening { lifecycle = .running }
             actions = []
+            if case .opening = life {
+                // With a notifier, the notices dead workers left go out before the first claim.
+                actions = takeOverNotices()
+                life = actions.isEmpty ? .running(Running()) : .opening(takingOverNotices: true)
+            }
         case .wake:
-            queueMayHaveMore = true
-            if claimStartedAt != nil { wokenDuringClaim = true }
+            if case .running(var running) = life {
+                switch running.polling {
+                case .claiming(let since, _): running.polling = .claiming(since: since, woken: true)
+                case .mayHaveMore, .shortClaim: running.polling = .mayHaveMore
+                }
+                life = .running(running)
+            }
             actions = []
         case .roomReturned:
             actions = []
         case .tick:
-            if let shortClaimAt, now >= shortClaimAt + limits.pollInterval { queueMayHaveMore = true }
+            if case .running(var running) = life, case .shortClaim(let at) = running.polling, now >= at + limits.pollInterval {
+                running.polling = .mayHaveMore
+                life = .running(running)
+            }
             actions = []
         case .claimed(let jobs, let asked):
             actions = claimed(jobs, asked: asked, now: now)
@@ -136,33 +146,75 @@ public struct WorkerStateMachine: ~Copyable {
         case .emptyChecked(let remainder):
             actions = emptyChecked(remainder)
         case .gracefulShutdown:
-            actions = beginDraining(logged: true)
-            if !shuttingDown, lifecycle == .draining { actions += withdrawNotStarted() }
-            shuttingDown = true
+            let stopAlreadyAsked = stopRequestedAt != nil
+            actions = beginDraining(.stopRequested(since: now), logged: true)
+            if case .draining(var draining) = life, !stopAlreadyAsked {
+                // A queue worked off is stopped too: jobs a claim brings now go back at once.
+                draining.reason = .stopRequested(since: now)
+                life = .draining(draining)
+                actions += withdrawNotStarted()
+            }
         case .stopNow(let reason):
             actions = stopNow(reason, now: now)
+        case .noticeKept, .noticeAccepted, .noticeSettled, .noticesForgotten, .maintained, .noticesTakenOver, .noticesRefused:
+            actions = handleNotice(event, now: now)
         }
         return actions + look(now: now, available: available)
     }
 
-    private mutating func claimed(_ jobs: [ClaimedJob], asked: Int, now: Instant) -> [Action] {
-        claimStartedAt = nil
-        queueMayHaveMore = jobs.count >= asked || wokenDuringClaim
-        wokenDuringClaim = false
-        shortClaimAt = queueMayHaveMore ? nil : now
-        guard !jobs.isEmpty else { return [] }
-        switch lifecycle {
-        case .draining where shuttingDown:
-            return [.release(jobs, .claimedWhileStopping)]
-        case .opening, .running, .draining:
-            for job in jobs {
-                if let earlier = held[job.id], case .settling = earlier.phase { staleAnswers[job.id, default: 0] += 1 }
-                held[job.id] = Held(claimed: job, phase: .running)
-            }
-            return [.submit(jobs)]
-        case .stoppingNow, .closed:
-            return [.release(jobs, .claimedWhileStopping)]
+    /// When a stop was asked for, if one was.
+    private var stopRequestedAt: Instant? {
+        switch life {
+        case .draining(let draining): draining.stopRequestedAt
+        case .stoppingNow(let stopping): stopping.stopRequestedAt
+        case .opening, .running, .notifying, .closed: nil
         }
+    }
+
+    private mutating func claimed(_ jobs: [ClaimedJob], asked: Int, now: Instant) -> [Action] {
+        switch life {
+        case .running(var running):
+            let woken = if case .claiming(_, let woken) = running.polling { woken } else { false }
+            running.polling = jobs.count >= asked || woken ? .mayHaveMore : .shortClaim(at: now)
+            life = .running(running)
+        case .draining(var draining):
+            draining.claimSince = nil
+            life = .draining(draining)
+        case .stoppingNow(var stopping):
+            stopping.claimSince = nil
+            life = .stoppingNow(stopping)
+        case .opening, .notifying, .closed:
+            break
+        }
+        guard !jobs.isEmpty else { return [] }
+        // A job the queue could not make a job of (its options cannot be used) is failed for good
+        // without running, whatever the loop is doing: trying again could not help.
+        let refused = jobs.filter { $0.refusal != nil }
+        let runnable = jobs.filter { $0.refusal == nil }
+        var actions: [Action] = []
+        switch life {
+        case .draining where stopRequestedAt != nil, .stoppingNow, .notifying, .closed:
+            if !runnable.isEmpty { actions.append(.release(runnable, .claimedWhileStopping)) }
+        case .opening, .running, .draining:
+            for job in runnable { hold(job, .running) }
+            if !runnable.isEmpty { actions.append(.submit(runnable)) }
+        }
+        if case .notifying = life {
+            // Too late to record anything: it goes back, to be refused by the next worker.
+            if !refused.isEmpty { actions.append(.release(refused, .claimedWhileStopping)) }
+            return actions
+        }
+        for job in refused {
+            // It holds no pipeline place: none was taken for it.
+            hold(job, .settling(.discard), handedOff: true)
+            if let result = job.refusalResult { actions.append(.settle(job, .discard, result)) }
+        }
+        return actions
+    }
+
+    private mutating func hold(_ job: ClaimedJob, _ phase: Phase, handedOff: Bool = false) {
+        if let earlier = held[job.id], case .settling = earlier.phase { staleAnswers[job.id, default: 0] += 1 }
+        held[job.id] = Held(claimed: job, phase: phase, handedOff: handedOff)
     }
 
     private mutating func finished(_ id: String, _ result: JobResult, now: Instant) -> [Action] {
@@ -235,18 +287,25 @@ public struct WorkerStateMachine: ~Copyable {
     /// Stops once nothing is held, nothing is due within the horizon and nothing other workers hold
     /// may come back to the queue; jobs due later stay for a later run, and are named.
     private mutating func emptyChecked(_ remainder: QueueRemainder?) -> [Action] {
-        checkingEmpty = false
-        guard let remainder, remainder.due == 0, held.isEmpty, lifecycle == .running else { return [] }
+        guard case .running(var running) = life else { return [] }
+        running.emptyCheck.asking = false
+        defer { if case .running = life { life = .running(running) } }
+        guard let remainder, remainder.due == 0, held.isEmpty else { return [] }
         guard remainder.unconfirmed == 0 else {
-            defer { awaitingOthers = true }
-            return awaitingOthers ? [] : [.note(.awaitingOthers(remainder.unconfirmed))]
+            defer { running.emptyCheck.awaitingOthers = true }
+            return running.emptyCheck.awaitingOthers ? [] : [.note(.awaitingOthers(remainder.unconfirmed))]
         }
-        return [.note(.queueEmpty(later: remainder.later))] + beginDraining(logged: false)
+        return [.note(.queueEmpty(later: remainder.later))] + beginDraining(.queueEmpty, logged: false)
     }
 
-    private mutating func beginDraining(logged: Bool) -> [Action] {
-        guard lifecycle == .running || lifecycle == .opening else { return [] }
-        lifecycle = .draining
+    private mutating func beginDraining(_ reason: Draining.Reason, logged: Bool) -> [Action] {
+        let claimSince: Instant?
+        switch life {
+        case .running(let running): claimSince = running.polling.claimSince
+        case .opening: claimSince = nil
+        case .draining, .stoppingNow, .notifying, .closed: return []
+        }
+        life = .draining(Draining(reason: reason, claimSince: claimSince))
         var actions: [Action] = logged ? [.note(.draining)] : []
         let waiting = takeWaitingRetries()
         if !waiting.isEmpty { actions.append(.release(waiting, .waitingRetries)) }
@@ -264,9 +323,17 @@ public struct WorkerStateMachine: ~Copyable {
     }
 
     private mutating func stopNow(_ reason: StopReason, now: Instant) -> [Action] {
-        guard lifecycle != .stoppingNow && lifecycle != .closed else { return [] }
-        lifecycle = .stoppingNow
-        stoppedAt = now
+        let claimSince: Instant?
+        switch life {
+        case .opening: claimSince = nil
+        case .running(let running): claimSince = running.polling.claimSince
+        case .draining(let draining): claimSince = draining.claimSince
+        case .notifying:
+            // The stop's time is up (the service group cancelled the loop): what is left stays kept.
+            return reason == .cancelled ? leaveNoticesAndFinish() : []
+        case .stoppingNow, .closed: return []
+        }
+        life = .stoppingNow(StoppingNow(since: now, stopRequestedAt: stopRequestedAt ?? now, claimSince: claimSince))
         var actions: [Action] = reason == .requested ? [.note(.stoppingNow)] : []
         let waiting = takeWaitingRetries()
         if !waiting.isEmpty { actions.append(.release(waiting, .waitingRetries)) }
@@ -282,85 +349,5 @@ public struct WorkerStateMachine: ~Copyable {
             if case .waitingRetry = job.phase { id } else { nil }
         }.sorted()
         return ids.compactMap { held.removeValue(forKey: $0)?.claimed }
-    }
-
-    // MARK: - Looking for work
-
-    /// What to do now that something happened: rerun due retries, claim, check whether the queue is
-    /// worked off, finish, and when to look again if nothing happens first.
-    private mutating func look(now: Instant, available: Int) -> [Action] {
-        switch lifecycle {
-        case .opening, .closed:
-            return []
-        case .draining:
-            // A claim under way is waited for: its jobs run (or go back) before the loop ends.
-            return held.isEmpty && claimStartedAt == nil ? finish() : []
-        case .stoppingNow:
-            let waiting = held.values.contains(where: \.isSettling) || claimStartedAt != nil
-            guard waiting, let stoppedAt, now < stoppedAt + limits.settlingGrace else { return finish() }
-            return [.wakeAt(stoppedAt + limits.settlingGrace)]
-        case .running:
-            break
-        }
-        looks += 1
-        lastLook = now
-        var actions: [Action] = []
-        var places = max(0, available)
-
-        let due = held.values.filter { job in
-            if case .waitingRetry(let until) = job.phase { until <= now } else { false }
-        }.map(\.claimed).sorted { $0.id < $1.id }
-        var reruns: [ClaimedJob] = []
-        for var claimed in due.prefix(places) {
-            claimed.job.attempt += 1
-            held[claimed.id] = Held(claimed: claimed, phase: .running)
-            reruns.append(claimed)
-        }
-        places -= reruns.count
-        if !reruns.isEmpty { actions.append(.rerun(reruns)) }
-
-        if claimStartedAt == nil && queueMayHaveMore {
-            let count = min(room(now: now), places)
-            if count > 0 {
-                claimStartedAt = now
-                actions.append(.claim(upTo: count))
-            }
-        }
-        // Asked at most once per poll interval: an answer that is not empty must not make the loop
-        // ask again at once.
-        let emptyCheckDue = lastEmptyCheck.map { now >= $0 + limits.pollInterval } ?? true
-        if limits.exitWhenEmpty && held.isEmpty && claimStartedAt == nil && !queueMayHaveMore && !checkingEmpty && emptyCheckDue {
-            checkingEmpty = true
-            lastEmptyCheck = now
-            actions.append(.checkEmpty(dueWithin: limits.retry.maxDelay))
-        }
-        actions.append(.wakeAt(nextLook(now: now, retriesWaitForRoom: due.count > reruns.count)))
-        return actions
-    }
-
-    /// How many more jobs may be claimed now, by the claiming rules (before the pipeline's own say).
-    public func room(now: Instant) -> Int {
-        if let pausedUntil, now < pausedUntil { return 0 }
-        let working = held.values.count(where: \.holdsRoom)
-        guard working <= limits.room / 2 else { return 0 }
-        return max(0, min(limits.room - working, limits.holdLimit - held.count))
-    }
-
-    /// When to look again if nothing happens first: the next retry due (not one already due that
-    /// waits for room: its time is past, and a place given back wakes the loop), the end of a
-    /// pause, the poll after a short claim, and at least every poll interval.
-    private func nextLook(now: Instant, retriesWaitForRoom: Bool) -> Instant {
-        var next = now + limits.pollInterval
-        for job in held.values {
-            if case .waitingRetry(let until) = job.phase, !(retriesWaitForRoom && until <= now) { next = min(next, until) }
-        }
-        if let pausedUntil, pausedUntil > now { next = min(next, pausedUntil) }
-        if let shortClaimAt, !queueMayHaveMore { next = min(next, max(now, shortClaimAt + limits.pollInterval)) }
-        return next
-    }
-
-    private mutating func finish() -> [Action] {
-        lifecycle = .closed
-        return [.finish]
     }
 }

@@ -13,54 +13,53 @@ extension WebhookNotifier {
         case refused(String)
     }
 
-    /// Tries `notice` until it is delivered, refused or its deadline (counted from when it was
-    /// handed over) passes; true then, false when the notifier stopped first (the notice is left to
-    /// whoever keeps it). Runs on a sender thread: blocking here is what those threads are for.
-    func deliver(_ notice: JobNotice, since: ContinuousClock.Instant) -> Bool {
-        let body = notice.body()
-        let ownDeadline = since + configuration.deadline
-        var number = 1
-        while true {
-            if let cutoff, ContinuousClock.now >= cutoff {
-                // Hurried (an interrupted batch): what is still queued is not tried again.
-                logger.error(
-                    "notification given up: the run was interrupted; the job's result is recorded",
-                    metadata: ["job": "\(notice.job)", "event": "\(notice.event.rawValue)", "url": "\(Self.redacted(configuration.url))"])
+    /// Tries a notice on `lane` until it is delivered, refused or its deadline (counted from when
+    /// it was handed over) passes, each attempt blocking the lane (libcurl); the backoff between
+    /// attempts is the next attempt scheduled on the lane, which stays with the notice meanwhile.
+    /// A notice the notifier stopped before it was settled is left to whoever keeps it.
+    func deliver(_ taken: Pending, attempt number: Int, on lane: Int) {
+        let notice = taken.notice
+        if let cutoff, ContinuousClock.now >= cutoff {
+            // Hurried (an interrupted batch): what is still queued is not tried again.
+            logger.error(
+                "notification given up: the run was interrupted; the job's result is recorded",
+                metadata: ["job": "\(notice.job)", "event": "\(notice.event.rawValue)", "url": "\(Self.redacted(configuration.url))"])
+            NotificationMetrics.finished(delivered: false)
+            return finished(taken, settled: true, on: lane)
+        }
+        let outcome = attempt(notice.body())
+        var metadata: Logger.Metadata = [
+            "job": "\(notice.job)", "event": "\(notice.event.rawValue)", "url": "\(Self.redacted(configuration.url))",
+            "attempt": .stringConvertible(number),
+        ]
+        switch outcome {
+        case .delivered:
+            logger.debug("notified", metadata: metadata)
+            NotificationMetrics.finished(delivered: true)
+            finished(taken, settled: true, on: lane)
+        case .refused(let reason):
+            metadata["error"] = "\(reason)"
+            logger.error("notification refused: not sent again; the job's result is recorded", metadata: metadata)
+            NotificationMetrics.finished(delivered: false)
+            finished(taken, settled: true, on: lane)
+        case .retryable(let reason):
+            metadata["error"] = "\(reason)"
+            let delay = backoff(afterAttempt: number)
+            if isStopped { return finished(taken, settled: false, on: lane) }
+            let ownDeadline = taken.since + configuration.deadline
+            let deadline = cutoff.map { min($0, ownDeadline) } ?? ownDeadline
+            guard ContinuousClock.now + delay < deadline else {
+                logger.error("notification failed until its deadline: given up; the job's result is recorded", metadata: metadata)
                 NotificationMetrics.finished(delivered: false)
-                return true
+                return finished(taken, settled: true, on: lane)
             }
-            let outcome = attempt(body)
-            var metadata: Logger.Metadata = [
-                "job": "\(notice.job)", "event": "\(notice.event.rawValue)", "url": "\(Self.redacted(configuration.url))",
-                "attempt": .stringConvertible(number),
-            ]
-            switch outcome {
-            case .delivered:
-                logger.debug("notified", metadata: metadata)
-                NotificationMetrics.finished(delivered: true)
-                return true
-            case .refused(let reason):
-                metadata["error"] = "\(reason)"
-                logger.error("notification refused: not sent again; the job's result is recorded", metadata: metadata)
-                NotificationMetrics.finished(delivered: false)
-                return true
-            case .retryable(let reason):
-                metadata["error"] = "\(reason)"
-                let delay = backoff(afterAttempt: number)
-                if isStopped { return false }
-                let deadline = cutoff.map { min($0, ownDeadline) } ?? ownDeadline
-                guard ContinuousClock.now + delay < deadline else {
-                    logger.error("notification failed until its deadline: given up; the job's result is recorded", metadata: metadata)
-                    NotificationMetrics.finished(delivered: false)
-                    return true
-                }
-                metadata["retry_in_ms"] = .stringConvertible(Int(delay.milliseconds.rounded()))
-                logger.warning("notification attempt failed, retrying", metadata: metadata)
-                NotificationMetrics.retry()
-                Thread.sleep(forTimeInterval: delay.timeInterval)
+            metadata["retry_in_ms"] = .stringConvertible(Int(delay.milliseconds.rounded()))
+            logger.warning("notification attempt failed, retrying", metadata: metadata)
+            NotificationMetrics.retry()
+            lanes[lane].asyncAfter(deadline: .now() + delay.timeInterval) {
                 // Stopped meanwhile: the notice is left to whoever keeps it (another worker may be sending it).
-                if isStopped { return false }
-                number += 1
+                if self.isStopped { return self.finished(taken, settled: false, on: lane) }
+                self.deliver(taken, attempt: number + 1, on: lane)
             }
         }
     }
