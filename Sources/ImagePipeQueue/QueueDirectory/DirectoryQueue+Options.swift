@@ -21,9 +21,9 @@ extension DirectoryQueue {
         let record = FailureRecord(history: [AttemptRecord(result)], result: result)
         // The loop never sees this job: a worker that notifies sends its notice as one taken over.
         let notice = configuration.takesOverNotices ? JobNotice(event: .discarded, job: name, result: result) : nil
-        let settled = moveOutAndForget(name, notice) { () throws(ImagePipeError) in
-            try area.moveOut(name, into: directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true)
-        }
+        let job = ClaimArea.Finish(
+            name, into: directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true, notice: notice)
+        let settled = settled(name, area.finish([job])[0])
         if settled == .recorded, let notice { takeOver([notice]) }
     }
 }
