@@ -25,6 +25,11 @@ public struct BenchRunner: Sendable {
     public var extraJobs: [(name: String, job: BenchJob)]
     /// A PostgreSQL queue (`postgres://...`) to also time two `watch` workers on, against `batch`.
     public var queue: String?
+    /// Folders to also time `watch` on a queue directory in (``Peer/imagepipeQueueDirectory(executable:job:directory:label:)``):
+    /// on the work folder's disk and on tmpfs, say.
+    public var queueDirectories: [String] = []
+    /// Another imagepipe binary (an earlier build) to time the ``queueDirectories`` rows with too.
+    public var otherExecutable: String?
     /// The corpus's copy in object storage (`s3://bucket/prefix`): with an extra destination, also
     /// time reading the sources from there (batch, and the queue workers when ``queue`` is set).
     public var remoteCorpus: String?
@@ -106,6 +111,7 @@ public struct BenchRunner: Sendable {
                         label: "imagepipe watch ×2 (postgres) \(remoteCorpus.prefix(while: { $0 != ":" })) → \(scheme)"))
             }
         }
+        peers += Peer.imagepipeQueueDirectories(executable: executable, other: otherExecutable, job: job, directories: queueDirectories)
         for (name, extra) in extraJobs {
             peers.append(.imagepipe(executable: executable, job: extra, destination: nil, label: name, manifest: { _ in "/dev/null" }))
         }

@@ -17,7 +17,10 @@ struct KeptNotice: Codable {
 
 extension ClaimArea {
     /// Where this area keeps the notices of its jobs until they are delivered.
-    var outbox: String { path + "/.outbox" }
+    var outbox: String { Self.outbox(of: path) }
+
+    /// The outbox of the area at `areaPath`.
+    static func outbox(of areaPath: String) -> String { areaPath + "/.outbox" }
 
     /// Keeps `notice` durably before the job `relative` is moved out with its record.
     ///
@@ -30,11 +33,17 @@ extension ClaimArea {
     /// ``keep(_:for:)`` in the area at `areaPath`, which the caller holds the lock of: its own, or a
     /// dead worker's whose job it sets aside.
     static func keep(_ notice: JobNotice, for relative: String, inArea areaPath: String) throws(ImagePipeError) {
+        let entry = try noticeEntry(notice, for: relative, inArea: areaPath)
+        try DurableFile.write(entry, to: outbox(of: areaPath) + "/\(notice.id).json", stagingIn: areaPath)
+    }
+
+    /// The outbox entry of `notice` for the job `relative` in the area at `areaPath`, the outbox made
+    /// first when it is not there yet.
+    static func noticeEntry(_ notice: JobNotice, for relative: String, inArea areaPath: String) throws(ImagePipeError) -> Data {
         var info = stat()
         guard lstat(areaPath + "/" + relative, &info) == 0 else { throw FileMoves.failure("cannot keep the notice of \(relative)") }
         try makeOutbox(of: areaPath)
-        let entry = KeptNotice(claim: relative, inode: UInt64(info.st_ino), notice: notice)
-        try DurableFile.write(Data(JSONLine.encode(entry).utf8), to: areaPath + "/.outbox/\(notice.id).json", stagingIn: areaPath)
+        return Data(JSONLine.encode(KeptNotice(claim: relative, inode: UInt64(info.st_ino), notice: notice)).utf8)
     }
 
     /// Creates the outbox once, durably: its entry in the area is fsynced, so an entry written in it
@@ -44,7 +53,7 @@ extension ClaimArea {
     }
 
     private static func makeOutbox(of areaPath: String) throws(ImagePipeError) {
-        let outbox = areaPath + "/.outbox"
+        let outbox = Self.outbox(of: areaPath)
         var info = stat()
         guard lstat(outbox, &info) != 0 else { return }
         BlockingIO.mayBlock("mkdir \(outbox)")

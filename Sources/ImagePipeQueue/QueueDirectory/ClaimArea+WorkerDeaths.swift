@@ -9,11 +9,10 @@ extension ClaimArea {
     /// Its record says how many, and lists each death it keeps as an attempt; its options go beside
     /// it, and `imagepipe retry` sends both back for a new start.
     ///
-    /// The move is a job's usual move out (``moveOut(_:from:of:into:record:suffix:keepingOptions:)``):
-    /// a crash midway leaves the job here, its death already counted, and the next take-over sets it
-    /// aside again, completing the same entry in `failed/`. With `notifying`, its `discarded` notice
-    /// is kept in this area first, as a worker keeps a notice before its job's record, for the caller
-    /// to take over once the record is written.
+    /// The move is a job's usual move out (``finish(_:in:of:sync:)``): a crash midway leaves the job
+    /// here, its death already counted, and the next take-over sets it aside again, completing the
+    /// same entry in `failed/`. With `notifying`, its `discarded` notice is kept in this area before
+    /// the record, as a worker keeps one, for the caller to take over once the record is written.
     ///
     /// - Returns: whether it is in `failed/` now; the reason it is not is logged.
     static func setAside(
@@ -22,9 +21,10 @@ extension ClaimArea {
     ) -> Bool {
         let record = workerCrashedRecord(relative, worker: worker, tally: tally, maxAttempts: maxAttempts)
         do throws(ImagePipeError) {
-            if notifying { try keep(JobNotice(event: .discarded, job: relative, result: record.result), for: relative, inArea: areaPath) }
-            try moveOut(
-                relative, from: areaPath, of: queue, into: queue.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true)
+            let job = Finish(
+                relative, into: queue.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true,
+                notice: notifying ? JobNotice(event: .discarded, job: relative, result: record.result) : nil)
+            _ = try finish([job], in: areaPath, of: queue)[0].get()
         } catch {
             logger.error(
                 "cannot set aside a job workers died holding; it stays in the dead worker's claim area",

@@ -111,7 +111,8 @@ public final class ClaimArea: Sendable {
         return placed
     }
 
-    /// Moves a finished job to `done/` or `failed/` beside its record.
+    /// Moves a finished job to `done/` or `failed/` beside its record: a round of one
+    /// (``finish(_:)``, which finishes many at once).
     ///
     /// The original is linked into place first, then the record is written, then the claim is
     /// released. A crash before the record leaves the claim to run again, and that run finds its own
@@ -132,86 +133,7 @@ public final class ClaimArea: Sendable {
     public func moveOut(
         _ relative: String, into directory: String, record: Data, suffix: String, keepingOptions: Bool = false
     ) throws(ImagePipeError) -> String {
-        try Self.moveOut(relative, from: path, of: queue, into: directory, record: record, suffix: suffix, keepingOptions: keepingOptions)
-    }
-
-    /// ``moveOut(_:into:record:suffix:keepingOptions:)`` from the area at `areaPath`, which the caller
-    /// holds the lock of: its own, or a dead worker's it is taking over.
-    @discardableResult
-    static func moveOut(
-        _ relative: String, from areaPath: String, of queue: QueueDirectory, into directory: String, record: Data, suffix: String,
-        keepingOptions: Bool
-    ) throws(ImagePipeError) -> String {
-        let source = areaPath + "/" + relative
-        let options = areaPath + "/" + JobOptionsFile.name(of: relative)
-        let keeps = keepingOptions && FileMoves.exists(options)
-        let target = directory + "/" + relative
-        let complete = { (placed: String) throws(ImagePipeError) -> String in
-            try Self.complete(relative, in: areaPath, of: queue, at: placed, record: record, suffix: suffix, keepingOptions: keeps)
-        }
-        try DurableFile.makeParent(of: target)
-        var number = 0, parentRemakes = 0
-        while true {
-            let candidate = number == 0 ? target : FileMoves.numbered(target, number)
-            if FileMoves.sameFile(source, candidate) { return try complete(candidate) }
-            if FileMoves.exists(candidate) || FileMoves.exists(candidate + suffix)
-                || (keeps && FileMoves.exists(JobOptionsFile.name(of: candidate)))
-            {
-                number += 1
-                continue
-            }
-            if link(source, candidate) == 0 {
-                return try complete(candidate)
-            } else if errno == EEXIST {
-                // Another worker took this name between the check and the link.
-                number += 1
-                continue
-            } else if errno == ENOENT, FileMoves.exists(source), parentRemakes < 3 {
-                // A prune removed the folder as empty between its making and the link: make it again.
-                parentRemakes += 1
-                try DurableFile.makeParent(of: target)
-                continue
-            } else if errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP || errno == EMLINK {
-                // No hard links here (some network filesystems): options and record first, then a
-                // rename. Options left here by a crash after it belong to a finished job; so does a
-                // tally a crash keeps from being removed (`imagepipe retry` removes it, should the
-                // job come back).
-                if keeps { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: candidate), staging: areaPath) }
-                try DurableFile.write(record, to: candidate + suffix, stagingIn: areaPath)
-                if rename(source, candidate) != 0 { throw FileMoves.failure("cannot move \(source) to \(candidate)") }
-                _ = DurableFile.syncDirectory(LocalPath.parent(of: candidate))
-                AttemptLedger.forget(candidate, in: queue)
-                try release(options)
-                FileMoves.removeEmptyParents(of: relative, under: areaPath)
-                return candidate
-            } else {
-                throw FileMoves.failure("cannot move \(source) to \(candidate)")
-            }
-        }
-    }
-
-    /// Writes the record of an original already linked at `placed` (its options beside it first,
-    /// when kept) and releases the claim: its tally, the options, then the original.
-    private static func complete(
-        _ relative: String, in areaPath: String, of queue: QueueDirectory, at placed: String, record: Data, suffix: String,
-        keepingOptions: Bool
-    ) throws(ImagePipeError) -> String {
-        let options = areaPath + "/" + JobOptionsFile.name(of: relative)
-        if keepingOptions { try FileMoves.keepCopy(options, at: JobOptionsFile.name(of: placed), staging: areaPath) }
-        // The record's write fsyncs the directory, which holds the original's link (and its options) too.
-        try DurableFile.write(record, to: placed + suffix, stagingIn: areaPath)
-        // Finished now: a crash from here on leaves the claim to a worker that finds it finished
-        // and removes the tally then.
-        AttemptLedger.forget(placed, in: queue)
-        try release(options)
-        if unlink(areaPath + "/" + relative) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(relative)") }
-        FileMoves.removeEmptyParents(of: relative, under: areaPath)
-        return placed
-    }
-
-    /// Removes a file from an area; one already gone is no error.
-    private static func release(_ path: String) throws(ImagePipeError) {
-        if unlink(path) != 0 && errno != ENOENT { throw FileMoves.failure("cannot release \(path)") }
+        try finish([Finish(relative, into: directory, record: record, suffix: suffix, keepingOptions: keepingOptions)])[0].get()
     }
 
     /// Whether a claimed file was already finished (it is in `done/` or `failed/` with its record) and

@@ -1,27 +1,26 @@
-// Moving a settled job out of the claim area (done/ or failed/) and forgetting it.
+// Moving settled jobs out of the claim area (done/ or failed/) in rounds, and forgetting them.
 import Foundation
 import ImagePipe
 import Logging
 import Synchronization
 
 extension DirectoryQueue {
-    /// Moves a settled job out of the claim area (done/ or failed/), its notice kept first, and
-    /// forgets it; a job whose original cannot be moved stays in the claim area (its notice is
-    /// dropped: no record tells of it) and returns to the inbox when this worker restarts.
-    @discardableResult
-    func moveOutAndForget(_ name: String, _ notice: JobNotice?, _ move: () throws(ImagePipeError) -> String) -> Settlement {
+    /// Moves a settled job out of the claim area (done/ or failed/) in the next round of finishing
+    /// jobs, its notice kept before its record, and forgets it.
+    func finish(_ job: ClaimArea.Finish) async -> Settlement {
+        settled(job.relative, await finishing.submit(job))
+    }
+
+    /// How a job's move out went, the job forgotten: one whose original or record could not be
+    /// moved stays in the claim area and returns to the inbox when this worker restarts. Its notice,
+    /// if kept, stays too: the move may have failed after the record was written; whoever takes the
+    /// area over sends it if the record is there, and drops it if not.
+    func settled(_ name: String, _ outcome: Result<String, ImagePipeError>) -> Settlement {
         defer { forget(name) }
-        do {
-            if let notice { try area.keep(notice, for: name) }
-            _ = try move()
-            return .recorded
-        } catch {
-            // Its notice stays: the move may have failed after the record was written. Whoever takes
-            // the area over sends it if the record is there, and drops it if not.
-            logger.error(
-                "cannot finish a job; it stays claimed until this worker restarts", metadata: ["source": "\(name)", "error": "\(error.reason)"])
-            return .unrecorded
-        }
+        guard case .failure(let error) = outcome else { return .recorded }
+        logger.error(
+            "cannot finish a job; it stays claimed until this worker restarts", metadata: ["source": "\(name)", "error": "\(error.reason)"])
+        return .unrecorded
     }
 
     func forget(_ name: String) {

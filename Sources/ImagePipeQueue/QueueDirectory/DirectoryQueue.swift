@@ -68,6 +68,10 @@ public final class DirectoryQueue: JobQueue {
     let outbox: DirectoryOutbox
     private let watcher: InboxWatcher
     let state = Mutex(State())
+    /// Jobs finishing together settle in one round (``ClaimArea/finish(_:)``): one round at a time,
+    /// on a lane of its own, taking every job whose settlement came while the last one ran. The jobs
+    /// wait there, not on the blocking-I/O lanes, which a claim or a probe may need meanwhile.
+    let finishing: GroupCommitter<ClaimArea.Finish, Result<String, ImagePipeError>>
 
     /// Creates this worker's claim area in `directory`; nothing is watched until ``open(wake:)``.
     public init(
@@ -77,8 +81,13 @@ public final class DirectoryQueue: JobQueue {
         self.directory = directory
         self.configuration = configuration
         self.logger = logger
-        self.area = try ClaimArea(queue: directory)
+        let area = try ClaimArea(queue: directory)
+        self.area = area
         self.outbox = DirectoryOutbox(area: area)
+        let lane = DispatchQueue(label: "imagepipe.queue-finishing", qos: .userInitiated)
+        self.finishing = GroupCommitter(maxBatch: ClaimArea.finishesPerRound) { finishes, done in
+            lane.async { done(area.finish(finishes)) }
+        }
         let box = WeakBox()
         self.watcher = try InboxWatcher(inbox: directory.inbox) { event in box.queue?.handle(event) }
         box.queue = self
@@ -158,20 +167,13 @@ public final class DirectoryQueue: JobQueue {
     public func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement {
         if result.skipCode == .notAnImage {
             let record = FailureRecord(history: [], result: result)
-            let settled = await BlockingIO.run {
-                self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
-                    try self.area.moveOut(
-                        job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true)
-                }
-            }
+            let settled = await finish(
+                ClaimArea.Finish(
+                    job.id, into: directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true, notice: notice))
             return settled == .recorded ? .recordedDiscarded : settled
         }
         let record = Data((result.jsonLine() + "\n").utf8)
-        return await BlockingIO.run {
-            self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
-                try self.area.moveOut(job.id, into: self.directory.done, record: record, suffix: ".json")
-            }
-        }
+        return await finish(ClaimArea.Finish(job.id, into: directory.done, record: record, suffix: ".json", notice: notice))
     }
 
     /// Keeps the job in the claim area, to run again here once the delay has passed. A decoder
@@ -199,12 +201,8 @@ public final class DirectoryQueue: JobQueue {
     public func discard(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement {
         let history = state.withLock { $0.histories.removeValue(forKey: job.id) ?? [] } + [failure]
         let record = FailureRecord(history: history, result: result)
-        return await BlockingIO.run {
-            self.moveOutAndForget(job.id, notice) { () throws(ImagePipeError) in
-                try self.area.moveOut(
-                    job.id, into: self.directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true)
-            }
-        }
+        return await finish(
+            ClaimArea.Finish(job.id, into: directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true, notice: notice))
     }
 
     public func release(_ jobs: [ClaimedJob]) async {

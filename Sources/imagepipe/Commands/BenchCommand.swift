@@ -81,6 +81,20 @@ struct BenchCommand: ParsableCommand {
     var alsoQueue: String?
 
     @Option(
+        name: .customLong("also-queue-dir"),
+        help: ArgumentHelp(
+            "Also time `watch --exit-when-empty` on a queue directory in this folder (the work folder's disk, or /dev/shm/DIR for "
+                + "tmpfs), its outputs beside it, the corpus copied into its inbox before each run (untimed).", valueName: "dir"))
+    var alsoQueueDir: [String] = []
+
+    @Option(
+        name: .customLong("also-binary"),
+        help: ArgumentHelp(
+            "Also time the --also-queue-dir rows with this other imagepipe binary (an earlier build), in the same alternated series.",
+            valueName: "path"))
+    var alsoBinary: String?
+
+    @Option(
         name: .customLong("remote-corpus"),
         help: ArgumentHelp(
             "The corpus's copy in object storage (e.g. s3://bench/corpus, uploaded beforehand): with --also-dest, also time "
@@ -102,6 +116,7 @@ struct BenchCommand: ParsableCommand {
     func validate() throws {
         guard runs >= 1, jobs >= 1, self.repeat >= 1 else { throw ValidationError("--runs, --jobs and --repeat must be positive") }
         guard remoteCorpus == nil || !alsoDest.isEmpty else { throw ValidationError("--remote-corpus needs --also-dest (where its outputs go)") }
+        guard alsoBinary == nil || !alsoQueueDir.isEmpty else { throw ValidationError("--also-binary times the --also-queue-dir rows: give one") }
     }
 
     func run() throws {
@@ -121,6 +136,8 @@ struct BenchCommand: ParsableCommand {
                     ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : []),
             queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
         runner.neighbour = neighbour
+        runner.queueDirectories = alsoQueueDir.map(LocalPath.absolute)
+        runner.otherExecutable = alsoBinary.map(LocalPath.absolute)
         runner.unflushed = alsoUnflushed
         let report = try runner.run(compare: compare) { Console.shared.setStatus($0) }
         Console.shared.setStatus(nil)
