@@ -55,9 +55,6 @@ public final class Monitoring: Sendable {
         self.server = try await MonitoringServer.start(at: address, endpoints: endpoints, logger: logger)
     }
 
-    /// The services to run in a ServiceGroup, before the worker: the server, then the checks.
+    /// The services to run in a ServiceGroup, before the worker or the batch: the server, then the checks.
     public var services: [any Service] { [server, checks] }
-
-    /// Closes the port (a batch that has finished).
-    public func stop() async { await server.stop() }
 }

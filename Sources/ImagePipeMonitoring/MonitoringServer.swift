@@ -88,12 +88,6 @@ public final class MonitoringServer: Service, Sendable {
         try? await group.shutdownGracefully()
     }
 
-    /// Closes the port and awaits it, outside a ServiceGroup (a batch that has finished).
-    public func stop() async {
-        try? await channel.close().get()
-        try? await group.shutdownGracefully()
-    }
-
     private static func describe(_ address: SocketAddress) -> String {
         let host = address.ipAddress ?? "0.0.0.0"
         let port = address.port ?? 0

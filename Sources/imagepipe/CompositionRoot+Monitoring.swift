@@ -41,10 +41,10 @@ extension CompositionRoot {
 }
 
 extension CompositionRoot {
-    /// A batch's monitoring: ready while its storage answers and it was not interrupted, alive while it
+    /// A batch's monitoring: ready while its storage answers and no stop was asked for, alive while it
     /// runs; jobs waiting and in flight are read at each scrape.
     static func monitoring(
-        at address: MonitoringAddress, batch: BatchProgressState, interruption: Interruption,
+        at address: MonitoringAddress, batch: BatchProgressState, stopRequested: @escaping @Sendable () -> Bool,
         interval: Duration, logger: Logger
     ) async throws(ImagePipeError) -> Monitoring {
         let workload = WorkloadGauges()
@@ -58,7 +58,7 @@ extension CompositionRoot {
             ],
             checkInterval: interval,
             liveness: { true },
-            stopRequested: { interruption.isRequested },
+            stopRequested: stopRequested,
             beforeScrape: [
                 {
                     let (waiting, inFlight) = batch.workload

@@ -77,9 +77,8 @@ private func checkSubcommand(_ word: String?) throws(ImagePipeError) {
 /// SIGPIPE.
 ///
 /// On Linux, Dispatch receives signals through a signalfd, which only sees signals that no thread
-/// handles the default way; blocked everywhere, they reach the watch command's shutdown (see
-/// `ShutdownSignals`) or the batch command's interruption (see `Interruption`) instead of killing the
-/// process. A worker whose log went to a pipe that closed with the session must not die on its next
+/// handles the default way; blocked everywhere, they reach the `batch` and `watch` commands' stop
+/// (see `StopSignals`) instead of killing the process. A worker whose log went to a pipe that closed with the session must not die on its next
 /// log line either. Called before any other thread exists.
 private func blockStopSignals() {
     var signals = sigset_t()

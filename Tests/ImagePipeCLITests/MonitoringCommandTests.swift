@@ -37,7 +37,13 @@ struct MonitoringCommandTests {
         deliver("hostile/truncated.jpg", as: "broken.jpg")
         #expect(eventually { files("done").count == 6 && files("failed").count == 2 }, "\(worker.log)")
 
-        let scrape = PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body)
+        // A job's figures are counted as it is settled, just after its record is in place.
+        var scrape = PrometheusText("")
+        #expect(
+            eventually {
+                scrape = PrometheusText(LoopbackHTTP.get("http://\(address)/metrics").body)
+                return scrape.value("imagepipe_jobs_in_flight") == 0 && scrape.sum("imagepipe_jobs_total") == 4
+            }, "\(worker.log)")
         let lint = try scrape.promtool()
         #expect(lint.status == 0, "promtool: \(lint.output)")
         #expect(scrape.value("imagepipe_jobs_total", ["outcome": "done"]) == 3, "\(scrape.text)")
@@ -161,6 +167,45 @@ struct MonitoringCommandTests {
         #expect(batch.waitForExit(seconds: 60) == 0, "\(batch.log)")
         #expect(FileManager.default.fileExists(atPath: directory.url("out/tiny-large.jpg")))
         #expect(LoopbackHTTP.get("http://\(address)/healthz").status == 0, "the port closes when the batch ends")
+    }
+
+    /// A batch has a worker's lifecycle: a stop signal drains it (its endpoints still answer, /readyz
+    /// says it is stopping, the image in flight is not abandoned), a second SIGHUP (the same terminal
+    /// closing) changes nothing, and a second SIGINT stops it at once, the image unrecorded.
+    @Test func aStoppedBatchDrainsWithItsEndpointsUpUntilASecondSignalStopsItAtOnce() throws {
+        CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/stuck.png")
+        let blackhole = try Blackhole()
+        let batch = try WorkerProcess(
+            [
+                "batch", directory.url("src"), "--dest", "s3://bucket/media", "--endpoint", "http://127.0.0.1:\(blackhole.port)",
+                "--region", "us-east-1", "--manifest", directory.url("stuck.jsonl"), "--metrics-address", "127.0.0.1:0",
+                // The readiness check probes no storage in the test's time: the blackhole's one
+                // answer is the batch's own start-up check, and the next connection is the upload.
+                "--check-interval", "3600", "--log-level", "debug",
+            ],
+            log: directory.url("stuck-batch.log"),
+            environment: ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "HOME": directory.path])
+        let address = try #require(batch.monitoringAddress(), "\(batch.log)")
+        // The sources are found once the start-up probe was answered; the next connection is the
+        // image's upload, which waits, never answered.
+        #expect(batch.waitForLog("found the sources"), "\(batch.log)")
+        #expect(eventually { blackhole.connections > 0 }, "\(batch.log)")
+
+        batch.send(SIGHUP)
+        #expect(batch.waitForLog("SIGHUP received: finishing the images in flight, starting no more"), "\(batch.log)")
+        batch.send(SIGHUP)
+        #expect(batch.waitForLog("SIGHUP received again: the graceful stop goes on"), "\(batch.log)")
+        let draining = LoopbackHTTP.get("http://\(address)/readyz")
+        #expect(draining.status == 503 && draining.body.contains("stopping: a stop was asked for"), "\(draining)")
+        #expect(LoopbackHTTP.get("http://\(address)/healthz").status == 200, "still draining after the second SIGHUP")
+
+        batch.send(SIGINT)
+        #expect(batch.waitForExit(seconds: 30) == 130, "\(batch.log)")
+        #expect(batch.log.contains("SIGINT received again: stopping at once"))
+        #expect(batch.log.contains("stopped at once: images in flight were not finished"))
+        let manifest = (try? String(contentsOfFile: directory.url("stuck.jsonl"), encoding: .utf8)) ?? ""
+        #expect(!manifest.contains("stuck.png"), "an image stopped at once is not recorded: the next run does it")
+        #expect(LoopbackHTTP.get("http://\(address)/healthz").status == 0)
     }
 
     @Test func aTakenPortOrAMalformedAddressStopsTheCommandAtOnce() throws {

@@ -4,8 +4,9 @@ import Foundation
 import ImagePipe
 import ImagePipeMonitoring
 import ImagePipeRemoteStorage
-import Synchronization
 import Logging
+import ServiceLifecycle
+import Synchronization
 
 struct BatchCommand: AsyncParsableCommand {
     /// How long notifications still retrying may go on once a batch is interrupted.
@@ -72,8 +73,9 @@ struct BatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = CompositionRoot.bootstrapLogging(level: options.logLevel, format: service.logFormat)
-        // Until images start, Ctrl-C (also while a list is read from standard input) stops at once.
-        let interruption = Interruption(logger: logger)
+        // Until images start, a stop signal (also while a list is read from standard input) ends the
+        // batch at once: nothing has started that it could let finish.
+        let signals = StopSignals(logger: logger, stage: .starting, graceful: "finishing the images in flight, starting no more")
         // The endpoints answer for the whole run, the reading of a --from list included; the
         // metrics backend is in place before the first metric is made.
         let progressState = BatchProgressState()
@@ -84,28 +86,33 @@ struct BatchCommand: AsyncParsableCommand {
         var monitoring: Monitoring?
         if let address = service.address {
             monitoring = try await CompositionRoot.monitoring(
-                at: address, batch: progressState, interruption: interruption,
+                at: address, batch: progressState, stopRequested: { signals.received > 0 },
                 interval: .seconds(service.checkInterval), logger: logger)
         }
-        let checks = monitoring.map { monitoring in Task { try await monitoring.checks.run() } }
-        // The port closes however the run ends (awaited: a defer cannot).
-        do {
-            try await runBatch(logger: logger, interruption: interruption, progressState: progressState, jobMetrics: jobMetrics)
-        } catch {
-            checks?.cancel()
-            _ = await checks?.result
-            await monitoring?.stop()
-            throw error
+        // The lifecycle `watch` has: the batch is the last service of a group, after the monitoring
+        // endpoints. A graceful shutdown goes in reverse order, so the batch finishes its images in
+        // flight while the endpoints still answer, then they close, however the batch ended (its
+        // error is the group's, once the endpoints are closed). A graceful stop has no deadline: the
+        // images in flight finish.
+        let work = BatchService(command: self, logger: logger, signals: signals, progressState: progressState, jobMetrics: jobMetrics)
+        let services =
+            (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
+            + [.init(service: work, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)]
+        var configuration = ServiceGroupConfiguration(services: services, logger: logger)
+        configuration.maximumCancellationDuration = StopSignals.cancellationGrace
+        let group = ServiceGroup(configuration: configuration)
+        signals.govern(group) {
+            logger.warning("stopped at once: images in flight were not finished; run the batch again to resume")
+            // Every manifest line went out as it was written; exit's clean-up of libraries would
+            // race the images still being made.
+            _exit(130)
         }
-        // A check under way ends before the port closes.
-        checks?.cancel()
-        _ = await checks?.result
-        await monitoring?.stop()
+        try await group.run()
     }
 
     /// The batch itself, once the monitoring endpoints (if any) answer.
-    private func runBatch(
-        logger: Logger, interruption: Interruption, progressState: BatchProgressState, jobMetrics: JobMetrics?
+    func runBatch(
+        logger: Logger, signals: StopSignals, progressState: BatchProgressState, jobMetrics: JobMetrics?
     ) async throws {
         // Setting up reads files (the list, the sources, credentials): blocking I/O, off the
         // cooperative pool, as is the dry run's reading and hashing.
@@ -166,7 +173,8 @@ struct BatchCommand: AsyncParsableCommand {
         // to its folder (`notes.jpg`), which does not say which folder when several were given.
         let paths = Self.pathsByName(scan.jobs)
         let progress = ProgressLine()
-        // The first stop request lets the images in flight finish and starts no more.
+        // Images start now: a stop signal from here on lets the ones in flight finish.
+        signals.workStarted()
         let batch = Task {
             await runner.run(scan, startedAt: started) { result, state in
                 writer?.append(result)
@@ -188,13 +196,20 @@ struct BatchCommand: AsyncParsableCommand {
                 progress.update(state)
             }
         }
-        interruption.finishWorkInFlight {
+        // From now on the first stop signal is the group's graceful shutdown: the images in flight
+        // finish and no more start; their notifications (and those still retrying) get a short while
+        // more, not the whole deadline each, while a receiver is down. (A shutdown asked for before
+        // the handler below is in place reaches it as soon as it is.)
+        let summary = await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await batch.value
+            } onGracefulShutdown: {
+                batch.cancel()
+                notifier?.hurry(within: Self.notifyGraceWhenInterrupted)
+            }
+        } onCancel: {
             batch.cancel()
-            // The images in flight finish; their notifications (and those still retrying) get a
-            // short while more, not the whole deadline each, while a receiver is down.
-            notifier?.hurry(within: Self.notifyGraceWhenInterrupted)
         }
-        let summary = await batch.value
         progress.clear()
         await BlockingIO.run { writer?.close() }
         // Every notification gets its deadline; the run ends when the last is delivered or given up.
@@ -272,4 +287,20 @@ final class ProgressLine: Sendable {
     }
 
     func clear() { Console.shared.setStatus(nil) }
+}
+
+/// The batch as a service of its command's group (see `BatchCommand.run()`).
+struct BatchService: Service, CustomStringConvertible {
+    let command: BatchCommand
+    let logger: Logger
+    let signals: StopSignals
+    let progressState: BatchProgressState
+    let jobMetrics: JobMetrics?
+
+    /// What the group's debug log calls it (not the whole command line).
+    var description: String { "batch" }
+
+    func run() async throws {
+        try await command.runBatch(logger: logger, signals: signals, progressState: progressState, jobMetrics: jobMetrics)
+    }
 }

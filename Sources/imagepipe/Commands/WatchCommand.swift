@@ -147,10 +147,10 @@ struct WatchCommand: AsyncParsableCommand {
             + [.init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
         configuration.maximumGracefulShutdownDuration = .seconds(shutdownTimeout)
-        configuration.maximumCancellationDuration = ShutdownSignals.cancellationGrace
+        configuration.maximumCancellationDuration = StopSignals.cancellationGrace
         let group = ServiceGroup(configuration: configuration)
-        let signals = ShutdownSignals(
-            logger: logger, graceful: { Task { await group.triggerGracefulShutdown() } }, immediate: { worker.stopNow() })
+        let signals = StopSignals(logger: logger, stage: .running, graceful: "stopping gracefully")
+        signals.govern(group) { worker.stopNow() }
         do {
             try await group.run()
         } catch  where signals.received > 0 {

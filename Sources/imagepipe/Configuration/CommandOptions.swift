@@ -64,12 +64,16 @@ struct CommandOptions: Sendable {
     static func of(_ command: String) -> CommandOptions {
         // argument-parser answers a dump request as it answers --help: by throwing a "message" whose
         // text is the JSON description of the command.
+        // Asked of the subcommand alone: through the root, argument-parser walks the root's options too.
+        guard let type = ImagePipeCommand.configuration.subcommands.first(where: { $0._commandName == command }) else {
+            preconditionFailure("imagepipe has no command \(command)")
+        }
         let json: String
         do {
-            _ = try ImagePipeCommand.parseAsRoot([command, "--experimental-dump-help"])
+            _ = try type.parseAsRoot(["--experimental-dump-help"])
             preconditionFailure("argument-parser did not describe \(command)")
         } catch {
-            json = ImagePipeCommand.fullMessage(for: error)
+            json = type.fullMessage(for: error)
         }
         guard let description = try? JSONDecoder().decode(ToolDescription.self, from: Data(json.utf8)) else {
             preconditionFailure("cannot read argument-parser's description of \(command)")

@@ -66,10 +66,11 @@ struct ConfiguredCommandLine {
         command: String, arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
         catalogs: [CommandOptions]? = nil
     ) throws(ImagePipeError) {
-        let catalogs = catalogs ?? Self.commands.map(CommandOptions.of)
-        guard let catalog = catalogs.first(where: { $0.command == command }) else {
-            preconditionFailure("\(command) takes no configuration")
-        }
+        guard Self.commands.contains(command) else { preconditionFailure("\(command) takes no configuration") }
+        // Describing a command costs argument-parser a walk of its options (seconds in a debug build,
+        // where it checks each option group at every walk): the other commands' options are read
+        // only when something may name them, a configuration file or a variable this one lacks.
+        let catalog = catalogs?.first { $0.command == command } ?? CommandOptions.of(command)
         self.command = command
         typed = arguments
         let scan = TypedArguments(arguments, catalog: catalog)
@@ -78,7 +79,20 @@ struct ConfiguredCommandLine {
         let configEnvironment = CommandOptions.environmentName("config")
         let path = scan.configPath ?? environment[configEnvironment].flatMap { $0.isEmpty ? nil : $0 }
         configurationPath = path
-        let file = try path.map { (path) throws(ImagePipeError) in try ConfigurationFile(path: path, commands: catalogs) }
+        // IMAGEPIPE_CHECK_BLOCKING is no option: it makes blocking calls check where they run (tests).
+        // IMAGEPIPE_NOTIFY_SECRET is none either: a secret belongs in the environment, never on a command line.
+        // IMAGEPIPE_DURABILITY_FLUSH picks how rounds of syncs flush (SyncRound): a setting of the machine's disks, for tests and measurements.
+        let notOptions = [configEnvironment, "IMAGEPIPE_CHECK_BLOCKING", "IMAGEPIPE_NOTIFY_SECRET", "IMAGEPIPE_DURABILITY_FLUSH"]
+        func unknown(among catalogs: [CommandOptions]) -> [String] {
+            let known = Set(catalogs.flatMap { $0.options.map(\.environmentName) } + notOptions)
+            return environment.keys.filter { $0.hasPrefix(CommandOptions.environmentPrefix) && !known.contains($0) }.sorted()
+        }
+        let unknownHere = unknown(among: [catalog])
+        let everyCatalog =
+            path == nil && unknownHere.isEmpty
+            ? [catalog] : catalogs ?? Self.commands.map { $0 == command ? catalog : CommandOptions.of($0) }
+        unknownVariables = unknownHere.isEmpty ? [] : unknown(among: everyCatalog)
+        let file = try path.map { (path) throws(ImagePipeError) in try ConfigurationFile(path: path, commands: everyCatalog) }
         presets = file?.presets ?? []
         presetArguments = presets.flatMap { preset in preset.specs.map { "--preset-variant=\(preset.name):\($0)" } }
 
@@ -122,14 +136,6 @@ struct ConfiguredCommandLine {
             }
         }
         settings = resolved
-
-        // IMAGEPIPE_CHECK_BLOCKING is no option: it makes blocking calls check where they run (tests).
-        // IMAGEPIPE_NOTIFY_SECRET is none either: a secret belongs in the environment, never on a command line.
-        // IMAGEPIPE_DURABILITY_FLUSH picks how rounds of syncs flush (SyncRound): a setting of the machine's disks, for tests and measurements.
-        let known = Set(
-            catalogs.flatMap { $0.options.map(\.environmentName) }
-                + [configEnvironment, "IMAGEPIPE_CHECK_BLOCKING", "IMAGEPIPE_NOTIFY_SECRET", "IMAGEPIPE_DURABILITY_FLUSH"])
-        unknownVariables = environment.keys.filter { $0.hasPrefix(CommandOptions.environmentPrefix) && !known.contains($0) }.sorted()
     }
 
     /// The full argument list for `ImagePipeCommand.parseAsRoot`.
