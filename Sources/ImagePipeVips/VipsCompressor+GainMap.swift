@@ -36,7 +36,7 @@ extension VipsCompressor {
         switch kind {
         case .ultraHDRJPEG: return file + stored * 3 * 2
         case .appleHEIC: return file * 2 + stored / 2
-        case .isoHEIF: return 0
+        case .isoHEIF, .pq, .hlg: return 0
         }
     }
 }

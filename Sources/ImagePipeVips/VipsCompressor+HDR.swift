@@ -61,6 +61,8 @@ extension VipsCompressor {
             case .ultraHDRJPEG: read = try ultraHDRGainMap(bytes, header: header)
             case .appleHEIC: read = try appleGainMap(bytes, header: header)
             case .isoHEIF: return refuse(.unsupported, "libheif 1.15 shows no ISO 21496-1 tone-map item")
+            // A container announces gain maps only; a picture's transfer is read apart (HDRPicture).
+            case .pq, .hlg: return .none
             }
             // A map of another aspect than its picture maps something else.
             let map = read.image.size

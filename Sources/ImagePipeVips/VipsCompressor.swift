@@ -165,17 +165,23 @@ public struct VipsCompressor: ImageCompressor {
         let outputs = ResizePlan(source: displayed, variants: variants).outputs
         let still = variants.indices.filter { !animated[$0] }.map { variants[$0] }
         let plan = still.isEmpty ? nil : ResizePlan(source: displayed, variants: still)
+        // A PQ or HLG picture is tone mapped whole, once, and every still variant made from that.
+        let hdrPicture = plan == nil ? nil : Self.hdrPicture(start: start, format: format)
         let needed =
             Self.workingMemory(header, format: format, variants: variants, sourceBytes: Self.heldBytes(source, format), focus: source.focus)
             + Self.gainMapMemory(header, start: start, format: format, variants: variants, source: source)
+            + Self.toneMapMemory(header, picture: hdrPicture)
         heldMuch = needed >= Self.trimAfterBytes
         let reserved = memory.acquire(needed)
         defer { memory.release(reserved) }
 
         var decoded: VipsImageHandle?
+        var toneMapped: ToneMappedPicture?
         if let plan {
+            if let hdrPicture { toneMapped = try toneMap(header, picture: hdrPicture) }
             decoded = try decodeOnce(
-                source, header: header, plan: plan, variants: still, displayed: displayed, refusingWarnings: refusingWarnings)
+                source, header: header, whole: toneMapped?.image, plan: plan, variants: still, displayed: displayed,
+                refusingWarnings: refusingWarnings)
         }
         let allFrames = anyAnimated ? try decodeFrames(source) : nil
         let gainMap = readGainMap(source, start: start, header: header, format: format, displayed: displayed, variants: still)
@@ -208,7 +214,7 @@ public struct VipsCompressor: ImageCompressor {
             sourceFormat: format, sourceSize: displayed, variants: encoded,
             decodeTime: decodeTime, encodeTime: clock.now - started - decodeTime)
         compressed.placeholder = placeholder
-        compressed.gainMap = Self.gainMapRecord(gainMap, variants: encoded)
+        compressed.gainMap = Self.gainMapRecord(gainMap, variants: encoded) ?? toneMapped.map(Self.toneMapRecord)
         return compressed
     }
 
@@ -285,7 +291,7 @@ public struct VipsCompressor: ImageCompressor {
     /// small images). With several it is the largest size any of them needs, its profile forgotten
     /// (it is sRGB now), so each variant is resized from it without being converted again.
     private func decodeOnce(
-        _ source: SourceImage, header: VipsImageHandle, plan: ResizePlan, variants: [VariantSpec], displayed: PixelSize,
+        _ source: SourceImage, header: VipsImageHandle, whole: VipsImageHandle?, plan: ResizePlan, variants: [VariantSpec], displayed: PixelSize,
         refusingWarnings: Bool
     ) throws(ImagePipeError) -> VipsImageHandle {
         let decoded: VipsImageHandle
@@ -293,16 +299,17 @@ public struct VipsCompressor: ImageCompressor {
             // Decoded whole at the size that covers the box; the crop is taken from it in memory.
             let covering = ResizePlan.coverSize(of: displayed, for: plan.outputs[0])
             decoded = try decode(
-                source, header: header, to: covering, byWidth: ResizePlan.coversByWidth(displayed, plan.outputs[0]), crop: false,
+                source, header: header, whole: whole, to: covering, byWidth: ResizePlan.coversByWidth(displayed, plan.outputs[0]), crop: false,
                 refusingWarnings: refusingWarnings)
         } else if variants.count == 1 {
             let variant = variants[0]
             decoded = try decode(
-                source, header: header, to: plan.outputs[0], byWidth: ResizePlan.fitsByWidth(displayed, variant.box),
+                source, header: header, whole: whole, to: plan.outputs[0], byWidth: ResizePlan.fitsByWidth(displayed, variant.box),
                 crop: variant.fit == .cover, refusingWarnings: refusingWarnings)
         } else {
             decoded = try decode(
-                source, header: header, to: plan.decodeSize, byWidth: plan.decodesByWidth, crop: false, refusingWarnings: refusingWarnings)
+                source, header: header, whole: whole, to: plan.decodeSize, byWidth: plan.decodesByWidth, crop: false,
+                refusingWarnings: refusingWarnings)
         }
         guard let memory = ipv_copy_memory(decoded.pointer) else { throw decodeError() }
         let copy = VipsImageHandle(memory)
@@ -311,13 +318,14 @@ public struct VipsCompressor: ImageCompressor {
     }
 
     /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB
-    /// converted from any embedded profile.
+    /// converted from any embedded profile; resized from `whole` instead, the picture already
+    /// decoded upright in sRGB (a tone-mapped HDR one), when there is one.
     ///
     /// When `size` is the image's own, nothing can shrink on load, and the loader `header` already
     /// opened decodes it: opening the source a second time (a loader search, a header and an EXIF
     /// parse) cost a small image a fifth of its time.
     private func decode(
-        _ source: SourceImage, header: VipsImageHandle, to size: PixelSize, byWidth: Bool, crop: Bool, refusingWarnings: Bool
+        _ source: SourceImage, header: VipsImageHandle, whole: VipsImageHandle?, to size: PixelSize, byWidth: Bool, crop: Bool, refusingWarnings: Bool
     ) throws(ImagePipeError) -> VipsImageHandle {
         var out: UnsafeMutablePointer<VipsImage>?
         let box = Self.box(for: size, byWidth: byWidth, crop: crop)
@@ -325,6 +333,8 @@ public struct VipsCompressor: ImageCompressor {
         let strict: Int32 = refusingWarnings ? 1 : 0
         let status: Int32
         switch source.content {
+        case _ where whole != nil:
+            status = ipv_thumbnail_image(whole?.pointer, box.width, box.height, crop ? 1 : 0, 0, &out)
         case _ where size == Self.displayedSize(of: header):
             status = ipv_thumbnail_image(header.pointer, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
         case .bytes(let data):

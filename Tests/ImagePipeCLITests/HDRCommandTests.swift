@@ -188,6 +188,28 @@ import Testing
         #expect(output.stdout[title].hasSuffix("iphone-large.jpg"), "\(output.stdout[title])")
     }
 
+    @Test(arguments: ["on", "off"])
+    func aPQAVIFAndAnHLGHEICGiveToneMappedSDRVariantsAndSaySo(sandbox: String) throws {
+        try FileManager.default.createDirectory(atPath: directory.url("src"), withIntermediateDirectories: true)
+        try ToneMapOracle.encode(directory.url("src/pq.avif"), container: "avif", transfer: 16, bits: 10)
+        try ToneMapOracle.encode(directory.url("src/hlg.heic"), container: "heic", transfer: 18, bits: 10)
+        let lines = try batch("out", ["--sandbox", sandbox, "--variant", "full=240x120,png"])
+        for (source, kind) in [("pq.avif", "pq"), ("hlg.heic", "hlg")] {
+            let gainMap = lines[source]?["gain_map"] as? [String: Any]
+            #expect(lines[source]?["status"] as? String == "done" && gainMap?["kind"] as? String == kind, "\(source): \(lines[source] ?? [:])")
+            #expect(gainMap?["carried"] as? Bool == false && (gainMap?["reason"] as? String)?.contains("tone mapped") == true, "\(source)")
+            // Its brightest, 1,000 cd/m², over SDR white's 203.
+            #expect(abs((gainMap?["headroom"] as? Double ?? 0) - 1000 / 203) < 0.25, "\(source): \(gainMap ?? [:])")
+            #expect(variants(lines[source]).values.allSatisfy { $0["hdr_headroom"] == nil })
+            let name = (source as NSString).deletingPathExtension
+            let reading = try ToneMapOracle.read(
+                output: directory.url("out/\(name)-full.png"), original: directory.url("src/" + source),
+                container: (source as NSString).pathExtension, transfer: kind == "pq" ? 16 : 18, bits: 10)
+            #expect(reading.meanError <= 1 && reading.p99Error <= 3, "\(source): \(reading)")
+        }
+        #expect(try HDROracle.isUltraHDR([directory.url("out/pq-large.jpg"), directory.url("out/hlg-thumb.jpg")]) == [false, false])
+    }
+
     @Test func theReportSaysWhichOriginalsCarryTheirGainMap() throws {
         copySources()
         try batch("out", manifest: "m.jsonl")

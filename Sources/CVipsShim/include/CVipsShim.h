@@ -222,6 +222,17 @@ typedef enum {
     IPV_GAIN_MAP_FAILED = 2,
 } IpvGainMapStatus;
 int ipv_heif_apple_gain_map(const void *buf, size_t len, int max_side, unsigned char **pixels, int *width, int *height);
+/// The transfer characteristics (nclx, ITU-T H.273) of the HDR pictures ipv_tone_map_hdr reads.
+typedef enum {
+    IPV_TRANSFER_PQ = 16,
+    IPV_TRANSFER_HLG = 18,
+} IpvTransfer;
+/// `in` (8- or 16-bit, 1 to 4 bands, its codes `bits` deep in the top bits as libvips keeps them)
+/// decoded from PQ or HLG (`transfer`) and `primaries` (nclx: 1 BT.709, 12 Display P3, else
+/// BT.2020) to display light (HLG shown on a 1,000 cd/m2 display), as 8-bit sRGB in memory whose
+/// white is `white` cd/m2: light up to half of it unchanged, the rest rolled off (on each pixel's
+/// brightest channel, so hues stay) until the picture's brightest channel (`peak`, cd/m2) is white.
+int ipv_tone_map_hdr(VipsImage *in, int transfer, int primaries, int bits, double white, double *peak, VipsImage **out);
 /// A one-band 8-bit image copied from `pixels` (width bytes a row).
 int ipv_image_from_grey(const unsigned char *pixels, int width, int height, VipsImage **out);
 /// `in` turned upright as EXIF `orientation` (1-8) says, whatever its own metadata says.

@@ -18,6 +18,10 @@ public struct GainMap: Sendable, Hashable, Codable {
         case appleHEIC = "apple_heic"
         /// An ISO 21496-1 tone-map item of a HEIF or AVIF.
         case isoHEIF = "iso_heif"
+        /// No gain map: a HEIF or AVIF picture coded with BT.2100's PQ (``HDRPicture``), tone mapped.
+        case pq
+        /// No gain map: a HEIF or AVIF picture coded with BT.2100's HLG, tone mapped.
+        case hlg
     }
 
     /// Why the variants do not carry it: a stable code the helper sends, worded by the worker.
@@ -35,6 +39,8 @@ public struct GainMap: Sendable, Hashable, Codable {
         /// The map does not cover its picture (another aspect), or a variant's crop is placed by
         /// the picture's content (`attention`, `entropy`), which the map cannot follow.
         case geometry
+        /// A PQ or HLG picture, whose variants are SDR pictures tone mapped from it.
+        case toneMapped = "tone_mapped"
 
         /// The manifest's words.
         public var words: String {
@@ -45,6 +51,8 @@ public struct GainMap: Sendable, Hashable, Codable {
             case .unreadable: "the variants are the SDR picture alone: the gain map or its metadata cannot be used (see the log)"
             case .unsupported: "the variants are the SDR picture alone: imagepipe does not read ISO 21496-1 gain maps in HEIF or AVIF"
             case .geometry: "the variants are the SDR picture alone: the gain map does not follow the picture's geometry"
+            case .toneMapped:
+                "the variants are SDR, tone mapped from the PQ or HLG picture (up to 101 cd/m² unchanged, brighter rolled off to its brightest): imagepipe writes no HDR AVIF or HEIC"
             }
         }
     }
@@ -232,7 +240,7 @@ public struct GainMap: Sendable, Hashable, Codable {
         }
     }
 
-    private static func walk(
+    static func walk(
         _ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, depth: Int, _ visit: (String, Range<Int>) -> Void
     ) {
         var visited = 0
@@ -241,7 +249,7 @@ public struct GainMap: Sendable, Hashable, Codable {
 
     // MARK: - Bytes
 
-    private static func fourCC(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int) -> String {
+    static func fourCC(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int) -> String {
         guard at + 4 <= bytes.count else { return "" }
         return String(decoding: bytes[at..<(at + 4)], as: UTF8.self)
     }

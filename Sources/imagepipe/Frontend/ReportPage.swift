@@ -150,7 +150,8 @@ struct ReportPage {
                 + (result.gainMap.map { gainMap in
                     gainMap.carried
                         ? "<br>HDR gain map carried" + (gainMap.headroom.map { String(format: " (headroom %.2fx)", $0) } ?? "")
-                        : "<br>HDR gain map not carried: \((gainMap.reason ?? "").markupEscaped)"
+                        : "<br>HDR \([.pq, .hlg].contains(gainMap.kind) ? "(\(gainMap.kind.rawValue.uppercased()))" : "gain map") not carried: "
+                            + (gainMap.reason ?? "").markupEscaped
                 } ?? "") + "<ul>"
             for variant in result.variants {
                 var line =

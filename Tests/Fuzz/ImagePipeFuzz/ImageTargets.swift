@@ -38,11 +38,22 @@ enum ImageTargets {
         switch kind {
         case .ultraHDRJPEG: require(data.starts(with: [0xFF, 0xD8]), "a JPEG gain map in bytes that are no JPEG")
         case .appleHEIC, .isoHEIF: require(data.count >= 12 && data.dropFirst(4).starts(with: Array("ftyp".utf8)), "a HEIF gain map in no HEIF")
+        case .pq, .hlg: require(false, "a transfer announced as a gain map")
         case nil: break
         }
         let sliced = (Data([0x00]) + data).dropFirst()
         require(GainMap.kind(in: sliced) == kind, "a slice of the same bytes says \(String(describing: GainMap.kind(in: sliced)))")
         gainMapReaders(data)
+        hdrPicture(data)
+    }
+
+    /// The probe for a PQ or HLG picture (``HDRPicture/announced(in:)``: `pitm`, `ipma` and `ipco`'s
+    /// nclx `colr`): it ends, answers only for a HEIF, and the same for a slice.
+    static func hdrPicture(_ data: Data) {
+        let picture = HDRPicture.announced(in: data)
+        if picture != nil { require(data.count >= 12 && data.dropFirst(4).starts(with: Array("ftyp".utf8)), "a PQ or HLG picture in no HEIF") }
+        let sliced = (Data([0x00]) + data).dropFirst()
+        require(HDRPicture.announced(in: sliced) == picture, "a slice of the same bytes says \(String(describing: HDRPicture.announced(in: sliced)))")
     }
 
     /// The readers of what a gain map means, each on the same bytes: an Ultra HDR JPEG's MPF index
