@@ -31,6 +31,19 @@ import Testing
     }
 
     /// The claim's release of `name`: the original's name in the worker's area unlinked after `after`.
+    /// A record's move into place, the temporary file it came from, and that file's last write before it.
+    func recordMove(
+        _ record: String, in calls: [SystemCallTrace.Call]
+    ) throws -> (
+        move: SystemCallTrace.Call, temporary: String, written: SystemCallTrace.Call
+    ) {
+        let move = try #require(
+            calls.first { $0.name.hasPrefix("rename") && $0.paths.last == record && $0.result == "0" }, "no move into \(record)")
+        let temporary = try #require(move.paths.first)
+        let written = try #require(calls.last { $0.name == "write" && $0.fdPath == temporary && $0.end < move.start }, "\(temporary) written")
+        return (move, temporary, written)
+    }
+
     func claimRelease(of name: String, after start: Int, in calls: [SystemCallTrace.Call]) -> SystemCallTrace.Call? {
         calls.first {
             $0.name.hasPrefix("unlink") && $0.result == "0" && $0.start > start
@@ -49,10 +62,7 @@ import Testing
         )
         for name in names {
             let record = queue + "/done/" + name + ".json"
-            let move = try #require(
-                calls.first { $0.name.hasPrefix("rename") && $0.paths.last == record && $0.result == "0" }, "no move into \(record)")
-            let temporary = try #require(move.paths.first)
-            let written = try #require(calls.last { $0.name == "write" && $0.fdPath == temporary && $0.end < move.start }, "\(temporary) written")
+            let (move, temporary, written) = try recordMove(record, in: calls)
             let commit = try #require(
                 commits.first { $0.start > written.end && $0.end < move.start }, "\(record): a syncfs after its bytes and before its move")
             #expect(
@@ -76,10 +86,7 @@ import Testing
         let doneSyncs = fsyncs.filter { $0.fdPath == queue + "/done" }
         for name in names {
             let record = queue + "/done/" + name + ".json"
-            let move = try #require(
-                calls.first { $0.name.hasPrefix("rename") && $0.paths.last == record && $0.result == "0" }, "no move into \(record)")
-            let temporary = try #require(move.paths.first)
-            let written = try #require(calls.last { $0.name == "write" && $0.fdPath == temporary && $0.end < move.start }, "\(temporary) written")
+            let (move, temporary, written) = try recordMove(record, in: calls)
             #expect(
                 fsyncs.contains { $0.fdPath == temporary && $0.start > written.end && $0.end < move.start },
                 "\(record): its bytes fsynced before its move")
