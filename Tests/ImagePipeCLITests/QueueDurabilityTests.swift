@@ -7,8 +7,10 @@ import Testing
     let directory = TemporaryDirectory()
 
     /// `watch --exit-when-empty` over `names` delivered into a queue directory, traced, with
-    /// `IMAGEPIPE_DURABILITY_FLUSH` set to `flush` and each of its calls delayed by `delay` (µs, so
-    /// that jobs finish while a round runs, as they do on a busy disk): the calls.
+    /// `IMAGEPIPE_DURABILITY_FLUSH` set to `flush` and each call of `delayed` slowed by 60 ms (so that
+    /// jobs finish while a round runs, as they do on a busy disk): the calls. Six jobs compress at once
+    /// whatever the cores, so that jobs finish together on a loaded runner too (with one per core and
+    /// 20 ms, CI once saw each of the twelve finish alone, after the round before it).
     func tracedWatch(_ names: [String], flush: String, delaying delayed: String? = nil) throws -> [SystemCallTrace.Call] {
         for (index, name) in names.enumerated() {
             CommandRunner.copyFixture("images/exif-orientation/Landscape_\(index % 8 + 1).jpg", to: directory, as: "queue/inbox/" + name)
@@ -21,10 +23,10 @@ import Testing
             [
                 "-f", "-y", "-qq", "-s", "4000", "-e",
                 "trace=fsync,syncfs,sync_file_range,rename,renameat2,link,linkat,unlink,unlinkat,write", "-o", trace,
-            ] + (delayed.map { ["-e", "inject=\($0):delay_exit=20000"] } ?? []) + [
+            ] + (delayed.map { ["-e", "inject=\($0):delay_exit=60000"] } ?? []) + [
                 CommandRunner.binary, "watch", directory.url("queue"), "--dest", directory.url("out"), "--exit-when-empty",
                 "--status-interval", "0", "--variant", "small=64x64,jpeg,q80",
-            ], environment: ["IMAGEPIPE_DURABILITY_FLUSH": flush])
+            ] + (delayed == nil ? [] : ["--jobs", "6"]), environment: ["IMAGEPIPE_DURABILITY_FLUSH": flush])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(directory.files(under: "queue/done").count == names.count * 2, "\(directory.files(under: "queue"))")
         return SystemCallTrace(try String(contentsOfFile: trace, encoding: .utf8)).calls
