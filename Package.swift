@@ -2,16 +2,29 @@
 // imagepipe: turn original images into web variants and store them.
 import PackageDescription
 
-let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-]
-
-/// The sanitized build (`Tests/Fuzz/fuzz.sh build`) instruments every module for coverage and links
-/// libFuzzer's runtime into the fuzz harness alone: the worker built beside it, for the hostile
-/// fixtures' run under the sanitizers, keeps its own entry point and needs no second build.
+/// The fuzzing build (`Tests/Fuzz/fuzz.sh build`) instruments this package's own targets alone:
+/// every Swift one with AddressSanitizer and libFuzzer's coverage counters, every C one with
+/// AddressSanitizer and UBSan (Swift has no UBSan on Linux; C++'s vptr check needs RTTI the libraries
+/// lack). Dependencies get none of it, so in `.build` beside the debug build they are not built
+/// again: only these targets are, which takes minutes off `make test`. libFuzzer's runtime goes into
+/// the harness alone: the `imagepipe` built with it keeps its own entry point, and is the sanitized
+/// worker `make test` runs the hostile fixtures through. `IMAGEPIPE_FUZZ_BUILD=optimized` (`make fuzz`)
+/// also optimizes them: three to four times the executions a second, for two more minutes of build.
 let fuzzBuild = Context.environment["IMAGEPIPE_FUZZ_BUILD"] != nil
+let optimized = Context.environment["IMAGEPIPE_FUZZ_BUILD"] == "optimized"
+let coverage = "-sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table"
+let instrumentedSwift: [SwiftSetting] =
+    fuzzBuild ? [.unsafeFlags((optimized ? ["-O"] : []) + ["-sanitize=address", coverage, "-DFUZZING"])] : []
+let instrumentedC: [CSetting] =
+    fuzzBuild ? [.unsafeFlags((optimized ? ["-O1"] : []) + ["-fsanitize=address,undefined", "-fno-sanitize=vptr", "-fno-omit-frame-pointer"])] : []
+
+/// Every Swift target's settings: the upcoming features, and the fuzzing build's instrumentation.
+let strict: [SwiftSetting] =
+    [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+    ] + instrumentedSwift
 
 let package = Package(
     name: "imagepipe",
@@ -41,12 +54,12 @@ let package = Package(
         .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Non-variadic wrappers around the libvips and libcurl calls Swift cannot make itself.
         // libheif directly for the one thing libvips 8.14 does not read: a HEIC's auxiliary gain map.
-        .target(name: "CVipsShim", dependencies: ["CLibVips"], linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("heif")]),
-        .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
+        .target(name: "CVipsShim", dependencies: ["CLibVips"], cSettings: instrumentedC, linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("heif")]),
+        .target(name: "CCurlShim", dependencies: ["CLibCurl"], cSettings: instrumentedC),
         // File-system calls Glibc's module lacks: extended attributes, renameat2, sync_file_range.
-        .target(name: "CFileSystem"),
+        .target(name: "CFileSystem", cSettings: instrumentedC),
         // The image helpers' system calls: their sandbox (seccomp, Landlock, limits), their channel, their start.
-        .target(name: "CSandbox"),
+        .target(name: "CSandbox", cSettings: instrumentedC),
 
         // Along a job's path: queue → worker loop → FileHandler → compressor → storage.
         // The core: the job and its result, the sources, the FileHandler, the pipeline and its
@@ -141,7 +154,7 @@ let package = Package(
         // Scratch folders, waiting, running the built binary:
         .target(name: "ImagePipeTestSupport", path: "Tests/ImagePipeTestSupport", swiftSettings: strict),
         // Decoding outputs back, through libvips calls only tests make:
-        .target(name: "CVipsProbeShim", dependencies: ["CLibVips", "CVipsShim"], path: "Tests/CVipsProbeShim"),
+        .target(name: "CVipsProbeShim", dependencies: ["CLibVips", "CVipsShim"], path: "Tests/CVipsProbeShim", cSettings: instrumentedC),
         .target(
             name: "ImagePipeVipsTestSupport",
             dependencies: ["ImagePipe", "ImagePipeVips", "CVipsProbeShim", "CVipsShim", "CLibVips"],
@@ -158,11 +171,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            linkerSettings: fuzzBuild ? [.unsafeFlags(["-sanitize=address"])] : []
         ),
 
         // libFuzzer harnesses of the Swift parsers of untrusted input (`make fuzz`, Tests/Fuzz/README.md).
-        // Built with -sanitize=fuzzer -D FUZZING by the fuzz build; a plain build replays files through a target.
+        // Linked with libFuzzer by the fuzzing build (-D FUZZING); a plain build replays files through a target.
         .executableTarget(
             name: "ImagePipeFuzz",
             dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipePostgres", "ImagePipeTOML", "ImagePipeSandbox"],

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer harnesses: `make fuzz` and the fuzzing steps of `make test` call this.
 #
-#   Tests/Fuzz/fuzz.sh build             the C harnesses (clang, ASan+UBSan) and the Swift one (ASan)
+#   Tests/Fuzz/fuzz.sh build             the C harnesses (clang, ASan+UBSan), the Swift one (ASan) and
+#                                        the sanitized worker, into .build-fuzz/c and .build-fuzz/bin;
+#                                        FUZZ_OPTIMIZE=1 optimizes imagepipe's modules in it
 #   Tests/Fuzz/fuzz.sh run SECONDS       every target for SECONDS, new inputs kept in .build-fuzz/corpus
 #   Tests/Fuzz/fuzz.sh replay            every seed and every crash file through every target, once
 #   Tests/Fuzz/fuzz.sh targets           the target names
@@ -30,8 +32,8 @@ MAX_LEN=${FUZZ_MAX_LEN:-65536}
 C_TARGETS=(jpeg-direct icc-srgb vips-header ssimulacra2)
 SWIFT_TARGETS=(toml aws-config variant-spec s3-xml s3-listing supabase-json percent job-row key-template sniff image-end exif frame-count helper-message gain-map)
 ALL_TARGETS=("${C_TARGETS[@]}" "${SWIFT_TARGETS[@]}")
-SWIFT_BINARY=$OUT/release/ImagePipeFuzz
-SANITIZED_WORKER=$OUT/release/imagepipe
+SWIFT_BINARY=$OUT/bin/ImagePipeFuzz
+SANITIZED_WORKER=$OUT/bin/imagepipe
 # Where run and replay take the binaries from: a copy lets a long run go on while the code is rebuilt.
 RUN_SWIFT_BINARY=${FUZZ_SWIFT_BINARY:-$SWIFT_BINARY}
 RUN_C_DIR=${FUZZ_C_DIR:-$OUT/c}
@@ -70,15 +72,22 @@ build() {
                 -fuse-ld=lld || return 1
         fi
     done
-    # One sanitized release build of the whole package: every Swift module with AddressSanitizer and
-    # libFuzzer's coverage counters, every C target with AddressSanitizer and UBSan (Swift has no UBSan
-    # on Linux; C++'s vptr check needs RTTI the libraries lack). Package.swift links libFuzzer's runtime
-    # into the harness alone under IMAGEPIPE_FUZZ_BUILD, so the `imagepipe` beside it keeps its own
-    # entry point: it is the binary `make test` runs the hostile fixtures through, with no second build.
-    echo "building $SWIFT_BINARY and $SANITIZED_WORKER"
-    IMAGEPIPE_FUZZ_BUILD=1 "$SWIFT" build -c release --scratch-path $OUT --sanitize address \
-        -Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table -Xswiftc -parse-as-library -Xswiftc -DFUZZING \
-        -Xcc -fsanitize=undefined -Xcc -fno-sanitize=vptr || return 1
+    # The package's own targets instrumented (IMAGEPIPE_FUZZ_BUILD in Package.swift) in the debug
+    # build's folder, whose dependencies are built already or will serve the debug build next: only
+    # imagepipe's modules are compiled twice. The harness and the sanitized worker are copied out, so
+    # the next plain build (which compiles those modules back) leaves them, and a long run can go on.
+    # FUZZ_OPTIMIZE=1 (`make fuzz`) optimizes them too, for long runs: 3-4x the executions a second.
+    local kind=1
+    [ "${FUZZ_OPTIMIZE:-0}" = 1 ] && kind=optimized
+    echo "building $SWIFT_BINARY and $SANITIZED_WORKER (IMAGEPIPE_FUZZ_BUILD=$kind)"
+    IMAGEPIPE_FUZZ_BUILD=$kind "$SWIFT" build || return 1
+    local built binary
+    built=$(IMAGEPIPE_FUZZ_BUILD=$kind "$SWIFT" build --show-bin-path) || return 1
+    mkdir -p $OUT/bin
+    for binary in ImagePipeFuzz imagepipe; do
+        # A copy, then a rename: a run of the old binary goes on undisturbed.
+        cp "$built/$binary" "$OUT/bin/.$binary.new" && mv -f "$OUT/bin/.$binary.new" "$OUT/bin/$binary" || return 1
+    done
 }
 
 # The binary and the environment for a target.

@@ -7,7 +7,7 @@ import Testing
 private let sanitizedBinary = ProcessInfo.processInfo.environment["IMAGEPIPE_SANITIZED_BINARY"]
 
 /// The hostile fixtures, PngSuite's corrupt files and a few good images, in one folder, through the
-/// real binary built with the sanitizers (`make fuzz-check` takes it from the fuzzing build, .build-fuzz, and names it in
+/// real binary built with the sanitizers (`make fuzz-check` takes it from the fuzzing build, .build-fuzz/bin, and names it in
 /// `IMAGEPIPE_SANITIZED_BINARY`; `make test` runs this suite that way). Once with one JPEG variant at
 /// the source's size, which plain JPEGs take through the direct libjpeg path (jpeg_direct.c), once with
 /// the web preset, which goes through libvips and the shim for every image.

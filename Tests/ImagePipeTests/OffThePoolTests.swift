@@ -22,3 +22,42 @@ import Testing
         #expect(Self.arrived.load(ordering: .relaxed) >= 4, "test \(index) waited alone until the deadline")
     }
 }
+
+/// A free lane takes the tests of serialized suites first: each of their tests is ready only when
+/// the one before it ends, and waiting in turn behind every test queued then, a suite of ten ran
+/// at the end of the run, alone.
+@Suite struct LaneQueueTests {
+    @Test func jobsThatGoAheadComeFirstAndEachKindKeepsItsOrder() {
+        var queue = LaneQueue<Int>()
+        queue.push(1, ahead: false)
+        queue.push(2, ahead: false)
+        queue.push(10, ahead: true)
+        queue.push(3, ahead: false)
+        queue.push(11, ahead: true)
+        var taken: [Int] = []
+        var aheadFlags: [Bool] = []
+        while let (job, wentAhead) = queue.pop() {
+            taken.append(job)
+            aheadFlags.append(wentAhead)
+        }
+        #expect(taken == [10, 11, 1, 2, 3])
+        #expect(aheadFlags == [true, true, false, false, false])
+        queue.push(4, ahead: false)
+        #expect(queue.pop()?.0 == 4)
+        #expect(queue.pop() == nil)
+    }
+}
+
+@Suite(.offThePool, .serialized) struct SerializedOffThePoolTests {
+    @Test func aTestOfASerializedSuiteGoesAhead() {
+        #expect(OffThePool.goesAhead)
+        #expect(ProcessTestLanes.isCurrentThreadALane)
+    }
+}
+
+extension OffThePoolTests {
+    @Test func aTestOfASuiteThatRunsSideBySideWaitsItsTurn() {
+        #expect(!OffThePool.goesAhead)
+        #expect(ProcessTestLanes.isCurrentThreadALane)
+    }
+}
