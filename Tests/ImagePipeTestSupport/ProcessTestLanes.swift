@@ -45,9 +45,9 @@ public struct OffThePool: SuiteTrait, TestTrait, TestScoping {
 extension OffThePool {
     /// Whether the running test is a link of a chain: its suite runs its tests one after another
     /// (`.serialized`). Such a test takes the first free lane ahead of the tests queued for one.
-    /// In turn, each link of a chain of ten waited behind every test queued when it became ready:
-    /// the chains (sandbox, PostgreSQL watch) ran at the end of the run, one test at a time beside
-    /// nothing, and made its last minute and a half.
+    /// In turn, each link of a chain of ten waited behind every test queued when it became ready,
+    /// so the chains (sandbox, PostgreSQL watch) ran at the end of the run, one test at a time
+    /// beside nothing. Ahead, they finish amid the others (the run's wall time moved little).
     @TaskLocal public static var goesAhead = false
 }
 
