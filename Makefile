@@ -57,7 +57,7 @@ test: deps test-deps format-check fuzz-build
 	$(MAKE) fuzz-check-built
 	@.ci/test-times $(TEST_RESULTS)/*-swift-testing.xml
 
-# The fast tier to run before each commit, about 3 minutes from a warm build on two cores: the format,
+# The fast tier to run before each commit, about 3½ minutes from a warm build on two cores: the format,
 # the build, the in-process suites, the in-process libvips, sandbox, monitoring and bench suites, and
 # the process suites of the commands people run first. `make test` (CI) runs everything.
 CHECK_SUITES := ImagePipeVipsTests\.|ImagePipeSandboxTests\.|ImagePipeMonitoringTests\.|ImagePipeBenchTests\.|ImagePipeCLITests\.(BatchCommandTests|MessageTests|SandboxCommandTests|DryRunCommandTests|ConfigurationTests|WatchCommandTests|QueueDirectoryCommandTests|WorkerCrashTests)
