@@ -60,6 +60,13 @@ let package = Package(
         .target(name: "CFileSystem", cSettings: instrumentedC),
         // The image helpers' system calls: their sandbox (seccomp, Landlock, limits), their channel, their start.
         .target(name: "CSandbox", cSettings: instrumentedC),
+        // IMAGEPIPE_CHECK_BLOCKING's view of waits on a condition variable (a NIO `wait()`): every
+        // binary that links imagepipe has the calls its own objects make to them wrapped.
+        .target(
+            name: "CWaitCheck", cSettings: instrumentedC,
+            linkerSettings: [
+                .unsafeFlags(["-Xlinker", "--wrap=pthread_cond_wait", "-Xlinker", "--wrap=pthread_cond_timedwait"])
+            ]),
 
         // Along a job's path: queue → worker loop → FileHandler → compressor → storage.
         // The core: the job and its result, the sources, the FileHandler, the pipeline and its
@@ -67,7 +74,7 @@ let package = Package(
         .target(
             name: "ImagePipe",
             dependencies: [
-                "CLibCrypto", "CFileSystem",
+                "CLibCrypto", "CFileSystem", "CWaitCheck",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -126,6 +133,7 @@ let package = Package(
             dependencies: [
                 "ImagePipe", "ImagePipeQueue",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -244,6 +252,7 @@ let package = Package(
             dependencies: [
                 "ImagePipe", "ImagePipeMonitoring", "ImagePipeTestSupport",
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

@@ -35,7 +35,8 @@ public final class MonitoringServer: Service, Sendable {
     public static func start(
         at address: MonitoringAddress, endpoints: MonitoringEndpoints, logger: Logger
     ) async throws(ImagePipeError) -> MonitoringServer {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // Starting the group waits for its thread to run: a blocking call, so not on the pool.
+        let group = await BlockingIO.run { MultiThreadedEventLoopGroup(numberOfThreads: 1) }
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

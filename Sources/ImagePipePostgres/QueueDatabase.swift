@@ -3,6 +3,7 @@ import Foundation
 public import ImagePipe
 import ImagePipeQueue
 public import Logging
+import NIOPosix
 import PostgresNIO
 import Synchronization
 
@@ -43,6 +44,15 @@ public final class QueueDatabase: Sendable {
             backgroundLogger: Logger(label: "imagepipe.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
+    /// Starts NIO's shared event loops, which PostgresNIO connects on, off the cooperative pool.
+    ///
+    /// The group's first use starts its threads and waits on a condition until each runs: a
+    /// blocking call, which `IMAGEPIPE_CHECK_BLOCKING` stops on the pool. Every way to a database
+    /// awaits this before it makes its client; later uses find the group running.
+    public static func startEventLoops() async {
+        _ = await BlockingIO.run { MultiThreadedEventLoopGroup.singleton }
+    }
+
     /// Connects to `location`, brings the schema up to date, and runs `body` with the database.
     ///
     /// With `creating` false (the commands that look after a queue: `queue status` and the rest), a
@@ -52,6 +62,7 @@ public final class QueueDatabase: Sendable {
         _ location: PostgresLocation, logger: Logger, creating: Bool = true,
         _ body: @Sendable (QueueDatabase) async throws(ImagePipeError) -> T
     ) async throws(ImagePipeError) -> T {
+        await startEventLoops()
         let database = try QueueDatabase(location: location, logger: logger)
         let client = database.client
         let running = Task { await client.run() }

@@ -19,6 +19,7 @@ struct ImagePipeCommand: AsyncParsableCommand {
 enum Main {
     static func main() async {
         Vips.tuneAllocator()
+        BlockingIO.checkConditionWaitsWhenAsked()
         do {
             var command = try parse(Array(CommandLine.arguments.dropFirst()))
             if command is WatchCommand || command is BatchCommand { blockStopSignals() }

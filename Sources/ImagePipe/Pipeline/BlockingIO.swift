@@ -1,4 +1,5 @@
 // Where async code hands its blocking calls, and the check that none of them runs on Swift's cooperative pool.
+import CWaitCheck
 import Dispatch
 import Foundation
 import Synchronization
@@ -44,17 +45,44 @@ public enum BlockingIO {
     }
 
     /// What the library's own tests see instead of the stop: each call a check caught in the task
-    /// that set it (and its child tasks), recorded (``recordingViolations(_:)``). Task-local, so
-    /// that tests running beside it record nothing into it.
+    /// that set it (and its child tasks), recorded (``recordingViolations(_:whenCaught:)``).
+    /// Task-local, so that tests running beside it record nothing into it.
     @TaskLocal private static var recorder: (@Sendable (String) -> Void)?
 
     /// Runs `body` with the checks on for its own task, recording each blocking call they catch
-    /// instead of stopping the process, and returns the calls caught. For tests.
-    package static func recordingViolations(_ body: () async -> Void) async -> [String] {
+    /// instead of stopping the process, and returns the calls caught. `whenCaught` runs on the
+    /// caught thread as each is caught, before the call goes on. For tests.
+    package static func recordingViolations(
+        whenCaught: @escaping @Sendable (String) -> Void = { _ in }, _ body: () async -> Void
+    ) async -> [String] {
+        checkConditionWaits()
         let caught = Mutex<[String]>([])
-        await $recorder.withValue({ call in caught.withLock { $0.append(call) } }) { await body() }
+        let record: @Sendable (String) -> Void = { call in
+            caught.withLock { $0.append(call) }
+            whenCaught(call)
+        }
+        await $recorder.withValue(record) { await body() }
         return caught.withLock { $0 }
     }
+
+    /// Makes each wait on a condition variable a blocking call the checks see: a NIO
+    /// `EventLoopFuture.wait()`, a `ConditionLock`, starting an event-loop group (which waits for its
+    /// threads). None of these passes through imagepipe's own calls to ``mayBlock(_:)``: the link
+    /// wraps `pthread_cond_wait` and `pthread_cond_timedwait` (CWaitCheck), and the wrapper asks.
+    /// On when checks are (the command's start calls it); off, a wait costs one load.
+    public static func checkConditionWaitsWhenAsked() {
+        if checks { checkConditionWaits() }
+    }
+
+    private static func checkConditionWaits() {
+        iwc_check_condition_waits { BlockingIO.mayBlock(BlockingIO.conditionWait) }
+    }
+
+    /// What a caught wait on a condition variable is called.
+    package static let conditionWait = "a wait on a condition variable (a NIO wait(), a ConditionLock, a new event-loop thread)"
+
+    /// How many waits on a condition variable the calling thread has made while they were checked. For tests.
+    package static var conditionWaitsOnThisThread: UInt { iwc_condition_waits_on_this_thread() }
 
     /// Whether the calling thread belongs to Swift's cooperative pool (its Dispatch label on Linux).
     static var isOnCooperativePool: Bool {
