@@ -47,9 +47,10 @@ public final class QueueDatabase: Sendable {
     /// Starts NIO's shared event loops, which PostgresNIO connects on, off the cooperative pool.
     ///
     /// The group's first use starts its threads and waits on a condition until each runs: a
-    /// blocking call, which `IMAGEPIPE_CHECK_BLOCKING` stops on the pool. Every way to a database
-    /// awaits this before it makes its client; later uses find the group running.
-    public static func startEventLoops() async {
+    /// blocking call, which `IMAGEPIPE_CHECK_BLOCKING` stops on the pool. ``run(_:logger:creating:_:)``
+    /// awaits this before it makes its client (a `PostgresQueue` is made off the pool by its caller);
+    /// later uses find the group running.
+    static func startEventLoops() async {
         _ = await BlockingIO.run { MultiThreadedEventLoopGroup.singleton }
     }
 
