@@ -65,7 +65,11 @@ let package = Package(
         .target(
             name: "CWaitCheck", cSettings: instrumentedC,
             linkerSettings: [
-                .unsafeFlags(["-Xlinker", "--wrap=pthread_cond_wait", "-Xlinker", "--wrap=pthread_cond_timedwait"])
+                .unsafeFlags(
+                    [
+                        "-Xlinker", "--wrap=pthread_cond_wait", "-Xlinker", "--wrap=pthread_cond_timedwait",
+                        "-Xlinker", "--wrap=pthread_cond_clockwait",
+                    ], .when(platforms: [.linux]))
             ]),
 
         // Along a job's path: queue → worker loop → FileHandler → compressor → storage.
@@ -252,7 +256,10 @@ let package = Package(
             dependencies: [
                 "ImagePipe", "ImagePipeMonitoring", "ImagePipeTestSupport",
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

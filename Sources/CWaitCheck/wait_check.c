@@ -1,14 +1,18 @@
-// pthread_cond_wait and pthread_cond_timedwait as the program's own objects call them: a check, then
-// glibc's call. The shared libraries (Foundation, libvips, libcurl) keep calling glibc directly:
-// `--wrap` rewrites only the references of the objects linked into the binary, which is where
-// SwiftNIO and the other packages are.
+// pthread_cond_wait, pthread_cond_timedwait and pthread_cond_clockwait as the binary's own objects
+// call them: a check, then glibc's call. `--wrap` rewrites only the references of the objects linked
+// into the binary: in the debug build the tests run, SwiftNIO, PostgresNIO and imagepipe, while
+// Foundation, Dispatch and the Swift runtime are shared libraries and call glibc directly. The static
+// release build links those in too, so there the check sees their waits as well.
+#ifdef __linux__
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
 #include "CWaitCheck.h"
 
 int __real_pthread_cond_wait(pthread_cond_t *condition, pthread_mutex_t *mutex);
 int __real_pthread_cond_timedwait(pthread_cond_t *condition, pthread_mutex_t *mutex, const struct timespec *deadline);
+int __real_pthread_cond_clockwait(pthread_cond_t *condition, pthread_mutex_t *mutex, clockid_t clock, const struct timespec *deadline);
 
 static _Atomic(void (*)(void)) check_hook;
 static _Thread_local unsigned long waits;
@@ -41,3 +45,9 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *condition, pthread_mutex_t *mu
     before_wait();
     return __real_pthread_cond_timedwait(condition, mutex, deadline);
 }
+
+int __wrap_pthread_cond_clockwait(pthread_cond_t *condition, pthread_mutex_t *mutex, clockid_t clock, const struct timespec *deadline) {
+    before_wait();
+    return __real_pthread_cond_clockwait(condition, mutex, clock, deadline);
+}
+#endif

@@ -45,13 +45,15 @@ public enum BlockingIO {
     }
 
     /// What the library's own tests see instead of the stop: each call a check caught in the task
-    /// that set it (and its child tasks), recorded (``recordingViolations(_:whenCaught:)``).
+    /// that set it (and its child tasks), recorded (``recordingViolations(whenCaught:_:)``).
     /// Task-local, so that tests running beside it record nothing into it.
     @TaskLocal private static var recorder: (@Sendable (String) -> Void)?
 
     /// Runs `body` with the checks on for its own task, recording each blocking call they catch
     /// instead of stopping the process, and returns the calls caught. `whenCaught` runs on the
-    /// caught thread as each is caught, before the call goes on. For tests.
+    /// caught thread as each is caught, before the call goes on. For tests. It also turns the check
+    /// of condition waits on for the rest of the process: harmless, since with no recorder in the
+    /// waiting task and `IMAGEPIPE_CHECK_BLOCKING` unset a checked wait goes on unrecorded.
     package static func recordingViolations(
         whenCaught: @escaping @Sendable (String) -> Void = { _ in }, _ body: () async -> Void
     ) async -> [String] {
@@ -67,8 +69,9 @@ public enum BlockingIO {
 
     /// Makes each wait on a condition variable a blocking call the checks see: a NIO
     /// `EventLoopFuture.wait()`, a `ConditionLock`, starting an event-loop group (which waits for its
-    /// threads). None of these passes through imagepipe's own calls to ``mayBlock(_:)``: the link
-    /// wraps `pthread_cond_wait` and `pthread_cond_timedwait` (CWaitCheck), and the wrapper asks.
+    /// threads, when they have not yet run). None of these passes through imagepipe's own calls to
+    /// ``mayBlock(_:)``: the link wraps `pthread_cond_wait` and its timed forms (CWaitCheck), and the
+    /// wrapper asks.
     /// On when checks are (the command's start calls it); off, a wait costs one load.
     public static func checkConditionWaitsWhenAsked() {
         if checks { checkConditionWaits() }
@@ -79,13 +82,14 @@ public enum BlockingIO {
     }
 
     /// What a caught wait on a condition variable is called.
-    package static let conditionWait = "a wait on a condition variable (a NIO wait(), a ConditionLock, a new event-loop thread)"
+    package static let conditionWait = "a wait on a condition variable (a NIO wait(), a ConditionLock, starting an event-loop group)"
 
     /// How many waits on a condition variable the calling thread has made while they were checked. For tests.
     package static var conditionWaitsOnThisThread: UInt { iwc_condition_waits_on_this_thread() }
 
-    /// Whether the calling thread belongs to Swift's cooperative pool (its Dispatch label on Linux).
-    static var isOnCooperativePool: Bool {
+    /// Whether the calling thread belongs to Swift's cooperative pool (its Dispatch label on Linux):
+    /// what decides whether a checked call is caught.
+    package static var isOnCooperativePool: Bool {
         guard let label = queueLabel(nil) else { return false }
         return strcmp(label, "Swift global concurrent queue") == 0
     }
