@@ -28,6 +28,27 @@ extension WorkerStateMachineTests {
         #expect(machine.handle(.finished("1", done("1")), now: t0 + .seconds(21), available: 100).contains(.note(.resumed)))
     }
 
+    @Test func aClaimAnsweredInAPauseGivesItsJobsBackAndOneAnsweredAfterItRunsThem() {
+        var machine = machine(retry: .init(maxAttempts: 20, baseDelay: .seconds(1), maxDelay: .seconds(60)))
+        running(&machine, claiming: 1...1)
+        // The pipeline has room: the loop claims more while job 1 runs.
+        let more = machine.handle(.wake, now: t0, available: 99)
+        #expect(claim(more) == 3)
+        _ = machine.handle(.finished("1", failed("1", .storageFull)), now: t0, available: 100)
+        // The claim under way brings two jobs in the pause: they go back, the refused one is settled.
+        var refused = job("4")
+        refused.refusal = ImagePipeError(.invalidJobOptions, "4: unknown preset")
+        let inPause = machine.handle(.claimed(jobs(2...3) + [refused], asked: 3), now: t0 + .seconds(1), available: 97)
+        #expect(inPause.contains(.release(jobs(2...3), .claimedWhilePaused)), "\(inPause)")
+        #expect(!inPause.contains { if case .submit = $0 { true } else { false } })
+        #expect(inPause.contains { if case .settle(refused, .discard, _) = $0 { true } else { false } })
+        #expect(machine.held.keys.sorted() == ["1", "4"], "job 1 waits for its retry, job 4 is being settled")
+        // After the pause, a claim's jobs run.
+        #expect(claim(machine.handle(.tick(t0 + .seconds(5)), now: t0 + .seconds(5), available: 99)) == 3)
+        let after = machine.handle(.claimed([job("5")], asked: 3), now: t0 + .seconds(5), available: 98)
+        #expect(after.contains(.submit([job("5")])))
+    }
+
     @Test func aStoreThatStaysUnreachableThroughItsRetriesPausesClaimingUntilAJobIsStored() {
         var machine = machine(retry: .init(maxAttempts: 20, baseDelay: .seconds(1), maxDelay: .seconds(60)))
         running(&machine, claiming: 1...2)

@@ -349,8 +349,13 @@ import Testing
             var machine = machine()
             running(&machine, claiming: 1...3)
             _ = machine.handle(.finished("2", done("2")), now: t0, available: 100)
-            _ = machine.handle(.finished("3", failed("3", .storageUnavailable)), now: t0, available: 100)
+            _ = machine.handle(.finished("3", failed("3", .sourceChanged)), now: t0, available: 100)
             _ = machine.handle(.settled("3", .keptForRetry(after: .seconds(10))), now: t0, available: 100)
+            return machine
+        }
+        func paused() -> Machine {
+            var machine = populated()
+            _ = machine.handle(.finished("1", failed("1", .storageFull)), now: t0, available: 100)
             return machine
         }
         func draining() -> Machine {
@@ -368,7 +373,10 @@ import Testing
             _ = machine.handle(.stopNow(.cancelled), now: t0, available: 100)
             return machine
         }
-        return [("opening", { machine() }), ("running", populated), ("draining", draining), ("stopping now", stopping), ("closed", closed)]
+        return [
+            ("opening", { machine() }), ("running", populated), ("paused", paused), ("draining", draining), ("stopping now", stopping),
+            ("closed", closed),
+        ]
     }
 
     var events: [Machine.Event] {
@@ -394,7 +402,9 @@ import Testing
                     #expect(!actions.contains { if case .rerun = $0 { true } else { false } }, "\(context)")
                 }
                 if case .claimed(let claimed, _) = event, !claimed.isEmpty {
-                    let handled = actions.contains(.submit(claimed)) || actions.contains(.release(claimed, .claimedWhileStopping))
+                    let handled =
+                        actions.contains(.submit(claimed)) || actions.contains(.release(claimed, .claimedWhileStopping))
+                        || actions.contains(.release(claimed, .claimedWhilePaused))
                     #expect(handled, "\(context): every claimed job is run or given back")
                 }
                 // The lifecycle only moves forward.

@@ -80,6 +80,8 @@ extension WorkerLoop {
         case .unfinished(.requested): logger.warning("stopped at once: returned the jobs in flight", metadata: metadata)
         case .unfinished(.cancelled): logger.warning("shutdown timeout: returned the unfinished jobs", metadata: metadata)
         case .withdrawn: logger.info("shutting down: returned a job that had not started", metadata: metadata)
+        case .claimedWhilePaused:
+            logger.info("claiming paused: returned the jobs a claim under way brought", metadata: metadata)
         case .waitingRetries, .claimedWhileStopping, .retryWhileStopping:
             logger.debug("returned jobs this worker held", metadata: metadata)
         }

@@ -211,6 +211,9 @@ extension WorkerStateMachine {
         case unfinished(StopReason)
         /// Jobs claimed while stopping at once: given back with their pipeline places.
         case claimedWhileStopping
+        /// Jobs claimed by a claim that was under way when claiming paused: given back with their
+        /// pipeline places.
+        case claimedWhilePaused
         /// A retry this worker would hold came back while it stops.
         case retryWhileStopping
         /// A graceful shutdown withdrew the job before it started its next stage.

@@ -195,6 +195,11 @@ public struct WorkerStateMachine: ~Copyable {
         switch life {
         case .draining where stopRequestedAt != nil, .stoppingNow, .notifying, .closed:
             if !runnable.isEmpty { actions.append(.release(runnable, .claimedWhileStopping)) }
+        case .running(let running) where running.fullStorage.map({ now < $0.until }) == true:
+            // A claim asked for before the pause began and answered in it: its jobs would only
+            // meet the full store, and held here they wait out the pause where no other worker can
+            // take them. They go back untouched, with their pipeline places.
+            if !runnable.isEmpty { actions.append(.release(runnable, .claimedWhilePaused)) }
         case .opening, .running, .draining:
             for job in runnable { hold(job, .running) }
             if !runnable.isEmpty { actions.append(.submit(runnable)) }
