@@ -364,5 +364,9 @@ import Testing
         ] {
             #expect(help.contains(spec), "\(command) --help lacks \(spec): \(help)")
         }
+        // The FORMAT list is the format table's, in its order, as the README's is checked against it.
+        let flat = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let formats = "FORMAT: " + OutputFormat.allCases.map(\.rawValue).joined(separator: ", ") + "."
+        #expect(flat.contains(formats), "\(command) --help lists not \(formats)")
     }
 }
