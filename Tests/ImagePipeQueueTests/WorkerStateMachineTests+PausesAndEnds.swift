@@ -42,11 +42,29 @@ extension WorkerStateMachineTests {
         #expect(inPause.contains(.release(jobs(2...3), .claimedWhilePaused)), "\(inPause)")
         #expect(!inPause.contains { if case .submit = $0 { true } else { false } })
         #expect(inPause.contains { if case .settle(refused, .discard, _) = $0 { true } else { false } })
-        #expect(machine.held.keys.sorted() == ["1", "4"], "job 1 waits for its retry, job 4 is being settled")
+        #expect(machine.held.keys.sorted() == ["1", "4"], "jobs 1 and 4 are being settled")
+        // Their release wakes the loop, and gives back their places: still no claim in the pause.
+        #expect(claim(machine.handle(.wake, now: t0 + .seconds(2), available: 99)) == nil)
+        #expect(claim(machine.handle(.roomReturned, now: t0 + .seconds(2), available: 99)) == nil)
         // After the pause, a claim's jobs run.
         #expect(claim(machine.handle(.tick(t0 + .seconds(5)), now: t0 + .seconds(5), available: 99)) == 3)
         let after = machine.handle(.claimed([job("5")], asked: 3), now: t0 + .seconds(5), available: 98)
         #expect(after.contains(.submit([job("5")])))
+    }
+
+    @Test func aShortClaimGivenBackInAPauseDoesNotCallTheQueueEmpty() {
+        // Job 1 is discarded (its one attempt spent), so nothing is held, but claiming pauses.
+        var machine = machine(retry: .init(maxAttempts: 1, baseDelay: .seconds(1), maxDelay: .seconds(60)), exitWhenEmpty: true)
+        running(&machine, claiming: 1...1)
+        #expect(claim(machine.handle(.wake, now: t0, available: 99)) == 3)
+        _ = machine.handle(.finished("1", failed("1", .storageFull)), now: t0, available: 100)
+        _ = machine.handle(.settled("1", .recordedDiscarded), now: t0, available: 100)
+        #expect(machine.held.isEmpty && machine.pausedUntil != nil)
+        // One job of the three asked for, given back: the queue holds it, so it is not empty, and an
+        // empty check beside the release could find it neither in the queue nor held.
+        let short = machine.handle(.claimed([job("2")], asked: 3), now: t0 + .seconds(1), available: 99)
+        #expect(short.contains(.release([job("2")], .claimedWhilePaused)))
+        #expect(!short.contains { if case .checkEmpty = $0 { true } else { false } }, "\(short)")
     }
 
     @Test func aStoreThatStaysUnreachableThroughItsRetriesPausesClaimingUntilAJobIsStored() {

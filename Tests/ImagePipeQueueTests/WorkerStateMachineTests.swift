@@ -401,6 +401,15 @@ import Testing
                     #expect(claim(actions) == nil, "\(context)")
                     #expect(!actions.contains { if case .rerun = $0 { true } else { false } }, "\(context)")
                 }
+                // A paused machine claims nothing and gives back, for the pause, what a claim brings.
+                if state == "paused" {
+                    #expect(claim(actions) == nil, "\(context)")
+                    if case .claimed(let claimed, _) = event, !claimed.isEmpty {
+                        #expect(actions.contains(.release(claimed, .claimedWhilePaused)), "\(context): \(actions)")
+                    }
+                } else {
+                    #expect(!actions.contains { if case .release(_, .claimedWhilePaused) = $0 { true } else { false } }, "\(context)")
+                }
                 if case .claimed(let claimed, _) = event, !claimed.isEmpty {
                     let handled =
                         actions.contains(.submit(claimed)) || actions.contains(.release(claimed, .claimedWhileStopping))

@@ -48,7 +48,7 @@ public protocol JobQueue: AnyObject, Sendable {
     /// its attempt's `failure` added to its history, with that attempt's result record. The default,
     /// for queues that never ask, discards it.
     func cancel(_ job: ClaimedJob, failure: AttemptRecord, result: JobResult, notice: JobNotice?) async -> Settlement
-    /// Gives jobs back unfinished, for other workers (a shutdown).
+    /// Gives jobs back unfinished, for other workers: at a shutdown, or claimed as claiming paused.
     func release(_ jobs: [ClaimedJob]) async
     /// Jobs waiting to be claimed, for the status line; nil when not known.
     func waitingCount() async -> Int?

@@ -175,7 +175,10 @@ public struct WorkerStateMachine: ~Copyable {
         switch life {
         case .running(var running):
             let woken = if case .claiming(_, let woken) = running.polling { woken } else { false }
-            running.polling = jobs.count >= asked || woken ? .mayHaveMore : .shortClaim(at: now)
+            // Jobs given back in a pause are in the queue still: a short answer then says not that
+            // it is empty, and no empty check may run beside their release.
+            let givenBack = running.fullStorage.map { now < $0.until } == true && jobs.contains { $0.refusal == nil }
+            running.polling = jobs.count >= asked || woken || givenBack ? .mayHaveMore : .shortClaim(at: now)
             life = .running(running)
         case .draining(var draining):
             draining.claimSince = nil
