@@ -109,18 +109,50 @@ public enum CommandRunner {
                 kill(pid, SIGKILL)
             }
         }
-        process.waitUntilExit()
+        let status = waitForExit(process)
         let killed = ended.withLock { state in
             state.ended = true
             return state.killed
         }
         group.wait()
         let output = Output(
-            status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
+            status: status, stdout: String(decoding: outData.get(), as: UTF8.self),
             stderr: String(decoding: errData.get(), as: UTF8.self))
         if killed { throw TimedOut(command: [executable] + arguments, timeout: timeout, stdout: output.stdout, stderr: output.stderr) }
         return output
     }
+}
+
+/// The exit status of `process` (its signal's number if a signal ended it, as Foundation gives it).
+///
+/// Foundation learns of a child's end from SIGCHLD, and once missed one: a fresh clone's `make test`
+/// hung for twenty minutes in `waitUntilExit` beside an `imagepipe` left a zombie, reaped by no one.
+/// So the end is waited for here with `waitid(WNOWAIT)`, which leaves the child to Foundation to
+/// reap; Foundation then has ten seconds to see it, and if it has not, the child is reaped here.
+private func waitForExit(_ process: Process) -> Int32 {
+    let pid = process.processIdentifier
+    var info = siginfo_t()
+    var seen = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
+    while seen == -1 && errno == EINTR { seen = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
+    // ECHILD: Foundation reaped it first, and knows.
+    guard seen == 0 else {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+    if !process.isRunning {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+    var status: Int32 = 0
+    guard waitpid(pid, &status, 0) == pid else {
+        // Reaped by Foundation after all, a moment ago.
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+    let signal = status & 0x7f
+    return signal == 0 ? (status >> 8) & 0xff : signal
 }
 
 /// Bytes handed from a reader thread to the caller.
