@@ -65,7 +65,11 @@ import Testing
         // Quick images around a small file of a whole photo whose AVIF encode takes seconds: a batch
         // starts with the largest original, so it comes after three larger quick ones and before
         // three smaller ones, and whichever the lane takes it with, it is in a batch.
+        // First, too large for a batch, a quick image the lane makes alone while every other one is
+        // read: so the slow one waits with the small ones behind it, and never reaches an idle lane
+        // alone (as it once did in a loaded run, and was killed alone).
         try FileManager.default.createDirectory(atPath: directory.url("src"), withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: directory.url("src/first.jpg"), contents: padded(to: 70_000))
         for index in 0..<3 {
             FileManager.default.createFile(atPath: directory.url("src/large-\(index).jpg"), contents: padded(to: 50_000))
             CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "src/small-\(index).jpg")
@@ -92,7 +96,8 @@ import Testing
         let text = try String(contentsOfFile: directory.url("manifest.jsonl"), encoding: .utf8)
         let results = try text.split(separator: "\n").map { try JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
         #expect(
-            results.map(\.source).sorted() == ((0..<3).flatMap { ["large-\($0).jpg", "small-\($0).jpg"] } + ["slow.jpg"]).sorted(), "each image once")
+            results.map(\.source).sorted() == ((0..<3).flatMap { ["large-\($0).jpg", "small-\($0).jpg"] } + ["first.jpg", "slow.jpg"]).sorted(),
+            "each image once")
         #expect(results.allSatisfy { $0.status == .done }, "\(results.map { "\($0.source) \($0.status) \($0.error ?? "")" })")
         // Killed alone, the slow image would have failed (`decoder_crashed`): it was in a batch,
         // whose images the helper had not answered for were made again.
