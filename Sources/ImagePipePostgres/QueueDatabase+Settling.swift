@@ -81,8 +81,8 @@ extension QueueDatabase {
         await end(fence, as: "discarded", owner: owner, failure: failure, result: result, notice: notice)
     }
 
-    /// Gives jobs back unfinished (a shutdown, a claim answered as claiming paused): waiting again at once, the attempt not counted; a
-    /// job someone asked to cancel is cancelled instead.
+    /// Gives jobs back unfinished (a shutdown, a claim answered as claiming paused): waiting again
+    /// at once, the attempt not counted; a job someone asked to cancel is cancelled instead.
     ///
     /// Tried once: a worker stopping while the database is away leaves its jobs to lease expiry.
     func release(_ fences: [Fence], owner: String, queue: String) async {

@@ -130,27 +130,23 @@ public enum CommandRunner {
 /// So the end is waited for here with `waitid(WNOWAIT)`, which leaves the child to Foundation to
 /// reap; Foundation then has ten seconds to see it, and if it has not, the child is reaped here.
 private func waitForExit(_ process: Process) -> Int32 {
+    if let status = reapedUnseen(process) { return status }
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+/// The status of `process` reaped here, once it has ended and Foundation has not seen it end in
+/// ten seconds; nil when Foundation has (or reaped it first: `waitid` and `waitpid` find no child).
+private func reapedUnseen(_ process: Process) -> Int32? {
     let pid = process.processIdentifier
     var info = siginfo_t()
     var seen = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
     while seen == -1 && errno == EINTR { seen = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
-    // ECHILD: Foundation reaped it first, and knows.
-    guard seen == 0 else {
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
+    guard seen == 0 else { return nil }
     let deadline = ContinuousClock.now + .seconds(10)
     while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-    if !process.isRunning {
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
     var status: Int32 = 0
-    guard waitpid(pid, &status, 0) == pid else {
-        // Reaped by Foundation after all, a moment ago.
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
+    guard process.isRunning, waitpid(pid, &status, 0) == pid else { return nil }
     let signal = status & 0x7f
     return signal == 0 ? (status >> 8) & 0xff : signal
 }

@@ -175,9 +175,7 @@ public final class WorkerLoop: Service, Sendable {
                                     break running
                                 case .release(let jobs, let reason):
                                     // Jobs refused at their claim took no place.
-                                    if reason == .claimedWhileStopping || reason == .claimedWhilePaused {
-                                        pipeline.cancelReservation(jobs.count { $0.refusal == nil })
-                                    }
+                                    if reason.freshFromAClaim { pipeline.cancelReservation(jobs.count { $0.refusal == nil }) }
                                     releases.append(Task { await self.release(jobs, reason) })
                                 case .leaveNotices(let ids):
                                     releases.append(Task { await self.noticeStore?.leave(ids) })

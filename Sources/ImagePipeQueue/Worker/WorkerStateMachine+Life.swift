@@ -50,6 +50,9 @@ extension WorkerStateMachine {
         var fullStorage: FullStorage?
         /// Where the check for an empty queue stands (`exitWhenEmpty`).
         var emptyCheck = EmptyCheck()
+
+        /// Whether claiming is paused at `now`.
+        func isPaused(at now: Instant) -> Bool { fullStorage.map { now < $0.until } ?? false }
     }
 
     /// Whether the queue is worth asking now.

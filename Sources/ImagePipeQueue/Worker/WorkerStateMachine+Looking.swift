@@ -73,7 +73,7 @@ extension WorkerStateMachine {
     /// Held jobs and this worker's notices waiting for room in the notifier (each in the place its
     /// job held) counted by the capacity's own rule; claims refill once half the room is free.
     private func room(_ running: Running, now: Instant) -> Int {
-        if let pause = running.fullStorage, now < pause.until { return 0 }
+        if running.isPaused(at: now) { return 0 }
         let working = held.values.count(where: \.holdsRoom) + notices.waitingInRoom
         guard working <= limits.capacity.room / 2 else { return 0 }
         return limits.capacity.admits(working: working, held: held.count + notices.waiting.count)

@@ -218,6 +218,10 @@ extension WorkerStateMachine {
         case retryWhileStopping
         /// A graceful shutdown withdrew the job before it started its next stage.
         case withdrawn
+
+        /// Whether the jobs come straight from a claim, so the pipeline places reserved for them
+        /// (the refused ones took none) go back with them.
+        public var freshFromAClaim: Bool { self == .claimedWhileStopping || self == .claimedWhilePaused }
     }
 
     /// Something worth one log line.

@@ -177,7 +177,7 @@ public struct WorkerStateMachine: ~Copyable {
             let woken = if case .claiming(_, let woken) = running.polling { woken } else { false }
             // Jobs given back in a pause are in the queue still: a short answer then says not that
             // it is empty, and no empty check may run beside their release.
-            let givenBack = running.fullStorage.map { now < $0.until } == true && jobs.contains { $0.refusal == nil }
+            let givenBack = running.isPaused(at: now) && jobs.contains { $0.refusal == nil }
             running.polling = jobs.count >= asked || woken || givenBack ? .mayHaveMore : .shortClaim(at: now)
             life = .running(running)
         case .draining(var draining):
@@ -198,7 +198,7 @@ public struct WorkerStateMachine: ~Copyable {
         switch life {
         case .draining where stopRequestedAt != nil, .stoppingNow, .notifying, .closed:
             if !runnable.isEmpty { actions.append(.release(runnable, .claimedWhileStopping)) }
-        case .running(let running) where running.fullStorage.map({ now < $0.until }) == true:
+        case .running(let running) where running.isPaused(at: now):
             // A claim asked for before the pause began and answered in it: its jobs would only
             // meet the full store, and held here they wait out the pause where no other worker can
             // take them. They go back untouched, with their pipeline places.
