@@ -209,7 +209,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipeSandboxTests",
-            dependencies: ["ImagePipe", "ImagePipeSandbox", "ImagePipeTestSupport"],
+            dependencies: ["ImagePipe", "ImagePipeSandbox", "ImagePipeTestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // Hostile code run inside real image helpers (a libvips module built by the tests from module/).
+        .testTarget(
+            name: "ImagePipeHostileHelperTests",
+            dependencies: ["ImagePipe", "ImagePipeTestSupport"],
+            exclude: ["module"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -15,15 +15,19 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // libvips for the plain reference each benchmark's CPU time is divided by.
+        .systemLibrary(name: "CLibVipsPlain", path: "Benchmarks/CLibVipsPlain", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .target(name: "PlainLibvips", dependencies: ["CLibVipsPlain"], path: "Benchmarks/PlainLibvips"),
         .executableTarget(
             name: "Compression",
             dependencies: [
                 .product(name: "ImagePipe", package: imagepipe),
                 .product(name: "ImagePipeVips", package: imagepipe),
                 .product(name: "Benchmark", package: "benchmark"),
+                "PlainLibvips",
             ],
             path: "Benchmarks/Compression",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
     ]
 )

@@ -16,12 +16,13 @@ import subprocess
 import sys
 import time
 
-# Bad deliveries, each with the code its record in failed/ must carry: an error code, or for a file
-# that is no image and not named as one, the skip code. Files from fixtures/hostile are read from
-# there; None means the content is made here.
+# Bad deliveries, each with the code its record must carry: an error code (in failed/), or for a
+# file whose first bytes are no image's, whatever its name, the skip code (in done/, its record
+# skipped). Files from fixtures/hostile are read from there; None means the content is made here.
+SKIP_CODES = {"not_an_image"}
 BAD_FILES = [
     ("truncated.jpg", "hostile/truncated.jpg", "corrupt_image"),
-    ("empty.jpg", None, "empty_file"),
+    ("empty.jpg", None, "not_an_image"),
     ("notes.txt", None, "not_an_image"),
     ("truncated.png", "hostile/truncated.png", "corrupt_image"),
 ]
@@ -271,7 +272,8 @@ def check(soak):
             if name not in done or not os.path.exists(record):
                 wrong.append(f"{name}: not in done/ with its record")
             continue
-        record = os.path.join(queue, "failed", name + ".error.json")
+        skipped = code in SKIP_CODES
+        record = os.path.join(queue, "done", name + ".json") if skipped else os.path.join(queue, "failed", name + ".error.json")
         try:
             with open(record) as file:
                 error = json.load(file)
@@ -279,10 +281,10 @@ def check(soak):
             wrong.append(f"{name}: {problem}")
             continue
         given = error.get("error_code") or error.get("skip_code")
-        if name not in failed or given != code or not (error.get("error") or error.get("reason")):
+        if name not in (done if skipped else failed) or given != code or not (error.get("error") or error.get("reason")):
             wrong.append(f"{name}: {given} ({error.get('error') or error.get('reason')!r}), expected {code}")
     bad = sum(1 for _, code in soak.deliveries if code is not None)
-    goals.append(("each good image in done/, each bad file in failed/ with an .error.json naming its reason", not wrong,
+    goals.append(("each good image in done/, each bad file failed or skipped with a record naming its reason", not wrong,
                   f"{len(soak.deliveries) - bad} good, {bad} bad" + (f"; wrong: {'; '.join(wrong[:5])}" if wrong else "")))
     return goals
 

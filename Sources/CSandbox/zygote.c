@@ -11,27 +11,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int ips_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
-
-/* Waits, in a new helper, until the process that forked it has ended and the worker adopted it, then
- * asks to die with the worker: a helper must be the worker's child, so the worker can reap it and
- * read how it ended, and its death signal (which a fork clears) must follow the worker, not the
- * short-lived process in between. Up to five seconds. */
-static int await_adoption(pid_t worker) {
-    struct timespec pause = {.tv_sec = 0, .tv_nsec = 50 * 1000};
-    for (int tries = 0; tries < 100000; tries++) {
-        pid_t parent = getppid();
-        if (parent == worker) return ips_die_with_parent(worker);
-        // Adopted by anything else: the worker is gone (or is no subreaper), nobody to serve.
-        if (parent == 1) return -1;
-        nanosleep(&pause, NULL);
-    }
-    return -1;
-}
 
 /* The new helper's descriptors, as ips_spawn gives an executed one: its channel as 3, its output
  * pipe as 1 and 2, standard input as inherited (/dev/null), nothing else. */
@@ -40,6 +23,21 @@ static int take_descriptors(int channel, int output) {
     // dup2 onto 3 closes the zygote's control socket there.
     if (channel != 3 && dup2(channel, 3) < 0) return -1;
     return close_range(4, ~0U, 0);
+}
+
+/* A copy of this process that is the worker's own child, as a helper started from the file is: made
+ * with CLONE_PARENT, so the worker reaps it and reads how it ended, and its death signal follows the
+ * worker's thread that started the zygote. One fork, where a fork of a short-lived process in between
+ * (orphaning the helper to the worker, which adopted it as a subreaper) cost a second fork and its
+ * exit, about as much CPU again (docs/performance.md, "Image helpers").
+ *
+ * glibc has no fork that takes flags, so this is the system call itself. The zygote has one thread
+ * and holds no lock, so the locks glibc's fork resets in a child are free already; glibc's cached
+ * thread id is the zygote's in the child, which glibc uses for lock ownership alone (raise asks the
+ * kernel), consistently, and no thread can reuse it while the zygote lives; no library here
+ * registered a fork handler the helper needs. */
+static pid_t fork_for_worker(void) {
+    return (pid_t) syscall(SYS_clone, (unsigned long) (CLONE_PARENT | SIGCHLD), 0UL, 0UL, 0UL, 0UL);
 }
 
 int ips_zygote_serve(int control, pid_t worker) {
@@ -54,42 +52,18 @@ int ips_zygote_serve(int control, pid_t worker) {
             for (int index = 0; index < count; index++) close(fds[index]);
             return -1;
         }
-        // The middle process tells the zygote who the helper is through this pipe.
-        int told[2];
-        int32_t reply = 0;
-        pid_t middle = pipe2(told, O_CLOEXEC) == 0 ? fork() : -1;
-        if (middle == 0) {
-            close(told[0]);
-            pid_t helper = fork();
-            if (helper == 0) {
-                close(told[1]);
-                if (take_descriptors(fds[0], fds[1]) != 0 || await_adoption(worker) != 0) _exit(0);
-                return 0;
-            }
-            // Then it ends: the helper is orphaned, and the worker (a subreaper) adopts it.
-            int32_t pid = helper > 0 ? (int32_t) helper : -(int32_t) errno;
-            ssize_t written;
-            do written = write(told[1], &pid, sizeof pid);
-            while (written < 0 && errno == EINTR);
-            _exit(0);
+        pid_t helper = fork_for_worker();
+        if (helper == 0) {
+            // The helper: its descriptors, and death with the worker, asked for again (a fork clears
+            // it), which fails if the worker is already gone.
+            if (take_descriptors(fds[0], fds[1]) != 0 || ips_die_with_parent(worker) != 0) _exit(0);
+            return 0;
         }
-        if (middle < 0) {
-            reply = -(int32_t) errno;
-        } else {
-            close(told[1]);
-            ssize_t got;
-            do got = read(told[0], &reply, sizeof reply);
-            while (got < 0 && errno == EINTR);
-            if (got != (ssize_t) sizeof reply) reply = -EAGAIN;
-            close(told[0]);
-            // The answer waits until the middle process is reaped: by then the kernel has handed the
-            // helper to the worker, so the worker can wait for it (or kill and reap it) at once.
-            int status;
-            while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {}
-        }
+        int32_t reply = helper > 0 ? (int32_t) helper : -(int32_t) errno;
         close(fds[0]);
         close(fds[1]);
-        if (send(control, &reply, sizeof reply, MSG_NOSIGNAL) < 0) return -1;
+        // sendmsg (through ips_send), which the filter lists; send() is sendto, which it does not.
+        if (ips_send(control, &reply, sizeof reply, NULL, 0, -1) < 0) return -1;
     }
 }
 

@@ -3,6 +3,7 @@
 #include "CVipsShim.h"
 #include "private.h"
 #include <dlfcn.h>
+#include <link.h>
 #include <gmodule.h>
 #include <limits.h>
 #include <string.h>
@@ -31,10 +32,21 @@ static char module_failure[512];
 
 const char *ipv_module_failure(void) { return module_failure; }
 
-static void load_used_modules(void) {
+/* Loads the used modules by name from the folder libvips would load its own from: beside libvips
+ * itself, or, when the user set VIPSHOME, in VIPSHOME's library folder, named as libvips names it
+ * (VIPSHOME/lib, or VIPSHOME/x86_64-linux-gnu where libvips lives in such a folder). Nothing else in
+ * that folder is loaded: a module is code run in the zygote, before any sandbox, so a stray file
+ * dropped beside imagepipe's two modules must not be run. */
+static void load_used_modules(const char *vipshome) {
     Dl_info library;
     if (!dladdr((void *)vips_init, &library) || !library.dli_fname) return;
     char *directory = g_path_get_dirname(library.dli_fname);
+    if (vipshome && *vipshome) {
+        char *base = g_path_get_basename(directory);
+        g_free(directory);
+        directory = g_build_filename(vipshome, base, NULL);
+        g_free(base);
+    }
     for (const char *const *name = used_modules; *name; name++) {
         char *path = g_strdup_printf("%s/vips-modules-%d.%d/%s.so", directory, vips_version(0), vips_version(1), *name);
         // Kept open for the process's life, as libvips keeps the modules it loads itself.
@@ -45,20 +57,49 @@ static void load_used_modules(void) {
     g_free(directory);
 }
 
+static void *ref_class(GType type, void *unused) {
+    (void)unused;
+    // Kept referenced for the process's life, as libvips keeps the classes it uses.
+    g_type_class_ref(type);
+    return NULL;
+}
+
+void ipv_warm_classes(void) {
+    vips_type_map_all(VIPS_TYPE_OPERATION, ref_class, NULL);
+}
+
+/* The shared objects mapped in this process, collected once by dl_iterate_phdr. */
+static GPtrArray *loaded_libraries;
+
+static int collect_library(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    if (info->dlpi_name && info->dlpi_name[0]) g_ptr_array_add((GPtrArray *)data, g_strdup(info->dlpi_name));
+    return 0;
+}
+
+const char *ipv_loaded_library(size_t index) {
+    if (!loaded_libraries) {
+        loaded_libraries = g_ptr_array_new();
+        dl_iterate_phdr(collect_library, loaded_libraries);
+    }
+    return index < loaded_libraries->len ? g_ptr_array_index(loaded_libraries, index) : NULL;
+}
+
 int ipv_init(const char *argv0) {
     // libvips loads every module in <VIPSHOME>/lib/vips-modules-X.Y as it starts; pointed at a prefix
-    // that never exists (Debian's /nonexistent) it loads none, and the used ones are loaded after.
-    // A VIPSHOME the user set is their libvips' layout, and kept with all its modules. The
-    // environment is changed as libvips changes it itself when VIPSHOME is unset (it sets it to the
-    // prefix it guessed): one setenv, which may move the environment while another thread reads it,
-    // either way; the unsetenv after moves nothing but the pointers after it.
-    int choose_modules = getenv("VIPSHOME") == NULL;
-    if (choose_modules) setenv("VIPSHOME", "/nonexistent", 1);
+    // that never exists (Debian's /nonexistent) it loads none, and the used ones are loaded after, by
+    // name, from the user's VIPSHOME when one is set. The environment is changed as libvips changes
+    // it itself when VIPSHOME is unset (it sets it to the prefix it guessed): one setenv, which may
+    // move the environment while another thread reads it, either way; the setenv or unsetenv after
+    // moves nothing but the pointers after it.
+    const char *set = getenv("VIPSHOME");
+    char *vipshome = set ? g_strdup(set) : NULL;
+    setenv("VIPSHOME", "/nonexistent", 1);
     int status = VIPS_INIT(argv0 ? argv0 : "imagepipe");
-    if (choose_modules) {
-        unsetenv("VIPSHOME");
-        if (status == 0) load_used_modules();
-    }
+    if (vipshome) setenv("VIPSHOME", vipshome, 1);
+    else unsetenv("VIPSHOME");
+    if (status == 0) load_used_modules(vipshome);
+    g_free(vipshome);
     // Off from the start, not only once configured: large sources are opened as /proc/self/fd/N,
     // names that a later file reuses, and a cached image of the earlier one must never answer.
     vips_cache_set_max(0);

@@ -16,6 +16,8 @@ extension LocalDirectoryStorage {
         /// The object, without its bytes.
         var object: StorageObject
         var bytes: Int
+        /// The URL recorded for it (``LocalDirectoryStorage/url(forKey:)``).
+        var url: String
     }
 
     /// Makes every file durable, moves each into place and makes the names durable; one outcome per

@@ -27,6 +27,9 @@ public struct LocalDirectoryStorage: StorageRepository {
 
     /// The absolute root directory.
     public let root: String
+    /// Where a web server or CDN serves the root (`--public-base-url`): the URLs recorded are then
+    /// this base and the key, encoded as for a bucket; nil records `file://` URLs.
+    public let publicBaseURL: String?
     /// Whether to fsync files and directories (on by default; off trades crash durability for speed).
     public let durable: Bool
     /// Makes the puts' files durable in shared rounds; shared by copies of the storage.
@@ -35,9 +38,10 @@ public struct LocalDirectoryStorage: StorageRepository {
     let sweeper = TemporarySweeper()
 
     /// Creates the storage; nothing is created on disk before ``probe()`` or the first put.
-    public init(root: String, durable: Bool = true) {
+    public init(root: String, durable: Bool = true, publicBaseURL: String? = nil) {
         self.root = LocalPath.absolute(root)
         self.durable = durable
+        self.publicBaseURL = publicBaseURL
         let root = self.root
         let rounds = DispatchQueue(label: "imagepipe.local-commit", qos: .userInitiated)
         self.commits = GroupCommitter { files, done in
@@ -46,6 +50,13 @@ public struct LocalDirectoryStorage: StorageRepository {
     }
 
     public var location: String { root }
+
+    /// The URL recorded for the file under `key`: behind ``publicBaseURL`` when the folder is
+    /// served, else the file's own `file://` URL.
+    public func url(forKey key: String) -> String {
+        guard let publicBaseURL else { return LocalPath.fileURL(root + "/" + key) }
+        return PercentEncoding.url(base: publicBaseURL, key: key)
+    }
 
     /// Rounds of fsyncs run so far (each covering every put that was waiting).
     var commitRounds: Int { commits.roundsRun }
@@ -150,7 +161,7 @@ public struct LocalDirectoryStorage: StorageRepository {
         placed.body = Data()
         return WrittenFile(
             fd: fd, temporary: temporary, path: path, directory: directory,
-            object: placed, bytes: object.body.count)
+            object: placed, bytes: object.body.count, url: url(forKey: object.key))
     }
 
     /// Without durability: closes the file and moves it into place.
@@ -166,11 +177,10 @@ public struct LocalDirectoryStorage: StorageRepository {
 
     /// Moves a written, closed file into place as its object's policy allows.
     static func place(_ file: WrittenFile) throws(ImagePipeError) -> StoredObject {
-        let url = LocalPath.fileURL(file.path)
         if try place(file.temporary, at: file.path, file.object) {
-            return StoredObject(key: file.object.key, url: url, bytes: file.bytes, wasInPlace: true)
+            return StoredObject(key: file.object.key, url: file.url, bytes: file.bytes, wasInPlace: true)
         }
-        return StoredObject(key: file.object.key, url: url, bytes: file.bytes)
+        return StoredObject(key: file.object.key, url: file.url, bytes: file.bytes)
     }
 
     /// Moves the finished temporary file to `path` as the object's policy allows; true when the
@@ -205,7 +215,7 @@ public struct LocalDirectoryStorage: StorageRepository {
         let isFile = info.st_mode & S_IFMT == S_IFREG
         return ExistingObject(
             origin: isFile ? Self.origin(atPath: path) : nil, bytes: isFile ? Int(info.st_size) : 0,
-            url: LocalPath.fileURL(path))
+            url: url(forKey: key))
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {

@@ -47,6 +47,12 @@ public final class JobMetrics: WorkerObserver {
         }
     }
 
+    /// Counted under its own outcome, `cancelled`, as `queue status`, the log and the notification
+    /// name it, not among the failures its result's status would put it.
+    public func jobCancelled(_ result: JobResult) {
+        Counter(label: MetricCatalogue.jobs.name, dimensions: [("outcome", "cancelled"), ("error_code", "")], factory: factory).increment()
+    }
+
     public func jobRetrying(_ result: JobResult) {
         Counter(
             label: MetricCatalogue.retries.name, dimensions: [("error_code", result.errorCode?.description ?? "")],

@@ -31,7 +31,7 @@ public struct MetricDefinition: Sendable, Equatable {
 public enum MetricCatalogue {
     public static let jobs = MetricDefinition(
         name: "imagepipe_jobs_total", kind: .counter, labels: ["outcome", "error_code"],
-        help: "Jobs finished, by outcome (done, skipped, failed) and error code (failed jobs only).")
+        help: "Jobs finished, by outcome (done, skipped, failed, cancelled) and error code (failed jobs only).")
     public static let retries = MetricDefinition(
         name: "imagepipe_job_retries_total", kind: .counter, labels: ["error_code"],
         help: "Attempts that failed for a reason that may pass and were scheduled again (watch mode).")

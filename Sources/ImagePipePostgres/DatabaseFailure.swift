@@ -1,4 +1,5 @@
 // What went wrong talking to PostgreSQL: whether waiting helps, and a reason that holds no secret.
+import Foundation
 import ImagePipe
 import PostgresNIO
 
@@ -29,7 +30,8 @@ struct DatabaseFailure: Error {
         }
         if error.code == .server, let info = error.serverInfo {
             let state = info[.sqlState] ?? ""
-            reason = "\(info[.message] ?? "server error") (SQLSTATE \(state))" + Self.hint(forState: state)
+            let message = info[.message] ?? "server error"
+            reason = "\(message) (SQLSTATE \(state))" + Self.hint(forState: state, role: Self.role(in: message))
             // 57P01-57P03: the server is shutting down or starting; 08: connection exceptions; 53300: too many connections.
             transient = state.hasPrefix("57P") || state.hasPrefix("08") || state == "53300"
             // 28: authorisation; 3D000: no such database; 42501: the role may not create the schema.
@@ -95,15 +97,31 @@ struct DatabaseFailure: Error {
 
     /// What to do about a setup error, after the server's own message (docs/queues.md, "Setting up
     /// PostgreSQL", has the statements).
-    static func hint(forState state: String) -> String {
-        switch state {
+    ///
+    /// A wrong password and a missing role look alike from here (the server says `password
+    /// authentication failed` for both, so as not to tell strangers which roles exist), and a role
+    /// that exists is the likelier case after the set-up page: its fix comes first.
+    static func hint(forState state: String, role: String? = nil) -> String {
+        let role = role ?? "ROLE"
+        return switch state {
         case "28000", "28P01":
-            "; check the role and its password (in the URL, PGPASSWORD or ~/.pgpass): createuser --pwprompt ROLE makes one"
+            "; check the password in the URL, PGPASSWORD or ~/.pgpass. To give the role that password, as PostgreSQL's "
+                + "superuser: psql -c \"ALTER ROLE \(role) PASSWORD '...'\" (or psql's \\password \(role)); "
+                + "if the role does not exist: createuser --pwprompt \(role)"
         case "3D000": "; create it first: createdb --owner ROLE DATABASE"
         case "42501":
             "; the role needs to own the database, or GRANT CREATE ON DATABASE, the first time, to create the imagepipe schema"
         default: ""
         }
+    }
+
+    /// The role a server's authentication message names (`... for user "imagepipe"`), when it does.
+    static func role(in message: String) -> String? {
+        guard let start = message.range(of: "for user \""), let end = message[start.upperBound...].firstIndex(of: "\"") else { return nil }
+        let role = message[start.upperBound..<end]
+        // A name a shell and SQL take as written (SQL folds unquoted names to lower case); anything else stays ROLE, for the reader to fill in.
+        guard !role.isEmpty, role.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else { return nil }
+        return String(role)
     }
 
     /// The failure as imagepipe's error.

@@ -23,9 +23,9 @@ public final class PostgresQueue: JobQueue {
     public struct Configuration: Sendable {
         /// How long a claim holds without a heartbeat; renewed every third of it.
         public var lease: Duration
-        /// Attempts before a job whose lease keeps expiring is discarded (the worker's --max-attempts).
+        /// Attempts before a job whose lease keeps expiring fails for good (the worker's --max-attempts).
         public var maxAttempts: Int
-        /// How long done and discarded jobs are kept before workers delete them.
+        /// How long done and failed jobs are kept before workers delete them.
         public var retention: Duration
         /// How often a worker looks for due jobs without being woken.
         public var pollInterval: Duration
@@ -132,7 +132,7 @@ public final class PostgresQueue: JobQueue {
             logger.debug("claimed", metadata: ["job": "\(row.id)", "source": "\(source)", "attempt": .stringConvertible(row.attempt)])
             var job = JobSource.job(for: source, attempt: row.attempt, options: options)
             job.earlierDecoderFailures = row.decoderFailures
-            // One that cannot run is claimed with its refusal: the worker discards it (see ``ClaimedJob/refusal``).
+            // One that cannot run is claimed with its refusal: the worker fails it for good (see ``ClaimedJob/refusal``).
             claimed.append(ClaimedJob(id: String(row.id), job: job, source: source, refusal: refusal))
         }
         return claimed
@@ -176,7 +176,7 @@ public final class PostgresQueue: JobQueue {
     public func retry(_ job: ClaimedJob, failure: AttemptRecord, after delay: Duration) async -> RetryDisposition {
         guard let fence = Self.fence(job) else { return .unrecorded }
         switch await database.retry(fence, owner: owner, failure: JSONLine.encode(failure), after: delay) {
-        case .recorded, .recordedDiscarded: return .requeued
+        case .recorded: return .requeued
         case .leaseLost: return .leaseLost
         case .unrecorded: return .unrecorded
         }

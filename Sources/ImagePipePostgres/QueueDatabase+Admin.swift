@@ -1,4 +1,4 @@
-// What producers and operators do: enqueue sources, look at jobs by state, cancel them, put discarded jobs back, delete old ones.
+// What producers and operators do: enqueue sources, look at jobs by state, cancel them, put failed jobs back, delete old ones.
 public import Foundation
 public import ImagePipe
 public import ImagePipeQueue
@@ -50,7 +50,7 @@ extension QueueDatabase {
     }
 
     /// Counts by state, the oldest due job's wait, the rate over the last minute, and the running
-    /// jobs and latest discarded ones (up to `detailLimit` of each).
+    /// jobs and latest failed ones (up to `detailLimit` of each).
     public func overview(detailLimit: Int = 10) async throws(ImagePipeError) -> QueueOverview {
         let queue = location.queue
         let counts = try await required(
@@ -66,11 +66,11 @@ extension QueueDatabase {
             "status",
             """
             SELECT count(*)::bigint FROM imagepipe.jobs
-            WHERE queue = \(queue) AND state IN ('done', 'discarded') AND finished_at > now() - interval '1 minute'
+            WHERE queue = \(queue) AND state IN ('done', 'failed') AND finished_at > now() - interval '1 minute'
             """, { try $0.decode(Int.self) })
         var byState = Dictionary(uniqueKeysWithValues: QueueOverview.State.allCases.map { ($0, 0) })
         for (state, count) in counts { if let known = QueueOverview.State(rawValue: state) { byState[known] = count } }
-        let jobs = try await list(.running, limit: detailLimit) + list(.discarded, limit: detailLimit)
+        let jobs = try await list(.running, limit: detailLimit) + list(.failed, limit: detailLimit)
         return QueueOverview(
             kind: "postgres", queue: location.description, counts: byState, oldestWaitingSeconds: oldest.first ?? nil,
             finishedPerSecond: Double(recent.first ?? 0) / 60, jobs: jobs)
@@ -83,7 +83,7 @@ extension QueueDatabase {
             switch state {
             case .waiting: "priority, run_at, id"
             case .running: "started_at, id"
-            case .done, .discarded, .cancelled: "finished_at DESC, id DESC"
+            case .done, .failed, .cancelled: "finished_at DESC, id DESC"
             }
         let query = PostgresQuery(
             unsafeSQL: """
@@ -92,24 +92,33 @@ extension QueueDatabase {
                                                           ELSE finished_at END)::float8,
                     CASE WHEN state = 'waiting' AND run_at > now() THEN extract(epoch FROM run_at - now())::float8 END,
                     lease_owner, cancel_requested_at IS NOT NULL,
-                    errors->-1->>'error_code', left(errors->-1->>'error', 2000)
+                    errors->-1->>'error_code', left(errors->-1->>'error', 2000),
+                    CASE WHEN state = 'running' AND lease_expires_at < now()
+                         THEN to_char(lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') END
                 FROM imagepipe.jobs WHERE queue = $1 AND state = $2
                 ORDER BY \(order) LIMIT $3
                 """,
             binds: Self.bindings(location.queue, state.rawValue, limit))
-        typealias Row = (Int, String, Int, Int, Double?, Double?, String?, Bool, String?, String?)
+        typealias Row = (Int, String, Int, Int, Double?, Double?, String?, Bool, String?, String?, String?)
         return try await required("list", query, { try $0.decode(Row.self) }).map { row in
             var job = QueueOverview.Job(id: String(row.0), state: state, source: row.1)
             job.attempts = row.2
             job.priority = row.3
             job.ageSeconds = row.4.map { max(0, $0) }
             job.dueInSeconds = row.5
-            job.owner = row.6
+            job.owner = row.6.map { owner in row.10.map { Self.abandoned(owner, leaseExpiredAt: $0) } ?? owner }
             job.cancelRequested = state == .running ? row.7 : nil
             job.errorCode = row.8
             job.error = row.9
             return job
         }
+    }
+
+    /// A running job's owner whose lease ran out: its worker died, stalled or lost the database,
+    /// and the job stays `running` until a worker takes it back. Said as a queue directory says a
+    /// claim area whose worker died (`, abandoned`), with when the lease expired.
+    static func abandoned(_ owner: String, leaseExpiredAt expiry: String) -> String {
+        "\(owner), abandoned: its lease expired at \(expiry) (the next worker to look takes the job back)"
     }
 
     /// Cancels jobs of this queue by ID, through `imagepipe.cancel`: a waiting one at once, a
@@ -133,16 +142,16 @@ extension QueueDatabase {
         }
     }
 
-    /// Puts discarded jobs (all, or those with the given IDs, which may also name cancelled ones)
+    /// Puts failed jobs (all, or those with the given IDs, which may also name cancelled ones)
     /// back to wait, with their attempts and errors cleared; returns the IDs put back.
-    public func retryDiscarded(ids: [Int]?) async throws(ImagePipeError) -> [Int] {
+    public func retryFailed(ids: [Int]?) async throws(ImagePipeError) -> [Int] {
         let queue = location.queue
         let query: PostgresQuery = """
             WITH back AS (
                 UPDATE imagepipe.jobs SET state = 'waiting', attempt = 0, run_at = now(), finished_at = NULL,
                     result = NULL, errors = '[]', cancel_requested_at = NULL
-                WHERE queue = \(queue) AND (\(ids)::bigint[] IS NULL AND state = 'discarded'
-                                            OR id = ANY(\(ids)::bigint[]) AND state IN ('discarded', 'cancelled'))
+                WHERE queue = \(queue) AND (\(ids)::bigint[] IS NULL AND state = 'failed'
+                                            OR id = ANY(\(ids)::bigint[]) AND state IN ('failed', 'cancelled'))
                 RETURNING id
             )
             SELECT id FROM back ORDER BY id
@@ -152,7 +161,7 @@ extension QueueDatabase {
         return back
     }
 
-    /// Deletes done, discarded and cancelled jobs of `queue` that finished longer than `age` ago, in slices so
+    /// Deletes done, failed and cancelled jobs of `queue` that finished longer than `age` ago, in slices so
     /// that no statement holds many rows; returns how many.
     @discardableResult
     public func prune(queue: String, olderThan age: Duration) async -> Int {
@@ -162,7 +171,7 @@ extension QueueDatabase {
                 WITH old AS (
                     DELETE FROM imagepipe.jobs WHERE id IN (
                         SELECT id FROM imagepipe.jobs
-                        WHERE queue = \(queue) AND state IN ('done', 'discarded', 'cancelled')
+                        WHERE queue = \(queue) AND state IN ('done', 'failed', 'cancelled')
                           AND finished_at < now() - make_interval(secs => \(age.timeInterval))
                         LIMIT 10000)
                     RETURNING 1

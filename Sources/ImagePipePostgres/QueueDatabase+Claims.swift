@@ -87,7 +87,7 @@ extension QueueDatabase {
 
     /// Puts back the running jobs of `queue` whose lease expired (their worker died, stalled or lost
     /// the database), recording the lapse as a failed attempt; a job that has used up its attempts
-    /// this way is discarded, so an image that kills its worker cannot go round for ever, and one
+    /// this way fails for good, so an image that kills its worker cannot go round for ever, and one
     /// someone asked to cancel is cancelled.
     ///
     /// Any worker runs this; `SKIP LOCKED` and the state check make concurrent runs harmless.
@@ -101,7 +101,7 @@ extension QueueDatabase {
             )
             UPDATE imagepipe.jobs AS j SET
                 state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
-                             WHEN j.attempt >= \(maxAttempts) THEN 'discarded' ELSE 'waiting' END,
+                             WHEN j.attempt >= \(maxAttempts) THEN 'failed' ELSE 'waiting' END,
                 finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempt >= \(maxAttempts) THEN now() END,
                 run_at = now(), lease_owner = NULL, lease_expires_at = NULL,
                 errors = j.errors || jsonb_build_array(jsonb_build_object(
@@ -112,13 +112,13 @@ extension QueueDatabase {
             RETURNING j.id, j.state
             """
         guard let rows = await once("take back expired leases", query, { try $0.decode((Int, String).self) }), !rows.isEmpty else { return }
-        let discarded = rows.filter { $0.1 != "waiting" }.count
+        let ended = rows.filter { $0.1 != "waiting" }.count
         logger.notice(
             "took back jobs whose lease expired",
             metadata: [
-                "queue": "\(queue)", "returned": "\(rows.count - discarded)", "discarded": "\(discarded)",
+                "queue": "\(queue)", "returned": "\(rows.count - ended)", "failed": "\(ended)",
             ])
-        if discarded < rows.count { await notifyWaiting(queue) }
+        if ended < rows.count { await notifyWaiting(queue) }
     }
 
     /// What is left in a queue for a worker about to call it empty.

@@ -76,9 +76,9 @@ extension QueueDatabase {
         return settlement(await persistently("retry", query, { try $0.decode(Int.self) }))
     }
 
-    /// Discards a job: its last attempt's `failure` added to its history, and that attempt's result record.
+    /// Fails a job for good: its last attempt's `failure` added to its history, and that attempt's result record.
     func discard(_ fence: Fence, owner: String, failure: String, result: String, notice: HeldNotice? = nil) async -> Settlement {
-        await end(fence, as: "discarded", owner: owner, failure: failure, result: result, notice: notice)
+        await end(fence, as: "failed", owner: owner, failure: failure, result: result, notice: notice)
     }
 
     /// Gives jobs back unfinished (a shutdown, a claim answered as claiming paused): waiting again
@@ -115,7 +115,7 @@ extension QueueDatabase {
         var body: String { JSONLine.encode(notice) }
     }
 
-    /// Ends a running job for good in `state` (`discarded` or `cancelled`), fenced by its attempt and
+    /// Ends a running job for good in `state` (`failed` or `cancelled`), fenced by its attempt and
     /// owner, keeps its notice, and tells listeners it finished.
     private func end(
         _ fence: Fence, as state: String, owner: String, failure: String, result: String, notice: HeldNotice?

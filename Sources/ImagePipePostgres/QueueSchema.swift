@@ -184,6 +184,32 @@ enum QueueSchema {
             "CREATE INDEX notices_due ON imagepipe.notices (queue, due_at)",
             "CREATE INDEX notices_job ON imagepipe.notices (job_id)",
         ],
+        // 5: a job that failed for good is `failed`, the word of the queue directory's folder, of
+        // `queue status`, logs, metrics and notifications; it was `discarded`. A worker not yet
+        // upgraded still writes `discarded` during a rolling upgrade: the trigger files its rows
+        // under the new word, so no row is refused and none is missed by the new statements.
+        [
+            "ALTER TABLE imagepipe.jobs DROP CONSTRAINT jobs_state_check",
+            "UPDATE imagepipe.jobs SET state = 'failed' WHERE state = 'discarded'",
+            """
+            ALTER TABLE imagepipe.jobs
+                ADD CONSTRAINT jobs_state_check CHECK (state IN ('waiting', 'running', 'done', 'failed', 'cancelled'))
+            """,
+            "DROP INDEX imagepipe.jobs_finished",
+            "CREATE INDEX jobs_finished ON imagepipe.jobs (queue, finished_at) WHERE state IN ('done', 'failed', 'cancelled')",
+            """
+            CREATE FUNCTION imagepipe.jobs_state_word() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                NEW.state := 'failed';
+                RETURN NEW;
+            END
+            $$
+            """,
+            """
+            CREATE TRIGGER jobs_state_word BEFORE INSERT OR UPDATE OF state ON imagepipe.jobs
+                FOR EACH ROW WHEN (NEW.state = 'discarded') EXECUTE FUNCTION imagepipe.jobs_state_word()
+            """,
+        ],
     ]
 
     /// The version this build brings a database to.

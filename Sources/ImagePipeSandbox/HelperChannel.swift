@@ -27,9 +27,11 @@ struct ChannelMessage {
 /// its channel, to one job at once.
 final class HelperChannel: @unchecked Sendable {
     let descriptor: Int32
-    /// Replies and requests are small (a setup's variants are the largest, a few kilobytes); one
-    /// buffer reused for every message saves an allocation each.
-    private var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    /// Replies and requests are small (a setup's variants a few kilobytes, a batch's sources or
+    /// outputs inside 160 KiB); one buffer reused for every message saves an allocation each. Left
+    /// uninitialised: a helper lives for one job, and zeroing a mebibyte would fault in 256 pages
+    /// that only the messages it receives need (the kernel writes each before it is read).
+    private var buffer = [UInt8](unsafeUninitializedCapacity: 1 << 20) { _, count in count = 1 << 20 }
     /// The most descriptors a message may carry (the C side's own bound).
     static let maxDescriptors = 64
 
@@ -66,6 +68,14 @@ final class HelperChannel: @unchecked Sendable {
     var peerClosedOrSpoke: Bool {
         var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         return poll(&waiting, 1, 0) != 0
+    }
+
+    /// Whether the peer sent a message not yet read (not merely closed its end): one poll and one
+    /// peek, no wait.
+    var hasMessageWaiting: Bool {
+        guard peerClosedOrSpoke else { return false }
+        var byte: UInt8 = 0
+        return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
     }
 
     /// A timeout as poll takes it: -1 for none, rounded up so a positive one never becomes 0.

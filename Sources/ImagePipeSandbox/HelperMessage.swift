@@ -4,6 +4,10 @@ package import ImagePipe
 
 /// What a worker sends a helper. A source and its outputs travel as descriptors beside the
 /// message, never as pixels or bytes inside it.
+///
+/// Every job carries a nonce, a random number the worker draws for it, and every reply and request
+/// for memory about that job names it: a reply that names another (a stray one, sent again or
+/// unasked) is misbehaviour, never an answer.
 package enum HelperRequest: Equatable {
     /// The first message: what the helper needs after its sandbox is in place (the watermark logo,
     /// as a memory file beside the message when there is one).
@@ -17,13 +21,13 @@ package enum HelperRequest: Equatable {
     /// Compress these small sources, each inside the message, one after the other (see
     /// ``HelperReply/batch(_:)``).
     case compressBatch([HelperSource])
-    /// The working memory the helper asked for, granted from the worker's pipeline budget.
-    case grant(Int)
-    /// The worker is idle: give back the memory busy moments kept.
-    case trim
+    /// The working memory the helper asked for for the job `nonce` names, granted from the worker's
+    /// pipeline budget.
+    case grant(nonce: UInt64, bytes: Int)
 
     fileprivate enum Kind: UInt8 {
-        case setup = 1, compress, readHeader, grant, trim, start, compressBatch
+        // 5 was a request to give memory back, which a helper that serves one job never needs.
+        case setup = 1, compress, readHeader, grant, start = 6, compressBatch
     }
 
     /// The most sources one batch holds.
@@ -51,12 +55,11 @@ package enum HelperRequest: Equatable {
             writer.int(sources.count)
             for source in sources { source.write(&writer) }
             return writer.bytes
-        case .grant(let bytes):
+        case .grant(let nonce, let bytes):
             var writer = WireWriter(kind: Kind.grant.rawValue)
+            writer.nonce(nonce)
             writer.int(bytes)
             return writer.bytes
-        case .trim:
-            return WireWriter(kind: Kind.trim.rawValue).bytes
         case .start(let hasLogo):
             var writer = WireWriter(kind: Kind.start.rawValue)
             writer.bool(hasLogo)
@@ -86,8 +89,7 @@ package enum HelperRequest: Equatable {
                 sources.append(source)
             }
             self = .compressBatch(sources)
-        case .grant: self = .grant(try reader.int(in: 0...Int.max, "a grant of"))
-        case .trim: self = .trim
+        case .grant: self = .grant(nonce: try reader.nonce(), bytes: try reader.int(in: 0...Int.max, "a grant of"))
         case .start: self = .start(hasLogo: try reader.bool())
         case nil: throw WireReader.Malformed(description: "a request of unknown kind \(reader.kind)")
         }
@@ -98,6 +100,8 @@ package enum HelperRequest: Equatable {
 /// The source of a job as a helper receives it: its name for messages, the job's focal point, and
 /// whether its descriptor is the original file or a memory file holding downloaded bytes.
 package struct HelperSource: Equatable {
+    /// The job's nonce, which every reply about it names.
+    var nonce: UInt64
     var name: String
     var focus: FocalPoint?
     var isFile: Bool
@@ -108,7 +112,8 @@ package struct HelperSource: Equatable {
     /// for none: one exchange fewer per job. `Int.max` where the pipeline has no budget.
     var advance: Int
 
-    init(name: String, focus: FocalPoint?, isFile: Bool, inline: [UInt8]? = nil, advance: Int = 0) {
+    init(nonce: UInt64 = 0, name: String, focus: FocalPoint?, isFile: Bool, inline: [UInt8]? = nil, advance: Int = 0) {
+        self.nonce = nonce
         self.name = name
         self.focus = focus
         self.isFile = isFile
@@ -117,6 +122,7 @@ package struct HelperSource: Equatable {
     }
 
     func write(_ writer: inout WireWriter) {
+        writer.nonce(nonce)
         writer.string(name)
         writer.optional(focus) { writer, focus in
             writer.double(focus.x)
@@ -128,6 +134,7 @@ package struct HelperSource: Equatable {
     }
 
     init(_ reader: inout WireReader) throws(WireReader.Malformed) {
+        nonce = try reader.nonce()
         name = try reader.string()
         focus =
             try reader.optional { (reader) throws(WireReader.Malformed) -> FocalPoint? in
@@ -147,14 +154,15 @@ package enum HelperReply: Equatable {
     case ready(sandboxed: Bool, landlock: Int)
     /// It could not start as asked (the sandbox could not be applied): the reason, for the worker to refuse to start.
     case startFailed(String)
-    /// The job needs this much working memory before it decodes.
-    case need(Int)
-    /// The job's result; each variant's bytes come as a memory file beside the message, in order.
-    case compressed(HelperResult)
+    /// The job `nonce` names needs this much working memory before it decodes.
+    case need(nonce: UInt64, bytes: Int)
+    /// The job's result; each variant's bytes the result does not hold inside come as a memory file
+    /// beside the message, in order.
+    case compressed(nonce: UInt64, HelperResult)
     /// The source's header, or nil when the compressor cannot tell without decoding.
-    case header(SourceHeader?)
+    case header(nonce: UInt64, SourceHeader?)
     /// The job failed with this error.
-    case failed(ImagePipeError)
+    case failed(nonce: UInt64, ImagePipeError)
     /// The next results of a batch, in its order; the variants' bytes that are not inside come as
     /// memory files beside the message, in order. A batch ends at its first failure: the helper
     /// serves no further source after one.
@@ -175,24 +183,28 @@ package enum HelperReply: Equatable {
             var writer = WireWriter(kind: Kind.startFailed.rawValue)
             writer.string(reason)
             return writer.bytes
-        case .need(let bytes):
+        case .need(let nonce, let bytes):
             var writer = WireWriter(kind: Kind.need.rawValue)
+            writer.nonce(nonce)
             writer.int(bytes)
             return writer.bytes
-        case .compressed(let result):
+        case .compressed(let nonce, let result):
             var writer = WireWriter(kind: Kind.compressed.rawValue)
+            writer.nonce(nonce)
             result.write(&writer)
             return writer.bytes
-        case .header(let header):
+        case .header(let nonce, let header):
             var writer = WireWriter(kind: Kind.header.rawValue)
+            writer.nonce(nonce)
             writer.optional(header) { writer, header in
                 writer.string(header.format.rawValue)
                 writer.int(header.size.width)
                 writer.int(header.size.height)
             }
             return writer.bytes
-        case .failed(let error):
+        case .failed(let nonce, let error):
             var writer = WireWriter(kind: Kind.failed.rawValue)
+            writer.nonce(nonce)
             Self.write(error, &writer)
             return writer.bytes
         case .batch(let items):
@@ -200,11 +212,13 @@ package enum HelperReply: Equatable {
             writer.int(items.count)
             for item in items {
                 switch item {
-                case .compressed(let result):
+                case .compressed(let nonce, let result):
                     writer.bool(true)
+                    writer.nonce(nonce)
                     result.write(&writer)
-                case .failed(let error):
+                case .failed(let nonce, let error):
                     writer.bool(false)
+                    writer.nonce(nonce)
                     Self.write(error, &writer)
                 }
             }
@@ -228,20 +242,24 @@ package enum HelperReply: Equatable {
         switch Kind(rawValue: reader.kind) {
         case .ready: self = .ready(sandboxed: try reader.bool(), landlock: try reader.int(in: 0...1000, "a Landlock ABI of"))
         case .startFailed: self = .startFailed(try reader.string())
-        case .need: self = .need(try reader.int(in: 0...Int.max, "a need of"))
-        case .compressed: self = .compressed(try HelperResult(&reader))
+        case .need: self = .need(nonce: try reader.nonce(), bytes: try reader.int(in: 0...Int.max, "a need of"))
+        case .compressed: self = .compressed(nonce: try reader.nonce(), try HelperResult(&reader))
         case .header:
             self = .header(
+                nonce: try reader.nonce(),
                 try reader.optional { (reader) throws(WireReader.Malformed) -> SourceHeader in
                     let format = try Self.format(try reader.string())
                     return SourceHeader(format: format, size: try HelperResult.size(&reader))
                 })
-        case .failed: self = .failed(try Self.error(&reader))
+        case .failed: self = .failed(nonce: try reader.nonce(), try Self.error(&reader))
         case .batch:
             let count = try reader.int(in: 1...HelperRequest.maxBatch, "a batch of")
             var items: [HelperBatchItem] = []
             for _ in 0..<count {
-                items.append(try reader.bool() ? .compressed(try HelperResult(&reader)) : .failed(try Self.error(&reader)))
+                items.append(
+                    try reader.bool()
+                        ? .compressed(nonce: try reader.nonce(), try HelperResult(&reader))
+                        : .failed(nonce: try reader.nonce(), try Self.error(&reader)))
             }
             self = .batch(items)
         case nil: throw WireReader.Malformed(description: "a reply of unknown kind \(reader.kind)")

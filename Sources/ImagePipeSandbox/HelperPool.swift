@@ -1,4 +1,4 @@
-// The worker's image helpers: one per compression at once, each doing one job at a time, replaced when one dies.
+// The worker's image helpers: each serves one job, or one batch of small ones, and is never given another.
 import CSandbox
 import CoreMetrics
 import Foundation
@@ -6,13 +6,16 @@ import ImagePipe
 import Logging
 import Synchronization
 
-/// A pool of image helper processes.
+/// A pool of image helper processes, each used once.
 ///
-/// The pipeline compresses at most `--jobs` images at once, so the pool holds that many helpers and a
-/// compression thread never waits for one. A helper that dies or is killed is reaped at once and a
-/// new one started the next time one is needed, so a crash costs its job and nothing else. A helper
-/// is also replaced after a job that failed, and after ``jobsPerHelper`` jobs: a helper that a
-/// hostile image took over without failing its job keeps it for a bounded number of others.
+/// A helper that decoded one upload never decodes an unrelated later one: a hostile image that took
+/// a helper over, without failing its job, would otherwise see the sources of the jobs after it and
+/// control their outputs. So each job (or each batch of small images) checks out a helper that has
+/// never had one, and the helper is ended when the job is answered, whatever the outcome. To keep
+/// that off the job's path, the pool keeps one fresh helper per compression at once, forked by the
+/// zygote in the background as each is checked out; a compression thread waits for a helper only
+/// when the background has not caught up. A helper that dies while fresh, or speaks before it had a
+/// job, is replaced at its checkout and not blamed on the job.
 final class HelperPool: Sendable {
     let settings: HelperSettings
     let size: Int
@@ -21,17 +24,21 @@ final class HelperPool: Sendable {
     let logo: Data?
     private let environment: [String]
     let logger: Logger
-    private let idle = Mutex<[HelperProcess]>([])
+    /// Helpers started, ready and never given a job.
+    private let fresh = Mutex<[HelperProcess]>([])
+    /// Fresh helpers being started in the background.
+    private let starting = Mutex(0)
     /// The process that forks every helper (see ``Zygote``); nil when helpers are started from the executable.
     let zygote = Mutex<HelperProcess?>(nil)
+    /// Counts the zygotes started: a fresh helper forked by a zygote that was since replaced (after a
+    /// crash) is not used, as it has the old zygote's address layout.
+    let generation = Atomic<Int>(0)
     private let slots: DispatchSemaphore
+    /// Where fresh helpers are started, and used ones reaped: never on a compression thread.
+    private let background = DispatchQueue(label: "imagepipe.helper-pool")
 
     /// How long a helper may take to start.
     static let startTimeout: Duration = .seconds(60)
-    /// Jobs a helper serves before it is replaced. A new helper, forked by the zygote, costs about
-    /// 6 ms of CPU (35 ms started from the file): 0.06 % of a 1 ms job spread over 10,000, so the
-    /// bound on what one job can see of later ones costs next to nothing.
-    static let jobsPerHelper = 10_000
 
     init(settings: HelperSettings, size: Int, logo: Data?, environment: [String], logger: Logger) {
         self.settings = settings
@@ -40,6 +47,12 @@ final class HelperPool: Sendable {
         self.environment = environment
         self.logger = logger
         self.slots = DispatchSemaphore(value: max(1, size))
+        // Every reason is exposed at zero from the start: a helper life is one job, so a healthy
+        // worker may never replace one, and a series that only appears on the first failure makes
+        // `rate()` and alerts on it blind to that first failure.
+        for reason in RestartReason.allCases {
+            Counter(label: "imagepipe_helper_restarts_total", dimensions: [("reason", reason.rawValue)]).increment(by: 0)
+        }
     }
 
     /// Registers, once, the reaping of every helper when the process exits.
@@ -47,9 +60,9 @@ final class HelperPool: Sendable {
         atexit { HelperProcess.reapAll() }
     }()
 
-    /// Starts every helper and waits until each is ready. A helper that cannot apply its sandbox
-    /// stops the worker here, naming the cause; one that found no Landlock in the kernel is
-    /// started with seccomp alone, and said so once.
+    /// Starts a fresh helper for every compression at once and waits until each is ready. A helper
+    /// that cannot apply its sandbox (or give up its privilege) stops the worker here, naming the
+    /// cause; one that found no Landlock in the kernel is started with seccomp alone, and said so once.
     func start() throws(ImagePipeError) {
         _ = Self.reapAtExit
         let zygote = startZygote()
@@ -81,21 +94,32 @@ final class HelperPool: Sendable {
         if landlockMissing {
             logger.warning("this kernel has no Landlock: image helpers are sandboxed with seccomp alone (no file-system restriction)")
         }
-        idle.withLock { $0.append(contentsOf: ready) }
+        fresh.withLock { $0.append(contentsOf: ready) }
     }
 
-    /// A helper for one job: an idle one that is still alive and silent, or a new one.
+    /// A helper that has never had a job, for one job (or one batch): a fresh one that is still
+    /// alive and silent, or one started now.
     func checkout() throws(ImagePipeError) -> HelperProcess {
         slots.wait()
-        while let helper = idle.withLock({ $0.popLast() }) {
-            // One that died (its end of the channel closed with it) or spoke while idle is replaced
-            // here, not blamed on this job: one poll, no wait call, as this runs for every job.
-            guard helper.channel.peerClosedOrSpoke else { return helper }
-            retire(helper, reason: .crashed, source: nil)
+        let current = generation.load(ordering: .acquiring)
+        while let helper = fresh.withLock({ $0.popLast() }) {
+            // One that died (its end of the channel closed with it) or spoke before it had a job is
+            // replaced here, not blamed on this job: one poll, no wait call, as this runs for every job.
+            if helper.channel.peerClosedOrSpoke {
+                retire(helper, reason: .crashed, source: nil)
+                continue
+            }
+            if helper.generation != current {
+                discard(helper)
+                continue
+            }
+            replenish()
+            return helper
         }
         do throws(ImagePipeError) {
             let helper = try launch()
             _ = try awaitReady(helper)
+            replenish()
             return helper
         } catch {
             slots.signal()
@@ -105,54 +129,75 @@ final class HelperPool: Sendable {
         }
     }
 
-    /// Gives a helper back after a job it answered: kept for the next, unless the job failed (what
-    /// made it fail may have left the helper in any state) or the helper served its share.
-    func checkin(_ helper: HelperProcess, jobFailed: Bool, jobs: Int = 1) {
-        helper.jobs += jobs
-        if jobFailed || helper.jobs >= Self.jobsPerHelper {
-            retire(helper, reason: .recycled, source: nil)
-        } else {
-            idle.withLock { $0.append(helper) }
+    /// Ends a helper whose job (or batch) was answered, whatever the outcome, and gives its place
+    /// back: its life was that job. One that sent anything after its answer is counted and logged as
+    /// misbehaving (its job's answer was already taken: the stray message never is).
+    func checkin(_ helper: HelperProcess) {
+        if helper.channel.hasMessageWaiting {
+            Counter(label: "imagepipe_helper_restarts_total", dimensions: [("reason", RestartReason.misbehaved.rawValue)]).increment()
+            logger.warning(
+                "image helper sent a message after its job was answered; it is ended, and the message never read",
+                metadata: ["reason": "misbehaved", "helper_pid": "\(helper.pid)"])
         }
+        discard(helper)
         slots.signal()
     }
 
-    /// Gives the slot of a helper that ended (and was retired) back.
+    /// Gives the place of a helper that ended (and was retired) back.
     func checkinEnded() { slots.signal() }
 
-    /// Ends a helper: killed if it runs, reaped, counted by reason, logged unless recycled.
-    func retire(_ helper: HelperProcess, reason: RestartReason, source: String?) {
+    /// Ends a helper that did nothing wrong, off the caller's thread: killed (its sandbox lets it
+    /// do nothing that needs a goodbye) and reaped in the background.
+    private func discard(_ helper: HelperProcess) {
+        helper.sendKill()
+        background.async { helper.killAndReap() }
+    }
+
+    /// Ends a helper that failed: killed if it runs, reaped, counted by reason and logged, and the
+    /// zygote renewed (see ``renewZygote()``).
+    func retire(_ helper: HelperProcess, reason: RestartReason, source: String?, detail: String? = nil) {
         let status = helper.killAndReap()
         Counter(label: "imagepipe_helper_restarts_total", dimensions: [("reason", reason.rawValue)]).increment()
-        guard reason != .recycled else { return }
         renewZygote()
         var metadata: Logger.Metadata = [
             "reason": "\(reason.rawValue)", "helper_pid": "\(helper.pid)", "status": "\(HelperProcess.describe(status))",
         ]
         if let source { metadata["source"] = "\(source)" }
+        if let detail { metadata["detail"] = "\(detail)" }
         logger.warning(
-            source == nil ? "image helper ended while idle; a new one takes its place" : "image helper ended; a new one takes its place",
+            source == nil ? "image helper ended before it had a job; a new one takes its place" : "image helper ended; a new one takes its place",
             metadata: metadata)
     }
 
     /// Why a helper was replaced: the `reason` label of `imagepipe_helper_restarts_total`.
-    enum RestartReason: String {
+    enum RestartReason: String, CaseIterable {
         /// It died by itself: a signal, or an exit it did not choose.
         case crashed
-        /// It ran past `--job-timeout` and was killed.
+        /// It ran past `--job-timeout` (or its job past the wall-clock cap) and was killed.
         case timeout
         /// It sent what the protocol does not allow, and was killed.
         case misbehaved
-        /// It failed a job, or served its share of jobs: replaced before the next.
-        case recycled
     }
 
-    /// Asks every idle helper to give back the memory busy moments kept; sent without waiting (a
-    /// helper that does not read is found out at its next checkout), outside the pool's lock.
-    func trimIdle() {
-        let message = HelperRequest.trim.encoded()
-        let helpers = idle.withLock { $0 }
-        for helper in helpers { try? helper.channel.send(message, timeout: .zero) }
+    /// Starts fresh helpers in the background until there is one for every compression at once.
+    private func replenish() {
+        let wanted = starting.withLock { starting -> Bool in
+            guard fresh.withLock({ $0.count }) + starting < size else { return false }
+            starting += 1
+            return true
+        }
+        guard wanted else { return }
+        background.async { [self] in
+            defer { starting.withLock { $0 -= 1 } }
+            do throws(ImagePipeError) {
+                let helper = try launch()
+                _ = try awaitReady(helper)
+                fresh.withLock { $0.append(helper) }
+            } catch {
+                // The next checkout starts one itself, and says why if it cannot.
+                logger.debug("a fresh image helper could not be started ahead", metadata: ["reason": "\(error.reason)"])
+            }
+        }
     }
 
     /// A new helper, forked by the zygote or, without one, started from the executable, and handed
@@ -167,13 +212,14 @@ final class HelperPool: Sendable {
     /// A new process of the helper command with its channel and output pipe: forked by the zygote
     /// when there is one and `extraArguments` is empty, else started from the executable.
     func spawn(extraArguments: [String]) throws(ImagePipeError) -> HelperProcess {
+        let generation = generation.load(ordering: .acquiring)
         if extraArguments.isEmpty, zygote.withLock({ $0 != nil }) {
             let (channel, helperEnd, output) = try Self.channelAndOutput()
             defer { close(helperEnd) }
             defer { close(output.write) }
             if let pid = forkFromZygote(channel: helperEnd, output: output.write) {
                 HelperOutput.follow(output.read, pid: pid, logger: logger)
-                return HelperProcess(pid: pid, channel: channel)
+                return HelperProcess(pid: pid, channel: channel, generation: generation)
             }
             // A zygote that failed may have forked a helper holding these ends after all: a helper
             // started from the file gets ends of its own.
@@ -189,7 +235,7 @@ final class HelperPool: Sendable {
         switch HelperSpawner.shared.spawn(arguments: arguments, environment: environment, channel: helperEnd, output: output.write) {
         case .success(let pid):
             HelperOutput.follow(output.read, pid: pid, logger: logger)
-            return HelperProcess(pid: pid, channel: channel)
+            return HelperProcess(pid: pid, channel: channel, generation: generation)
         case .failure(let error):
             close(output.read)
             throw Self.startError(String(cString: strerror(error.number)))

@@ -8,17 +8,26 @@ import Synchronization
 final class HelperProcess: @unchecked Sendable {
     let pid: pid_t
     let channel: HelperChannel
-    /// The variants and limits this helper was last set up with: a setup is sent only on a change.
+    /// The variants and limits it was set up with: a session's later batches need no setup.
     var setup: (variants: [VariantSpec], limits: CompressionLimits)?
-    /// Jobs it answered: a helper is replaced after ``HelperPool/jobsPerHelper``.
-    var jobs = 0
+    /// The zygote it was forked from (``HelperPool/generation``), or the one current when it was
+    /// started from the executable.
+    let generation: Int
     /// How it ended, once reaped.
     private(set) var status: Int32?
 
-    init(pid: pid_t, channel: HelperChannel) {
+    init(pid: pid_t, channel: HelperChannel, generation: Int = 0) {
         self.pid = pid
         self.channel = channel
+        self.generation = generation
         _ = Self.live.withLock { $0.insert(pid) }
+    }
+
+    /// Sends it SIGKILL, unless it was reaped already (its pid may then be another process's).
+    func sendKill() {
+        Self.live.withLock { live in
+            if live.contains(pid) { _ = Foundation.kill(pid, SIGKILL) }
+        }
     }
 
     /// The helpers started and not yet reaped, for ``reapAll()``.
@@ -93,8 +102,8 @@ struct SpawnError: Error {
 ///
 /// A helper asks to be killed when its parent dies (PR_SET_PDEATHSIG), and Linux takes the parent
 /// to be the thread that started it: a helper started from a compression thread that Dispatch later
-/// retired would be killed mid-job. This thread never ends. (A helper the zygote forks is adopted
-/// by the worker, whose main thread, alive until the worker ends, becomes its parent.)
+/// retired would be killed mid-job. This thread never ends. (A helper the zygote forks has the
+/// zygote's parent, this thread, for its own: the zygote forks it with CLONE_PARENT.)
 final class HelperSpawner: Sendable {
     static let shared = HelperSpawner()
 

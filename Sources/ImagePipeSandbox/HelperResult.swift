@@ -2,10 +2,17 @@
 import Foundation
 package import ImagePipe
 
-/// One source's outcome in a batch.
+/// One source's outcome in a batch, naming the source's nonce.
 package enum HelperBatchItem: Equatable {
-    case compressed(HelperResult)
-    case failed(ImagePipeError)
+    case compressed(nonce: UInt64, HelperResult)
+    case failed(nonce: UInt64, ImagePipeError)
+
+    /// The nonce of the source it answers for.
+    var nonce: UInt64 {
+        switch self {
+        case .compressed(let nonce, _), .failed(let nonce, _): nonce
+        }
+    }
 }
 
 /// A compressed image as a helper describes it, without the variants' bytes (they travel as

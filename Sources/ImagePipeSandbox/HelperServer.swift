@@ -30,7 +30,8 @@ public enum HelperServer {
     }
 
     /// Takes the worker's first message (the watermark logo's bytes, if any), makes the compressor
-    /// with them, says the helper is ready and serves jobs until the worker closes the channel or dies.
+    /// with them, says the helper is ready, and serves one job (or one batch), then ends; it ends
+    /// sooner when the worker closes the channel or dies.
     public static func serve(
         sandboxed: Bool, landlock: Int, makeCompressor: (_ logo: Data?) throws(ImagePipeError) -> any ImageCompressor
     ) -> Never {
@@ -50,6 +51,7 @@ public enum HelperServer {
             }
             try channel.send(HelperReply.ready(sandboxed: sandboxed, landlock: landlock).encoded())
             var setup: (variants: [VariantSpec], limits: CompressionLimits) = ([], .default)
+            var batches = 0
             while true {
                 let message = try channel.receive()
                 let request: HelperRequest
@@ -65,22 +67,25 @@ public enum HelperServer {
                     message.closeDescriptors()
                     setup = (variants, limits)
                 case .compress(let described), .readHeader(let described):
-                    // A source comes as one descriptor, or (a small one) inside the message.
-                    guard message.descriptors.count == (described.inline == nil ? 1 : 0) else {
+                    // A source comes as one descriptor, or (a small one) inside the message; never
+                    // to a helper that served a batch.
+                    guard batches == 0, message.descriptors.count == (described.inline == nil ? 1 : 0) else {
                         message.closeDescriptors()
                         exit(4)
                     }
                     let reply = job(request, described, message.descriptors.first, setup: setup, compressor: compressor, channel: channel)
-                    try send(reply, on: channel)
+                    try send(reply, nonce: described.nonce, on: channel)
+                    // A helper's life is one job: the worker gives it no other, and it takes none.
+                    _exit(0)
                 case .compressBatch(let sources):
                     guard message.descriptors.isEmpty else {
                         message.closeDescriptors()
                         exit(4)
                     }
-                    try serve(batch: sources, setup: setup, compressor: compressor, channel: channel)
-                case .trim:
-                    message.closeDescriptors()
-                    compressor.releaseMemory()
+                    // A helper's life is one batch, which its worker may hand over in several
+                    // messages as its small jobs come; it serves none after a failure.
+                    batches += 1
+                    guard try serve(batch: sources, setup: setup, compressor: compressor, channel: channel) else { _exit(0) }
                 case .grant, .start:
                     // A grant answers a need: one out of turn means the two sides disagree.
                     message.closeDescriptors()
@@ -100,6 +105,10 @@ public enum HelperServer {
         case header(SourceHeader?)
         case failed(ImagePipeError)
     }
+
+    /// The most times one job may ask for working memory: a compression asks once or twice (the
+    /// direct JPEG path, then the general one); the worker refuses a helper that asks more.
+    static let maxNeeds = 8
 
     private static func job(
         _ request: HelperRequest, _ described: HelperSource, _ descriptor: Int32?, setup: (variants: [VariantSpec], limits: CompressionLimits),
@@ -123,23 +132,19 @@ public enum HelperServer {
         }
         let source = SourceImage(name: described.name, content: content, focus: described.focus)
         // Working memory comes from the worker's budget. The job came with an advance; a need it
-        // covers is taken from it, a larger one asked for (and waited for), replacing it.
+        // covers is taken from it, a larger one asked for (and waited for), replacing it. Both the
+        // need and the grant name the job.
         let held = Mutex(described.advance)
+        let nonce = described.nonce
         let memory = WorkingMemory(asking: { bytes in
             if bytes <= held.withLock({ $0 }) { return bytes }
             do {
-                try channel.send(HelperReply.need(bytes).encoded())
-                while true {
-                    let message = try channel.receive()
-                    message.closeDescriptors()
-                    switch try HelperRequest(decoding: message.bytes) {
-                    case .grant(let granted):
-                        held.withLock { $0 = granted }
-                        return granted
-                    case .trim: continue
-                    default: exit(4)
-                    }
-                }
+                try channel.send(HelperReply.need(nonce: nonce, bytes: bytes).encoded())
+                let message = try channel.receive()
+                message.closeDescriptors()
+                guard case .grant(nonce, let granted) = try HelperRequest(decoding: message.bytes) else { exit(4) }
+                held.withLock { $0 = granted }
+                return granted
             } catch {
                 exit(0)
             }
@@ -154,20 +159,20 @@ public enum HelperServer {
         }
     }
 
-    private static func send(_ reply: Reply, on channel: HelperChannel) throws(ChannelFailure) {
+    private static func send(_ reply: Reply, nonce: UInt64, on channel: HelperChannel) throws(ChannelFailure) {
         switch reply {
         case .header(let header):
-            try channel.send(HelperReply.header(header).encoded())
+            try channel.send(HelperReply.header(nonce: nonce, header).encoded())
         case .failed(let error):
-            try channel.send(HelperReply.failed(error).encoded())
+            try channel.send(HelperReply.failed(nonce: nonce, error).encoded())
         case .compressed(let compressed):
             let result = HelperResult(compressed)
             var files: [Int32] = []
             defer { for file in files { close(file) } }
             if let error = outputFiles(compressed, result, into: &files) {
-                return try channel.send(HelperReply.failed(error).encoded())
+                return try channel.send(HelperReply.failed(nonce: nonce, error).encoded())
             }
-            try channel.send(HelperReply.compressed(result).encoded(), descriptors: files)
+            try channel.send(HelperReply.compressed(nonce: nonce, result).encoded(), descriptors: files)
         }
     }
 
@@ -193,10 +198,11 @@ public enum HelperServer {
 
     /// Serves a batch: each source in turn, the results sent in as few messages as the bounds on a
     /// message allow (one, for small images), and nothing after the first failure, which ends it.
+    /// Whether every source was made (a helper serves nothing after a failure).
     private static func serve(
         batch sources: [HelperSource], setup: (variants: [VariantSpec], limits: CompressionLimits), compressor: any ImageCompressor,
         channel: HelperChannel
-    ) throws(ChannelFailure) {
+    ) throws(ChannelFailure) -> Bool {
         var items: [HelperBatchItem] = []
         var files: [Int32] = []
         var inside = 0
@@ -216,8 +222,9 @@ public enum HelperServer {
             switch job(.compress(described), described, nil, setup: setup, compressor: compressor, channel: channel) {
             case .compressed(let made): compressed = made
             case .failed(let error):
-                items.append(.failed(error))
-                return try flush()
+                items.append(.failed(nonce: described.nonce, error))
+                try flush()
+                return false
             case .header: exit(4)
             }
             let inline = HelperResult.fitsInline(compressed)
@@ -231,17 +238,19 @@ public enum HelperServer {
             var made: [Int32] = []
             if let error = outputFiles(compressed, result, into: &made) {
                 for file in made { close(file) }
-                items.append(.failed(error))
-                return try flush()
+                items.append(.failed(nonce: described.nonce, error))
+                try flush()
+                return false
             }
             files += made
             inside += cost
-            items.append(.compressed(result))
+            items.append(.compressed(nonce: described.nonce, result))
             // The worker's time limit counts afresh at each answer: a batch that has run a while
             // says what it made so far, so a slow image later in it never times out the ones before.
             if ContinuousClock.now - flushed >= Self.answerAtLeastEvery { try flush() }
         }
         if !items.isEmpty { try flush() }
+        return true
     }
 
     /// A memory file's bytes, mapped without a copy and unmapped when the job lets them go; nil

@@ -10,11 +10,17 @@ public import Logging
 /// source as a descriptor (the open file, or a memory file holding downloaded bytes), the variants,
 /// and working memory when it asks for it, and gives back each encoded variant as a memory file.
 /// A helper that dies fails its job with `decoder_crashed`, one that runs past the time limit is
-/// killed and fails it with `job_timeout`; the next job gets a new helper.
+/// killed and fails it with `job_timeout`. Every job gets a helper of its own (see ``HelperPool``),
+/// and every reply must name the job's nonce and hand back outputs that are what they claim to be.
 public final class SandboxedCompressor: ImageCompressor {
     let pool: HelperPool
     /// How long one job's image work may take in its helper, not counting waits for working memory.
     public let jobTimeout: Duration
+
+    /// A job's wall-clock cap, waits for working memory counted, as a multiple of ``jobTimeout``: a
+    /// helper waiting for memory it asked for is off the time limit's clock, and jobs that each ask
+    /// for the whole budget in turn could otherwise outlive it together.
+    static let wallClockTimeouts = 3
 
     /// The error codes a helper may fail a job with: those of the image work. Anything else (a
     /// storage or queue code) would be a helper steering its worker, and is taken as misbehaviour.
@@ -50,6 +56,13 @@ public final class SandboxedCompressor: ImageCompressor {
         try pool.start()
     }
 
+    /// A compressor around a pool it does not start: for tests of the exchange with a helper they
+    /// play themselves.
+    init(pool: HelperPool, jobTimeout: Duration) {
+        self.pool = pool
+        self.jobTimeout = jobTimeout
+    }
+
     public func compress(
         _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) throws(ImagePipeError) -> CompressedImage {
@@ -64,16 +77,27 @@ public final class SandboxedCompressor: ImageCompressor {
         return header
     }
 
-    public func releaseMemory() { pool.trimIdle() }
+    /// Nothing to give back: each helper ends with its job, and its memory with it.
+    public func releaseMemory() {}
 
-    private enum Work { case compress, readHeader }
+    enum Work { case compress, readHeader }
 
-    private enum Outcome {
+    enum Outcome {
         case compressed(HelperResult, [Data])
         case header(SourceHeader?)
     }
 
+    /// A job's nonce: random, so that no helper can name a job it was not given.
+    static func nonce() -> UInt64 {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next()
+    }
+
     static let unexpected = ImagePipeError(.decoderCrashed, "the image helper answered out of turn")
+
+    /// A job that waited for working memory past its wall-clock cap before its helper had it.
+    static let memoryWaitError = ImagePipeError(
+        .jobTimeout, "the image work waited for working memory past its wall-clock cap (\(wallClockTimeouts) × --job-timeout)")
 
     /// One job in a helper: set up, hand over the source, grant memory as asked, take the answer.
     /// A helper found gone before it had the job (it died idle) is replaced and the job given to
@@ -85,12 +109,12 @@ public final class SandboxedCompressor: ImageCompressor {
             let outcome = try withHelper(memory: memory) { (helper, granted) throws(ImagePipeError) -> Outcome? in
                 do throws(Failure) {
                     let outcome = try exchange(work, helper, source, variants: variants, limits: limits, memory: memory, granted: &granted)
-                    pool.checkin(helper, jobFailed: false)
+                    pool.checkin(helper)
                     return outcome
                 } catch {
                     switch error {
                     case .failed(let error):
-                        pool.checkin(helper, jobFailed: true)
+                        pool.checkin(helper)
                         throw error
                     case .unusable:
                         retireUnusable(helper)
@@ -99,7 +123,7 @@ public final class SandboxedCompressor: ImageCompressor {
                         }
                         return nil
                     case .ended(let reason, let detail):
-                        pool.retire(helper, reason: reason, source: source.name)
+                        pool.retire(helper, reason: reason, source: source.name, detail: detail)
                         pool.checkinEnded()
                         throw Self.error(reason, helper: helper, source: source.name, detail: detail, timeout: jobTimeout)
                     }
@@ -135,49 +159,79 @@ public final class SandboxedCompressor: ImageCompressor {
         case ended(HelperPool.RestartReason, String?)
     }
 
-    private func exchange(
+    /// The clocks of one job in its helper: the time limit on the helper's work, which counts down
+    /// while the worker waits for an answer and restarts at each answer of a batch, and the job's
+    /// wall-clock cap, which counts everything, waits for memory too, and how often it asked.
+    struct Clock {
+        /// What is left of the helper's time limit.
+        var left: Duration
+        /// When the job must be over, waits for memory counted.
+        let deadline: ContinuousClock.Instant
+        /// The needs for memory answered.
+        var needs = 0
+
+        init(jobTimeout: Duration) {
+            left = jobTimeout
+            deadline = ContinuousClock.now + jobTimeout * SandboxedCompressor.wallClockTimeouts
+        }
+
+        /// What is left of both: the helper's time and the wall clock.
+        var remaining: Duration { min(left, deadline - ContinuousClock.now) }
+
+        mutating func spent(since started: ContinuousClock.Instant) { left -= ContinuousClock.now - started }
+    }
+
+    func exchange(
         _ work: Work, _ helper: HelperProcess, _ source: SourceImage, variants: [VariantSpec], limits: CompressionLimits,
         memory: WorkingMemory, granted: inout Int
     ) throws(Failure) -> Outcome {
-        // The time limit counts the helper's work, not the waits for memory the pipeline budgets.
-        var left = jobTimeout
-        func elapsed(since started: ContinuousClock.Instant) { left -= ContinuousClock.now - started }
+        // The time limit counts the helper's work, not the waits for memory the pipeline budgets; the
+        // wall clock counts both.
+        var clock = Clock(jobTimeout: jobTimeout)
+        let nonce = Self.nonce()
 
         let handed = try sourceDescriptor(source)
         defer { if handed.owned, let descriptor = handed.descriptor { close(descriptor) } }
-        try setUp(helper, variants: variants, limits: limits, left: &left)
+        try setUp(helper, variants: variants, limits: limits, clock: &clock)
         // An advance on the working memory: most small images need no more, and ask for nothing.
         let advance: Int
         if work == .compress, let limit = memory.limit {
-            granted = memory.acquire(min(Self.advance, limit / 4))
+            guard let taken = memory.acquire(min(Self.advance, limit / 4), before: clock.deadline) else {
+                throw .failed(Self.memoryWaitError)
+            }
+            granted = taken
             advance = granted
         } else {
             advance = work == .compress ? Int.max : 0
         }
-        let described = HelperSource(name: source.name, focus: source.focus, isFile: handed.isFile, inline: handed.inline, advance: advance)
+        let described = HelperSource(
+            nonce: nonce, name: source.name, focus: source.focus, isFile: handed.isFile, inline: handed.inline, advance: advance)
         let request: HelperRequest = work == .compress ? .compress(described) : .readHeader(described)
         do {
             let started = ContinuousClock.now
-            try helper.channel.send(request.encoded(), descriptors: handed.descriptor.map { [$0] } ?? [], timeout: left)
-            elapsed(since: started)
+            try helper.channel.send(request.encoded(), descriptors: handed.descriptor.map { [$0] } ?? [], timeout: clock.remaining)
+            clock.spent(since: started)
         } catch {
             throw .unusable
         }
 
         while true {
-            let (reply, message) = try nextReply(helper, left: &left)
+            let (reply, message) = try nextReply(helper, clock: &clock)
             switch reply {
-            case .need(let bytes) where work == .compress && message.descriptors.isEmpty:
-                try grant(bytes, to: helper, from: memory, granted: &granted, left: &left)
-            case .compressed(let result) where work == .compress:
+            case .need(nonce, let bytes) where work == .compress && message.descriptors.isEmpty:
+                try grant(bytes, nonce: nonce, to: helper, from: memory, granted: &granted, clock: &clock)
+            case .compressed(nonce, let result) where work == .compress:
                 let outputs = try Self.take(
                     message.descriptors, for: result, variants: variants, limits: limits, sourceBytes: Self.byteCount(source))
                 return .compressed(result, outputs)
-            case .header(let header) where work == .readHeader && message.descriptors.isEmpty:
+            case .header(nonce, let header) where work == .readHeader && message.descriptors.isEmpty:
                 return .header(header)
-            case .failed(let error) where message.descriptors.isEmpty:
+            case .failed(nonce, let error) where message.descriptors.isEmpty:
                 guard Self.helperCodes.contains(error.code) else { throw .ended(.misbehaved, "a failure coded \(error.code)") }
                 throw .failed(error)
+            case .need(let other, _), .compressed(let other, _), .header(let other, _), .failed(let other, _):
+                message.closeDescriptors()
+                throw .ended(.misbehaved, other == nonce ? "a message out of turn" : "a reply naming another job")
             default:
                 message.closeDescriptors()
                 throw .ended(.misbehaved, "a message out of turn")
@@ -185,25 +239,26 @@ public final class SandboxedCompressor: ImageCompressor {
         }
     }
 
-    /// Sends the helper the variants and limits when they are not those it has.
-    func setUp(_ helper: HelperProcess, variants: [VariantSpec], limits: CompressionLimits, left: inout Duration) throws(Failure) {
-        guard helper.setup == nil || helper.setup!.variants != variants || helper.setup!.limits != limits else { return }
+    /// Sends the helper the variants and limits of its job, unless an earlier batch of its session did.
+    func setUp(_ helper: HelperProcess, variants: [VariantSpec], limits: CompressionLimits, clock: inout Clock) throws(Failure) {
+        if let setup = helper.setup, setup.variants == variants, setup.limits == limits { return }
         let started = ContinuousClock.now
         do {
-            try helper.channel.send(HelperRequest.setup(variants: variants, limits: limits).encoded(), timeout: left)
+            try helper.channel.send(HelperRequest.setup(variants: variants, limits: limits).encoded(), timeout: clock.remaining)
         } catch {
             throw .unusable
         }
-        left -= ContinuousClock.now - started
+        clock.spent(since: started)
         helper.setup = (variants, limits)
     }
 
-    /// The helper's next message, read within the time left (which it counts down).
-    func nextReply(_ helper: HelperProcess, left: inout Duration) throws(Failure) -> (HelperReply, ChannelMessage) {
+    /// The helper's next message, read within the time left (which it counts down) and the job's
+    /// wall clock.
+    func nextReply(_ helper: HelperProcess, clock: inout Clock) throws(Failure) -> (HelperReply, ChannelMessage) {
         let started = ContinuousClock.now
         let message: ChannelMessage
         do {
-            message = try helper.channel.receive(timeout: left)
+            message = try helper.channel.receive(timeout: max(.zero, clock.remaining))
         } catch {
             switch error {
             case .timedOut: throw .ended(.timeout, nil)
@@ -211,7 +266,7 @@ public final class SandboxedCompressor: ImageCompressor {
             case .failed(let number): throw .ended(.misbehaved, "a message that could not be read (\(String(cString: strerror(number))))")
             }
         }
-        left -= ContinuousClock.now - started
+        clock.spent(since: started)
         do {
             return (try HelperReply(decoding: message.bytes), message)
         } catch {
@@ -220,17 +275,27 @@ public final class SandboxedCompressor: ImageCompressor {
         }
     }
 
-    /// Answers a helper's need for working memory from the pipeline's budget.
-    func grant(_ bytes: Int, to helper: HelperProcess, from memory: WorkingMemory, granted: inout Int, left: inout Duration) throws(Failure) {
+    /// Answers a helper's need for working memory from the pipeline's budget, waiting for it no
+    /// later than the job's wall-clock cap; a helper asks a bounded number of times.
+    func grant(
+        _ bytes: Int, nonce: UInt64, to helper: HelperProcess, from memory: WorkingMemory, granted: inout Int, clock: inout Clock
+    ) throws(Failure) {
+        clock.needs += 1
+        guard clock.needs <= HelperServer.maxNeeds else {
+            throw .ended(.misbehaved, "more than \(HelperServer.maxNeeds) requests for working memory")
+        }
         // A compressor holds one reservation at a time (the direct JPEG path gives its own
         // back before the general path takes another): a new need replaces the last grant.
         if granted > 0 { memory.release(granted) }
         granted = 0
-        granted = memory.acquire(bytes)
+        guard let taken = memory.acquire(bytes, before: clock.deadline) else {
+            throw .ended(.timeout, "waited for working memory past the job's wall-clock cap")
+        }
+        granted = taken
         do {
             let started = ContinuousClock.now
-            try helper.channel.send(HelperRequest.grant(granted).encoded(), timeout: left)
-            left -= ContinuousClock.now - started
+            try helper.channel.send(HelperRequest.grant(nonce: nonce, bytes: granted).encoded(), timeout: max(.zero, clock.remaining))
+            clock.spent(since: started)
         } catch {
             throw error == .timedOut ? .ended(.timeout, nil) : .ended(.crashed, nil)
         }
@@ -266,99 +331,5 @@ public final class SandboxedCompressor: ImageCompressor {
             }
             return (memory, false, true, nil)
         }
-    }
-
-    /// The most bytes one variant's output may hold: what its box can hold at 4 bytes a pixel (every
-    /// frame of an animation; a JPEG that may carry a gain map a byte more, for the map at up to its
-    /// full size), or the source's own size (a kept original), and a mebibyte for containers and
-    /// metadata, never over ``maxOutputBytes``. A helper that says more is lying.
-    static func outputLimit(for variant: VariantSpec, limits: CompressionLimits, sourceBytes: Int) -> Int {
-        let open = variant.width == VariantSpec.unbounded || variant.height == VariantSpec.unbounded
-        let pixels = open ? limits.maxPixels : min(limits.maxPixels, variant.width.multipliedReportingOverflow(by: variant.height).partialValue)
-        let frames = variant.format.holdsAnimation ? limits.maxFrames : 1
-        let perPixel = variant.carriesHDR ? 5 : 4
-        let (drawn, overflow) = (max(0, pixels) * perPixel).multipliedReportingOverflow(by: max(1, frames))
-        return min(maxOutputBytes, max(sourceBytes, overflow ? maxOutputBytes : drawn) + (1 << 20))
-    }
-
-    /// Reads each variant's memory file, checked against what the helper said of it and what the
-    /// variant can hold, and closes them all.
-    static func take(
-        _ descriptors: [Int32], for result: HelperResult, variants: [VariantSpec], limits: CompressionLimits, sourceBytes: Int
-    ) throws(Failure) -> [Data] {
-        defer { for descriptor in descriptors { close(descriptor) } }
-        // Small outputs come inside the message, the others each as a memory file, in order.
-        let filed = result.variants.filter { $0.inline == nil }.count
-        guard result.variants.count == variants.count, descriptors.count == filed else {
-            throw .ended(.misbehaved, "\(descriptors.count) output files for \(filed) of \(variants.count) variants")
-        }
-        for (variant, made) in zip(variants, result.variants)
-        where made.byteCount > outputLimit(for: variant, limits: limits, sourceBytes: sourceBytes) {
-            throw .ended(.misbehaved, "an output of \(made.byteCount) bytes for the variant \(variant.name)")
-        }
-        for (variant, made) in zip(variants, result.variants) where made.encoding.hdrHeadroom != nil && !variant.carriesHDR {
-            throw .ended(.misbehaved, "an HDR output for the variant \(variant.name), which carries no gain map")
-        }
-        var outputs: [Data] = []
-        outputs.reserveCapacity(variants.count)
-        var files = descriptors.makeIterator()
-        for variant in result.variants {
-            if let inline = variant.inline {
-                outputs.append(Data(inline))
-                continue
-            }
-            guard let descriptor = files.next() else { throw .ended(.misbehaved, "an output file missing") }
-            var status = stat()
-            guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == variant.byteCount
-            else { throw .ended(.misbehaved, "an output that is not the size it was said to be") }
-            // Read, not mapped: a helper that shrank its file later would make a mapping kill the worker (SIGBUS).
-            var data = Data(count: variant.byteCount)
-            let complete = data.withUnsafeMutableBytes { buffer in
-                var got = 0
-                while got < buffer.count {
-                    let n = pread(descriptor, buffer.baseAddress! + got, buffer.count - got, off_t(got))
-                    if n < 0, errno == EINTR { continue }
-                    if n <= 0 { return false }
-                    got += n
-                }
-                return true
-            }
-            guard complete else { throw .ended(.misbehaved, "an output that could not be read whole") }
-            outputs.append(data)
-        }
-        return outputs
-    }
-
-    /// The job's error for a helper that ended: crashed (with its signal), timed out, or misbehaved.
-    static func error(
-        _ reason: HelperPool.RestartReason, helper: HelperProcess, source: String, detail: String?, timeout: Duration
-    ) -> ImagePipeError {
-        switch reason {
-        case .timeout:
-            return ImagePipeError(
-                .jobTimeout, "the image work on '\(source)' ran past --job-timeout (\(timeout.formattedSeconds)): its helper was killed")
-        case .crashed, .recycled:
-            return ImagePipeError(
-                .decoderCrashed, "the image helper crashed on '\(source)': \(HelperProcess.describe(helper.killAndReap()))")
-        case .misbehaved:
-            return ImagePipeError(
-                .decoderCrashed, "the image helper working on '\(source)' sent \(detail ?? "what it must not") and was killed")
-        }
-    }
-}
-
-extension CompressedImage {
-    /// A helper's result with the variants' bytes it handed over and the specs they were made for.
-    init(_ result: HelperResult, variants specs: [VariantSpec], outputs: [Data]) {
-        let encoded = zip(specs, zip(result.variants, outputs)).map { spec, made in
-            var variant = EncodedVariant(spec: spec, size: made.0.encoding.size, data: made.1)
-            variant.encoding = made.0.encoding
-            return variant
-        }
-        self.init(
-            sourceFormat: result.sourceFormat, sourceSize: result.sourceSize, variants: encoded, decodeTime: result.decodeTime,
-            encodeTime: result.encodeTime)
-        placeholder = result.placeholder
-        gainMap = result.gainMap
     }
 }

@@ -22,6 +22,8 @@ struct WireWriter {
 
     mutating func double(_ value: Double) { int(Int(Int64(bitPattern: value.bitPattern))) }
 
+    mutating func nonce(_ value: UInt64) { int(Int(Int64(bitPattern: value))) }
+
     mutating func string(_ value: String) { blob(Array(value.utf8)) }
 
     mutating func blob(_ value: [UInt8]) {
@@ -88,6 +90,8 @@ package struct WireReader {
     }
 
     mutating func double() throws(Malformed) -> Double { Double(bitPattern: UInt64(bitPattern: Int64(try int()))) }
+
+    mutating func nonce() throws(Malformed) -> UInt64 { UInt64(bitPattern: Int64(try int())) }
 
     mutating func blob() throws(Malformed) -> [UInt8] {
         let count = try int(in: 0...Self.maxBlob, "a length of")

@@ -9,26 +9,34 @@ import Synchronization
 /// linker relocating the 118 libraries libvips and the Swift runtime bring; a fork of a process that
 /// has loaded them, with the pages it then copies and its sandbox, a few milliseconds. So the worker
 /// starts one process from the executable, the zygote, which loads libvips and then only forks:
-/// every helper, at start-up and after a failed job, is a fork of it. The zygote never reads an
-/// image and is never sandboxed (the sandbox's filter names the pid of the process it applies to,
-/// so each helper applies its own after the fork, exactly as an executed helper does).
+/// every helper is a fork of it. The zygote never reads an image. It gives up its privilege before
+/// it loads libvips, and puts in place the part of the sandbox its helpers share (limits,
+/// no_new_privs, the shared allow-list filter), so that a fork inherits it; each helper then applies
+/// its own part (its Landlock domain, and its own filter, which names its pid).
 ///
-/// A forked helper is adopted by the worker (a subreaper), so the worker reaps it and reads how it
-/// ended like any helper. What a fork shares with its zygote, and an executed helper would not, is
+/// A forked helper is the worker's own child (the zygote forks it with CLONE_PARENT), so the worker
+/// reaps it and reads how it ended like any helper. What a fork shares with its zygote, and an executed helper would not, is
 /// its address layout, stack canary and pointer guard; so a crash, which could tell a hostile image
 /// whether a guess at them was right, starts a new zygote (docs/design.md, "Trust boundaries").
 public enum Zygote {
     /// The command-line flag that makes `image-helper` a zygote.
     public static let flag = "--zygote"
 
-    /// In the zygote, after libvips is loaded: says it is ready, then forks a helper for each of the
-    /// worker's requests. Returns only in a new helper, its channel as descriptor 3; the zygote itself
-    /// ends when the worker closes its end.
-    public static func serve(parent: Int32) {
+    /// In the zygote, after libvips is loaded: puts the part of the sandbox its helpers share in place
+    /// (`sandbox`: the data and file size limits; nil with the sandbox off), says it is ready, then
+    /// forks a helper for each of the worker's requests. Returns only in a new helper, its channel as
+    /// descriptor 3, to apply its own part; the zygote itself ends when the worker closes its end.
+    public static func serve(parent: Int32, sandbox limits: (data: Int, fileSize: Int)?) {
         // A fork copies only the thread that calls it: with another thread running (holding a lock,
-        // say) the helpers could inherit that lock held for ever.
-        let threads = ips_thread_count()
-        guard threads == 1 else { HelperServer.refuseToStart("the zygote has \(threads) threads and cannot fork helpers safely") }
+        // say) the helpers could inherit that lock held for ever. (The shared sandbox checks the same.)
+        if let limits {
+            if case .failure(let failure) = Sandbox.applyShared(dataLimit: limits.data, fileSizeLimit: limits.fileSize) {
+                HelperServer.refuseToStart(failure.reason)
+            }
+        } else {
+            let threads = ips_thread_count()
+            guard threads == 1 else { HelperServer.refuseToStart("the zygote has \(threads) threads and cannot fork helpers safely") }
+        }
         let ready = HelperReply.ready(sandboxed: false, landlock: 0).encoded()
         guard ready.withUnsafeBytes({ ips_send(HelperServer.channelDescriptor, $0.baseAddress, $0.count, nil, 0, -1) }) >= 0 else { exit(0) }
         guard ips_zygote_serve(HelperServer.channelDescriptor, parent) == 0 else { exit(0) }
@@ -52,10 +60,6 @@ extension HelperPool {
     /// Starts the zygote and waits until it is ready; nil when it cannot be (then helpers are started
     /// from the executable, as before, and said so).
     func startZygote() -> HelperProcess? {
-        guard ips_become_subreaper() == 0 else {
-            logger.warning("image helpers are started one by one: this process cannot adopt them (\(String(cString: strerror(errno))))")
-            return nil
-        }
         do throws(ImagePipeError) {
             let zygote = try spawn(extraArguments: [Zygote.flag])
             _ = try awaitReady(zygote)
@@ -76,6 +80,8 @@ extension HelperPool {
             return zygote
         }
         old?.killAndReap()
+        // Fresh helpers forked by the old one are not used from now on.
+        generation.add(1, ordering: .releasing)
         let new = startZygote()
         let lost = zygote.withLock { zygote -> HelperProcess? in
             // Another crash renewed it at the same time: one zygote is kept.

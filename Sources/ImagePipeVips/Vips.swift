@@ -52,6 +52,20 @@ public enum Vips {
         guard started else { throw .configuration("libvips failed to start: \(takeError() ?? "unknown error")") }
     }
 
+    /// Initialises every libvips operation's class now rather than at first use, starting no
+    /// thread: the zygote does it once for every helper it forks.
+    public static func warmUpClasses() {
+        ipv_warm_classes()
+    }
+
+    /// The files of the shared libraries this process has loaded, in load order (libvips' loaders
+    /// and codecs among them once it has started).
+    public static var loadedLibraries: [String] {
+        var files: [String] = []
+        while let file = ipv_loaded_library(files.count) { files.append(String(cString: file)) }
+        return files
+    }
+
     /// The libvips version, e.g. `8.14.1`.
     public static var version: String {
         "\(vips_version(0)).\(vips_version(1)).\(vips_version(2))"

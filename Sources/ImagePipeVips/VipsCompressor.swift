@@ -225,7 +225,7 @@ public struct VipsCompressor: ImageCompressor {
         let pointer: UnsafeMutablePointer<VipsImage>?
         switch source.content {
         case .bytes(let data):
-            guard !data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
+            guard !data.isEmpty else { throw ImagePipeError(.emptyFile, "0 bytes to read") }
             pointer = data.withUnsafeBytes { ipv_header_buffer($0.baseAddress, $0.count, refusingWarnings ? 1 : 0) }
         case .file(let opened):
             pointer = ipv_header_descriptor(opened.descriptor, refusingWarnings ? 1 : 0)

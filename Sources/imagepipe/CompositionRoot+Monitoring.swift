@@ -26,6 +26,7 @@ extension CompositionRoot {
                     if let waiting = try await queue.check() { workload.setWaiting(waiting) }
                 },
                 ReadinessCheck.blocking("storage") { () throws(ImagePipeError) in try storage.probe() },
+                fileSystems,
             ],
             checkInterval: interval,
             liveness: { worker.isAlive(within: livenessWindow) },
@@ -37,6 +38,19 @@ extension CompositionRoot {
                 }
             ],
             logger: logger)
+    }
+}
+
+extension CompositionRoot {
+    /// Fails while a write to the queue or the destination has not returned for half a minute
+    /// (``StallWatch``): a frozen disk or a hung network mount holds the worker's jobs without an
+    /// error, and a probe of its own might not reach the stalled call's file system.
+    static let fileSystems = ReadinessCheck("file-systems") { () async throws(ImagePipeError) in
+        guard let call = StallWatch.stalled() else { return }
+        let seconds = Int((ContinuousClock.now - call.since).components.seconds)
+        throw ImagePipeError(
+            .storageUnavailable,
+            "\(call.what) has not returned for \(seconds) s: its file system may be frozen or shut down, or a network mount hung")
     }
 }
 
@@ -54,7 +68,8 @@ extension CompositionRoot {
                 ReadinessCheck.blocking("storage") { () throws(ImagePipeError) in
                     guard let storage = batch.storage else { throw ImagePipeError(.configuration, "the destination is not set up yet") }
                     try storage.probe()
-                }
+                },
+                fileSystems,
             ],
             checkInterval: interval,
             liveness: { true },

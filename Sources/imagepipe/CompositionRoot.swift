@@ -30,10 +30,14 @@ enum CompositionRoot {
 
     /// The FileHandler for a set of job options, reading the sources that are URLs among `sources`
     /// from object storage (up to `maxSourceBytes` each).
+    /// `updatesEditedOriginals` is on for a batch (see ``FileHandler/Configuration/updatesEditedOriginals``).
     static func fileHandler(
-        _ options: JobOptions, force: Bool = false, sources: [String] = [], maxSourceBytes: Int = 256 << 20,
-        logger: Logger
+        _ options: JobOptions, force: Bool = false, updatesEditedOriginals: Bool = false, sources: [String] = [],
+        maxSourceBytes: Int = 256 << 20, logger: Logger
     ) throws(ImagePipeError) -> FileHandler {
+        // A write to the queue or the destination that never returns (a frozen disk, a hung network
+        // mount) is logged, not left to silence.
+        StallWatch.startLogging(logger)
         // libvips runs in this process only for image work done here: every image with --sandbox
         // off, else only the watermark logo, which the worker checks before any helper starts.
         if !options.sandboxed || options.watermark.file != nil {
@@ -48,17 +52,19 @@ enum CompositionRoot {
         if let path = options.watermark.file, let logoBytes { logo = try WatermarkLogo(bytes: logoBytes, path: path) }
         let watermark = try logo.map { (logo) throws(ImagePipeError) in try options.watermark.settings(logoSHA256: logo.sha256) }
         let variants = specs.map { $0.applying(watermark) }
+        let keyTemplate = try KeyTemplate(options.key)
         let configuration = FileHandler.Configuration(
             variants: variants,
-            keyTemplate: try KeyTemplate(options.key),
+            keyTemplate: keyTemplate,
             limits: CompressionLimits(maxPixels: options.maxPixels, maxFrames: options.maxFrames),
-            cacheControl: options.storage.cacheControl,
+            cacheControl: cacheControl(options.storage.cacheControl, keyTemplate, logger: logger),
             inMemoryLimit: options.sandboxed ? SandboxedCompressor.sourcesReadWholeUpTo : SourceReader.defaultInMemoryLimit,
             maxSourceBytes: maxSourceBytes,
             storeOriginal: options.storage.withOriginal,
             overwrite: options.overwrite,
             update: options.update,
-            force: force)
+            force: force,
+            updatesEditedOriginals: updatesEditedOriginals)
         var encoders = VipsCompressor.Configuration()
         encoders.scoreEveryVariant = options.score
         encoders.keepsSmallerOriginal = !options.alwaysEncode
@@ -68,6 +74,23 @@ enum CompositionRoot {
             storage: try StorageFactory.make(options.storage, sourceURLs: sourceURLs),
             sources: try StorageFactory.sources(sourceURLs, options.storage),
             configuration: configuration, logger: logger)
+    }
+
+    /// The Cache-Control stored with every object: `--cache-control` (flag, variable or file) when
+    /// given, for every key; else what the key template calls for (``CacheControl/default(for:)``).
+    /// A given value that says `immutable` for keys from names is warned of once: an edited photo
+    /// then cannot be published under its URL without caches keeping the old picture.
+    static func cacheControl(_ given: String?, _ template: KeyTemplate, logger: Logger) -> String {
+        guard let given else { return CacheControl.default(for: template) }
+        if CacheControl.isImmutable(given), !template.usesHash {
+            logger.warning(
+                """
+                --cache-control '\(given)' says immutable, but --key '\(template.text)' has no {hash} or {sha256}: an edited \
+                photo keeps its keys, and a plain run will refuse to replace its outputs (key_collision), since caches may keep \
+                the old picture \(CacheControl.lifetimeText(given)); key outputs by content, or leave --cache-control out
+                """)
+        }
+        return given
     }
 
     /// Where image work runs: in sandboxed helper processes, one per image compressed at once (the
@@ -84,9 +107,16 @@ enum CompositionRoot {
         }
         // A helper may map its worker's whole budget (one image larger than it runs alone) and the headroom; none without a budget.
         let budget = workingMemory(options, variants)
+        let identity: HelperIdentity?
+        do {
+            identity = try HelperIdentity.resolve(options.helperUser)
+        } catch {
+            throw .configuration(error.message)
+        }
         let settings = HelperSettings(
             sandbox: true, parent: getpid(), dataLimit: budget > 0 ? budget + HelperSettings.dataHeadroom : 0,
-            threadsPerImage: threadsPerImage(jobs: options.jobs), compressor: (try? JSONEncoder().encode(encoders)) ?? Data())
+            threadsPerImage: threadsPerImage(jobs: options.jobs), compressor: (try? JSONEncoder().encode(encoders)) ?? Data(),
+            identity: identity)
         // No process of this user may read this one's memory or /proc files (its environment holds
         // the credentials) for as long as it runs: a helper on a kernel without Landlock could otherwise.
         Sandbox.makeWorkerPrivate()

@@ -35,9 +35,6 @@ enum StorageFactory {
             if options.endpoint != nil { throw .configuration("--endpoint applies only to s3:// destinations and sources") }
             if options.region != nil { throw .configuration("--region applies only to s3:// destinations and sources") }
         }
-        if parsed != .s3 && parsed != .supabase && publicBaseURL != nil {
-            throw .configuration("--public-base-url applies only to s3:// and supabase:// destinations")
-        }
         switch try kind.get() {
         case .s3:
             let configuration = try S3Configuration.resolve(
@@ -49,7 +46,9 @@ enum StorageFactory {
                 destination: destination, publicBaseURL: publicBaseURL, environment: environment)
             return SupabaseStorage(configuration: configuration, logger: Logger(label: "imagepipe.supabase"))
         case .localDirectory(let root):
-            return LocalDirectoryStorage(root: root)
+            // A folder a web server or CDN serves: its URLs are built as a bucket's are.
+            if let publicBaseURL { try RemoteDestination.validatePublicBaseURL(publicBaseURL) }
+            return LocalDirectoryStorage(root: root, publicBaseURL: publicBaseURL)
         }
     }
 

@@ -30,7 +30,7 @@ MAX_LEN=${FUZZ_MAX_LEN:-65536}
 
 # The C harnesses (Tests/Fuzz/C/fuzz_NAME.c, each linked with every shim file) and the Swift targets.
 C_TARGETS=(jpeg-direct icc-srgb vips-header ssimulacra2)
-SWIFT_TARGETS=(toml aws-config variant-spec s3-xml s3-listing supabase-json percent job-row key-template sniff image-end exif frame-count helper-message gain-map)
+SWIFT_TARGETS=(toml aws-config variant-spec s3-xml s3-listing supabase-json percent job-row key-template sniff image-end exif frame-count helper-message gain-map output-header)
 ALL_TARGETS=("${C_TARGETS[@]}" "${SWIFT_TARGETS[@]}")
 SWIFT_BINARY=$OUT/bin/ImagePipeFuzz
 SANITIZED_WORKER=$OUT/bin/imagepipe

@@ -70,7 +70,7 @@ import Testing
         let notes = try #require(bySource["notes.txt"])
         #expect(notes["status"] as? String == "skipped" && notes["skip_code"] as? String == "not_an_image")
         #expect(
-            notes["reason"] as? String == "not an image: its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)")
+            notes["reason"] as? String == "its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)")
 
         #expect(output.stderr.contains(#"error failed error="corrupt or truncated image data"#), "\(output.stderr)")
         #expect(TextLog.hasLine(output.stderr, "error", "failed", ["source": "broken/cut.jpg", "error_code": "corrupt_image"]))
@@ -79,7 +79,7 @@ import Testing
                 output.stderr, "info", "skipped",
                 [
                     "source": "notes.txt", "skip_code": "not_an_image",
-                    "reason": "not an image: its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)",
+                    "reason": "its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)",
                 ]))
         #expect(output.stderr.contains("3 done, 1 failed, 1 skipped (1 not_an_image)"))
         #expect(output.stderr.contains(" of it failed) → "), "the broken file's bytes were read: \(output.stderr)")
@@ -207,7 +207,7 @@ import Testing
             TextLog.hasLine(
                 piped.stderr, "error", "failed",
                 [
-                    "source": "trip/vanished.jpg", "error": "cannot read: No such file or directory",
+                    "source": "trip/vanished.jpg", "error": "cannot read \(directory.url("photos/trip/vanished.jpg")): No such file or directory",
                     "path": directory.url("photos/trip/vanished.jpg"),
                 ]),
             "\(piped.stderr)")
@@ -253,7 +253,7 @@ import Testing
                 output.stderr, "info", "skipped",
                 [
                     "source": "notes",
-                    "reason": "not an image: its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)",
+                    "reason": "its first bytes match no format imagepipe reads (JPEG, PNG, WebP, TIFF, GIF, HEIC, AVIF)",
                 ]))
         #expect(output.stderr.contains("0 done, 0 failed, 4 skipped (1 dangling_link, 2 not_an_image, 1 symlinked_directory)"))
         let bySource = try records(output.stdout)

@@ -45,6 +45,8 @@ struct ImageArchiveTests {
         let labels = config["Labels"] as? [String: String] ?? [:]
         #expect(labels["org.opencontainers.image.description"]?.contains("/healthz") == true, "\(labels)")
         #expect(labels["org.opencontainers.image.licenses"] == "Apache-2.0")
+        // The image libraries' minimum versions, as the package's Depends enforce them.
+        #expect(labels["io.imagepipe.decoder-minimums"]?.contains("libheif1>=") == true, "\(labels)")
 
         // What docker load reads (manifest.json beside the same blobs) is the same image: skopeo gives
         // its layers by their uncompressed digests, which the configuration lists as diff_ids.

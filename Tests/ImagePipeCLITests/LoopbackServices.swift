@@ -20,7 +20,8 @@ extension RequiredTool {
 /// - `with S3`: moto's S3 server with the bucket `media`; `AWS_ACCESS_KEY_ID`,
 ///   `AWS_SECRET_ACCESS_KEY`, `AWS_ENDPOINT_URL` and `AWS_REGION` reach it.
 /// - `with PostgreSQL`: a server of the tests' own with the role `imagepipe` and its database `images` (as [Setting up PostgreSQL] makes them),
-///   as docs/queues.md sets them up; `PGPORT` and `PGPASSWORD` reach it at `localhost`.
+///   as docs/queues.md sets them up, with the jobs that page queues waiting in the queue `images`;
+///   `PGPORT` and `PGPASSWORD` reach it at `localhost`.
 /// - `with an app`: a receiver of notifications that checks each signature; `APP_URL` and
 ///   `IMAGEPIPE_NOTIFY_SECRET` reach it.
 ///
@@ -77,6 +78,16 @@ final class LoopbackServices {
         }
         helpers["postgres"] = server
         variables.merge(["PGPORT": String(server.port), "PGPASSWORD": password]) { $1 }
+        // The database as the set-up page (docs/queues.md) leaves it: the fixtures' JPEGs queued in
+        // its default queue, `images`. That page's worker makes them; here they still wait, the
+        // harder case: a page's blocks must hold on it as a reader's would, and a worker of another
+        // queue must leave them alone.
+        let folder = Fixtures.root + "/images/formats"
+        let photos = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".jpg") }.sorted()
+        let queued = try CommandRunner.run(
+            ["enqueue", "postgres://imagepipe@127.0.0.1:\(server.port)/images?sslmode=disable"] + photos.map { folder + "/" + $0 },
+            environment: ["PGPASSWORD": password])
+        try #require(queued.status == 0 && !photos.isEmpty, "the set-up page's jobs: \(queued)")
     }
 
     private func startApp() throws {

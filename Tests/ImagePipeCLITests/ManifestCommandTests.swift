@@ -76,6 +76,12 @@ import Testing
             #expect(record.placeholder == made.placeholder && record.placeholder != nil)
             #expect(record.variants.map(\.key) == made.variants.map(\.key) && record.variants.map(\.bytes) == made.variants.map(\.bytes))
         }
+        // The re-run's lines carry the placeholder's picture too, made from the ThumbHash the outputs recorded.
+        for line in try String(contentsOfFile: directory.url("second.jsonl"), encoding: .utf8).split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let made = try #require(first.first { $0.source == object["source"] as? String })
+            #expect((object["placeholder"] as? [String: String])?["data_uri"] == made.placeholder?.dataURI && made.placeholder?.dataURI != nil)
+        }
         let firstMarkup = try CommandRunner.run(["srcset", directory.url("first.jsonl")])
         let secondMarkup = try CommandRunner.run(["srcset", directory.url("second.jsonl")])
         #expect(secondMarkup.status == 0, "\(secondMarkup.stderr)")
@@ -87,7 +93,9 @@ import Testing
         let report = try CommandRunner.run(["report", directory.url("second.jsonl"), "-o", directory.url("report.html")])
         #expect(report.status == 0, "\(report.stderr)")
         let html = try String(contentsOfFile: directory.url("report.html"), encoding: .utf8)
-        #expect(html.contains("<h2>Images</h2>") && html.contains("<b>turned.jpg</b><br>1800x1200 jpeg"), "\(html.suffix(2000))")
+        #expect(
+            html.contains("<h2>Images</h2>") && html.contains(#"<b class="name" title="turned.jpg">turned.jpg</b>1800x1200 jpeg"#),
+            "\(html.suffix(2000))")
         #expect(html.contains("<td>large</td><td>3</td>"))
     }
 

@@ -105,3 +105,49 @@ import Testing
         #expect(local.status == 0 && !local.stdout.contains("Not checked"), "\(local)")
     }
 }
+
+/// Issue 52 §5: what the first run after the quick starts showed, each on the built binary.
+@Suite(.offThePool) struct FirstRunMessageTests {
+    let directory = TemporaryDirectory(prefix: "imagepipe-first-run")
+
+    /// `82` where the quality goes is a quality without its `q`: the message says how to write it,
+    /// not that `82` is an unknown option.
+    @Test func aQualityWithoutItsQIsToldHowToWriteIt() throws {
+        CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "photos/tiny.png")
+        let output = try CommandRunner.run(
+            ["batch", directory.url("photos"), "--dest", directory.url("out"), "--variant", "large=2048x2048,jpeg,82"], environment: [:])
+        #expect(output.status == 2, "\(output)")
+        #expect(output.stderr.contains("invalid --variant 'large=2048x2048,jpeg,82': write the quality as q82, not 82"), "\(output.stderr)")
+        #expect(!output.stderr.contains("unknown option '82'"), "\(output.stderr)")
+    }
+
+    /// Every command's help names each default once: an option whose own text says its default
+    /// (`(default 5m).`) is not followed by the parser's (`(default: 5m)`).
+    @Test func noHelpSaysADefaultTwice() throws {
+        let commands = [
+            [], ["batch"], ["watch"], ["enqueue"], ["retry"], ["srcset"], ["report"], ["prune"], ["config"], ["bench"], ["version"],
+            ["queue"], ["queue", "status"], ["queue", "list"], ["queue", "retry"], ["queue", "cancel"], ["queue", "prune"],
+        ]
+        var checked = 0
+        for command in commands {
+            let output = try CommandRunner.run(command + ["--help"], environment: [:])
+            guard output.status == 0 else { continue }
+            checked += 1
+            // The help's lines are wrapped: an option's text is read as one line.
+            let text = output.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            let twice = text.range(of: #"\(default[^()]*\)\.? \(default: "#, options: .regularExpression)
+            #expect(twice == nil, "\(command): \(twice.map { String(text[$0]) } ?? "")")
+        }
+        #expect(checked >= 12, "the commands' helps were read")
+        let watch = try CommandRunner.run(["watch", "--help"], environment: [:]).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(watch.contains("(default: 5m)") && watch.contains("(default: 10s)"), "the parser still says the notify defaults")
+        let batch = try CommandRunner.run(["batch", "--help"], environment: [:]).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(batch.contains("(default 256 MiB)") && !batch.contains("268435456"), "the byte limit is said once, in MiB")
+    }
+
+    @Test func srcsetHelpNamesJPEGXLAmongTheModernFormats() throws {
+        let output = try CommandRunner.run(["srcset", "--help"], environment: [:])
+        let text = output.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("a <source> per modern format (JPEG XL, AVIF, WebP)"), "\(output.stdout)")
+    }
+}

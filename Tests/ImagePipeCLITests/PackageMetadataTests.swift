@@ -100,5 +100,15 @@ extension RequiredTool {
             #expect(depends.contains(name), "\(library) comes from \(name), which Depends lacks: \(depends.sorted())")
         }
         #expect(depends.contains("passwd"), "postinst runs useradd")
+
+        // Each image library at least at its security update (deploy/debian/decoder-minimums), also
+        // those libvips loads rather than imagepipe itself.
+        let line = try field("Depends")
+        let floors = try String(contentsOfFile: repository + "/deploy/debian/decoder-minimums", encoding: .utf8)
+            .split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(floors.count >= 6 && floors.contains { $0.first == "libde265-0" } && floors.contains { $0.first == "libvips42" })
+        for floor in floors where floor.count >= 2 {
+            #expect(line.contains("\(floor[0]) (>= \(floor[1]))"), "\(floor[0]) \(floor[1]) in \(line)")
+        }
     }
 }

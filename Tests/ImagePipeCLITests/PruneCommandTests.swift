@@ -59,7 +59,8 @@ import Testing
         #expect(changed.hasPrefix("changed trip/changed-small.webp: 'trip/changed.png' has other bytes now (sha256 was "), "\(changed)")
         #expect(
             output.stderr.contains(
-                "imagepipe: 2 outputs kept, 6 to delete (orphaned: 1, changed: 1, dropped variant: 4), 2 foreign left alone; "
+                "imagepipe: 2 outputs kept, 6 to delete (orphaned: 1, changed: 1, dropped variant: 4), "
+                    + "left alone (made from other sources: 0, foreign: 2); "
                     + "dry run, nothing was deleted"), "\(output.stderr)")
         #expect(outputs() == before, "a dry run changes nothing")
     }
@@ -82,7 +83,9 @@ import Testing
 
         let again = try CommandRunner.run(["prune", directory.url("out"), "--sources", directory.url("src"), "--variant", Self.small])
         #expect(again.status == 0 && again.stdout.isEmpty, "\(again.stdout)\(again.stderr)")
-        #expect(again.stderr.contains("2 outputs kept, 0 to delete (orphaned: 0, changed: 0, dropped variant: 0), 2 foreign left alone"))
+        #expect(
+            again.stderr.contains(
+                "2 outputs kept, 0 to delete (orphaned: 0, changed: 0, dropped variant: 0), left alone (made from other sources: 0, foreign: 2)"))
     }
 
     /// The variants come from the configuration file as batch takes them; `--delete` is never taken from it.
@@ -111,16 +114,53 @@ import Testing
     @Test func deleteRefusesWhenTheSourcesHoldNoFiles() throws {
         try makeOutputs()
         let before = outputs()
-        try FileManager.default.createDirectory(atPath: directory.url("empty"), withIntermediateDirectories: true)
+        // The disk under src/ is not mounted: the folder is there, its files are not.
+        try FileManager.default.moveItem(atPath: directory.url("src"), toPath: directory.url("elsewhere"))
+        try FileManager.default.createDirectory(atPath: directory.url("src"), withIntermediateDirectories: true)
 
         let output = try CommandRunner.run([
-            "prune", directory.url("out"), "--sources", directory.url("empty"), "--variant", Self.small, "--variant", Self.big, "--delete",
+            "prune", directory.url("out"), "--sources", directory.url("src"), "--variant", Self.small, "--variant", Self.big, "--delete",
         ])
 
         #expect(output.status == 1, "\(output.stderr)")
-        #expect(output.stderr.contains("not deleting anything: the sources (\(directory.url("empty"))) hold no files"), "\(output.stderr)")
+        #expect(output.stderr.contains("not deleting anything: the sources (\(directory.url("src"))) hold no files"), "\(output.stderr)")
         #expect(output.stdout.split(separator: "\n").count == 8, "every output is listed as orphaned: \(output.stdout)")
         #expect(outputs() == before)
+    }
+
+    /// Two folders write under one destination, as two batches into `s3://media/photos` do: a prune
+    /// given one of them judges its outputs and leaves every output of the other alone, counted,
+    /// even those whose names the given folder has too (other bytes) or whose variants it was not given.
+    @Test func aPruneGivenOneFolderDeletesNothingOfAnotherFolderWritingIntoTheSameDestination() throws {
+        CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "folderA/keep.jpg")
+        CommandRunner.copyFixture("images/formats/small-400x300.jpg", to: directory, as: "folderA/gone.jpg")
+        CommandRunner.copyFixture("images/formats/alpha.png", to: directory, as: "folderB/b1.png")
+        CommandRunner.copyFixture("images/formats/grey.jpg", to: directory, as: "folderB/b2.jpg")
+        CommandRunner.copyFixture("images/formats/tall.jpg", to: directory, as: "folderB/trip/b3.jpg")
+        for (folder, variants) in [("folderA", [Self.small]), ("folderB", [Self.small, Self.big])] {
+            let batch = try CommandRunner.run(
+                ["batch", directory.url(folder), "--dest", directory.url("out"), "--jobs", "1"] + variants.flatMap { ["--variant", $0] })
+            #expect(batch.status == 0, "\(batch.stderr)")
+        }
+        try FileManager.default.removeItem(atPath: directory.url("folderA/gone.jpg"))
+        let folderB = outputs().filter { !$0.key.hasPrefix("keep-") && !$0.key.hasPrefix("gone-") }
+        #expect(folderB.count == 6, "\(folderB.keys.sorted())")
+
+        let dryRun = try CommandRunner.run(["prune", directory.url("out"), "--sources", directory.url("folderA"), "--variant", Self.small])
+        #expect(dryRun.status == 0, "\(dryRun.stderr)")
+        #expect(dryRun.stdout == "orphaned gone-small.webp: 'gone.jpg' is not among the sources\n", "\(dryRun.stdout)")
+        #expect(
+            dryRun.stderr.contains(
+                "1 outputs kept, 1 to delete (orphaned: 1, changed: 0, dropped variant: 0), left alone (made from other sources: 6, foreign: 0)"),
+            "\(dryRun.stderr)")
+
+        let deleted = try CommandRunner.run([
+            "prune", directory.url("out"), "--sources", directory.url("folderA"), "--variant", Self.small, "--delete",
+        ])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        let after = outputs()
+        #expect(after.keys.sorted() == (folderB.keys + ["keep-small.webp"]).sorted())
+        #expect(folderB.allSatisfy { after[$0.key] == $0.value }, "folderB's outputs are untouched")
     }
 
     /// One empty source folder among others (an unmounted disk beside a mounted one) would make the
@@ -148,6 +188,31 @@ import Testing
         #expect(missing.status == 2, "\(missing.stderr)")
         #expect(missing.stderr.contains("source \(directory.url("typo")) does not exist"), "\(missing.stderr)")
         #expect(missing.stdout.isEmpty && outputs() == before)
+    }
+
+    /// A queue directory's job is read from its worker's claim area, which is gone once it is done:
+    /// its outputs record where it was delivered, and a prune of a batch's folder beside it in the
+    /// same destination leaves them alone.
+    @Test func theOutputsOfAQueueDirectoryRecordTheInboxAndABatchFoldersPruneLeavesThemAlone() throws {
+        CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "src/keep.jpg")
+        CommandRunner.copyFixture("images/formats/grey.jpg", to: directory, as: "queue/inbox/2024/upload.jpg")
+        let batch = try CommandRunner.run(["batch", directory.url("src"), "--dest", directory.url("out"), "--variant", Self.small])
+        #expect(batch.status == 0, "\(batch.stderr)")
+        let watch = try CommandRunner.run([
+            "watch", directory.url("queue"), "--dest", directory.url("out"), "--variant", Self.small, "--exit-when-empty",
+        ])
+        #expect(watch.status == 0, "\(watch.stderr)")
+        let origin = LocalDirectoryStorage.origin(atPath: directory.url("out/2024/upload-small.webp"))
+        #expect(origin?.location == directory.url("queue/inbox/2024/upload.jpg"), "\(String(describing: origin))")
+        #expect(LocalDirectoryStorage.origin(atPath: directory.url("out/keep-small.webp"))?.location == directory.url("src/keep.jpg"))
+
+        let output = try CommandRunner.run([
+            "prune", directory.url("out"), "--sources", directory.url("src"), "--variant", Self.small, "--delete",
+        ])
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stderr.contains("1 outputs kept, 0 deleted"), "\(output.stderr)")
+        #expect(output.stderr.contains("made from other sources: 1"), "\(output.stderr)")
+        #expect(directory.files(under: "out").sorted() == ["2024/upload-small.webp", "keep-small.webp"])
     }
 
     /// Variants forgotten (the web preset by default, where the batch made others) would make every

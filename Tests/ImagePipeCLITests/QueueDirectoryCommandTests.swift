@@ -13,7 +13,7 @@ import Testing
 
     /// A queue a worker has worked off: `landscape.jpg` and `2024/tiny.png` done, `broken.jpg` failed
     /// (a truncated JPEG), `waiting.jpg` delivered afterwards and still in the inbox; with
-    /// `notAnImage`, `notes` (a delivery that is no image) failed too.
+    /// `notAnImage`, `notes` (a delivery that is no image) skipped into done/.
     func workedOffQueue(notAnImage: Bool = false) throws {
         InboxDelivery.deliver(Fixtures.data("images/formats/landscape.jpg"), to: queue + "/inbox", as: "landscape.jpg")
         InboxDelivery.deliver(Fixtures.data("images/formats/tiny.png"), to: queue + "/inbox", as: "2024/tiny.png")
@@ -49,7 +49,7 @@ import Testing
         let status = try CommandRunner.run(["queue", "status", queue])
         #expect(status.status == 0, "\(status.stderr)")
         let lines = status.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        for expected in ["queue\t\(queue)", "waiting\t1", "running\t2", "done\t2", "discarded\t2"] {
+        for expected in ["queue\t\(queue)", "waiting\t1", "running\t2", "done\t3", "failed\t1"] {
             #expect(lines.contains(expected), "\(expected) in\n\(status.stdout)")
         }
         #expect(!lines.contains { $0.hasPrefix("cancelled") }, "a queue directory has no cancelled jobs")
@@ -59,17 +59,16 @@ import Testing
         #expect(running.contains { $0.hasPrefix("running.jpg\t") && $0.contains("worker host-1-live (pid 1 on host)") && !$0.contains("abandoned") })
         #expect(running.contains { $0.hasPrefix("orphan.jpg\t") && $0.contains("host-2-dead (pid 2 on host), abandoned") }, "\(running)")
         #expect(
-            lines.contains { $0.hasPrefix("broken.jpg\tdiscarded\t") && $0.contains("after 1 attempt, corrupt_image: ") },
+            lines.contains { $0.hasPrefix("broken.jpg\tfailed\t") && $0.contains("after 1 attempt, corrupt_image: ") },
             "a failed job shows its reason:\n\(status.stdout)")
-        // A delivery that is no image failed no attempt: its code says what it is.
-        #expect(
-            lines.contains { $0.hasPrefix("notes\tdiscarded\t") && $0.contains("\tnot_an_image: ") && !$0.contains("attempt") },
-            "\(status.stdout)")
+        // A delivery that is no image failed nothing: it is done (skipped), not among the failures.
+        #expect(!lines.contains { $0.hasPrefix("notes\t") }, "\(status.stdout)")
+        #expect(!status.stdout.contains("not_an_image: not an image"), "\(status.stdout)")
 
         let json = try CommandRunner.run(["queue", "status", queue, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
         #expect(object["kind"] as? String == "directory")
-        #expect(object["counts"] as? [String: Int] == ["waiting": 1, "running": 2, "done": 2, "discarded": 2])
+        #expect(object["counts"] as? [String: Int] == ["waiting": 1, "running": 2, "done": 3, "failed": 1])
 
         let missing = try CommandRunner.run(["queue", "status", directory.url("no-such-queue")])
         #expect(missing.status == 2 && missing.stderr.contains("\(directory.url("no-such-queue")) does not exist"), "\(missing)")
@@ -102,10 +101,15 @@ import Testing
 
     @Test func listShowsEachStateAndRetryPutsFailedJobsBack() throws {
         try workedOffQueue()
-        let discarded = try CommandRunner.run(["queue", "list", queue, "--state", "discarded"])
-        #expect(
-            discarded.status == 0 && discarded.stdout.split(separator: "\n").contains { $0.hasPrefix("broken.jpg\tdiscarded\t") }, "\(discarded)")
-        #expect(discarded.stdout.contains("corrupt_image"))
+        let failed = try CommandRunner.run(["queue", "list", queue, "--state", "failed"])
+        #expect(failed.status == 0 && failed.stdout.split(separator: "\n").contains { $0.hasPrefix("broken.jpg\tfailed\t") }, "\(failed)")
+        #expect(failed.stdout.contains("corrupt_image"))
+        // `discarded`, the word for `failed` before one word named each fate, still lists them.
+        let before = try CommandRunner.run(["queue", "list", queue, "--state", "discarded"])
+        func jobs(_ output: CommandRunner.Output) -> [String] {
+            output.stdout.split(separator: "\n").map { $0.split(separator: "\t").prefix(2).joined(separator: "\t") }
+        }
+        #expect(before.status == 0 && jobs(before) == jobs(failed) && !jobs(before).isEmpty, "\(before)")
         let done = try CommandRunner.run(["queue", "list", queue, "--state", "done", "--json"])
         let sources = done.stdout.split(separator: "\n").compactMap {
             (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["id"] as? String
@@ -174,8 +178,9 @@ import Testing
         #expect(worker.waitForExit(seconds: 30) == 0, "\(worker.log)")
     }
 
-    /// The worker's last status line and `queue status` count the same jobs under the same words: a
-    /// delivery that is no image lands in failed/, so both call it discarded.
+    /// The worker's last status line and `queue status` count the same jobs under the same words,
+    /// the folders' own: a delivery that is no image is skipped into done/, so both count it done,
+    /// and a failure for good is `failed` in both.
     @Test func theStatusLineAndQueueStatusAgree() throws {
         InboxDelivery.deliver(Fixtures.data("images/formats/tiny.png"), to: queue + "/inbox", as: "tiny.png")
         InboxDelivery.deliver(Fixtures.data("hostile/truncated.jpg"), to: queue + "/inbox", as: "broken.jpg")
@@ -193,9 +198,15 @@ import Testing
         let queueStatus = try CommandRunner.run(["queue", "status", queue, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(queueStatus.stdout.utf8)) as? [String: Any])
         let counts = try #require(object["counts"] as? [String: Int], "\(queueStatus.stdout)")
-        #expect(counts["done"] == 1 && counts["discarded"] == 2, "\(counts)")
-        #expect(count("done") == counts["done"] && count("discarded") == counts["discarded"], "\(last) against \(counts)")
-        #expect(count("cancelled") == 0 && last["failed"] == nil, "\(last)")
+        #expect(counts["done"] == 2 && counts["failed"] == 1, "\(counts)")
+        #expect(count("done") == counts["done"] && count("failed") == counts["failed"], "\(last) against \(counts)")
+        #expect(count("cancelled") == 0 && last["discarded"] == nil, "\(last)")
+        // The log's line for each job is its outcome, in the same words.
+        let outcomes = run.stderr.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }.filter { $0["source"] != nil }.compactMap { object in (object["source"] as? String).map { ($0, object["message"] as? String ?? "") } }
+        let byJob = Dictionary(outcomes, uniquingKeysWith: { $1 })
+        #expect(byJob["tiny.png"] == "done" && byJob["notes.txt"] == "skipped" && byJob["broken.jpg"] == "failed", "\(byJob)")
     }
 
     @Test func commandsThatDoNotApplyToAKindOfQueueSaySo() throws {

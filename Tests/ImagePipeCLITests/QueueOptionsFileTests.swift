@@ -51,10 +51,10 @@ import Testing
 
         let status = try CommandRunner.run(["queue", "status", queue])
         let lines = status.stdout.split(separator: "\n").map(String.init)
-        for expected in ["waiting\t0", "done\t2", "discarded\t1", "options_without_original\t1"] {
+        for expected in ["waiting\t0", "done\t2", "failed\t1", "options_without_original\t1"] {
             #expect(lines.contains(expected), "\(expected) in\n\(status.stdout)")
         }
-        #expect(lines.contains { $0.hasPrefix("bad.png\tdiscarded\t") && $0.contains("invalid_job_options: bad.png.options.json") })
+        #expect(lines.contains { $0.hasPrefix("bad.png\tfailed\t") && $0.contains("invalid_job_options: bad.png.options.json") })
 
         // Put right where it failed, sent back, and done with its point.
         directory.write("queue/failed/bad.png.options.json", #"{"focus": [0.92, 0.5]}"#)

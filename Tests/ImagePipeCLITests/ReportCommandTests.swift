@@ -41,6 +41,25 @@ import Testing
         #expect(html.contains("large: \(large.width)x\(large.height) jpeg, \(BatchSummary.formatBytes(large.bytes)), q\(quality), score"))
     }
 
+    /// A name longer than its place is clipped with an ellipsis, and shown whole on hover: the
+    /// card's source name by CSS, a chart label (SVG text neither wraps nor clips) in its text.
+    @Test func namesItClipsEndInAnEllipsisAndShowWholeOnHover() throws {
+        let long = "IMG_20240512_183045_HDR_edited_by_someone_with_a_long_name.jpg"
+        CommandRunner.copyFixture("images/formats/tiny.png", to: directory, as: "src/" + long)
+        let variant = "thumbnail_for_the_gallery_page"
+        let batch = try CommandRunner.run([
+            "batch", directory.url("src"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl"),
+            "--variant", "\(variant)=64x64,webp,q70",
+        ])
+        #expect(batch.status == 0, "\(batch.stderr)")
+        #expect(try CommandRunner.run(["report", directory.url("m.jsonl"), "-o", directory.url("report.html")]).status == 0)
+        let html = try String(contentsOfFile: directory.url("report.html"), encoding: .utf8)
+        #expect(html.contains("<b class=\"name\" title=\"\(long)\">\(long)</b>"), "the card's name, whole in its title")
+        #expect(html.contains(".name{display:block;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"))
+        #expect(html.contains("<title>\(variant)</title>\(variant.prefix(15))…</text>"), "the chart's label, clipped with an ellipsis")
+        #expect(html.contains(">originals</text>"), "a short label stays whole")
+    }
+
     @Test(.requires(.chromium))
     func chromiumRendersThePageWithItsTotals() throws {
         try makeRun()

@@ -24,11 +24,49 @@ import Glibc
         #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
         let lines = output.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("sandbox: applied") == true, "\(output.stdout)")
-        for probe in ["socket", "connect", "open-passwd", "create-file", "exec", "signal-parent", "unshare"] {
+        let probes = [
+            "socket", "connect", "open-passwd", "create-file", "exec", "signal-parent", "unshare", "capabilities", "clock-adjust", "clock-set",
+            "sched-fifo", "nice-negative", "ioprio-realtime", "mlock", "fifreeze", "ioctl-unlisted", "stat", "stat-empty-path-flag", "access",
+            "readlink", "open-path", "unlisted-call", "unknown-call",
+        ]
+        for probe in probes {
             let line = lines.first { $0.hasPrefix(probe + ": ") }
             #expect(line?.hasPrefix("\(probe): refused") == true, "\(probe): \(line ?? "missing")")
         }
+        // A call newer than the filter answers as on an older kernel; every other refusal is EPERM.
+        #expect(lines.contains { $0.hasPrefix("unknown-call: refused (Function not implemented)") }, "\(output.stdout)")
+        #expect(lines.contains { $0.hasPrefix("fifreeze: refused (Operation not permitted)") }, "\(output.stdout)")
         #expect(!output.stdout.contains("ALLOWED"), "\(output.stdout)")
+        // The tests run as root, as CI does: the self-test gives up root as a helper does.
+        if getuid() == 0 {
+            #expect(
+                lines.first?.contains("runs as nobody (65534:65534)") == true || lines.first?.contains("runs as imagepipe (") == true,
+                "\(output.stdout)")
+            #expect(lines.contains { $0.hasPrefix("capabilities: refused") && $0.contains("effective 0, permitted 0, ambient 0, bounding 0") })
+        }
+    }
+
+    /// What `version --verbose` tells an operator: the image libraries a helper loads, as the files
+    /// and Debian packages they are, and what the sandbox does on this kernel.
+    @Test func versionVerboseNamesTheLinkedImageLibrariesAndTheSandboxOfThisKernel() throws {
+        let output = try CommandRunner.run(["version", "--verbose"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let text = output.stdout
+        // libvips with its version, and the codecs it loads, each with the Debian package and its update.
+        #expect(text.contains("  libvips 8."), "\(text)")
+        for library in ["libheif", "libde265", "libjpeg", "libpng16", "libwebp", "libtiff"] {
+            let line = text.split(separator: "\n").first { $0.hasPrefix("  \(library):") }
+            #expect(line?.contains("Debian ") == true && line?.contains(".so") == true, "\(library): \(line ?? "missing")")
+        }
+        #expect(text.contains("libvips42 8.14.1-3+deb12u"), "the package and its update: \(text)")
+        #expect(text.contains("seccomp: filters that trap and refuse (an allow-list of"), "\(text)")
+        #expect(text.contains("Landlock: ABI "), "\(text)")
+        // Run as root, as CI runs the tests: helpers would give it up.
+        if getuid() == 0 {
+            #expect(text.contains("image helpers run as: nobody (65534:65534)") || text.contains("image helpers run as: imagepipe ("), "\(text)")
+        } else {
+            #expect(text.contains("image helpers run as: this user (uid \(getuid()))"), "\(text)")
+        }
     }
 
     @Test func helpersAreSandboxedForksOfAZygoteAndHoldNoSecretAndNoDescriptorOfTheWorkers() throws {

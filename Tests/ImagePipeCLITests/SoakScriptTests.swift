@@ -29,18 +29,22 @@ import Testing
         let delivered = try #require(summary["delivered"] as? Int), done = try #require(summary["done"] as? Int)
         let failed = try #require(summary["failed"] as? Int)
         #expect(delivered >= 10 && delivered == done + failed)
-        #expect(failed == delivered / 5, "every fifth delivery is a bad file")
+        // Every fifth delivery is a bad file, in turn truncated.jpg, empty.jpg, notes.txt and
+        // truncated.png: empty.jpg and notes.txt, no images whatever their names, are skipped into
+        // done/, the others fail.
+        #expect(failed == (0..<(delivered / 5)).count { $0 % 4 == 0 || $0 % 4 == 3 })
         #expect(summary["exit_status"] as? Int == 0, "the worker stops cleanly on SIGTERM")
         // The goals that do not depend on how long the run was hold in a short one too.
         let goals = try #require(summary["goals"] as? [[String: Any]])
         #expect(goals.count == 8)
         for goal in goals { #expect(goal["held"] as? Bool == true, "\(goal)") }
-        // The bad files went to failed/ with their reasons.
-        for (name, code) in [("00005-truncated.jpg", "corrupt_image"), ("00010-empty.jpg", "empty_file")] {
-            let record = try Data(contentsOf: URL(fileURLWithPath: directory.url("soak/queue/failed/\(name).error.json")))
-            let error = try #require(try JSONSerialization.jsonObject(with: record) as? [String: Any])
-            #expect(error["error_code"] as? String == code)
-        }
+        // The damaged file went to failed/ with its reason, the empty one to done/, skipped.
+        let failure = try Data(contentsOf: URL(fileURLWithPath: directory.url("soak/queue/failed/00005-truncated.jpg.error.json")))
+        let error = try #require(try JSONSerialization.jsonObject(with: failure) as? [String: Any])
+        #expect(error["error_code"] as? String == "corrupt_image")
+        let skip = try Data(contentsOf: URL(fileURLWithPath: directory.url("soak/queue/done/00010-empty.jpg.json")))
+        let skipped = try #require(try JSONSerialization.jsonObject(with: skip) as? [String: Any])
+        #expect(skipped["status"] as? String == "skipped" && skipped["skip_code"] as? String == "not_an_image", "\(skipped)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url("soak/queue/processing")).isEmpty)
     }
 

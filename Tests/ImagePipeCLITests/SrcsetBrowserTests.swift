@@ -1,10 +1,12 @@
-// The markup `imagepipe srcset` prints, rendered by headless Chromium: which file a browser loads at 1x and 2x.
+// The markup `imagepipe srcset` prints, rendered by headless Chromium: which file a browser loads at 1x and 2x, and what it shows before.
 import Foundation
 import ImagePipe
 import ImagePipeTestSupport
+import ImagePipeVipsTestSupport
 import Testing
 
-/// A browser that takes WebP must never get a smaller picture than one that takes only the fallback.
+/// A browser that takes WebP must never get a smaller picture than one that takes only the fallback,
+/// and shows the placeholder's picture until the image arrives.
 @Suite(.offThePool) struct SrcsetBrowserTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-srcset-browser")
 
@@ -56,5 +58,48 @@ import Testing
         // At 1x in 800 px the WebP is enough and is what loads; at 2x it takes the 1800 px file.
         #expect(try loaded(html, width: 800, scale: 1, page: "modern.html").hasSuffix("photo-medium.webp"))
         #expect(try loaded(html, width: 800, scale: 2, page: "modern.html").hasSuffix("photo-large.jpg"))
+    }
+
+    /// Before a picture arrives the page shows its placeholder's picture, with no script: Chromium
+    /// paints the `<img>`'s background, the ThumbHash's few pixels stretched over the box. Here the
+    /// variants' URLs lead nowhere, so the box shows what it shows until an image loads. At the
+    /// centre of each of the tiny PNG's pixels the screenshot has that pixel's colour (within a
+    /// level, measured), and those differ across the box: a picture, not the flat colour of old.
+    @Test(.requires(.chromium))
+    func thePlaceholdersPictureShowsBeforeTheImageLoads() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "in/photo.jpg")
+        let batch = try CommandRunner.run(["batch", directory.url("in"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl")])
+        #expect(batch.status == 0, "\(batch.stderr)")
+        let srcset = try CommandRunner.run(["srcset", directory.url("m.jsonl"), "--base-url", "/nowhere"])
+        #expect(srcset.status == 0 && srcset.stdout.contains("background-image:url(data:image/png;base64,"), "\(srcset.stdout)")
+        let uri = try #require(try ManifestReader.read(directory.url("m.jsonl")).first?.placeholder?.dataURI)
+        let png = try #require(Data(base64Encoded: String(uri.dropFirst("data:image/png;base64,".count))))
+        let tiny = try VipsProbe.decode(png), grid = tiny.size
+
+        // The 900x600 photo in a box 700 px wide: 700x467.
+        directory.write(
+            "waiting.html",
+            "<!DOCTYPE html><html><head><style>body{margin:0;background:#fff}img{display:block;width:700px;height:auto}</style></head>"
+                + "<body>\(srcset.stdout)</body></html>")
+        _ = try CommandRunner.run(
+            executable: "/usr/bin/chromium",
+            [
+                "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", "--user-data-dir=" + directory.url("profile"),
+                "--window-size=700,500", "--force-device-scale-factor=1", "--screenshot=" + directory.url("shot.png"),
+                "file://" + directory.url("waiting.html"),
+            ])
+        let shot = try VipsProbe.decode(try Data(contentsOf: URL(fileURLWithPath: directory.url("shot.png"))))
+        var differences: [Double] = [], lightness: [Double] = []
+        for row in 0..<grid.height {
+            for column in 0..<grid.width {
+                let x = Int((Double(column) + 0.5) * 700 / Double(grid.width)), y = Int((Double(row) + 0.5) * 467 / Double(grid.height))
+                let painted = shot.pixel(x: x, y: y).prefix(3), expected = tiny.pixel(x: column, y: row).prefix(3)
+                differences += zip(painted, expected).map { abs($0 - $1) }
+                lightness.append(painted.reduce(0, +) / 3)
+            }
+        }
+        let mean = differences.reduce(0, +) / Double(differences.count)
+        #expect(mean < 8, "the box shows the placeholder's picture: \(mean) levels from its pixels on average")
+        #expect((lightness.max() ?? 0) - (lightness.min() ?? 0) > 40, "a picture, not one colour: \(lightness)")
     }
 }

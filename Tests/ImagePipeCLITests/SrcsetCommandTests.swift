@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipe
 import ImagePipeTestSupport
 import Testing
 
@@ -25,6 +26,9 @@ import Testing
             let placeholder = try #require(record["placeholder"] as? [String: String])
             #expect(placeholder["color"]?.range(of: "^#[0-9a-f]{6}$", options: .regularExpression) != nil)
             #expect(Data(base64Encoded: placeholder["thumbhash"] ?? "")?.count ?? 0 >= 5)
+            // The picture a page shows with no script: a PNG small enough to inline in every record.
+            let picture = try #require(placeholder["data_uri"])
+            #expect(picture.hasPrefix("data:image/png;base64,") && picture.utf8.count < 300, "\(picture)")
             let variants = try #require(record["variants"] as? [[String: Any]])
             let auto = try #require(variants.first { $0["name"] as? String == "big-webp" })
             #expect((auto["score"] as? Double ?? 0) >= 70 && auto["quality"] as? Int != nil && (auto["encodes"] as? Int ?? 0) >= 1)
@@ -46,6 +50,8 @@ import Testing
                     options: .regularExpression) != nil, "\(picture)")
             #expect(picture.contains("sizes=\"(max-width: 800px) 100vw, 800px\""))
             #expect(picture.contains("data-thumbhash=\"") && picture.contains("background-color:#"))
+            #expect(picture.contains(";background-image:url(data:image/png;base64,"), "\(picture)")
+            #expect(picture.contains("loading=\"lazy\"") && !picture.contains("fetchpriority"), "lazy unless --eager")
             #expect(!picture.contains("-sq."), "the square crop is left out of the srcsets")
         }
         #expect(output.stdout.contains("turned &amp; co"), "names are escaped")
@@ -88,8 +94,67 @@ import Testing
                 || rooted.stdout.contains("\"url\":\"/images/photo-big.jpg\""), "\(rooted.stdout)")
     }
 
+    /// A local folder a web server or CDN serves (quick start 2's upload inbox): with
+    /// `--public-base-url`, a batch's manifest, a re-run's, a queue's records and the markup carry
+    /// `BASE/KEY` URLs, the key percent-encoded as a bucket's, instead of `file://` ones.
+    @Test func aServedLocalFolderRecordsItsPublicURLs() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "in/photo.jpg")
+        CommandRunner.copyFixture("images/formats/tall.jpg", to: directory, as: "in/trip/turned & co.jpg")
+        let base = "https://img.example.com/media/"
+        let batch = [
+            "batch", directory.url("in"), "--dest", directory.url("out"), "--public-base-url", base,
+            "--manifest", directory.url("m.jsonl"), "--variant", "small=400x,jpeg,q80", "--variant", "big=800x,webp,q70",
+        ]
+        func urls() throws -> [String: [String]] {
+            let lines = try String(contentsOfFile: directory.url("m.jsonl"), encoding: .utf8).split(separator: "\n")
+            var found: [String: [String]] = [:]
+            for line in lines {
+                let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                let variants = try #require(record["variants"] as? [[String: Any]])
+                found[record["source"] as? String ?? ""] = variants.compactMap { $0["url"] as? String }
+            }
+            return found
+        }
+        let expected = [
+            "photo.jpg": ["https://img.example.com/media/photo-small.jpg", "https://img.example.com/media/photo-big.webp"],
+            "trip/turned & co.jpg": [
+                "https://img.example.com/media/trip/turned%20%26%20co-small.jpg", "https://img.example.com/media/trip/turned%20%26%20co-big.webp",
+            ],
+        ]
+        let first = try CommandRunner.run(batch)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try urls() == expected)
+        #expect(FileManager.default.fileExists(atPath: directory.url("out/trip/turned & co-small.jpg")), "the files are where they were")
+
+        // A re-run finds everything in place and records the same URLs.
+        let again = try CommandRunner.run(batch)
+        #expect(again.stderr.contains("0 done, 0 failed, 2 skipped"), "\(again.stderr)")
+        #expect(try urls() == expected)
+
+        // The markup needs no --base-url, and says nothing of file:// URLs.
+        let markup = try CommandRunner.run(["srcset", directory.url("m.jsonl")])
+        #expect(markup.status == 0 && markup.stderr.isEmpty, "\(markup.stderr)")
+        #expect(markup.stdout.contains("https://img.example.com/media/trip/turned%20%26%20co-small.jpg 150w"), "\(markup.stdout)")
+        #expect(!markup.stdout.contains("file://"), "\(markup.stdout)")
+
+        // A queue's worker records them too, in the record its application reads.
+        InboxDelivery.deliver(Fixtures.data("images/formats/landscape.jpg"), to: directory.url("queue/inbox"), as: "upload 1.jpg")
+        let watch = try CommandRunner.run([
+            "watch", directory.url("queue"), "--dest", directory.url("served"), "--public-base-url", "https://img.example.com",
+            "--key", "{hash}/{variant}.{ext}", "--variant", "small=400x,jpeg,q80", "--jobs", "1", "--exit-when-empty",
+        ])
+        #expect(watch.status == 0, "\(watch.stderr)")
+        let record = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.url("queue/done/upload 1.jpg.json"))))
+                as? [String: Any])
+        let hash = SHA256Digest.hash(Fixtures.data("images/formats/landscape.jpg")).hex.prefix(16)
+        #expect((record["variants"] as? [[String: Any]])?.first?["url"] as? String == "https://img.example.com/\(hash)/small.jpg", "\(record)")
+        #expect((record["placeholder"] as? [String: String])?["data_uri"]?.hasPrefix("data:image/png;base64,") == true, "\(record)")
+    }
+
     @Test func jsonGivesTheSameForATemplateEngine() throws {
-        let output = try CommandRunner.run(["srcset", try batch(), "--json"])
+        let manifest = try ManifestReader.read(try batch())
+        let output = try CommandRunner.run(["srcset", directory.url("m.jsonl"), "--json"])
         #expect(output.status == 0, "\(output.stderr)")
         for line in output.stdout.split(separator: "\n") {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -99,6 +164,75 @@ import Testing
             #expect(widths == [400, 800])
             #expect((object["crops"] as? [[String: Any]])?.first?["variant"] as? String == "sq")
             #expect((object["placeholder"] as? [String: String])?["thumbhash"] != nil)
+            // The placeholder's picture, ready for Next.js's blurDataURL, as the manifest records it.
+            let recorded = manifest.first { $0.source == object["source"] as? String }?.placeholder?.dataURI
+            #expect(recorded != nil && (object["placeholder"] as? [String: String])?["data_uri"] == recorded)
+            #expect(object["eager"] == nil)
+        }
+    }
+
+    /// `--eager N`: the first N pictures load at once and first (the page's largest paint), the rest
+    /// lazily; in HTML and in JSON. A negative count is refused, saying so.
+    @Test func eagerMarksTheFirstPicturesOnly() throws {
+        let manifest = try batch()
+        let output = try CommandRunner.run(["srcset", manifest, "--eager", "1"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let images = output.stdout.split(separator: "\n").filter { $0.contains("<img ") }
+        #expect(images.count == 2)
+        #expect(images[0].contains("loading=\"eager\" fetchpriority=\"high\"") && !images[0].contains("lazy"), "\(images[0])")
+        #expect(images[1].contains("loading=\"lazy\"") && !images[1].contains("eager") && !images[1].contains("fetchpriority"), "\(images[1])")
+        // More than there are: every one.
+        let all = try CommandRunner.run(["srcset", manifest, "--eager", "5"])
+        #expect(all.stdout.components(separatedBy: "fetchpriority=\"high\"").count == 3 && !all.stdout.contains("lazy"))
+
+        let json = try CommandRunner.run(["srcset", manifest, "--eager", "1", "--json"])
+        let objects = try json.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.map { $0["eager"] as? Bool } == [true, nil], "\(json.stdout)")
+
+        for refused in [["--eager", "-1"], ["--eager=-3"]] {
+            let negative = try CommandRunner.run(["srcset", manifest] + refused)
+            #expect(negative.status == 2 && negative.stdout.isEmpty, "\(refused)")
+            #expect(negative.stderr.contains("imagepipe: error: --eager cannot be negative"), "\(negative.stderr)")
+        }
+    }
+
+    /// A manifest written before records carried the picture still gives it, made from its ThumbHash:
+    /// the same as a new record's. A transparent original's HTML has its colour alone (its picture
+    /// would show through it once loaded), while its JSON has the picture for a page that removes it.
+    @Test func anEarlierManifestGetsThePictureAndATransparentOriginalItsColourAlone() throws {
+        CommandRunner.copyFixture("images/formats/landscape.jpg", to: directory, as: "in/photo.jpg")
+        CommandRunner.copyFixture("images/formats/alpha.png", to: directory, as: "in/logo.png")
+        let run = try CommandRunner.run([
+            "batch", directory.url("in"), "--dest", directory.url("out"), "--manifest", directory.url("m.jsonl"), "--variant", "big=800x,png",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = try String(contentsOfFile: directory.url("m.jsonl"), encoding: .utf8).split(separator: "\n")
+        var pictures: [String: String] = [:]
+        var earlier: [String] = []
+        for line in lines {
+            var record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            var placeholder = try #require(record["placeholder"] as? [String: String])
+            pictures[record["source"] as? String ?? ""] = placeholder.removeValue(forKey: "data_uri")
+            record["placeholder"] = placeholder
+            earlier.append(String(decoding: try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]), as: UTF8.self))
+        }
+        #expect(!earlier.joined().contains("data_uri") && pictures.count == 2)
+        directory.write("earlier.jsonl", earlier.joined(separator: "\n") + "\n")
+
+        let html = try CommandRunner.run(["srcset", directory.url("earlier.jsonl"), "--base-url", "/img"])
+        #expect(html.status == 0, "\(html.stderr)")
+        let byName = Dictionary(uniqueKeysWithValues: html.stdout.components(separatedBy: "<!-- ").dropFirst().map { ($0.prefix { $0 != " " }, $0) })
+        let photo = try #require(byName["photo.jpg"]), logo = try #require(byName["logo.png"])
+        #expect(photo.contains("background-image:url(\(try #require(pictures["photo.jpg"])))"), "\(photo)")
+        #expect(logo.contains("background-color:#") && !logo.contains("background-image"), "\(logo)")
+
+        let json = try CommandRunner.run(["srcset", directory.url("earlier.jsonl"), "--base-url", "/img", "--json"])
+        for line in json.stdout.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let source = object["source"] as? String ?? ""
+            #expect((object["placeholder"] as? [String: String])?["data_uri"] == pictures[source], "\(source)")
         }
     }
 }

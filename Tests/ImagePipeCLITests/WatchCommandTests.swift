@@ -133,9 +133,9 @@ import Testing
             names[name] = true
         }
         deliver("hostile/truncated.jpg", as: "burst/broken.jpg")
-        deliver("hostile/text.jpg", as: "burst/text.jpg")
+        deliver("hostile/truncated.png", as: "burst/broken.png")
         names["burst/broken.jpg"] = false
-        names["burst/text.jpg"] = false
+        names["burst/broken.png"] = false
 
         let first = try start(log: "first.log")
         #expect(eventually { files("done").count >= 6 })
@@ -321,8 +321,8 @@ import Testing
 
     @Test func retrySendsFailedJobsBackToARunningWorker() throws {
         let worker = try startWatching(log: "worker.log")
-        deliver("hostile/text.jpg", as: "2024/photo.jpg")
-        deliver("hostile/text.jpg", as: "other.jpg")
+        deliver("hostile/truncated.jpg", as: "2024/photo.jpg")
+        deliver("hostile/truncated.jpg", as: "other.jpg")
         #expect(eventually { files("failed").count == 4 }, "\(worker.log)")
         // The cause is put right (here: the file itself), then the job is sent back.
         try Data(contentsOf: URL(fileURLWithPath: CommandRunner.fixtures + "/images/formats/tiny.png"))
@@ -337,7 +337,7 @@ import Testing
 
         let all = try CommandRunner.run(["retry", queue])
         #expect(all.status == 0 && all.stdout == "failed/other.jpg -> inbox/other.jpg\n")
-        // Still not an image: it fails again, with a record of its own.
+        // Still damaged: it fails again, with a record of its own.
         #expect(eventually { files("failed") == ["other.jpg", "other.jpg.error.json"] && files("inbox").isEmpty }, "\(worker.log)")
         worker.send(SIGTERM)
         #expect(worker.waitForExit(seconds: 30) == 0)

@@ -81,8 +81,8 @@ import Testing
 
         let status = try CommandRunner.run(["queue", "status", queue])
         #expect(status.status == 0)
-        #expect(status.stdout.contains("discarded\t1\n"), "\(status.stdout)")
-        let line = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("stuck.png\tdiscarded\t") }, "\(status.stdout)")
+        #expect(status.stdout.contains("failed\t1\n"), "\(status.stdout)")
+        let line = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("stuck.png\tfailed\t") }, "\(status.stdout)")
         #expect(line.hasSuffix("\tafter 3 attempts, worker_crashed: \(record.error)"), "\(line)")
 
         // Sent back, it starts again with nothing counted.

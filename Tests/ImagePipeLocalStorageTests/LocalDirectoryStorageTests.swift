@@ -134,7 +134,8 @@ import Testing
         _ = write(fd, "bytes", 5)
         return LocalDirectoryStorage.WrittenFile(
             fd: fd, temporary: temporary, path: path, directory: directory,
-            object: object ?? StorageObject(key: key, body: Data(), contentType: "image/jpeg"), bytes: 5)
+            object: object ?? StorageObject(key: key, body: Data(), contentType: "image/jpeg"), bytes: 5,
+            url: LocalPath.fileURL(path))
     }
 
     @Test func whenADirectoryCannotBeSyncedAPutThatFoundItsFileInPlaceFailsTooAndKeepsIt() throws {

@@ -19,9 +19,14 @@ import Testing
         _ = try storage.put(
             StorageObject(
                 key: stem + "-large.jpg", body: Data("output of \(bytes)".utf8), contentType: "image/jpeg",
-                origin: Origin(sha256: SHA256Digest.hash(Data(bytes.utf8)).hex, source: name, variant: "large=64x64,jpeg,q80"),
+                origin: Origin(
+                    sha256: SHA256Digest.hash(Data(bytes.utf8)).hex, source: name, variant: "large=64x64,jpeg,q80",
+                    location: directory.url("src/" + name)),
                 policy: .replaceAny))
     }
+
+    /// The sources' folder, as prune is given it.
+    var places: SourcePlaces { SourcePlaces(inputs: [directory.url("src")]) }
 
     func scanSources() throws(ImagePipeError) -> SourceDigests {
         let scan = try SourceScanner(root: directory.url("src")).scan()
@@ -31,7 +36,7 @@ import Testing
     @Test func anOutputABatchWritesAfterThePruneLookedAtTheSourcesIsNeverJudgedAnOrphan() throws {
         let storage = LocalDirectoryStorage(root: directory.url("out"))
         try batch("old.jpg", "old pixels", into: storage)
-        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, variants: Self.variants) {
+        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, places: places, variants: Self.variants) {
             () throws(ImagePipeError) in
             let digests = try scanSources()
             // An upload arrives and a batch makes its output right after the prune's look at the sources.
@@ -53,7 +58,7 @@ import Testing
         // The original is edited and the other deleted: both outputs are stale now.
         directory.write("src/photo.jpg", Data("second pixels".utf8))
         try FileManager.default.removeItem(atPath: directory.url("src/gone.jpg"))
-        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, variants: Self.variants) {
+        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, places: places, variants: Self.variants) {
             () throws(ImagePipeError) in ((), try scanSources())
         }
         #expect(plan.deletions.map(\.key) == ["gone-large.jpg", "photo-large.jpg"], "\(plan.entries)")
@@ -68,7 +73,8 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.url("out/photo-large.jpg"))) == Data("output of second pixels".utf8))
         #expect(
             deletion.summary(of: plan)
-                == "0 outputs kept, 2 to delete (orphaned: 1, changed: 1, dropped variant: 0), 0 foreign left alone: "
+                == "0 outputs kept, 2 to delete (orphaned: 1, changed: 1, dropped variant: 0), "
+                + "left alone (made from other sources: 0, foreign: 0): "
                 + "1 deleted, 1 left, written again since they were judged")
     }
 
@@ -78,7 +84,7 @@ import Testing
             try batch(name, "first \(name)", into: storage)
             directory.write("src/" + name, Data("edited \(name)".utf8))
         }
-        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, variants: Self.variants) {
+        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, places: places, variants: Self.variants) {
             () throws(ImagePipeError) in ((), try scanSources())
         }
         #expect(plan.deletions.map(\.verdict) == [.changed, .changed, .changed])
@@ -95,7 +101,7 @@ import Testing
         let storage = LocalDirectoryStorage(root: directory.url("out"))
         try batch("gone.jpg", "gone pixels", into: storage)
         try FileManager.default.removeItem(atPath: directory.url("src/gone.jpg"))
-        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, variants: Self.variants) {
+        let (plan, _) = try PruneSurvey.plan(of: storage, pageSize: 1000, lookups: 4, places: places, variants: Self.variants) {
             () throws(ImagePipeError) in ((), try scanSources())
         }
         #expect(plan.deletions.map(\.key) == ["gone-large.jpg"])

@@ -35,12 +35,15 @@ import CoreMetrics
         metrics.jobFinished(JobResult(source: "b.jpg", status: .failed, error: ImagePipeError(.corruptImage, "corrupt or truncated image data")))
         metrics.jobFinished(.skipped("c.jpg", .upToDate, reason: "every output is in place"))
         metrics.jobRetrying(JobResult(source: "d.jpg", status: .failed, error: ImagePipeError(.storageUnavailable, "503 Slow Down")))
+        // Cancelled while it failed to decode: its fate is `cancelled`, not a failure.
+        metrics.jobCancelled(JobResult(source: "e.jpg", status: .failed, error: ImagePipeError(.corruptImage, "cut short")))
 
         let scrape = PrometheusText(registry.emitToString())
         #expect(scrape.value("imagepipe_jobs_total", ["outcome": "done", "error_code": ""]) == 1, "\(scrape.text)")
         #expect(scrape.value("imagepipe_jobs_total", ["outcome": "failed", "error_code": "corrupt_image"]) == 1)
         #expect(scrape.value("imagepipe_jobs_total", ["outcome": "skipped"]) == 1)
-        #expect(scrape.sum("imagepipe_jobs_total") == 3, "a retry is not a finished job")
+        #expect(scrape.value("imagepipe_jobs_total", ["outcome": "cancelled", "error_code": ""]) == 1, "\(scrape.text)")
+        #expect(scrape.sum("imagepipe_jobs_total") == 4, "a retry is not a finished job")
         #expect(scrape.value("imagepipe_job_retries_total", ["error_code": "storage_unavailable"]) == 1)
         #expect(scrape.value("imagepipe_input_bytes_total") == 1000)
         #expect(scrape.value("imagepipe_output_bytes_total", ["format": "jpeg"]) == 300)

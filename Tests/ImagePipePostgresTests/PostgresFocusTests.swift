@@ -38,7 +38,7 @@ struct PostgresFocusTests {
             "SELECT state, coalesce(result->>'error_code', ''), coalesce(result->>'error', '') FROM imagepipe.jobs ORDER BY id"
         ).split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
         #expect(rows.count == 3 && rows[0][0] == "done" && rows[1][0] == "done", "\(rows)")
-        #expect(rows.last?[0] == "discarded" && rows.last?[1] == "invalid_job_options", "\(rows)")
+        #expect(rows.last?[0] == "failed" && rows.last?[1] == "invalid_job_options", "\(rows)")
         #expect(rows.last?[2].contains("[1.5,0.5]") == true, "the reason shows the value: \(rows)")
         let kept = try VipsProbe.colouredPixels(Data(contentsOf: URL(fileURLWithPath: fixture.directory.url("out/near-t.png"))))
         let lost = try VipsProbe.colouredPixels(Data(contentsOf: URL(fileURLWithPath: fixture.directory.url("out/far-t.png"))))

@@ -53,7 +53,7 @@ struct PostgresHelperCrashTests {
             return kills
         }
         #expect(kills == ["killed", "killed"], "\(kills): \(worker.log)")
-        #expect(await eventually(seconds: 120) { ((try? fixture.states()) ?? [:])["discarded"] == 1 }, "\(worker.log)")
+        #expect(await eventually(seconds: 120) { ((try? fixture.states()) ?? [:])["failed"] == 1 }, "\(worker.log)")
         let row = try fixture.sql(
             "SELECT attempt, result->>'error_code', jsonb_array_length(errors), errors->0->>'error', errors->1->>'error' FROM imagepipe.jobs")
         let fields = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }

@@ -60,7 +60,7 @@ import Testing
 
     @Test func aQueuedObjectURLIsReadThroughTheWorkersSourceRepositories() async throws {
         let sources = InMemorySources(buckets: ["uploads"])
-        _ = sources.put(Data("the original".utf8), bucket: "uploads", key: "2024/trip/a.jpg")
+        _ = sources.put(ScriptedCompressor.image("the original"), bucket: "uploads", key: "2024/trip/a.jpg")
         let storage = InMemoryStorage()
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: storage, sources: [sources])
         let job = JobSource.job(for: "s3://uploads/2024/trip/a.jpg", attempt: 2)

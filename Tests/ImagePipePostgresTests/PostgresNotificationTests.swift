@@ -17,7 +17,7 @@ struct PostgresNotificationTests {
             + "/ImagePipeRemoteStorageTests/Support/python"
         let receiver = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret])
         let good = fixture.directory.write("src/a.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
-        let bad = fixture.directory.write("src/broken.jpg", Data("this promises a JPEG and is none\n".utf8))
+        let bad = fixture.directory.write("src/broken.jpg", Fixtures.data("hostile/truncated.jpg"))
         let url = fixture.server.url(database: fixture.database)
         let environment = fixture.server.environment
         let enqueued = try await offPool {
@@ -49,9 +49,9 @@ struct PostgresNotificationTests {
             let stored = try JSONSerialization.jsonObject(with: Data((parts.last ?? "").utf8)) as? [String: Any] ?? [:]
             #expect(stored["source"] as? String == result["source"] as? String && stored["status"] as? String == result["status"] as? String)
             #expect(stored["sha256"] as? String == result["sha256"] as? String)
-            // The event is the row's state: done, or discarded for the failure it will not retry.
+            // The event is the row's state: done, or failed for the failure it will not retry.
             #expect(body["event"] as? String == parts.first, "\(body)")
-            #expect(parts.first == ((result["source"] as? String ?? "").hasSuffix("a.jpg") ? "done" : "discarded"), "\(row)")
+            #expect(parts.first == ((result["source"] as? String ?? "").hasSuffix("a.jpg") ? "done" : "failed"), "\(row)")
         }
     }
 
@@ -77,10 +77,10 @@ struct PostgresNotificationTests {
             + "/ImagePipeRemoteStorageTests/Support/python"
         let down = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret, "--fail", "1000000"])
         let up = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret])
-        // Three done and one discarded: the notices of both settling statements are kept.
+        // Three done and one failed: the notices of both settling statements are kept.
         let sources =
             (1...3).map { fixture.directory.write("src/\($0).jpg", Fixtures.data("images/formats/small-200x150.jpg")) }
-            + [fixture.directory.write("src/broken.jpg", Data("this promises a JPEG and is none\n".utf8))]
+            + [fixture.directory.write("src/broken.jpg", Fixtures.data("hostile/truncated.jpg"))]
         let url = fixture.server.url(database: fixture.database)
         let environment = fixture.server.environment.merging(["IMAGEPIPE_NOTIFY_SECRET": secret]) { $1 }
         let enqueued = try await offPool {
@@ -99,7 +99,7 @@ struct PostgresNotificationTests {
         #expect(
             try await offPool {
                 eventually {
-                    (try? fixture.sql("SELECT count(*) FROM imagepipe.jobs WHERE state IN ('done', 'discarded')")) == "4"
+                    (try? fixture.sql("SELECT count(*) FROM imagepipe.jobs WHERE state IN ('done', 'failed')")) == "4"
                         && self.ids((try? self.received(down)) ?? []).count == 4
                 }
             }, "\(first.log.suffix(2000))")
@@ -119,7 +119,7 @@ struct PostgresNotificationTests {
         #expect(try await offPool { second.waitForExit(seconds: 30) } == 0, "\(second.log.suffix(2000))")
         for request in try received(up) { #expect(request["signature_ok"] as? Bool == true, "\(request)") }
         let events = try received(up).compactMap { ($0["body"] as? [String: Any])?["event"] as? String }.sorted()
-        #expect(events == ["discarded", "done", "done", "done"], "once each")
+        #expect(events == ["done", "done", "done", "failed"], "once each")
         #expect(try fixture.sql("SELECT string_agg(attempt::text, ',') FROM imagepipe.jobs") == "1,1,1,1", "no job ran again")
     }
 }

@@ -85,16 +85,16 @@ struct PostgresQueueCommandTests {
         #expect(try await run(fixture, ["enqueue", url, broken]).status == 0)
         let first = try worker(fixture, "worker", ["--exit-when-empty"])
         #expect(try await offPool { first.waitForExit(seconds: 60) } == 0, "\(first.log)")
-        let discarded = try await run(fixture, ["queue", "list", url, "--state", "discarded"])
+        let discarded = try await run(fixture, ["queue", "list", url, "--state", "failed"])
         #expect(discarded.status == 0, "\(discarded)")
         let fields = discarded.stdout.split(separator: "\n").first?.split(separator: "\t").map(String.init) ?? []
-        #expect(fields.count == 5 && fields[1] == "discarded" && fields[3] == broken, "\(discarded.stdout)")
+        #expect(fields.count == 5 && fields[1] == "failed" && fields[3] == broken, "\(discarded.stdout)")
         #expect(fields.last?.hasPrefix("after 1 attempt, corrupt_image: ") == true, "\(fields)")
         // Every state, as without --state, and two of them: the same job, once (its age aside).
         func withoutAge(_ text: String) -> [[String]] {
             text.split(separator: "\n").map { line in line.split(separator: "\t").enumerated().filter { $0.offset != 2 }.map { String($0.element) } }
         }
-        for states in [[], ["--state", "waiting", "--state", "discarded"]] {
+        for states in [[], ["--state", "waiting", "--state", "failed"]] {
             let all = try await run(fixture, ["queue", "list", url] + states)
             #expect(all.status == 0 && withoutAge(all.stdout) == withoutAge(discarded.stdout), "\(states): \(all)")
         }
@@ -110,10 +110,10 @@ struct PostgresQueueCommandTests {
         #expect(named.status == 2 && named.stderr.contains("'photo.jpg' is not a job ID: a PostgreSQL queue's jobs are numbered"), "\(named)")
         let status = try await run(fixture, ["queue", "status", url, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], "\(status)")
-        #expect(object["counts"] as? [String: Int] == ["waiting": 0, "running": 0, "done": 0, "discarded": 1, "cancelled": 1])
+        #expect(object["counts"] as? [String: Int] == ["waiting": 0, "running": 0, "done": 0, "failed": 1, "cancelled": 1])
         // A cancelled job can be run after all; prune deletes cancelled jobs with the other finished ones.
         let retry = try await run(fixture, ["queue", "retry", url, "\(id)"])
-        #expect(retry.status == 0 && retry.stderr.contains("put 1 job(s) back to wait (discarded or cancelled before)"), "\(retry)")
+        #expect(retry.status == 0 && retry.stderr.contains("put 1 job(s) back to wait (failed or cancelled before)"), "\(retry)")
         let unknown = try await run(fixture, ["queue", "retry", url, "999999"])
         #expect(unknown.status == 1 && unknown.stderr.contains("job 999999 was not put back"), "\(unknown)")
         #expect(try fixture.sql("SELECT state, cancel_requested_at IS NULL FROM imagepipe.jobs WHERE id = \(id)") == "waiting|t")
@@ -125,6 +125,33 @@ struct PostgresQueueCommandTests {
     /// A running job held in its first stage (its source is read from a server that answers only when
     /// told) is cancelled: its worker hears of it, the job stops at its next safe point once the read
     /// returns, nothing is stored, and it ends cancelled, not retried.
+    /// A running job whose worker died keeps its row `running` until a worker takes it back:
+    /// `queue status` and `queue list` say it is abandoned and when its lease expired, as they say
+    /// of a dead worker's claim area on a queue directory; a live worker's job is not.
+    @Test func aJobWhoseLeaseExpiredIsShownAbandonedWithTheLeasesExpiry() async throws {
+        let fixture = try PostgresFixture()
+        let url = fixture.server.url(database: fixture.database)
+        let enqueued = try await run(fixture, ["enqueue", url] + sources(fixture, ["dead", "live"]))
+        #expect(enqueued.status == 0, "\(enqueued)")
+        // Claimed as a worker claims: one by a worker that died a while ago, one by a live one.
+        _ = try fixture.sql(
+            """
+            UPDATE imagepipe.jobs SET state = 'running', attempt = 1, started_at = now() - interval '2 minutes',
+                lease_owner = CASE WHEN source LIKE '%dead.png' THEN 'web1-4242-9f1c' ELSE 'web2-77-a0b1' END,
+                lease_expires_at = CASE WHEN source LIKE '%dead.png' THEN timestamptz '2025-06-01 09:00:30+00'
+                                        ELSE now() + interval '1 hour' END
+            """)
+        let expected = "worker web1-4242-9f1c, abandoned: its lease expired at 2025-06-01T09:00:30Z (the next worker to look takes the job back)"
+        for arguments in [["queue", "status", url], ["queue", "list", url, "--state", "running"]] {
+            let output = try await run(fixture, arguments)
+            #expect(output.status == 0, "\(output)")
+            let running = output.stdout.split(separator: "\n").filter { $0.contains("\trunning\t") }
+            #expect(running.count == 2, "\(output.stdout)")
+            #expect(running.contains { $0.hasSuffix("dead.png\tattempt 1, \(expected)") }, "\(arguments): \(output.stdout)")
+            #expect(running.contains { $0.hasSuffix("live.png\tattempt 1, worker web2-77-a0b1") }, "\(arguments): \(output.stdout)")
+        }
+    }
+
     @Test func cancellingARunningJobStopsItAtItsNextSafePointAndRecordsItCancelled() async throws {
         let fixture = try PostgresFixture()
         let url = fixture.server.url(database: fixture.database)
@@ -134,7 +161,7 @@ struct PostgresQueueCommandTests {
         let enqueued = try await run(fixture, ["enqueue", url, "supabase://uploads/2024/photo.jpg"])
         let id = try #require(Int(enqueued.stdout.split(separator: "\t").first ?? ""), "\(enqueued)")
         let running = try worker(
-            fixture, "worker", ["--log-level", "debug"],
+            fixture, "worker", ["--log-level", "debug", "--metrics-address", "127.0.0.1:0"],
             environment: ["SUPABASE_URL": "http://127.0.0.1:\(held.port)", "SUPABASE_SERVICE_ROLE_KEY": "test-key"])
         try await offPool { _ = try held.call(["cmd": "wait_request"]) }
         #expect(try fixture.sql("SELECT state FROM imagepipe.jobs WHERE id = \(id)") == "running")
@@ -157,6 +184,10 @@ struct PostgresQueueCommandTests {
                 == "1|cancelled|failed|cancelled")
         #expect(fixture.directory.files(under: "out").isEmpty, "nothing was stored after the safe point")
         #expect(running.log.contains("cancelled"))
+        // The metrics name its fate as the row and the log do: cancelled, not a failure.
+        let address = try #require(try await offPool { running.monitoringAddress() }, "\(running.log)")
+        let jobs = LoopbackHTTP.get("http://\(address)/metrics").body.split(separator: "\n").filter { $0.hasPrefix("imagepipe_jobs_total{") }
+        #expect(jobs.count == 1 && jobs[0].contains(#"outcome="cancelled""#) && jobs[0].hasSuffix(" 1"), "\(jobs)")
         running.send(SIGTERM)
         #expect(try await offPool { running.waitForExit(seconds: 30) } == 0, "\(running.log)")
         #expect(try fixture.sql("SELECT state, attempt FROM imagepipe.jobs WHERE id = \(id)") == "cancelled|1", "never retried")
@@ -192,7 +223,16 @@ struct PostgresQueueCommandTests {
         #expect(noDatabase.status == 2 && noDatabase.stderr.contains("does not exist") && noDatabase.stderr.contains("createdb"), "\(noDatabase)")
         let noRole = "postgres://nobody_\(fixture.database):x@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
         let wrongRole = try await run(fixture, ["queue", "status", noRole])
-        #expect(wrongRole.status == 2 && wrongRole.stderr.contains("check the role and its password"), "\(wrongRole)")
+        #expect(wrongRole.status == 2 && wrongRole.stderr.contains("check the password in the URL"), "\(wrongRole)")
+        // The server says the same for a wrong password: the hint names the role's two fixes, the
+        // password first (the role made by the set-up page exists), with the role as the URL gives it.
+        let wrongPassword = "postgres://\(role):not-its-password@127.0.0.1:\(fixture.server.port)/\(fixture.database)?sslmode=disable"
+        let refused = try await run(fixture, ["queue", "status", wrongPassword])
+        #expect(refused.status == 2, "\(refused)")
+        #expect(refused.stderr.contains("psql -c \"ALTER ROLE \(role) PASSWORD '...'\""), "\(refused.stderr)")
+        #expect(refused.stderr.contains("psql's \\password \(role)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("if the role does not exist: createuser --pwprompt \(role)"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("not-its-password"), "\(refused.stderr)")
         // No server at the address: the system's reason and what to check, not the driver's nest of types.
         // It is a wrong set-up, exit status 2 as docs/queues.md says of every one, for each command
         // that does not wait for its server.

@@ -45,7 +45,7 @@ extension PostgresQueueTests {
         })
         let running = RunningLoop(
             fixture.loop(try fixture.queue(maxAttempts: 5), compressor: compressor, retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(50))))
-        #expect(try await fixture.eventually { try fixture.states() == ["discarded": 2] })
+        #expect(try await fixture.eventually { try fixture.states() == ["failed": 2] })
         await running.stop()
         let rows = try fixture.sql(
             """

@@ -77,7 +77,7 @@ struct PostgresQueueTests {
         let refused = "FROM imagepipe.jobs WHERE length(source) > 4096"
         #expect(
             try fixture.sql("SELECT state, result->>'error_code', result->>'error', length(result->>'source') \(refused)")
-                == "discarded|unreadable_source|the queued source is longer than the 4096 bytes a source may have|201")
+                == "failed|unreadable_source|the queued source is longer than the 4096 bytes a source may have|201")
         #expect(try fixture.sql("SELECT errors->0->>'error_code' \(refused)") == "unreadable_source")
         await queue.close()
     }
@@ -123,7 +123,7 @@ struct PostgresQueueTests {
         })
         let storage = InMemoryStorage.alwaysFailing(ImagePipeError(.storageUnavailable, "connection refused"))
         let running = RunningLoop(fixture.loop(try fixture.queue(), compressor: compressor, storage: storage))
-        #expect(try await fixture.eventually { try fixture.states() == ["discarded": 2] })
+        #expect(try await fixture.eventually { try fixture.states() == ["failed": 2] })
         await running.stop()
         let rows = try fixture.sql(
             """
@@ -171,6 +171,52 @@ struct PostgresQueueTests {
         let versions = (1...QueueSchema.latestVersion).map(String.init).joined(separator: ",")
         #expect(try fixture.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM imagepipe.migrations") == versions)
         #expect(try fixture.sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_waiting'").hasSuffix("WHERE (state = 'waiting'::text)"))
+    }
+
+    /// Schema version 5 renames the state of jobs that failed for good from `discarded` to `failed`,
+    /// the word of the queue directory's folder, `queue status`, logs, metrics and notifications;
+    /// a worker of an earlier version still writing `discarded` during a rolling upgrade has its
+    /// rows filed as `failed`, never refused.
+    @Test func upgradingRenamesDiscardedJobsFailedAndFilesAnOlderWorkersDiscardsSo() async throws {
+        let fixture = try PostgresFixture()
+        // The database as an imagepipe of schema version 4 left it, with a job it discarded.
+        var setUp = [
+            "CREATE SCHEMA imagepipe",
+            "CREATE TABLE imagepipe.migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+        ]
+        setUp += QueueSchema.migrations.prefix(4).joined()
+        setUp.append("INSERT INTO imagepipe.migrations (version) VALUES (1), (2), (3), (4)")
+        setUp.append("INSERT INTO imagepipe.jobs (source, state, finished_at) VALUES ('old.jpg', 'discarded', now())")
+        setUp.append("INSERT INTO imagepipe.jobs (source, state, attempt) VALUES ('held.jpg', 'running', 1)")
+        for statement in setUp { _ = try fixture.sql(statement) }
+
+        try await QueueDatabase.run(fixture.location, logger: .quiet) { _ throws(ImagePipeError) in }
+        #expect(try fixture.sql("SELECT source, state FROM imagepipe.jobs ORDER BY id") == "old.jpg|failed\nheld.jpg|running")
+        // An older worker ends its job as it always did: the row is filed under the new word.
+        _ = try fixture.sql("UPDATE imagepipe.jobs SET state = 'discarded', finished_at = now() WHERE source = 'held.jpg'")
+        #expect(try fixture.states() == ["failed": 2])
+        #expect(throws: (any Error).self, "no other word gets in") { try fixture.sql("UPDATE imagepipe.jobs SET state = 'gone'") }
+        // What operators see says the same word, and finds both.
+        let overview = try await QueueDatabase.run(fixture.location, logger: .quiet) { database throws(ImagePipeError) in
+            try await database.overview()
+        }
+        #expect(overview.counts[.failed] == 2 && overview.jobs.map(\.state) == [.failed, .failed], "\(overview)")
+
+        // A notice the older worker kept for its job and died with says `discarded`: the worker
+        // that takes it over sends it in today's word.
+        let result = JobResult(source: "held.jpg", status: .failed, error: ImagePipeError(.corruptImage, "cut short"))
+        let kept = String(decoding: try JSONEncoder().encode(JobNotice(event: .failed, job: "2", result: result)), as: UTF8.self)
+        let older = kept.replacingOccurrences(of: #""event":"failed""#, with: #""event":"discarded""#)
+        #expect(older != kept)
+        _ = try fixture.sql(
+            "INSERT INTO imagepipe.notices (id, job_id, queue, body, due_at) SELECT 'n-1', id, 'images', '\(older)', now() FROM imagepipe.jobs WHERE source = 'held.jpg'"
+        )
+        let heir = try PostgresQueue(
+            location: fixture.location, configuration: .init(lease: .seconds(30), maxAttempts: 3, keepsNotices: true), logger: .quiet)
+        try await heir.open(wake: {})
+        let taken = await heir.notices?.takeOver(limit: 10) ?? []
+        #expect(taken.map(\.event) == [.failed] && taken.first?.result.status == .failed, "\(taken)")
+        await heir.close()
     }
 
     @Test func anOpenRepeatableReadTransactionDoesNotStopClaiming() async throws {

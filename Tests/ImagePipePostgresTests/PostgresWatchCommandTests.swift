@@ -85,7 +85,7 @@ struct PostgresWatchCommandTests {
         }
         let states = try fixture.states()
         #expect(
-            states["done", default: 0] + states["discarded", default: 0] == 2000 && states["waiting"] == nil && states["running"] == nil,
+            states["done", default: 0] + states["failed", default: 0] == 2000 && states["waiting"] == nil && states["running"] == nil,
             "\(states)")
         #expect(kills == 3, "the test killed a worker mid-run")
         let done = Set(try fixture.sql("SELECT id FROM imagepipe.jobs WHERE state = 'done'").split(separator: "\n").compactMap { Int($0) })
@@ -201,14 +201,14 @@ struct PostgresWatchCommandTests {
         try await enqueueCopies(of: "hostile/truncated.jpg", count: 1, into: fixture)
         let url = fixture.server.url(database: fixture.database)
         let worker = try worker(fixture, "worker", Self.smallVariant)
-        #expect(try await fixture.eventually { try fixture.states() == ["discarded": 1] }, "\(worker.log)")
+        #expect(try await fixture.eventually { try fixture.states() == ["failed": 1] }, "\(worker.log)")
         #expect(try fixture.sql("SELECT attempt, jsonb_array_length(errors), errors->0->>'error_code' FROM imagepipe.jobs") == "1|1|corrupt_image")
 
         let status = try await offPool { try CommandRunner.run(["queue", "status", url], environment: fixture.server.environment) }
-        #expect(status.status == 0 && status.stdout.contains("discarded\t1") && status.stdout.contains("waiting\t0"), "\(status)")
+        #expect(status.status == 0 && status.stdout.contains("failed\t1") && status.stdout.contains("waiting\t0"), "\(status)")
         let retry = try await offPool { try CommandRunner.run(["queue", "retry", url], environment: fixture.server.environment) }
-        #expect(retry.status == 0 && retry.stderr.contains("put 1 job(s) back to wait (discarded or cancelled before)"), "\(retry)")
-        #expect(try await fixture.eventually { try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "discarded|1" })
+        #expect(retry.status == 0 && retry.stderr.contains("put 1 job(s) back to wait (failed or cancelled before)"), "\(retry)")
+        #expect(try await fixture.eventually { try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "failed|1" })
         worker.send(SIGTERM)
         #expect(try await offPool { worker.waitForExit(seconds: 30) } == 0)
         let kept = try await offPool {
@@ -232,7 +232,7 @@ struct PostgresWatchCommandTests {
             #expect(try await offPool { worker.waitForExit(seconds: 120) } == 0, "\(worker.log.suffix(2000))")
             #expect(worker.log.contains("the queue is empty"))
         }
-        #expect(try fixture.states() == ["done": 300, "discarded": 1])
+        #expect(try fixture.states() == ["done": 300, "failed": 1])
         try await expectOutputsDecode(fixture, count: 300)
     }
 
@@ -243,11 +243,13 @@ struct PostgresWatchCommandTests {
             fixture.directory.write("src/upload.dat", Fixtures.data("images/formats/tiny.png")),
             fixture.directory.write("src/notes.txt", "just some notes\n"),
             fixture.directory.write("src/x.jpg", "not a jpeg at all\n"),
+            fixture.directory.write("src/empty.png", Data()),
+            fixture.directory.write("src/broken.jpg", Fixtures.data("hostile/truncated.jpg")),
         ]
         let (url, environment) = (fixture.server.url(database: fixture.database), fixture.server.environment)
         let list = Data(sources.map { $0 + "\r\n" }.joined(separator: "\r\n").utf8)
         let enqueued = try await offPool { try CommandRunner.run(["enqueue", url, "-"], environment: environment, input: list) }
-        #expect(enqueued.status == 0 && enqueued.stdout.split(separator: "\n").count == 4, "\(enqueued.stderr)")
+        #expect(enqueued.status == 0 && enqueued.stdout.split(separator: "\n").count == 6, "\(enqueued.stderr)")
         #expect(try fixture.sql("SELECT source FROM imagepipe.jobs ORDER BY id").split(separator: "\n").map(String.init) == sources)
 
         let worker = try worker(fixture, "worker", Self.smallVariant + ["--exit-when-empty"])
@@ -255,10 +257,13 @@ struct PostgresWatchCommandTests {
         let rows = try fixture.sql(
             "SELECT source, state, coalesce(result->>'status', ''), coalesce(result->>'skip_code', result->>'error_code', '') FROM imagepipe.jobs ORDER BY id"
         ).split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+        // As in a queue directory (ImageSignatureCLITests): what is no image is skipped and its job
+        // done, whatever its name; only the damaged image fails.
         #expect(
             rows == [
                 [sources[0], "done", "done", ""], [sources[1], "done", "done", ""],
-                [sources[2], "done", "skipped", "not_an_image"], [sources[3], "discarded", "failed", "unsupported_format"],
+                [sources[2], "done", "skipped", "not_an_image"], [sources[3], "done", "skipped", "not_an_image"],
+                [sources[4], "done", "skipped", "not_an_image"], [sources[5], "failed", "failed", "corrupt_image"],
             ], "\(rows)")
         try await expectOutputsDecode(fixture, count: 2)
 
@@ -267,6 +272,29 @@ struct PostgresWatchCommandTests {
             try CommandRunner.run(["enqueue", url, "-"], environment: environment, input: Data("a.jpg\n".utf8) + Data([0xFF, 0x0A]))
         }
         #expect(bad.status == 2 && bad.stderr.contains("the list standard input, line 2: is not valid UTF-8"), "\(bad.stderr)")
+    }
+
+    /// A source queued by a relative path is read from the worker's working directory, which under
+    /// systemd is not the producer's: a missing one fails naming the absolute path tried (issue 52 §5).
+    @Test func aMissingSourceQueuedByARelativePathNamesTheAbsolutePathTheWorkerTried() async throws {
+        let fixture = try PostgresFixture()
+        let (url, environment) = (fixture.server.url(database: fixture.database), fixture.server.environment)
+        fixture.directory.write("app/uploads/beach.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
+        fixture.directory.write("srv/.keep", "")
+        let enqueued = try await offPool {
+            try CommandRunner.run(["enqueue", url, "uploads/beach.jpg"], in: fixture.directory.url("app"), environment: environment)
+        }
+        #expect(enqueued.status == 0, "\(enqueued.stderr)")
+        let worker = try WorkerProcess(
+            ["watch", url, "--dest", fixture.directory.url("out"), "--status-interval", "0", "--exit-when-empty"] + Self.smallVariant,
+            log: fixture.directory.url("worker.log"), environment: environment, in: fixture.directory.url("srv"))
+        #expect(try await offPool { worker.waitForExit(seconds: 60) } == 0, "\(worker.log.suffix(2000))")
+        let tried = fixture.directory.url("srv/uploads/beach.jpg")
+        #expect(
+            try fixture.sql("SELECT state, errors->-1->>'error_code', errors->-1->>'error' FROM imagepipe.jobs")
+                == "failed|unreadable_source|cannot read \(tried): No such file or directory")
+        let status = try await offPool { try CommandRunner.run(["queue", "status", url], environment: environment) }
+        #expect(status.stdout.contains("unreadable_source: cannot read \(tried): No such file or directory"), "\(status.stdout)")
     }
 
     @Test func thePasswordNeverShowsInLogsOrErrors() async throws {

@@ -67,7 +67,7 @@ struct QueuedObjectNameTests {
         for key in ["orig/./dot.jpg", "orig/a/../../../escaped2.jpg", "orig/../../../../tmp/x/escaped.jpg"] {
             let source = try #require(hashes.keys.first { $0.hasSuffix("/" + key) })
             // The hash shows the object of that very key was read before its output key was refused.
-            #expect(rows[source] == ["discarded", "invalid_key", hashes[source]!], "\(source): \(rows[source] ?? [])")
+            #expect(rows[source] == ["failed", "invalid_key", hashes[source]!], "\(source): \(rows[source] ?? [])")
         }
         let escaped3 = try #require(hashes.keys.first { $0.hasSuffix("/orig/..%2F..%2Fescaped3.jpg") })
         #expect(rows[escaped3] == ["done", "-", hashes[escaped3]!], "\(rows)")

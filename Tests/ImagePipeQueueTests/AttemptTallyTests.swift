@@ -40,7 +40,7 @@ import Testing
 
     @Test func eachWorkerThatDiesHoldingAJobCountsOnceAndTheLastAllowedSetsItAside() throws {
         let fixture = try QueueFixture()
-        fixture.deliver("a.jpg.options.json", #"{"focus": [0.3, 0.7]}"#)
+        fixture.deliverText("a.jpg.options.json", #"{"focus": [0.3, 0.7]}"#)
         fixture.deliver("a.jpg")
         fixture.deliver("b.jpg")
         var workers: [String] = []
@@ -70,7 +70,7 @@ import Testing
         #expect(tally(fixture, fixture.queue.failed + "/a.jpg") == nil, "a finished job's tally is removed")
         #expect(tally(fixture, fixture.queue.inbox + "/b.jpg")?.workerDeaths == 1, "b was held by one worker that died")
         // Listed as any discarded job is, with its code and reason.
-        let listed = try #require(fixture.queue.jobs(in: .discarded).first)
+        let listed = try #require(fixture.queue.jobs(in: .failed).first)
         #expect(listed.attempts == 3 && listed.errorCode == "worker_crashed" && listed.error == record.error)
     }
 
@@ -166,7 +166,7 @@ import Testing
         let queue = try DirectoryQueue(directory: fixture.queue, configuration: .init(takesOverNotices: true, maxAttempts: 1), logger: silent)
         try await queue.open(wake: {})
         let notices = await queue.notices?.takeOver(limit: 10) ?? []
-        #expect(notices.map(\.event) == [.discarded] && notices.first?.job == "a.jpg")
+        #expect(notices.map(\.event) == [.failed] && notices.first?.job == "a.jpg")
         #expect(notices.first?.result.errorCode == .workerCrashed)
         #expect(fixture.files("failed") == ["a.jpg", "a.jpg.error.json"])
         await queue.notices?.forget(notices.map(\.id))

@@ -19,7 +19,8 @@ import Testing
         #expect(try JSONDecoder().decode(FailureRecord.self, from: record.encoded()) == record)
     }
 
-    /// A delivery that is no image failed no attempt: its record says why in the skip's words.
+    /// A delivery that is no image, filed in failed/ by an earlier version, failed no attempt: its
+    /// record says why in the skip's words.
     @Test func aDeliveryThatIsNoImageSaysSoWithItsSkipCode() throws {
         let result = JobResult.skipped("notes.txt", .notAnImage, reason: "not an image: its first bytes match no format")
         let object = try #require(try JSONSerialization.jsonObject(with: FailureRecord(history: [], result: result).encoded()) as? [String: Any])

@@ -37,10 +37,10 @@ import Testing
     @Test func aClaimedJobCarriesItsOptionsAndOptionsAloneAreNoJob() async throws {
         let fixture = try QueueFixture()
         // The producer's order: the options first, then the original, each by rename.
-        fixture.deliver("a.jpg.options.json", #"{"focus": [0.3, 0.7], "later": true}"#)
+        fixture.deliverText("a.jpg.options.json", #"{"focus": [0.3, 0.7], "later": true}"#)
         fixture.deliver("a.jpg")
         fixture.deliver("2024/b.png")
-        fixture.deliver("lonely.jpg.options.json", #"{"focus": [0.5, 0.5]}"#)
+        fixture.deliverText("lonely.jpg.options.json", #"{"focus": [0.5, 0.5]}"#)
 
         let (queue, jobs) = try await claimAll(fixture)
         #expect(jobs.map(\.id) == ["2024/b.png", "a.jpg"], "the options files are not claimed as jobs")
@@ -70,9 +70,9 @@ import Testing
     ])
     func unusableOptionsFailTheirJobAtItsClaimAndTheOthersGoOn(_ contents: String, _ shown: String) async throws {
         let fixture = try QueueFixture()
-        fixture.deliver("bad.jpg.options.json", contents)
+        fixture.deliverText("bad.jpg.options.json", contents)
         fixture.deliver("bad.jpg")
-        fixture.deliver("good.jpg.options.json", #"{"focus": [0.1, 0.9]}"#)
+        fixture.deliverText("good.jpg.options.json", #"{"focus": [0.1, 0.9]}"#)
         fixture.deliver("good.jpg")
 
         let (queue, jobs) = try await claimAll(fixture)
@@ -116,7 +116,7 @@ import Testing
         fixture.deliver("sub/b.jpg", "someone else's b")
         // Killed between the two moves back: its options are in the inbox already.
         put("half.jpg", "half")
-        fixture.deliver("half.jpg.options.json", "half's options")
+        fixture.deliverText("half.jpg.options.json", "half's options")
         // Killed between the link and the unlink of its options' move back.
         put("twice.jpg", "twice")
         put("twice.jpg.options.json", "twice's options")
@@ -145,7 +145,7 @@ import Testing
     @Test func doneDropsTheOptionsFailedKeepsThemAndRetrySendsThemBack() throws {
         let fixture = try QueueFixture()
         for name in ["x.jpg", "y.jpg", "z.jpg"] {
-            fixture.deliver(name + ".options.json", "\(name)'s options")
+            fixture.deliverText(name + ".options.json", "\(name)'s options")
             fixture.deliver(name)
         }
         // Options left alone in failed/ (a retry cut short): y's must not join them.

@@ -12,10 +12,11 @@ import ImagePipeTestSupport
 /// What a queue does with odd deliveries, a full disk, empty delivery folders, a hurried stop, and
 /// failed jobs sent back: in-process workers on real folders with real inotify.
 @Suite struct QueueSafetyTests {
-    /// Delivers by rename under a name given as bytes (a `String` cannot hold an invalid name).
+    /// Delivers by rename under a name given as bytes (a `String` cannot hold an invalid name), a
+    /// file the scripted compressor takes (``ScriptedCompressor/image(_:)``).
     func deliverRaw(_ fixture: QueueFixture, _ relative: [UInt8], _ contents: String = "image bytes") {
         let hidden = fixture.queue.inbox + "/.incoming-\(UUID().uuidString)"
-        try! Data(contents.utf8).write(to: URL(fileURLWithPath: hidden))
+        try! ScriptedCompressor.image(contents).write(to: URL(fileURLWithPath: hidden))
         let target = RawPath(fixture.queue.inbox).appending(RawPath(bytes: relative))
         #expect(target.withCString { rename(hidden, $0) } == 0)
     }
@@ -37,7 +38,7 @@ import ImagePipeTestSupport
         #expect(fixture.files("inbox").isEmpty)
         let record = try JSONDecoder().decode(
             JobResult.self, from: Data(contentsOf: URL(fileURLWithPath: fixture.queue.done + "/before%FF.jpg.json")))
-        #expect(record.source == "before%FF.jpg" && record.bytes == "found by the scan".utf8.count)
+        #expect(record.source == "before%FF.jpg" && record.bytes == ScriptedCompressor.image("found by the scan").count)
     }
 
     @Test func linksAndFIFOsFailWithoutBeingRead() async throws {
@@ -148,7 +149,7 @@ import ImagePipeTestSupport
                 .returned(from: "failed/2024/trip/b.jpg", to: "inbox/2024/trip/b.jpg"),
             ])
         #expect(fixture.files("inbox") == ["2024/trip/b.jpg", "a.1.jpg", "a.jpg"])
-        #expect(try String(contentsOfFile: fixture.queue.inbox + "/a.jpg", encoding: .utf8) == "a newer delivery")
+        #expect(FileManager.default.contents(atPath: fixture.queue.inbox + "/a.jpg") == ScriptedCompressor.image("a newer delivery"))
         #expect(try String(contentsOfFile: fixture.queue.inbox + "/a.1.jpg", encoding: .utf8) == "original a.jpg")
         #expect(fixture.files("failed") == ["2024/trip/c.jpg", "2024/trip/c.jpg.error.json"], "old records removed, others untouched")
         #expect(fixture.files("processing").isEmpty)

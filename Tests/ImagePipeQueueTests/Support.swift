@@ -17,9 +17,15 @@ struct QueueFixture {
         queue = try QueueDirectory(root: directory.url("queue"))
     }
 
-    /// Delivers the safe way: written under a hidden name, then renamed into place.
+    /// Delivers the safe way: written under a hidden name, then renamed into place. The file is one
+    /// the scripted compressor takes: an image's first bytes, then `contents`.
     func deliver(_ relative: String, _ contents: String = "image bytes") {
-        InboxDelivery.deliver(Data(contents.utf8), to: queue.inbox, as: relative)
+        InboxDelivery.deliver(ScriptedCompressor.image(contents), to: queue.inbox, as: relative)
+    }
+
+    /// Delivers a file that is no image the same way (`NAME.options.json`, ...), its text as given.
+    func deliverText(_ relative: String, _ text: String) {
+        InboxDelivery.deliver(Data(text.utf8), to: queue.inbox, as: relative)
     }
 
     /// Runs a worker on this queue directory for as long as `body` runs, as production does: a

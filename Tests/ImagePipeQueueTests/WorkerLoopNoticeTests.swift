@@ -31,7 +31,7 @@ import Testing
         let sent = notifier.sent
         #expect(sent.first == orphan, "the taken-over notice goes first")
         #expect(Set(sent.map(\.job)) == ["earlier.jpg", "a.jpg", "b.jpg", "broken.jpg"])
-        #expect(sent.first { $0.job == "broken.jpg" }?.event == .discarded)
+        #expect(sent.first { $0.job == "broken.jpg" }?.event == .failed)
         // Each sent notice was kept by the queue when its job was recorded (the orphan before).
         let held = try #require(sent.first { $0.job == "b.jpg" })
         #expect(queue.kept.keys.sorted() == [held.id], "the delivered ones forgotten, the held one kept")

@@ -259,7 +259,7 @@ final class MemoryQueue: JobQueue, NoticeStore {
     }
 
     func add(_ jobs: [String]) {
-        for job in jobs { directory.write(job, Data("bytes of \(job)".utf8)) }
+        for job in jobs { directory.write(job, ScriptedCompressor.image("bytes of \(job)")) }
         let wake = state.withLock { state in
             state.waiting += jobs
             return state.wake
@@ -392,11 +392,13 @@ final class MemoryQueue: JobQueue, NoticeStore {
 
 /// Records what a worker loop reports.
 final class RecordingObserver: WorkerObserver {
-    private let state = Mutex<(finished: [JobResult], retrying: [JobResult])>(([], []))
+    private let state = Mutex<(finished: [JobResult], retrying: [JobResult], cancelled: [JobResult])>(([], [], []))
 
     var finished: [JobResult] { state.withLock { $0.finished } }
     var retrying: [JobResult] { state.withLock { $0.retrying } }
+    var cancelled: [JobResult] { state.withLock { $0.cancelled } }
 
     func jobFinished(_ result: JobResult) { state.withLock { $0.finished.append(result) } }
+    func jobCancelled(_ result: JobResult) { state.withLock { $0.cancelled.append(result) } }
     func jobRetrying(_ result: JobResult) { state.withLock { $0.retrying.append(result) } }
 }

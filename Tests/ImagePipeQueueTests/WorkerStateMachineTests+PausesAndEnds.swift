@@ -58,7 +58,7 @@ extension WorkerStateMachineTests {
         running(&machine, claiming: 1...1)
         #expect(claim(machine.handle(.wake, now: t0, available: 99)) == 3)
         _ = machine.handle(.finished("1", failed("1", .storageFull)), now: t0, available: 100)
-        _ = machine.handle(.settled("1", .recordedDiscarded), now: t0, available: 100)
+        _ = machine.handle(.settled("1", .recorded), now: t0, available: 100)
         #expect(machine.held.isEmpty && machine.pausedUntil != nil)
         // One job of the three asked for, given back: the queue holds it, so it is not empty, and an
         // empty check beside the release could find it neither in the queue nor held.

@@ -95,7 +95,7 @@ import Testing
         let received = try up.received()
         #expect(received.map(\.job).sorted() == ["bad.jpg", "good.jpg"], "the refused job too, though the loop never ran it")
         let bad = try #require(received.first { $0.job == "bad.jpg" })
-        #expect(bad.event == "discarded" && bad.recordExisted == true && bad.signatureOK)
+        #expect(bad.event == "failed" && bad.recordExisted == true && bad.signatureOK)
         #expect(bad.result["error_code"] as? String == "invalid_job_options", "\(bad.result)")
     }
 

@@ -12,12 +12,12 @@ import Testing
     let directory = TemporaryDirectory(prefix: "imagepipe-notify")
     let secret = "whsec-test-7d1f0c"
 
-    /// Two images, a file that is no image and one whose name promises an image its bytes do not show.
+    /// Two images, a file that is no image, and a damaged JPEG (its first bytes a JPEG's, the rest cut off).
     func makeSources(in folder: String) {
         directory.write(folder + "/a.jpg", Fixtures.data("images/formats/small-200x150.jpg"))
         directory.write(folder + "/b.png", Fixtures.data("images/formats/tiny.png"))
         directory.write(folder + "/notes.txt", Data("not an image at all\n".utf8))
-        directory.write(folder + "/broken.jpg", Data("this promises a JPEG and is none\n".utf8))
+        directory.write(folder + "/broken.jpg", Fixtures.data("hostile/truncated.jpg"))
     }
 
     func records(_ path: String) throws -> [String: [String: Any]] {
@@ -181,9 +181,14 @@ import Testing
         let a = try #require(received.first { $0.job == "a.jpg" })
         #expect(try canonical(a.result) == canonical(done), "done/a.jpg.json's very record")
         #expect(a.event == "done")
-        // A queue files a failure for good as discarded, and a file that is no image as skipped.
-        #expect(received.first { $0.job == "broken.jpg" }?.event == "discarded")
-        #expect(received.first { $0.job == "notes.txt" }?.event == "skipped")
+        // One word per fate, the word of the folder and of the record's status: a failure for good
+        // is `failed` (in failed/), a file that is no image `skipped` (in done/).
+        let broken = try #require(received.first { $0.job == "broken.jpg" })
+        #expect(broken.event == "failed" && broken.result["status"] as? String == "failed", "\(broken.result)")
+        #expect(FileManager.default.fileExists(atPath: queue + "/failed/broken.jpg.error.json"))
+        let notes = try #require(received.first { $0.job == "notes.txt" })
+        #expect(notes.event == "skipped" && notes.result["status"] as? String == "skipped", "\(notes.result)")
+        #expect(FileManager.default.fileExists(atPath: queue + "/done/notes.txt.json"))
     }
 
     @Test func aReceiverDownPastTheDeadlineLosesNoResultAndRunsNoJobAgain() throws {

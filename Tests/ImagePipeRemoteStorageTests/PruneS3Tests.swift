@@ -23,9 +23,12 @@ import Testing
         try CommandRunner.run(["prune"] + arguments + ["--endpoint", endpoint ?? moto.endpoint], environment: environment(moto))
     }
 
-    /// Origin metadata as imagepipe writes it, for objects made without a batch.
-    static func origin(source: String, sha256: String, variant: String = small) -> [String: String] {
-        ["imagepipe-sha256": sha256, "imagepipe-source": PercentEncoding.encodePath(source), "imagepipe-variant": variant]
+    /// Origin metadata as imagepipe writes it, for objects made without a batch: an object source
+    /// is placed by its URL, a file by the `location` given (an imagepipe that recorded none left it out).
+    static func origin(source: String, sha256: String, variant: String = small, location: String? = nil) -> [String: String] {
+        var fields = ["imagepipe-sha256": sha256, "imagepipe-source": PercentEncoding.encodePath(source), "imagepipe-variant": variant]
+        if let location { fields["imagepipe-location"] = PercentEncoding.encodePath(location) }
+        return fields
     }
 
     @Test func outputsOfRemovedAndChangedOriginalsAndDroppedVariantsGoAndNothingElse() throws {
@@ -57,7 +60,8 @@ import Testing
                 "dropped-variant trip/changed-big.jpg", "changed trip/changed-small.webp",
             ], "\(dryRun.stdout)")
         #expect(
-            dryRun.stderr.contains("1 outputs kept, 5 to delete (orphaned: 1, changed: 1, dropped variant: 3), 1 foreign left alone"),
+            dryRun.stderr.contains(
+                "1 outputs kept, 5 to delete (orphaned: 1, changed: 1, dropped variant: 3), left alone (made from other sources: 0, foreign: 1)"),
             "\(dryRun.stderr)")
         #expect(try moto.keys(bucket) == before, "a dry run deletes nothing")
 
@@ -65,6 +69,47 @@ import Testing
         #expect(deleted.status == 0, "\(deleted.stderr)")
         #expect(deleted.stderr.contains("1 outputs kept, 5 deleted"), "\(deleted.stderr)")
         #expect(try moto.keys(bucket) == ["outside/gone-small.webp", "site/foreign.txt", "site/keep-small.webp"])
+    }
+
+    /// Two folders write under one prefix, as quick start 1 does for each: a prune given one of them
+    /// lists and deletes that folder's orphans only. Every output of the other folder stays, with
+    /// its bytes, and is counted; so does one an older imagepipe wrote without recording where its
+    /// original lay, which could be either folder's.
+    @Test func aPruneGivenOneFolderDeletesNothingOfAnotherFolderWritingUnderTheSamePrefix() throws {
+        let moto = try MotoServer.unsigned()
+        let bucket = try moto.makeBucket()
+        CommandRunner.copyFixture("images/formats/small-200x150.jpg", to: directory, as: "folderA/keep.jpg")
+        CommandRunner.copyFixture("images/formats/small-400x300.jpg", to: directory, as: "folderA/gone.jpg")
+        CommandRunner.copyFixture("images/formats/alpha.png", to: directory, as: "folderB/b1.png")
+        CommandRunner.copyFixture("images/formats/grey.jpg", to: directory, as: "folderB/b2.jpg")
+        CommandRunner.copyFixture("images/formats/tall.jpg", to: directory, as: "folderB/trip/b3.jpg")
+        for folder in ["folderA", "folderB"] {
+            let batch = try CommandRunner.run(
+                [
+                    "batch", directory.url(folder), "--dest", "s3://\(bucket)/photos", "--endpoint", moto.endpoint,
+                    "--variant", Self.small, "--jobs", "1",
+                ], environment: environment(moto))
+            #expect(batch.status == 0, "\(batch.stderr)")
+        }
+        try moto.put(
+            bucket, "photos/old-small.webp", size: 10, metadata: Self.origin(source: "old.jpg", sha256: String(repeating: "ab", count: 32)))
+        try FileManager.default.removeItem(atPath: directory.url("folderA/gone.jpg"))
+        let folderB = ["photos/b1-small.webp", "photos/b2-small.webp", "photos/trip/b3-small.webp"]
+        let digests = try Dictionary(uniqueKeysWithValues: folderB.map { ($0, try #require(try moto.object(bucket, $0)).sha256) })
+
+        let dryRun = try prune(moto, ["s3://\(bucket)/photos", "--sources", directory.url("folderA"), "--variant", Self.small])
+        #expect(dryRun.status == 0, "\(dryRun.stderr)")
+        #expect(dryRun.stdout == "orphaned gone-small.webp: 'gone.jpg' is not among the sources\n", "\(dryRun.stdout)")
+        #expect(
+            dryRun.stderr.contains(
+                "1 outputs kept, 1 to delete (orphaned: 1, changed: 0, dropped variant: 0), left alone (made from other sources: 4, foreign: 0)"),
+            "\(dryRun.stderr)")
+        #expect(dryRun.stderr.contains("warning: 1 outputs record no place their original was read from"), "\(dryRun.stderr)")
+
+        let deleted = try prune(moto, ["s3://\(bucket)/photos", "--sources", directory.url("folderA"), "--variant", Self.small, "--delete"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(try moto.keys(bucket) == (folderB + ["photos/keep-small.webp", "photos/old-small.webp"]).sorted())
+        for key in folderB { #expect(try moto.object(bucket, key)?.sha256 == digests[key], "\(key) is untouched") }
     }
 
     /// More than one listing page and one DeleteObjects request (S3's 1000 keys each), every
@@ -76,7 +121,7 @@ import Testing
         let tiny = Fixtures.path("images/formats/tiny.png")
         let orphans = try moto.fill(
             bucket, prefix: "o", count: 1005, files: [tiny],
-            metadata: Self.origin(source: "vanished.jpg", sha256: String(repeating: "ab", count: 32)))
+            metadata: Self.origin(source: "vanished.jpg", sha256: String(repeating: "ab", count: 32), location: directory.url("src/vanished.jpg")))
         let foreign = try moto.fill(bucket, prefix: "f", count: 3, files: [tiny])
         let proxy = try FaultProxy(upstream: moto, plan: [])
 
@@ -85,7 +130,9 @@ import Testing
 
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stdout.split(separator: "\n").count == orphans.count)
-        #expect(output.stderr.contains("0 outputs kept, 1005 deleted (orphaned: 1005, changed: 0, dropped variant: 0), 3 foreign left alone"))
+        #expect(
+            output.stderr.contains(
+                "0 outputs kept, 1005 deleted (orphaned: 1005, changed: 0, dropped variant: 0), left alone (made from other sources: 0, foreign: 3)"))
         #expect(try moto.keys(bucket) == foreign.sorted())
         let requests = proxy.entries()
         #expect(requests.filter { $0.path.contains("list-type=2") }.count == 2, "two listing pages")
@@ -105,14 +152,19 @@ import Testing
         let tiny = Fixtures.path("images/formats/tiny.png")
         _ = try moto.fill(
             bucket, prefix: "site", count: 23, files: [tiny],
-            metadata: Self.origin(source: "vanished.jpg", sha256: String(repeating: "cd", count: 32)))
-        try moto.put(bucket, "site/kept-small.webp", size: 10, metadata: Self.origin(source: "kept.png", sha256: kept.sha256))
+            metadata: Self.origin(
+                source: "vanished.jpg", sha256: String(repeating: "cd", count: 32), location: directory.url("src/vanished.jpg")))
+        try moto.put(
+            bucket, "site/kept-small.webp", size: 10,
+            metadata: Self.origin(source: "kept.png", sha256: kept.sha256, location: directory.url("src/kept.png")))
         try moto.put(bucket, "site/zz-foreign", size: 10)
 
         let listed = try prune(moto, ["s3://\(bucket)/site/", "--sources", directory.url("src"), "--variant", Self.small, "--page-size", "5"])
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(listed.stdout.split(separator: "\n").count == 23, "\(listed.stdout)")
-        #expect(listed.stderr.contains("1 outputs kept, 23 to delete (orphaned: 23, changed: 0, dropped variant: 0), 1 foreign left alone"))
+        #expect(
+            listed.stderr.contains(
+                "1 outputs kept, 23 to delete (orphaned: 23, changed: 0, dropped variant: 0), left alone (made from other sources: 0, foreign: 1)"))
 
         let deleted = try prune(
             moto, ["s3://\(bucket)/site/", "--sources", directory.url("src"), "--variant", Self.small, "--page-size", "5", "--delete"])
@@ -126,7 +178,8 @@ import Testing
         let moto = try MotoServer.unsigned()
         let bucket = try moto.makeBucket()
         directory.write("src/kept.png", Fixtures.data("images/formats/tiny.png"))
-        let orphan = Self.origin(source: "vanished.jpg", sha256: String(repeating: "cd", count: 32))
+        let orphan = Self.origin(
+            source: "vanished.jpg", sha256: String(repeating: "cd", count: 32), location: directory.url("src/vanished.jpg"))
         try moto.put(bucket, "site/\u{301}x.webp", size: 10, metadata: orphan)
         try moto.put(bucket, "site/x.webp", size: 10)
 

@@ -32,7 +32,9 @@ import Testing
             dryRun.stdout.split(separator: "\n").map { String($0.prefix { $0 != ":" }) } == [
                 "dropped-variant keep-big.jpg", "dropped-variant trip/gone-big.jpg", "orphaned trip/gone-small.webp",
             ], "\(dryRun.stdout)")
-        #expect(dryRun.stderr.contains("1 outputs kept, 3 to delete (orphaned: 1, changed: 0, dropped variant: 2), 1 foreign left alone"))
+        #expect(
+            dryRun.stderr.contains(
+                "1 outputs kept, 3 to delete (orphaned: 1, changed: 0, dropped variant: 2), left alone (made from other sources: 0, foreign: 1)"))
         #expect(try stub.state().objects.keys.sorted() == before && stub.deletions().isEmpty, "a dry run deletes nothing")
         #expect(try stub.listings().allSatisfy { $0["limit"] as? Int == 2 }, "listed 2 entries a page")
 

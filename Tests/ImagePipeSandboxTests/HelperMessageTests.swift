@@ -19,12 +19,14 @@ import Glibc
     @Test func everyRequestReadsBackAsWritten() throws {
         let requests: [HelperRequest] = [
             .setup(variants: Self.variants, limits: CompressionLimits(maxPixels: 1234, maxFrames: 56)),
-            .compress(HelperSource(name: "Été/IMG 0001.HEIC", focus: FocalPoint(x: 0.25, y: 0.75), isFile: true, advance: 8 << 20)),
-            .readHeader(HelperSource(name: "a.jpg", focus: nil, isFile: false)),
-            .grant(128 << 20), .trim,
+            .compress(
+                HelperSource(
+                    nonce: 0xDEAD_BEEF_0123_4567, name: "Été/IMG 0001.HEIC", focus: FocalPoint(x: 0.25, y: 0.75), isFile: true, advance: 8 << 20)),
+            .readHeader(HelperSource(nonce: .max, name: "a.jpg", focus: nil, isFile: false)),
+            .grant(nonce: 7, bytes: 128 << 20),
             .compressBatch([
-                HelperSource(name: "a.jpg", focus: nil, isFile: false, inline: [0xFF, 0xD8, 0xFF], advance: 8 << 20),
-                HelperSource(name: "b/c.png", focus: FocalPoint(x: 0.5, y: 0.1), isFile: false, inline: [0x89, 0x50], advance: 8 << 20),
+                HelperSource(nonce: 1, name: "a.jpg", focus: nil, isFile: false, inline: [0xFF, 0xD8, 0xFF], advance: 8 << 20),
+                HelperSource(nonce: 2, name: "b/c.png", focus: FocalPoint(x: 0.5, y: 0.1), isFile: false, inline: [0x89, 0x50], advance: 8 << 20),
             ]),
         ]
         for request in requests {
@@ -47,11 +49,13 @@ import Glibc
         var hdr = result
         hdr.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true, headroom: 3.5)
         hdr.variants[0].encoding.hdrHeadroom = 3.5
+        let failure = ImagePipeError(.corruptImage, "premature end of JPEG file")
         let replies: [HelperReply] = [
-            .compressed(hdr), .ready(sandboxed: true, landlock: 7), .startFailed("Landlock: Operation not permitted"), .need(88 << 20),
-            .compressed(result), .header(SourceHeader(format: .avif, size: PixelSize(width: 10, height: 20))), .header(nil),
-            .failed(ImagePipeError(.corruptImage, "premature end of JPEG file")),
-            .batch([.compressed(result), .compressed(result), .failed(ImagePipeError(.corruptImage, "premature end of JPEG file"))]),
+            .compressed(nonce: 1, hdr), .ready(sandboxed: true, landlock: 7), .startFailed("Landlock: Operation not permitted"),
+            .need(nonce: .max, bytes: 88 << 20), .compressed(nonce: 0x0123_4567_89AB_CDEF, result),
+            .header(nonce: 3, SourceHeader(format: .avif, size: PixelSize(width: 10, height: 20))), .header(nonce: 4, nil),
+            .failed(nonce: 5, failure),
+            .batch([.compressed(nonce: 6, result), .compressed(nonce: 7, result), .failed(nonce: 8, failure)]),
         ]
         for reply in replies {
             #expect(try HelperReply(decoding: reply.encoded()) == reply)
@@ -59,7 +63,7 @@ import Glibc
     }
 
     @Test func aBatchHoldsOnlySourcesInsideTheMessageAndABoundedCount() throws {
-        let outside = HelperRequest.compressBatch([HelperSource(name: "a.jpg", focus: nil, isFile: false)]).encoded()
+        let outside = HelperRequest.compressBatch([HelperSource(nonce: 1, name: "a.jpg", focus: nil, isFile: false)]).encoded()
         #expect(throws: WireReader.Malformed.self) { try HelperRequest(decoding: outside) }
         let source = HelperSource(name: "a.jpg", focus: nil, isFile: false, inline: [1])
         let many = HelperRequest.compressBatch(Array(repeating: source, count: HelperRequest.maxBatch + 1)).encoded()
@@ -91,19 +95,27 @@ import Glibc
         let variants = Preset.web + [try! VariantSpec(parsing: "sdr=800x800,jpeg,q80,hdr=drop")]
         let replies: [(String, HelperReply)] = [
             ("ready", .ready(sandboxed: true, landlock: 4)), ("start-failed", .startFailed("Landlock: Operation not permitted")),
-            ("need", .need(88 << 20)), ("compressed", .compressed(result)), ("compressed-gain-map", .compressed(hdr)),
-            ("compressed-gain-map-dropped", .compressed(dropped)),
-            ("header", .header(SourceHeader(format: .heic, size: PixelSize(width: 4032, height: 3024)))), ("no-header", .header(nil)),
-            ("failed", .failed(failure)), ("batch", .batch([.compressed(result), .failed(failure)])),
+            ("need", .need(nonce: 0x1F2E_3D4C_5B6A_7988, bytes: 88 << 20)), ("compressed", .compressed(nonce: 0x1F2E_3D4C_5B6A_7988, result)),
+            ("compressed-gain-map", .compressed(nonce: 1, hdr)), ("compressed-gain-map-dropped", .compressed(nonce: 2, dropped)),
+            ("header", .header(nonce: 3, SourceHeader(format: .heic, size: PixelSize(width: 4032, height: 3024)))),
+            ("no-header", .header(nonce: 4, nil)), ("failed", .failed(nonce: 5, failure)),
+            ("batch", .batch([.compressed(nonce: 6, result), .failed(nonce: 7, failure)])),
         ]
         let requests: [(String, HelperRequest)] = [
             ("start", .start(hasLogo: true)), ("setup", .setup(variants: variants, limits: .default)),
-            ("compress", .compress(HelperSource(name: "photos/a.jpg", focus: FocalPoint(x: 0.3, y: 0.6), isFile: true, advance: 8 << 20))),
+            (
+                "compress",
+                .compress(
+                    HelperSource(
+                        nonce: 0x1F2E_3D4C_5B6A_7988, name: "photos/a.jpg", focus: FocalPoint(x: 0.3, y: 0.6), isFile: true, advance: 8 << 20))
+            ),
             (
                 "compress-batch",
-                .compressBatch([HelperSource(name: "a.png", focus: nil, isFile: false, inline: [0x89, 0x50, 0x4E, 0x47], advance: 8 << 20)])
+                .compressBatch([
+                    HelperSource(nonce: 9, name: "a.png", focus: nil, isFile: false, inline: [0x89, 0x50, 0x4E, 0x47], advance: 8 << 20)
+                ])
             ),
-            ("grant", .grant(64 << 20)), ("trim", .trim),
+            ("grant", .grant(nonce: 0x1F2E_3D4C_5B6A_7988, bytes: 64 << 20)),
         ]
         return replies.map { ($0.0 + ".bin", $0.1.encoded()) } + requests.map { ("request-" + $0.0 + ".bin", $0.1.encoded()) }
     }
@@ -130,7 +142,7 @@ import Glibc
     }
 
     @Test func aReplyCutShortOrWithBytesLeftOverIsRefused() throws {
-        let bytes = HelperReply.need(42).encoded()
+        let bytes = HelperReply.need(nonce: 42, bytes: 42).encoded()
         for end in 0..<bytes.count {
             #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: Array(bytes[..<end])) }
         }
@@ -140,9 +152,10 @@ import Glibc
     @Test func aReplyOfUnknownKindOrOutOfRangeValuesIsRefused() throws {
         #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: [99]) }
         // A request's kind is no reply.
-        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperRequest.trim.encoded()) }
-        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperReply.need(-1).encoded()) }
+        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperRequest.grant(nonce: 1, bytes: 1).encoded()) }
+        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperReply.need(nonce: 1, bytes: -1).encoded()) }
         var writer = WireWriter(kind: 15)  // failed, with a code no imagepipe version has
+        writer.nonce(1)
         writer.string("rm_rf")
         writer.string("reason")
         #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: writer.bytes) }
@@ -157,7 +170,7 @@ import Glibc
         result.variants = Array(
             repeating: .init(encoding: VariantEncoding(size: PixelSize(width: 1, height: 1), quality: 80), byteCount: 1),
             count: HelperResult.maxVariants + 1)
-        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperReply.compressed(result).encoded()) }
+        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: HelperReply.compressed(nonce: 1, result).encoded()) }
     }
 }
 
@@ -170,7 +183,7 @@ import Glibc
         result.variants = [
             .init(encoding: VariantEncoding(size: PixelSize(width: 10, height: 10), quality: 80, score: score), byteCount: 100)
         ]
-        return HelperReply.compressed(result).encoded()
+        return HelperReply.compressed(nonce: 1, result).encoded()
     }
 
     @Test func aScoreThatJSONCannotHoldIsRefused() throws {
@@ -189,8 +202,8 @@ import Glibc
         ]
         // A helper sends the code of why; the manifest's words are the worker's for that code.
         result.gainMap = GainMap(kind: .ultraHDRJPEG, notCarried: .geometry, headroom: 2)
-        let decoded = try HelperReply(decoding: HelperReply.compressed(result).encoded())
-        guard case .compressed(let read) = decoded else {
+        let decoded = try HelperReply(decoding: HelperReply.compressed(nonce: 1, result).encoded())
+        guard case .compressed(_, let read) = decoded else {
             Issue.record("not a result: \(decoded)")
             return
         }
@@ -198,10 +211,10 @@ import Glibc
         func refused(_ change: (inout HelperResult) -> Void, _ why: String) {
             var forged = result
             change(&forged)
-            #expect(throws: WireReader.Malformed.self, "\(why)") { try HelperReply(decoding: HelperReply.compressed(forged).encoded()) }
+            #expect(throws: WireReader.Malformed.self, "\(why)") { try HelperReply(decoding: HelperReply.compressed(nonce: 1, forged).encoded()) }
         }
         // A kind or a reason the worker does not know.
-        let bytes = HelperReply.compressed(result).encoded()
+        let bytes = HelperReply.compressed(nonce: 1, result).encoded()
         for (known, unknown) in [("ultra_hdr_jpeg", "ultra_hdr_jpeX"), ("geometry", "geometrY")] {
             let at = try #require(bytes.firstRange(of: Array(known.utf8))).lowerBound
             var forged = bytes
@@ -265,7 +278,7 @@ import Glibc
         let (worker, helperEnd) = try HelperChannel.pair()
         defer { close(helperEnd) }
         // The helper's end never reads: the socket fills, and a send then gives up at its deadline.
-        let message = HelperRequest.grant(1).encoded()
+        let message = HelperRequest.grant(nonce: 1, bytes: 1).encoded()
         var sent = 0
         var failure: ChannelFailure?
         let started = ContinuousClock.now
@@ -289,7 +302,7 @@ import Glibc
         // A process that another test of this one is starting holds a copy of every descriptor until
         // its exec closes it: the peer is gone once the last copy is.
         #expect(eventually(seconds: 10) { worker.peerClosedOrSpoke })
-        #expect(throws: ChannelFailure.closed) { try worker.send(HelperRequest.trim.encoded()) }
+        #expect(throws: ChannelFailure.closed) { try worker.send(HelperRequest.grant(nonce: 1, bytes: 1).encoded()) }
     }
 
     /// A helper that cannot start says why and exits, often before it read the worker's start
@@ -311,12 +324,13 @@ import Glibc
         var pipe: [Int32] = [-1, -1]
         #expect(Glibc.pipe(&pipe) == 0)
         defer { close(pipe[0]); close(pipe[1]) }
-        try worker.send(HelperRequest.trim.encoded(), descriptors: [pipe[0]])
+        let message = HelperRequest.grant(nonce: 1, bytes: 1).encoded()
+        try worker.send(message, descriptors: [pipe[0]])
         let received = try helper.receive(timeout: .seconds(5))
-        #expect(received.bytes == HelperRequest.trim.encoded() && received.descriptors.count == 1)
+        #expect(received.bytes == message && received.descriptors.count == 1)
         received.closeDescriptors()
         #expect(throws: ChannelFailure.self) {
-            try worker.send(HelperRequest.trim.encoded(), descriptors: Array(repeating: pipe[0], count: HelperChannel.maxDescriptors + 1))
+            try worker.send(message, descriptors: Array(repeating: pipe[0], count: HelperChannel.maxDescriptors + 1))
         }
     }
 }

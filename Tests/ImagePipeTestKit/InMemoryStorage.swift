@@ -79,7 +79,10 @@ public final class InMemoryStorage: StorageRepository, Sendable {
     public func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? {
         state.withLock { state in
             state.lookups += 1
-            return state.objects[key].map { ExistingObject(origin: $0.origin, bytes: $0.body.count, url: "memory:///\(key)") }
+            // Served as it was stored, as by S3 and Supabase: the Cache-Control comes back with the origin.
+            return state.objects[key].map {
+                ExistingObject(origin: $0.origin, bytes: $0.body.count, url: "memory:///\(key)", cacheControl: $0.cacheControl)
+            }
         }
     }
 

@@ -1,5 +1,5 @@
 // An image compressor that returns made-up bytes or scripted errors, and measures how it was called.
-import Foundation
+public import Foundation
 public import ImagePipe
 import Synchronization
 
@@ -41,6 +41,12 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
         self.work = work
         self.size = size
         self.gate = held ? DispatchSemaphore(value: 0) : nil
+    }
+
+    /// A source this compressor takes: a JPEG's first bytes (the signature ``ImageSignature`` takes
+    /// a file by, whatever its name), then `text`, which tells sources apart in their hashes.
+    public static func image(_ text: String = "original bytes") -> Data {
+        Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data(text.utf8)
     }
 
     /// Lets one held call finish.

@@ -6,9 +6,9 @@ public final class TemporaryDirectory: Sendable {
     /// Its absolute path.
     public let path: String
 
-    /// Creates the directory.
-    public init(prefix: String = "imagepipe-test") {
-        let base = FileManager.default.temporaryDirectory.path
+    /// Creates the directory, under `base` when given (`/dev/shm` for one on tmpfs).
+    public init(prefix: String = "imagepipe-test", under base: String? = nil) {
+        let base = base ?? FileManager.default.temporaryDirectory.path
         path = "\(base)/\(prefix)-\(UUID().uuidString.prefix(8))"
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }

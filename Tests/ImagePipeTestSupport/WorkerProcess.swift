@@ -14,10 +14,10 @@ public final class WorkerProcess: @unchecked Sendable {
     /// Starts `imagepipe` with `arguments`; as the user `nobody` when `asNobody` (the caller must be root),
     /// or through `launcher` (e.g. `ip netns exec NAME`) when given.
     /// `environment` replaces the test's `AWS_*` variables when given; with `writableInput`, ``input``
-    /// writes to its standard input.
+    /// writes to its standard input; `directory` is its working directory (the test's when nil).
     public init(
         _ arguments: [String], log: String, asNobody: Bool = false, launcher: [String] = [],
-        environment: [String: String]? = nil, writableInput: Bool = false
+        environment: [String: String]? = nil, writableInput: Bool = false, in directory: String? = nil
     ) throws {
         logPath = log
         let pipe = writableInput ? Pipe() : nil
@@ -36,6 +36,7 @@ public final class WorkerProcess: @unchecked Sendable {
         var base = ProcessInfo.processInfo.environment
         if let environment { base = base.filter { !$0.key.hasPrefix("AWS_") }.merging(environment) { $1 } }
         process.environment = checkingBlocking(base)
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         if let pipe { process.standardInput = pipe }
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))

@@ -67,8 +67,8 @@ import Testing
     }
 
     @Test func theSameRelativePathFromTwoInputsCollides() async throws {
-        directory.write("one/x.jpg", "1")
-        directory.write("two/x.jpg", "2")
+        directory.write("one/x.jpg", ScriptedCompressor.image("1"))
+        directory.write("two/x.jpg", ScriptedCompressor.image("2"))
         let storage = InMemoryStorage()
         let pipeline = JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage))
         let results = Mutex<[JobResult]>([])
@@ -91,9 +91,9 @@ import Testing
     }
 
     @Test func sourcesThatWouldOverwriteAnotherSourcesKeysFail() async throws {
-        directory.write("src/a.jpg", "1")
-        directory.write("src/a.png", "2")
-        directory.write("src/b.jpg", "3")
+        directory.write("src/a.jpg", ScriptedCompressor.image("1"))
+        directory.write("src/a.png", ScriptedCompressor.image("2"))
+        directory.write("src/b.jpg", ScriptedCompressor.image("3"))
         let storage = InMemoryStorage()
         let pipeline = JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage))
         let results = Mutex<[JobResult]>([])
@@ -108,7 +108,7 @@ import Testing
     }
 
     @Test func anInterruptionEndsTheJobsWaitingForABatchUnrecorded() async throws {
-        for index in 0..<12 { directory.write("src/\(index).jpg", "image \(index)") }
+        for index in 0..<12 { directory.write("src/\(index).jpg", ScriptedCompressor.image("image \(index)")) }
         let compressor = ScriptedCompressor(held: true, batching: CompressionBatching(sources: 8, sourceBytes: 1 << 10, totalBytes: 1 << 20))
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()), limits: .init(jobs: 1, uploads: 1))
         let results = Mutex<[JobResult]>([])
@@ -136,7 +136,7 @@ import Testing
     }
 
     @Test func aCallbackThatBlocksHoldsUpNewJobsInsteadOfLettingResultsPileUp() async throws {
-        for index in 0..<200 { directory.write("src/\(index).jpg", "x") }
+        for index in 0..<200 { directory.write("src/\(index).jpg", ScriptedCompressor.image("x")) }
         let storage = InMemoryStorage()
         let pipeline = JobPipeline(handler: FileHandler(compressor: ScriptedCompressor(), storage: storage), limits: .init(jobs: 1, uploads: 1))
         let room = pipeline.capacity.limits.room
@@ -157,7 +157,8 @@ import Testing
     }
 
     @Test func summaryCountsAndFormats() async throws {
-        for index in 0..<5 { directory.write("src/\(index).jpg", String(repeating: "x", count: 1000)) }
+        // 1000 bytes each, the image signature included.
+        for index in 0..<5 { directory.write("src/\(index).jpg", ScriptedCompressor.image(String(repeating: "x", count: 996))) }
         let compressor = ScriptedCompressor(failing: { $0 == "3.jpg" ? ImagePipeError(.corruptImage, "bad") : nil })
         let pipeline = JobPipeline(handler: FileHandler(compressor: compressor, storage: InMemoryStorage()))
         directory.write("src/notes.txt", "x")
@@ -206,10 +207,10 @@ import Testing
     }
 
     @Test func theLargestSourcesStartFirst() async throws {
-        directory.write("src/a-small.jpg", String(repeating: "x", count: 10))
-        directory.write("src/b-large.jpg", String(repeating: "x", count: 5000))
-        directory.write("src/c-medium.jpg", String(repeating: "x", count: 800))
-        directory.write("src/d-medium.jpg", String(repeating: "x", count: 800))
+        directory.write("src/a-small.jpg", ScriptedCompressor.image(String(repeating: "x", count: 10)))
+        directory.write("src/b-large.jpg", ScriptedCompressor.image(String(repeating: "x", count: 5000)))
+        directory.write("src/c-medium.jpg", ScriptedCompressor.image(String(repeating: "x", count: 800)))
+        directory.write("src/d-medium.jpg", ScriptedCompressor.image(String(repeating: "x", count: 800)))
         let compressor = ScriptedCompressor()
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: compressor, storage: InMemoryStorage()),

@@ -7,8 +7,9 @@ import Testing
 @Suite struct FileHandlerTests {
     let directory = TemporaryDirectory()
 
+    /// A job of a file the scripted compressor takes: an image's first bytes, then `contents`.
     func job(_ relative: String, _ contents: String = "original bytes") -> Job {
-        Job(path: directory.write(relative, contents), relativePath: relative)
+        Job(path: directory.write(relative, ScriptedCompressor.image(contents)), relativePath: relative)
     }
 
     @Test func storesEveryVariantUnderItsKeyAndRecordsTheResult() async throws {
@@ -19,8 +20,8 @@ import Testing
         #expect(result.status == .done)
         #expect(result.error == nil)
         #expect(result.source == "trip/IMG 1.jpg")
-        #expect(result.sha256 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(result.bytes == 3)
+        #expect(result.sha256 == "964dbefaad551579b528d6dcd6d448aecba5f9017e9bf4c291c257aa10389b78")
+        #expect(result.bytes == 7)
         #expect(result.width == 4000 && result.height == 3000)
         #expect(result.variants.map(\.key) == ["trip/IMG 1-large.jpg", "trip/IMG 1-medium.webp", "trip/IMG 1-thumb.webp"])
         #expect(result.variants.map { "\($0.width)x\($0.height)" } == ["2048x1536", "1024x768", "320x320"])
@@ -53,19 +54,24 @@ import Testing
         #expect(result.sha256 != nil, "the source was read before it failed to decode")
     }
 
-    @Test func missingAndEmptySourcesFailWithAReason() async throws {
+    @Test func aMissingSourceFailsNamingItsAbsolutePathAndAnEmptyOneIsSkippedAsNoImage() async throws {
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage())
         let missing = try await handler.run(Job(path: directory.url("gone.jpg"), relativePath: "gone.jpg"))
         #expect(missing.status == .failed && missing.errorCode == .unreadableSource)
-        #expect(missing.error?.contains("No such file") == true)
-        let empty = try await handler.run(job("empty.jpg", ""))
-        #expect(empty.errorCode == .emptyFile)
+        #expect(missing.error == "cannot read \(directory.url("gone.jpg")): No such file or directory", "\(missing.error ?? "")")
+        // A relative path is tried from the working directory, and the reason says where that led.
+        let relative = try await handler.run(Job(path: "no-such-dir-52/gone.jpg", relativePath: "no-such-dir-52/gone.jpg"))
+        let tried = FileManager.default.currentDirectoryPath + "/no-such-dir-52/gone.jpg"
+        #expect(relative.error == "cannot read \(tried): No such file or directory", "\(relative.error ?? "")")
+        // An empty file has no image's first bytes, whatever it is called.
+        let empty = try await handler.run(Job(path: directory.write("empty.jpg", ""), relativePath: "empty.jpg"))
+        #expect(empty.status == .skipped && empty.skipCode == .notAnImage && empty.reason == "an empty file (0 bytes)")
     }
 
     @Test func keysThatEscapeTheDestinationFailTheJob() async throws {
         // Templates cannot escape (they are checked when parsed), but a job's own path could.
         let storage = InMemoryStorage()
-        let source = directory.write("b.jpg", "original bytes")
+        let source = directory.write("b.jpg", ScriptedCompressor.image())
         let result = try await FileHandler(compressor: ScriptedCompressor(), storage: storage)
             .run(Job(path: source, relativePath: "../../b.jpg"))
         #expect(result.errorCode == .invalidKey)
@@ -100,15 +106,15 @@ import Testing
     @Test func theUntouchedOriginalGoesThroughTheKeyTemplateAsVariantOriginal() async throws {
         let storage = InMemoryStorage()
         let configuration = FileHandler.Configuration(cacheControl: "public, max-age=60", storeOriginal: true)
-        let path = directory.write("trip/IMG 1.JPG", "the original bytes")
+        let path = directory.write("trip/IMG 1.JPG", ScriptedCompressor.image("the original bytes"))
         let result = try await FileHandler(compressor: ScriptedCompressor(), storage: storage, configuration: configuration)
             .run(Job(path: path, relativePath: "trip/IMG 1.JPG"))
         #expect(result.status == .done)
         #expect(result.original?.key == "trip/IMG 1-original.jpg")
-        #expect(result.original?.bytes == 18)
+        #expect(result.original?.bytes == 22)
         #expect(result.variants.count == 3, "the original is not counted as a variant")
         let stored = try #require(storage.objects["trip/IMG 1-original.jpg"])
-        #expect(stored.body == Data("the original bytes".utf8))
+        #expect(stored.body == ScriptedCompressor.image("the original bytes"))
         #expect(stored.cacheControl == "public, max-age=60")
         #expect(storage.objects["trip/IMG 1-large.jpg"]?.cacheControl == "public, max-age=60")
     }
@@ -121,7 +127,7 @@ import Testing
             compressor: ScriptedCompressor(), storage: storage,
             configuration: .init(storeOriginal: true)
         )
-        .run(Job(path: directory.write("a.jpg", "x"), relativePath: "a.jpg"))
+        .run(Job(path: directory.write("a.jpg", ScriptedCompressor.image("x")), relativePath: "a.jpg"))
         #expect(result.status == .failed)
         #expect(result.original == nil && result.variants.isEmpty)
         #expect(storage.objects.isEmpty, "the variants it did store were removed again")

@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func aLocalFolderCountsItsHiddenNamesAndTheSummarySaysHowMany() async throws {
-        directory.write("src/a.jpg", "x")
+        directory.write("src/a.jpg", ScriptedCompressor.image("x"))
         directory.write("src/.DS_Store", "x")
         directory.write("src/.cache/b.jpg", "x")
         directory.write("src/deep/..%2Fc.jpg", "x")

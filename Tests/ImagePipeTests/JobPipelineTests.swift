@@ -9,7 +9,7 @@ import Testing
     let directory = TemporaryDirectory()
 
     func jobs(_ count: Int) -> [Job] {
-        (0..<count).map { Job(path: directory.write("src/\($0).jpg", "image \($0)"), relativePath: "\($0).jpg") }
+        (0..<count).map { Job(path: directory.write("src/\($0).jpg", ScriptedCompressor.image("image \($0)")), relativePath: "\($0).jpg") }
     }
 
     @Test func everyJobFinishesExactlyOnceWithinTheConcurrencyLimits() async throws {

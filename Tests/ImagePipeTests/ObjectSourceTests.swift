@@ -67,9 +67,9 @@ import Testing
     }
 
     @Test func aBatchOfObjectsAndFilesRecordsURLsETagsAndTheOriginalsOfOutputs() async throws {
-        let bytes = Data("pixels".utf8)
+        let bytes = ScriptedCompressor.image("pixels")
         sources.put(bytes, key: "in/trip/a.jpg")
-        directory.write("local/b.jpg", "local pixels")
+        directory.write("local/b.jpg", ScriptedCompressor.image("local pixels"))
         let storage = InMemoryStorage()
 
         let (summary, results) = try await run([.init("s3://media/in/"), .init(directory.url("local"))], storage: storage)
@@ -88,7 +88,7 @@ import Testing
 
     @Test func aSourceListedAsTooLargeIsRefusedWithoutBeingRead() async throws {
         sources.put(Data(count: 2000), key: "in/big.jpg")
-        sources.put(Data(count: 10), key: "in/small.jpg")
+        sources.put(ScriptedCompressor.image("small"), key: "in/small.jpg")
         let (summary, results) = try await run([.init("s3://media/in/")], configuration: .init(maxSourceBytes: 1000))
         #expect(summary.failed == 1 && summary.done == 1)
         let big = try #require(results["s3://media/in/big.jpg"])
@@ -104,7 +104,7 @@ import Testing
                 location.key == "in/secret.jpg" ? ImagePipeError(.sourceForbidden, "reading \(location) is refused") : nil
             })
         refusing.put(Data("x".utf8), key: "in/secret.jpg")
-        refusing.put(Data("y".utf8), key: "in/fine.jpg")
+        refusing.put(ScriptedCompressor.image("y"), key: "in/fine.jpg")
         let inputs = ["s3://media/in/gone.jpg", "s3://media/in/secret.jpg", "s3://media/in/fine.jpg"].map { SourceScanner.Input($0, listed: true) }
         let handler = FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage(), sources: [refusing])
         let results = Mutex<[String: JobResult]>([:])
@@ -120,8 +120,8 @@ import Testing
     }
 
     @Test func aReRunDownloadsEachSourceOnceToHashItAndSkipsIt() async throws {
-        sources.put(Data("one".utf8), key: "in/a.jpg")
-        sources.put(Data("two".utf8), key: "in/b.jpg")
+        sources.put(ScriptedCompressor.image("one"), key: "in/a.jpg")
+        sources.put(ScriptedCompressor.image("two"), key: "in/b.jpg")
         let storage = InMemoryStorage()
         _ = try await run([.init("s3://media/in")], storage: storage)
         let (summary, results) = try await run([.init("s3://media/in")], storage: storage)

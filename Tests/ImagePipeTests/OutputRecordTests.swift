@@ -33,7 +33,7 @@ import Testing
 
     @Test func whatTheCompressorSaysOfEachVariantIsWhatTheManifestSays() async throws {
         let handler = FileHandler(compressor: DescribingCompressor(), storage: InMemoryStorage())
-        let result = try await handler.run(Job(path: directory.write("a.jpg", "bytes"), relativePath: "a.jpg"))
+        let result = try await handler.run(Job(path: directory.write("a.jpg", ScriptedCompressor.image("bytes")), relativePath: "a.jpg"))
         #expect(result.status == .done, "\(result)")
         #expect(result.variants.map(\.encoding) == DescribingCompressor.encodings)
 

@@ -12,13 +12,15 @@ import Testing
 @Suite struct RawNameAndSpecialFileTests {
     let directory = TemporaryDirectory()
 
-    /// Writes `contents` at a path given as bytes (a `String` cannot hold an invalid name).
-    func write(_ path: [UInt8], _ contents: String) {
+    /// Writes a file the scripted compressor takes (an image's first bytes, then `text`) at a path
+    /// given as bytes (a `String` cannot hold an invalid name).
+    func write(_ path: [UInt8], _ text: String) {
+        let contents = [UInt8](ScriptedCompressor.image(text))
         let fd = RawPath(bytes: Array(directory.path.utf8) + [UInt8(ascii: "/")] + path).withCString {
             open($0, O_WRONLY | O_CREAT | O_EXCL, 0o644)
         }
         #expect(fd >= 0)
-        _ = contents.withCString { Glibc.write(fd, $0, strlen($0)) }
+        _ = Glibc.write(fd, contents, contents.count)
         close(fd)
     }
 
@@ -56,7 +58,7 @@ import Testing
         #expect(storage.objects["bad%FF-large.jpg"] != nil)
         #expect(storage.objects["dir%FE/inner-thumb.webp"] != nil)
         let raw = results.withLock { $0.first { $0.source == "bad%FF.jpg" } }
-        #expect(raw?.bytes == "raw name".utf8.count, "the file itself was read, by its raw name")
+        #expect(raw?.bytes == ScriptedCompressor.image("raw name").count, "the file itself was read, by its raw name")
     }
 
     @Test func linksAreFollowedOnlyWhenAsked() throws {

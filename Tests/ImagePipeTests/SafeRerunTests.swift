@@ -10,8 +10,9 @@ import Testing
 @Suite struct SafeRerunTests {
     let directory = TemporaryDirectory()
 
+    /// A job of a file the scripted compressor takes: an image's first bytes, then `contents`.
     func job(_ relative: String, _ contents: String) -> Job {
-        Job(path: directory.write(relative, contents), relativePath: relative)
+        Job(path: directory.write(relative, ScriptedCompressor.image(contents)), relativePath: relative)
     }
 
     func handler(
@@ -187,6 +188,82 @@ import Testing
         #expect(storage.objects["a-large.jpg"]?.origin?.variant == "large=2048x2048,jpeg,q60")
         let third = try await handler(storage, compressor, .init(variants: variants)).run(job("a.jpg", "bytes"))
         #expect(third.status == .skipped)
+    }
+
+    /// A batch (``FileHandler/Configuration/updatesEditedOriginals``) publishes an edited photo
+    /// without an option when its outputs were stored to be revalidated, and says so in the record.
+    @Test func aBatchReplacesTheOutputsOfAnEditedPhotoStoredToBeRevalidated() async throws {
+        let storage = InMemoryStorage()
+        let batch = FileHandler.Configuration(cacheControl: CacheControl.revalidating, updatesEditedOriginals: true)
+        let first = try await handler(storage, ScriptedCompressor(), batch).run(job("trip/photo.jpg", "version 1"))
+        #expect(first.variants.allSatisfy { $0.replaced == nil })
+
+        let edited = try await handler(storage, ScriptedCompressor(), batch).run(job("trip/photo.jpg", "version 2"))
+        #expect(edited.status == .done, "\(edited.error ?? "")")
+        #expect(storage.objects["trip/photo-large.jpg"]?.origin?.sha256 == edited.sha256)
+        #expect(edited.variants.count == 3 && edited.variants.allSatisfy { $0.replaced == .earlierVersion })
+        let line = String(decoding: try JSONEncoder().encode(edited.variants[0]), as: UTF8.self)
+        #expect(line.contains(#""replaced":"earlier_version""#), "\(line)")
+
+        // A queue's worker (the flag off) still refuses: a second upload's name says nothing of its picture.
+        let queued = try await handler(storage, ScriptedCompressor(), .init(cacheControl: CacheControl.revalidating))
+            .run(job("trip/photo.jpg", "version 3"))
+        #expect(queued.errorCode == .keyCollision)
+        #expect(queued.error?.hasPrefix("'trip/photo.jpg' changed since output key 'trip/photo-large.jpg' was made from it") == true)
+    }
+
+    /// An edited photo's job that fails midway removes none of the outputs it replaced: their URLs
+    /// were served, and the new picture under them is right, where removing them would leave 404s.
+    @Test func anEditedPhotosFailedJobKeepsTheOutputsItReplaced() async throws {
+        let batch = FileHandler.Configuration(cacheControl: CacheControl.revalidating, updatesEditedOriginals: true)
+        let storage = InMemoryStorage(failing: { object, attempt in
+            object.key.hasSuffix("-medium.webp") && attempt > 1 ? ImagePipeError(.storageUnavailable, "timeout") : nil
+        })
+        _ = try await handler(storage, ScriptedCompressor(), batch).run(job("trip/photo.jpg", "version 1"))
+        let edited = try await handler(storage, ScriptedCompressor(), batch).run(job("trip/photo.jpg", "version 2"))
+        #expect(edited.status == .failed && edited.errorCode == .storageUnavailable)
+        #expect(storage.deletedKeys.isEmpty, "removed: \(storage.deletedKeys)")
+        #expect(Set(storage.objects.keys) == ["trip/photo-large.jpg", "trip/photo-medium.webp", "trip/photo-thumb.webp"])
+        #expect(storage.objects["trip/photo-large.jpg"]?.origin?.sha256 == edited.sha256, "the new picture stays under its URL")
+    }
+
+    /// Outputs served as immutable (every object of an earlier imagepipe, or an explicit
+    /// `--cache-control` with `immutable`) are never replaced by a plain run; `--update` does.
+    @Test func anEditedPhotoServedAsImmutableIsRefusedUntilUpdate() async throws {
+        let storage = InMemoryStorage()
+        _ = try await handler(storage, ScriptedCompressor(), .init(cacheControl: CacheControl.immutable)).run(job("photo.jpg", "version 1"))
+        let before = storage.objects.mapValues(\.body)
+        let compressor = ScriptedCompressor()
+
+        let plain = try await handler(storage, compressor, .init(updatesEditedOriginals: true)).run(job("photo.jpg", "version 2"))
+        #expect(plain.errorCode == .keyCollision)
+        let reason = plain.error ?? ""
+        #expect(reason.hasPrefix("'photo.jpg' changed since output key 'photo-large.jpg' was made from it"), "\(reason)")
+        #expect(reason.contains("that URL was served as immutable (Cache-Control: public, max-age=31536000, immutable)"), "\(reason)")
+        #expect(reason.contains("may keep showing the old picture for up to a year"), "\(reason)")
+        #expect(reason.contains("{hash}") && reason.contains("--update"), "\(reason)")
+        #expect(compressor.calls.isEmpty && storage.objects.mapValues(\.body) == before)
+
+        let updated = try await handler(storage, compressor, .init(update: true, updatesEditedOriginals: true)).run(job("photo.jpg", "version 2"))
+        #expect(updated.status == .done && updated.variants.allSatisfy { $0.replaced == .earlierVersion })
+        #expect(storage.objects["photo-large.jpg"]?.origin?.sha256 == updated.sha256)
+    }
+
+    /// The same name read from another folder is another photo, not an edit: a plain batch never
+    /// replaces it, and the message names both places.
+    @Test func theSameNameFromAnotherFolderIsNotAnEditedPhoto() async throws {
+        let storage = InMemoryStorage()
+        let batch = FileHandler.Configuration(cacheControl: CacheControl.revalidating, updatesEditedOriginals: true)
+        let first = Job(path: directory.write("a/photo.jpg", ScriptedCompressor.image("one photo")), relativePath: "photo.jpg")
+        let second = Job(path: directory.write("b/photo.jpg", ScriptedCompressor.image("another photo")), relativePath: "photo.jpg")
+        _ = try await handler(storage, ScriptedCompressor(), batch).run(first)
+        let refused = try await handler(storage, ScriptedCompressor(), batch).run(second)
+        #expect(refused.errorCode == .keyCollision)
+        #expect(
+            refused.error?.contains(
+                "already holds an image made from another 'photo.jpg', read from \(directory.url("a/photo.jpg"))") == true,
+            "\(refused.error ?? "")")
+        #expect(storage.objects["photo-large.jpg"]?.origin?.location == directory.url("a/photo.jpg"))
     }
 
     @Test func updateReplacesOnlyOutputsOfAnEarlierVersionOfTheSameName() async throws {

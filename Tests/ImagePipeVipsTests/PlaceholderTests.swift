@@ -72,6 +72,93 @@ import Testing
         }
     }
 
+    /// The PNG in a data URI, checked by Pillow (each chunk's CRC, the zlib stream's Adler-32), then
+    /// its pixels against the original reduced to the same grid by Pillow's box filter, and a flat
+    /// colour's against the same: the mean difference per sample of each.
+    static let dataURIOracle = """
+        import sys, io, base64, struct, zlib
+        from PIL import Image
+        prefix = "data:image/png;base64,"
+        uri, source = sys.argv[1], sys.argv[2]
+        assert uri.startswith(prefix), uri[:40]
+        png = base64.b64decode(uri[len(prefix):], validate=True)
+        Image.open(io.BytesIO(png)).verify()
+        at, idat = 8, b""
+        while at < len(png):
+            length, kind = struct.unpack(">I4s", png[at:at + 8])
+            if kind == b"IDAT": idat += png[at + 8:at + 8 + length]
+            at += 12 + length
+        zlib.decompress(idat)
+        picture = Image.open(io.BytesIO(png))
+        picture.load()
+        reference = Image.open(source).convert(picture.mode).resize(picture.size, Image.BOX)
+        flat = reference.resize((1, 1), Image.BOX).resize(picture.size)
+        def difference(a, b):
+            a, b = a.convert("RGB").tobytes(), b.convert("RGB").tobytes()
+            return sum(abs(x - y) for x, y in zip(a, b)) / len(a)
+        print(picture.size[0], picture.size[1], picture.mode, len(png), difference(picture, reference), difference(flat, reference))
+        """
+
+    /// The tiny picture of real photos: a PNG under 300 characters as a data URI that Pillow and
+    /// libvips read, in the ThumbHash's ratio, which looks like the photo: within 25 levels a sample
+    /// of the photo reduced to its grid, nearer than the photo's mean colour is.
+    @Test(arguments: ["images/formats/landscape.jpg", "images/formats/small-400x300.jpg", "images/formats/tiny.png", "images/formats/tall.jpg"])
+    func theDataURIIsATinyPNGThatLooksLikeTheOriginal(_ source: String) throws {
+        let placeholder = try #require(try Fixtures.compress(source).placeholder)
+        let uri = try #require(placeholder.dataURI)
+        #expect(uri.utf8.count < 300 && uri.hasPrefix("data:image/png;base64,"), "\(source): \(uri.utf8.count) characters")
+        #expect(placeholder.isOpaque)
+        let printed = try PythonOracle.run(Self.dataURIOracle, [uri, Fixtures.path(source)]).split(separator: " ")
+        let width = try #require(Int(printed[0])), height = try #require(Int(printed[1]))
+        let difference = try #require(Double(printed[4]))
+        let flat = try #require(Double(printed[5].trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(printed[2] == "RGB" && max(width, height) <= 7, "\(source): \(printed)")
+        #expect(difference < 25 && difference < flat, "\(source): \(difference) from the original, its mean colour \(flat)")
+        // libvips reads the same PNG, in the ThumbHash's ratio (tall.jpg's 1:16 is as tall as it goes, 1:7).
+        let png = try #require(Data(base64Encoded: String(uri.dropFirst("data:image/png;base64,".count))))
+        let decoded = try VipsProbe.decode(png)
+        #expect(decoded.size == PixelSize(width: width, height: height) && decoded.samples?.bands == 3)
+        let size = try Fixtures.compress(source).sourceSize
+        let ratio = min(7, max(1.0 / 7, Double(size.width) / Double(size.height)))
+        #expect(abs(log(Double(width) / Double(height) / ratio)) < 0.45, "\(source): \(width)x\(height)")
+    }
+
+    /// A transparent original's picture keeps its alpha (for a page that removes it once the image
+    /// loads), and says it is not opaque, so the HTML leaves it out.
+    @Test func aTransparentOriginalsPictureHasItsAlpha() throws {
+        let placeholder = try #require(try Fixtures.compress("images/formats/alpha.png").placeholder)
+        #expect(!placeholder.isOpaque)
+        let uri = try #require(placeholder.dataURI)
+        #expect(uri.utf8.count < 300)
+        let png = try #require(Data(base64Encoded: String(uri.dropFirst("data:image/png;base64,".count))))
+        let samples = try #require(try VipsProbe.decode(png).samples)
+        #expect(samples.bands == 4)
+        let alphas = stride(from: 3, to: samples.bytes.count, by: 4).map { samples.bytes[$0] }
+        #expect(alphas.contains { $0 < 128 } && alphas.contains { $0 > 128 }, "\(alphas)")
+        let printed = try PythonOracle.run(Self.dataURIOracle, [uri, Fixtures.path("images/formats/alpha.png")]).split(separator: " ")
+        #expect(printed[2] == "RGBA", "\(printed)")
+    }
+
+    /// Every shape a ThumbHash has, from 1:7 to 7:1, square, with and without alpha, stays under 300
+    /// characters, the grid as large as fits: 7 pixels on the long side, fewer for a square or alpha.
+    @Test func everyShapeStaysUnder300Characters() throws {
+        for (width, height) in [(100, 100), (100, 75), (75, 100), (100, 86), (100, 50), (100, 14), (14, 100), (100, 1)] {
+            for alpha in [false, true] {
+                var rgba: [UInt8] = []
+                for y in 0..<height {
+                    for x in 0..<width { rgba += [UInt8(x * 255 / width), UInt8(y * 255 / height), 90, alpha && x < width / 2 ? 0 : 255] }
+                }
+                let placeholder = Placeholder(width: width, height: height, rgba: rgba)
+                let uri = try #require(placeholder.dataURI)
+                #expect(uri.utf8.count < 300, "\(width)x\(height) alpha \(alpha): \(uri.utf8.count)")
+                let png = try #require(Data(base64Encoded: String(uri.dropFirst("data:image/png;base64,".count))))
+                let size = try VipsProbe.decode(png).size
+                #expect(max(size.width, size.height) >= (alpha ? 5 : 6), "\(width)x\(height) alpha \(alpha): \(size)")
+                #expect((size.width >= size.height) == (width >= height), "\(width)x\(height): \(size)")
+            }
+        }
+    }
+
     @Test func theDominantColourIsTheCommonestNotTheMean() {
         // Three quarters grey, one quarter saturated red: the mean would be a reddish grey.
         var rgba: [UInt8] = []

@@ -9,6 +9,8 @@
 set -eu
 
 deb=$(realpath "$1")
+# The image libraries' minimum versions (the package's Depends enforce them), named in a label too.
+minimums=$(grep -v '^#' "$(dirname "$(realpath "$0")")/../debian/decoder-minimums" | awk 'NF { printf "%s%s>=%s", sep, $1, $2; sep = ", " }')
 archive=$2
 version=$3
 mirror=${4:-}
@@ -56,6 +58,7 @@ umoci config --image "$layout:$version" \
     --config.label org.opencontainers.image.version="$version" \
     --config.label org.opencontainers.image.licenses=Apache-2.0 \
     --config.label org.opencontainers.image.base.name=debian:bookworm-slim \
+    --config.label io.imagepipe.decoder-minimums="$minimums" \
     --config.label org.opencontainers.image.description="imagepipe worker: originals into web variants. Metrics on :9464/metrics, liveness GET :9464/healthz, readiness GET :9464/readyz" \
     --config.stopsignal SIGTERM \
     --history.created_by "deploy/image/build-image.sh"

@@ -61,18 +61,15 @@ int ips_make_undumpable(void);
 /// ends with the worker (ips_die_with_parent) or when its channel closes.
 void ips_ignore_stop_signals(void);
 
-/// Makes the calling process (the worker) adopt its orphaned descendants (PR_SET_CHILD_SUBREAPER):
-/// a helper forked by the zygote becomes the worker's own child. 0, or -1 with errno.
-int ips_become_subreaper(void);
-
 /// Serves the worker's requests for helpers on `control`, in the zygote: for each, forks a helper
-/// whose channel and output are the two descriptors that came with the request, and answers with
-/// its pid. Returns 0 in a new helper, once it has the request's channel as descriptor 3, its output
-/// as 1 and 2, no other descriptor, and the worker `worker` as its parent; returns -1 in the zygote
-/// when the worker closed `control` or sent what it never sends.
+/// (with CLONE_PARENT: the worker's own child) whose channel and output are the two descriptors that
+/// came with the request, and answers with its pid. Returns 0 in a new helper, once it has the
+/// request's channel as descriptor 3, its output as 1 and 2, no other descriptor, and death with the
+/// worker `worker` asked for; returns -1 in the zygote when the worker closed `control` or sent what
+/// it never sends.
 int ips_zygote_serve(int control, pid_t worker);
 
 /// Asks the zygote on `control` for a helper with `channel` and `output` (the helper's ends), waiting
-/// at most `timeout_ms`: its pid, once the worker has adopted it; -2 with errno when the zygote could
+/// at most `timeout_ms`: its pid (a child of the calling process); -2 with errno when the zygote could
 /// not fork (it stays usable); -1 with errno when the zygote is gone or did not answer in time.
 pid_t ips_zygote_fork(int control, int channel, int output, int timeout_ms);

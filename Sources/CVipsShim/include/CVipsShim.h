@@ -12,6 +12,14 @@ int ipv_init(const char *argv0);
 /// Why a loader module imagepipe uses is there but did not load (empty when none failed).
 const char *ipv_module_failure(void);
 
+/// Initialises the class of every libvips operation (GLib does it on first use): in the zygote, so
+/// that no helper forked from it does it again. Starts no thread.
+void ipv_warm_classes(void);
+
+/// The file of the `index`th shared object mapped in this process (from 0, in load order), or NULL
+/// past the last: what `imagepipe version --verbose` reports of the image libraries actually linked.
+const char *ipv_loaded_library(size_t index);
+
 /// Sets the libvips worker threads per image, turns the operation cache off and blocks untrusted loaders.
 void ipv_configure(int concurrency);
 

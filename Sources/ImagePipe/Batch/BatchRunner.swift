@@ -131,14 +131,9 @@ public struct BatchRunner: Sendable {
                 // started, rather than each decoded and then failed after its own retries.
                 if pipeline.haltReason?.code == .storageUnavailable { break }
                 var job = scan.jobs[index]
-                if let collision = collisions[index] {
-                    // A file not named as an image takes its clash only if its bytes show it is one.
-                    guard !ImageSignature.nameSaysImage(job.relativePath) else {
-                        deliver(JobResult(source: job.sourceName, status: .failed, error: collision))
-                        continue
-                    }
-                    job.keyCollision = collision
-                }
+                // A file takes its clash only if its bytes show it is an image: one that is none is
+                // skipped as such, whatever it is called.
+                job.keyCollision = collisions[index]
                 await backlog.waitForRoom()
                 do {
                     try await pipeline.reserve()
@@ -219,13 +214,7 @@ public struct BatchRunner: Sendable {
         }
         let collisions = handler.keyCollisions(in: scan.jobs)
         for (index, var job) in scan.jobs.enumerated() {
-            if let collision = collisions[index] {
-                guard !ImageSignature.nameSaysImage(job.relativePath) else {
-                    onPlan(JobContext(job: job, result: JobResult(source: job.sourceName, status: .failed, error: collision)))
-                    continue
-                }
-                job.keyCollision = collision
-            }
+            job.keyCollision = collisions[index]
             var context = JobContext(job: job)
             handler.inspect(&context, reserving: false)
             handler.predict(&context)

@@ -38,6 +38,27 @@ public protocol ImageCompressor: Sendable {
     func compress(
         batch sources: [SourceImage], variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) -> [Result<CompressedImage, ImagePipeError>]
+
+    /// Opens what the batches one compression lane makes in a row may share (a sandboxed
+    /// compressor's helper, started once for them); nil where batches share nothing.
+    func openSession() -> (any CompressionSession)?
+
+    /// ``compress(batch:variants:limits:memory:)`` within `session` (one ``openSession()`` opened).
+    func compress(
+        batch sources: [SourceImage], variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory,
+        session: (any CompressionSession)?
+    ) -> [Result<CompressedImage, ImagePipeError>]
+}
+
+/// What a compressor keeps across the batches of small sources one compression lane takes in a
+/// row, while more keep waiting: a sandboxed compressor's helper serves them all, up to a bound, for
+/// one start. Used by one lane at a time, and closed when the lane stops taking batches.
+public protocol CompressionSession: AnyObject {
+    /// How many more sources it may take; at 0 the lane closes it.
+    var room: Int { get }
+
+    /// Ends it, and what it kept.
+    func close()
 }
 
 /// Which sources a compressor takes several at a time: small ones held in memory, whose image
@@ -85,6 +106,17 @@ extension ImageCompressor {
         batch sources: [SourceImage], variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory
     ) -> [Result<CompressedImage, ImagePipeError>] {
         sources.map { source in Result { () throws(ImagePipeError) in try compress(source, variants: variants, limits: limits, memory: memory) } }
+    }
+
+    /// No session, by default: batches share nothing.
+    public func openSession() -> (any CompressionSession)? { nil }
+
+    /// As without a session, by default.
+    public func compress(
+        batch sources: [SourceImage], variants: [VariantSpec], limits: CompressionLimits, memory: WorkingMemory,
+        session: (any CompressionSession)?
+    ) -> [Result<CompressedImage, ImagePipeError>] {
+        compress(batch: sources, variants: variants, limits: limits, memory: memory)
     }
 
     /// Compresses outside a pipeline, with no limit on working memory.

@@ -25,28 +25,28 @@ public enum OutputFormat: String, Sendable, Codable, CaseIterable {
             FormatTraits(
                 names: ["jpeg", "jpg"], displayName: "JPEG", fileExtension: "jpg", contentType: "image/jpeg", keepsAlpha: false,
                 options: [.progressive, .fullChroma], autoStart: (61, 67.5), typicalSlope: 0.56,
-                encoderBytesPerPixel: 6, srcsetRank: 4, encoder: 0, vipsLoader: "jpegload",
+                encoderBytesPerPixel: 6, srcsetRank: 4, encoder: 0, vipsLoader: "jpegload", header: .jpeg,
                 peers: .init(vipsthumbnailOptions: ",optimize_coding"))
         case .webp:
             FormatTraits(
                 names: ["webp"], displayName: "WebP", fileExtension: "webp", contentType: "image/webp", holdsAnimation: true,
                 options: [.smartSubsample, .lossless, .effort], effort: 0...6, defaultEffort: 4, autoStart: (51, 59.5),
                 typicalSlope: 0.45, encoderBytesPerPixel: 6, srcsetRank: 3, encoder: 1, vipsLoader: "webpload",
-                savesExifWhenStripping: true)
+                savesExifWhenStripping: true, header: .webp)
         case .avif:
             FormatTraits(
                 names: ["avif"], displayName: "AVIF", fileExtension: "avif", contentType: "image/avif", options: [.fullChroma, .effort],
                 effort: 0...9,
                 defaultEffort: 2, autoStart: (50, 70), encoderBytesPerPixel: 12, srcsetRank: 2, encoder: 2, vipsLoader: "heifload",
-                peers: .init(vipsthumbnailOptions: ",compression=av1", pillow: false, imageMagick6: false))
+                header: .heif(brands: ["avif", "avis"]), peers: .init(vipsthumbnailOptions: ",compression=av1", pillow: false, imageMagick6: false))
         case .png:
             FormatTraits(
                 names: ["png"], displayName: "PNG", fileExtension: "png", contentType: "image/png", hasQuality: false, encoderBytesPerPixel: 6,
-                srcsetRank: 5, encoder: 3, vipsLoader: "pngload", peers: .init(vipsthumbnailOptions: nil))
+                srcsetRank: 5, encoder: 3, vipsLoader: "pngload", header: .png, peers: .init(vipsthumbnailOptions: nil))
         case .gif:
             FormatTraits(
                 names: ["gif"], displayName: "GIF", fileExtension: "gif", contentType: "image/gif", holdsAnimation: true, hasQuality: false,
-                encoderBytesPerPixel: 6, srcsetRank: 6, encoder: 4, vipsLoader: "gifload")
+                encoderBytesPerPixel: 6, srcsetRank: 6, encoder: 4, vipsLoader: "gifload", header: .gif)
         case .jxl:
             // libvips 8.14's saver takes efforts 3 to 9 (below 3 it warns and keeps 7). libjxl 0.7's
             // effort 7 (its default) took 1.75x effort 5's CPU and 2.4x its peak memory
@@ -57,7 +57,7 @@ public enum OutputFormat: String, Sendable, Codable, CaseIterable {
             FormatTraits(
                 names: ["jxl", "jpegxl"], displayName: "JPEG XL", fileExtension: "jxl", contentType: "image/jxl", options: [.lossless, .effort],
                 effort: 3...9, losslessTakesQuality: false, defaultEffort: 5, autoStart: (70, 70), typicalSlope: 0.5, carriesMetadata: false,
-                encoderBytesPerPixel: 24, srcsetRank: 1, encoder: 5, vipsLoader: "jxlload",
+                encoderBytesPerPixel: 24, srcsetRank: 1, encoder: 5, vipsLoader: "jxlload", header: .jxl,
                 peers: .init(vipsthumbnailOptions: "", pillow: false, imageMagick6: false))
         }
     }
@@ -185,6 +185,9 @@ public struct FormatTraits: Sendable {
     public let vipsLoader: String
     /// Whether libvips 8.14's saver writes EXIF even when asked to strip (WebP's does).
     public let savesExifWhenStripping: Bool
+    /// How its files begin and state their size: what a worker checks each output a helper hands
+    /// back against (``OutputHeader``).
+    public let header: OutputHeader.Layout
     /// What the bench's other tools make of it.
     public let peers: Peers
 
@@ -194,7 +197,7 @@ public struct FormatTraits: Sendable {
         defaultEffort: Int? = nil,
         autoStart: (quality: Double, score: Double)? = nil, typicalSlope: Double = 0.5, carriesMetadata: Bool = true,
         encoderBytesPerPixel: Int, srcsetRank: Int, encoder: Int32, vipsLoader: String, savesExifWhenStripping: Bool = false,
-        peers: Peers = Peers()
+        header: OutputHeader.Layout, peers: Peers = Peers()
     ) {
         self.names = names
         self.displayName = displayName
@@ -216,6 +219,7 @@ public struct FormatTraits: Sendable {
         self.encoder = encoder
         self.vipsLoader = vipsLoader
         self.savesExifWhenStripping = savesExifWhenStripping
+        self.header = header
         self.peers = peers
     }
 }

@@ -131,6 +131,11 @@ extension VariantSpec {
 
         var quality: Int?
         var autoTarget: Double?
+        // A bare number where the quality goes is one without its q (sharp and libvips write `Q=82`,
+        // other tools `82`): said as such, rather than as an unknown option.
+        if let first = fields.first, !first.isEmpty, first.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            throw bad("write the quality as q\(first), not \(first)")
+        }
         if let first = fields.first, first.hasPrefix("q") || first.hasPrefix("auto") {
             fields.removeFirst()
             if first.hasPrefix("q") {

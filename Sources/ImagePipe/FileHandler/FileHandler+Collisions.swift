@@ -11,8 +11,8 @@ extension FileHandler {
     ///
     /// Only sources named as images claim keys here: whether another file is an image is known
     /// once its first bytes are read (``ImageSignature``), and a sidecar (`IMG_1.xmp`) or a note must
-    /// not take `IMG_1.jpg`'s keys. Such a file's clash is returned too; the caller hands it to its
-    /// job (``Job/keyCollision``), which fails with it only if the file turns out to be an image.
+    /// not take `IMG_1.jpg`'s keys. Every clash is returned; the caller hands it to its job
+    /// (``Job/keyCollision``), which fails with it only if the file's bytes turn out to be an image.
     public func keyCollisions(in jobs: [Job]) -> [Int: ImagePipeError] {
         guard !configuration.keyTemplate.usesHash else { return [:] }
         var owners: [String: Job] = [:]

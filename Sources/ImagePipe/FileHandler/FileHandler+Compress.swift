@@ -17,7 +17,7 @@ extension FileHandler {
 
     /// Compresses several inspected jobs in one call of the compressor (see
     /// ``ImageCompressor/batching``), each as ``compress(_:memory:)`` would: a job's failure is its own.
-    public func compress(batch contexts: inout [JobContext], memory: WorkingMemory = .unlimited) {
+    public func compress(batch contexts: inout [JobContext], memory: WorkingMemory = .unlimited, session: (any CompressionSession)? = nil) {
         var images: [SourceImage] = []
         var indices: [Int] = []
         for index in contexts.indices {
@@ -26,11 +26,13 @@ extension FileHandler {
             indices.append(index)
         }
         guard !images.isEmpty else { return }
-        // Jobs that ended before it may leave one: compressed as one.
+        // Jobs that ended before it may leave one: compressed as one, unless a session is open for
+        // the lane's batches.
         let outcomes =
-            images.count == 1
+            images.count == 1 && session == nil
             ? [compressOne(images[0], memory: memory)]
-            : compressor.compress(batch: images, variants: configuration.variants, limits: configuration.limits, memory: memory)
+            : compressor.compress(
+                batch: images, variants: configuration.variants, limits: configuration.limits, memory: memory, session: session)
         for (position, index) in indices.enumerated() {
             // A compressor that answered for fewer sources than it was given failed the rest.
             let outcome =

@@ -12,9 +12,9 @@ extension FileHandler {
     /// and its name does not say it is one (``ImageSignature``: nothing more of it is read), and
     /// `skipped` (`up_to_date`) when every output exists from this original with
     /// the same settings and ``Configuration/force`` is off; `failed` when a key holds another
-    /// original's output (`key_collision`, unless ``Configuration/overwrite``, or
-    /// ``Configuration/update`` for an earlier version of the same name), when the source cannot be
-    /// read or when the destination cannot be asked.
+    /// original's output (`key_collision`, unless ``Configuration/overwrite``, or for an earlier
+    /// version of the same name as ``Configuration/replaces(earlierVersion:of:)`` allows), when the
+    /// source cannot be read or when the destination cannot be asked.
     ///
     /// - Parameter reserving: whether to reserve the keys against other jobs of this process (off
     ///   for a dry run, which writes nothing).
@@ -51,7 +51,7 @@ extension FileHandler {
             return
         }
         context.source = source
-        let origin = Origin(sha256: source.sha256, source: job.sourceName)
+        let origin = Origin(sha256: source.sha256, source: job.sourceName, location: job.location)
         context.origin = origin
         context.timings.readMs = (clock.now - start).milliseconds
 
@@ -81,20 +81,34 @@ extension FileHandler {
             context.outputs[index].existing = existing
             guard let existing, !origin.isSameOriginal(as: existing.origin) else { continue }
             let changed = existing.origin?.source == job.sourceName
-            guard configuration.overwrite || (configuration.update && changed) else {
-                throw .keyCollision(key: key, source: job.sourceName, existing: existing.origin)
+            guard changed ? configuration.replaces(earlierVersion: existing, of: origin) : configuration.overwrite else {
+                throw .keyCollision(
+                    key: key, source: job.sourceName, existing: existing.origin, location: origin.location, cacheControl: existing.cacheControl)
             }
             // A dry run (nothing reserved) replaces nothing.
             if reserving {
-                logger.notice(
-                    changed ? "replacing an output of a changed original" : "replacing an output made from another original",
-                    metadata: [
-                        "key": "\(key)", "source": "\(job.sourceName)",
-                        "previous_source": "\(existing.origin?.source ?? "unknown")",
-                    ])
+                logReplacement(of: existing, at: key, changed: changed, source: job.sourceName)
             }
         }
         context.timings.checkMs = (clock.now - checkStart).milliseconds
+    }
+
+    /// Logs that the output under `key` is about to be replaced, and warns when it was served as
+    /// immutable: the new picture then reaches only those whose caches never held the old one.
+    private func logReplacement(of existing: ExistingObject, at key: String, changed: Bool, source: String) {
+        var metadata: Logger.Metadata = [
+            "key": "\(key)", "source": "\(source)", "previous_source": "\(existing.origin?.source ?? "unknown")",
+        ]
+        let message: Logger.Message = changed ? "replacing an output of a changed original" : "replacing an output made from another original"
+        logger.notice(message, metadata: metadata)
+        guard existing.wasServedImmutable else { return }
+        metadata["cache_control"] = "\(existing.cacheControl ?? "")"
+        logger.warning(
+            """
+            replacing '\(key)', which was served as immutable: browsers and CDNs may keep showing the old picture \
+            \(CacheControl.lifetimeText(existing.cacheControl)); key outputs by content ({hash}) to publish new pictures under new URLs
+            """,
+            metadata: metadata)
     }
 
     /// Looks every key up at once: against an object store each look-up is a round trip, and a

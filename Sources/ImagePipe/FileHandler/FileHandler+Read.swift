@@ -3,7 +3,7 @@ import Foundation
 
 extension FileHandler {
     /// The source's bytes (or, for a large local file, its open descriptor) and SHA-256, or why it
-    /// is no image (``ImageSignature``, judged on its first bytes under the job's name).
+    /// is no image (``ImageSignature``, judged on its first bytes whatever the job is called).
     ///
     /// A local file is read exactly as ``SourceReader`` reads it (raw path, links followed or not),
     /// and no further than its first bytes when it is no image. An object is downloaded whole,
@@ -17,7 +17,7 @@ extension FileHandler {
                 throw ImagePipeError(.unreadableSource, ObjectLocation.unsupportedReason(scheme))
             }
             return try SourceReader.read(
-                job.sourcePath, named: job.relativePath, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
+                job.sourcePath, imagesOnly: true, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
         }
         let location = object.location
         guard let repository = sources[location.scheme] else {
@@ -28,10 +28,10 @@ extension FileHandler {
             throw .sourceTooLarge(location.description, bytes: bytes, limit: configuration.maxSourceBytes)
         }
         let fetched = try repository.read(location, maxBytes: configuration.maxSourceBytes)
-        if let reason = ImageSignature.skipReason(head: fetched.data.prefix(ImageSignature.headLength), name: job.relativePath) {
+        // An empty object has no signature: it is skipped here, never decoded.
+        if let reason = ImageSignature.skipReason(head: fetched.data.prefix(ImageSignature.headLength)) {
             return .notAnImage(reason: reason)
         }
-        guard !fetched.data.isEmpty else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
         // The object's own point, unless the job brings one (which wins, so a bad one here is moot).
         let focus = job.focus == nil ? try FetchedObject.focus(metadata: fetched.focusMetadata) : nil
         return .image(

@@ -43,7 +43,10 @@ extension FileHandler {
     /// Ends a job: its keys are released, and when a put failed the job fails with the first
     /// error and the outputs it wrote are removed again (best effort, logged when that fails):
     /// never one that was in place from this original before, nor one another job of the same
-    /// original shared, since that job may have reported it done.
+    /// original shared, since that job may have reported it done, nor one whose key held anything
+    /// before (an edited photo's earlier version, or what `--overwrite` replaced): that URL was
+    /// served, and removing it would leave it answering 404 until a later run succeeds, where the
+    /// new picture under it is right.
     public func end(_ context: consuming JobContext) -> JobResult {
         defer { reservations.release(context.reservedKeys) }
         if !context.hasEnded, let failure = context.outputs.lazy.compactMap(\.failure).first {
@@ -56,8 +59,8 @@ extension FileHandler {
     /// Removes what a failed job stored that was not in place from its original before.
     private func removeOutputs(of context: JobContext) {
         for output in context.outputs {
-            guard case .success(let object) = output.stored, !output.wasInPlace(for: context.origin), !object.wasInPlace,
-                !reservations.isShared(output.key)
+            guard case .success(let object) = output.stored, output.existing == nil, !output.wasInPlace(for: context.origin),
+                !object.wasInPlace, !reservations.isShared(output.key)
             else { continue }
             do {
                 try storage.delete(output.key)

@@ -40,13 +40,19 @@ public struct FileHandler: Sendable {
         public var update: Bool
         /// Whether sources whose outputs are all in place are done again (`--force`).
         public var force: Bool
+        /// Whether outputs of an earlier version of the same original are replaced without
+        /// ``update`` when they were not served as immutable (``ExistingObject/wasServedImmutable``):
+        /// on for a batch, whose sources are a library where a name is one photo over time, edited
+        /// now and then; off for a queue, whose names uploaders choose, where a second `photo.jpg`
+        /// is as likely someone else's picture. Each replacement is logged either way.
+        public var updatesEditedOriginals: Bool
 
         /// Creates a configuration; the defaults are the `web` preset and the default key template.
         public init(
             variants: [VariantSpec] = Preset.web, keyTemplate: KeyTemplate = .default,
             limits: CompressionLimits = .default, cacheControl: String? = nil, inMemoryLimit: Int = SourceReader.defaultInMemoryLimit,
             maxSourceBytes: Int = 256 << 20, storeOriginal: Bool = false, overwrite: Bool = false, update: Bool = false,
-            force: Bool = false
+            force: Bool = false, updatesEditedOriginals: Bool = false
         ) {
             self.variants = variants
             self.keyTemplate = keyTemplate
@@ -58,6 +64,18 @@ public struct FileHandler: Sendable {
             self.overwrite = overwrite
             self.update = update
             self.force = force
+            self.updatesEditedOriginals = updatesEditedOriginals
+        }
+
+        /// Whether an output `existing` holds, made from an earlier version of `origin`'s original
+        /// (same name, other bytes), may be replaced: with ``update`` or ``overwrite`` always; with
+        /// ``updatesEditedOriginals`` when it is the same file edited, read from the same place (two
+        /// folders given one destination may each hold a `photo.jpg`: that is another photo), and
+        /// its URL was not served as immutable.
+        public func replaces(earlierVersion existing: ExistingObject, of origin: Origin) -> Bool {
+            if overwrite || update { return true }
+            return updatesEditedOriginals && !existing.wasServedImmutable && origin.location != nil
+                && existing.origin?.location == origin.location
         }
     }
 

@@ -23,9 +23,9 @@ public struct Job: Sendable {
     /// Tripped when the job's result is no longer wanted (its claim was lost, or it was cancelled):
     /// the pipeline then stops it at its next safe point, before compressing or before storing.
     public var cancellation: JobCancellation?
-    /// A clash with another source's keys, found before a batch started, for a source whose name
-    /// does not say it is an image (`IMG_1.xmp` beside `IMG_1.jpg`): it fails with it only once its
-    /// first bytes show it is an image; as anything else it is skipped like any other non-image.
+    /// A clash with another source's keys, found before a batch started (`IMG_1.HEIC` beside
+    /// `IMG_1.JPG`, or `IMG_1.xmp` beside it): it fails with it only once its first bytes show it is
+    /// an image; as anything else it is skipped like any other non-image, whatever its name.
     public var keyCollision: ImagePipeError?
     /// The point `cover` crops keep, given with the job; nil to crop where each variant says.
     public var focus: FocalPoint?
@@ -35,6 +35,9 @@ public struct Job: Sendable {
     /// keeps of the job's earlier attempts; the worker decides by it whether another such failure is
     /// final. A crash of the same image twice is the image's doing, not the machine's.
     public var earlierDecoderFailures = 0
+    /// Where the original lies when that is not where it is read: a queue directory reads a
+    /// delivery from its worker's claim area, but it was delivered into the inbox. Nil otherwise.
+    public var deliveredAt: String?
 
     /// Creates a job.
     public init(path: String, relativePath: String, attempt: Int = 1, rawPath: RawPath? = nil, followsLinks: Bool = true) {
@@ -56,6 +59,14 @@ public struct Job: Sendable {
     /// relative path.
     public var sourceName: String { object == nil ? relativePath : path }
 
+    /// Where the original lies, as every output records it (``Origin/location``): an object's URL,
+    /// else the place it was delivered to (``deliveredAt``), else its file's absolute path.
+    /// `imagepipe prune` tells by it whether an output was made from the sources it is given.
+    public var location: String {
+        if object != nil { return path }
+        return deliveredAt ?? LocalPath.absolute(path)
+    }
+
     /// What is opened: ``rawPath`` when set, else ``path``.
     public var sourcePath: RawPath { rawPath ?? RawPath(path) }
 }
@@ -66,7 +77,7 @@ extension Job: Equatable {
     public static func == (lhs: Job, rhs: Job) -> Bool {
         lhs.path == rhs.path && lhs.relativePath == rhs.relativePath && lhs.attempt == rhs.attempt && lhs.rawPath == rhs.rawPath
             && lhs.followsLinks == rhs.followsLinks && lhs.object == rhs.object && lhs.focus == rhs.focus
-            && lhs.earlierDecoderFailures == rhs.earlierDecoderFailures
+            && lhs.earlierDecoderFailures == rhs.earlierDecoderFailures && lhs.deliveredAt == rhs.deliveredAt
     }
 }
 

@@ -44,6 +44,14 @@ public struct JobContext: Sendable {
             origin.isSameOriginal(as: existing?.origin) && existing?.origin?.variant == fingerprint
         }
 
+        /// What writing this output replaces of another original's: the output of an earlier
+        /// version of `source` (the same name, other bytes) or of another original (or of no known
+        /// one); nil when the key was free or held this original's own output.
+        public func replacement(for origin: Origin?, source: String) -> VariantRecord.Replacement? {
+            guard let existing, let origin, !origin.isSameOriginal(as: existing.origin) else { return nil }
+            return existing.origin?.source == source ? .earlierVersion : .anotherOriginal
+        }
+
         /// Whether the key held this original's output before the job, so a failed job leaves it in
         /// place instead of removing it.
         public func wasInPlace(for origin: Origin?) -> Bool {
@@ -142,10 +150,11 @@ public struct JobContext: Sendable {
                     result.original = object
                     continue
                 }
-                result.variants.append(
-                    VariantRecord(
-                        name: spec.name, key: object.key, url: object.url, format: spec.format, bytes: object.bytes,
-                        encoding: output.encoding ?? VariantEncoding(size: PixelSize(width: 0, height: 0))))
+                var record = VariantRecord(
+                    name: spec.name, key: object.key, url: object.url, format: spec.format, bytes: object.bytes,
+                    encoding: output.encoding ?? VariantEncoding(size: PixelSize(width: 0, height: 0)))
+                record.replaced = output.replacement(for: origin, source: job.sourceName)
+                result.variants.append(record)
             }
             result.placeholder = placeholder
             result.gainMap = gainMap

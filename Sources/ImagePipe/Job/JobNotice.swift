@@ -12,15 +12,24 @@ public struct JobNotice: Sendable, Codable, Equatable {
     public enum Event: String, Sendable, Codable {
         /// Every variant was stored.
         case done
-        /// It failed (a batch; a queue's failures are `discarded`).
+        /// It failed for good: in a batch, or in a queue a failure retrying cannot help, or its
+        /// last attempt (in `failed/`, or a row in state `failed`). Attempts that will be retried
+        /// are not told of.
         case failed
         /// It was left alone on purpose (up to date, not an image, ...).
         case skipped
-        /// A queue filed it as failed for good (`watch`): a failure retrying cannot help, or its last
-        /// attempt; it is in `failed/`, or its row's state is `discarded`.
-        case discarded
         /// Someone cancelled it while it was queued or running (PostgreSQL queue).
         case cancelled
+
+        /// Reads an event, `discarded` included: a queue's notices kept undelivered by a worker from
+        /// before `failed` named a queue's failures too are sent as `failed`.
+        public init(from decoder: any Decoder) throws {
+            let name = try decoder.singleValueContainer().decode(String.self)
+            guard let event = name == "discarded" ? .failed : Event(rawValue: name) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "no event '\(name)'"))
+            }
+            self = event
+        }
 
         /// The event of a result recorded as it stands (a batch, or a queue completing the job).
         public init(_ status: JobResult.Status) {

@@ -116,6 +116,17 @@ public struct VariantRecord: Sendable, Equatable {
     /// (with `auto` or `--score`), encodes (only with `auto`), whether it is the original's own
     /// bytes, frames. A skip as up to date knows the size alone, from what its output recorded.
     public var encoding: VariantEncoding
+    /// What storing it replaced of another original's, when it did: a record that says so tells
+    /// an application that a URL it holds now shows another picture (an edited photo's, mostly).
+    public var replaced: Replacement?
+
+    /// What an output replaced under its key.
+    public enum Replacement: String, Sendable, Codable {
+        /// The output of an earlier version of the same original: the same name, other bytes.
+        case earlierVersion = "earlier_version"
+        /// The output of another original, or an object with no recorded original (`--overwrite`).
+        case anotherOriginal = "another_original"
+    }
 
     /// Creates a record.
     public init(name: String, key: String, url: String, format: OutputFormat, bytes: Int, encoding: VariantEncoding) {
@@ -135,7 +146,7 @@ public struct VariantRecord: Sendable, Equatable {
 
 extension VariantRecord: Codable {
     enum CodingKeys: String, CodingKey {
-        case name, key, url, format, bytes
+        case name, key, url, format, bytes, replaced
     }
 
     /// One object: the record's own fields and the encoding's side by side.
@@ -146,6 +157,7 @@ extension VariantRecord: Codable {
         url = try container.decode(String.self, forKey: .url)
         format = try container.decode(OutputFormat.self, forKey: .format)
         bytes = try container.decode(Int.self, forKey: .bytes)
+        replaced = try container.decodeIfPresent(Replacement.self, forKey: .replaced)
         encoding = try VariantEncoding(from: decoder)
     }
 
@@ -156,6 +168,7 @@ extension VariantRecord: Codable {
         try container.encode(url, forKey: .url)
         try container.encode(format, forKey: .format)
         try container.encode(bytes, forKey: .bytes)
+        try container.encodeIfPresent(replaced, forKey: .replaced)
         try encoding.encode(to: encoder)
     }
 }

@@ -22,7 +22,7 @@ public enum BlockingIO {
         _ body: @escaping @Sendable () throws(Failure) -> T
     ) async throws(Failure) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, Failure>, Never>) in
-            queue.async { continuation.resume(returning: Result(catching: body)) }
+            queue.async { continuation.resume(returning: StallWatch.watch("a blocking call of the worker's") { Result(catching: body) }) }
         }
         return try result.get()
     }

@@ -148,7 +148,7 @@ public final class JobPipeline: Sendable {
             if handler.isBatchable(context) {
                 park()
                 backlog.withLock { $0.append(waiting) }
-                compression.async { [self] in compress(takeFromBacklog()) }
+                compression.async { [self] in compressBacklog() }
             } else {
                 compression.async { [self] in compress([waiting]) }
             }
@@ -172,10 +172,10 @@ public final class JobPipeline: Sendable {
     /// The jobs a lane compresses next, from the backlog of small ones: a fair share of those
     /// waiting (so that every lane has work), within the compressor's batching bounds. Empty
     /// when other lanes took them all.
-    private func takeFromBacklog() -> [WaitingCompression] {
+    private func takeFromBacklog(atMost limit: Int = .max) -> [WaitingCompression] {
         let batching = handler.compressor.batching
         return backlog.withLock { waiting in
-            let share = min(batching.sources, (waiting.count + compression.limit - 1) / compression.limit)
+            let share = min(batching.sources, limit, (waiting.count + compression.limit - 1) / compression.limit)
             var count = 0
             var bytes = 0
             while count < min(share, waiting.count) {
@@ -188,8 +188,25 @@ public final class JobPipeline: Sendable {
         }
     }
 
-    /// Compresses jobs on this lane: one by one, or in one call of the compressor when several.
-    private func compress(_ jobs: [WaitingCompression]) {
+    /// Compresses small jobs from the backlog on this lane, batch after batch while more are
+    /// waiting, within one session of the compressor (a sandboxed helper started once for them, up
+    /// to its bound): a helper costs a fork and its start, several small images' work.
+    private func compressBacklog() {
+        var jobs = takeFromBacklog()
+        guard !jobs.isEmpty else { return }
+        let session = handler.compressor.openSession()
+        defer { session?.close() }
+        while true {
+            compress(jobs, session: session)
+            guard let session, session.room > 0 else { return }
+            jobs = takeFromBacklog(atMost: session.room)
+            if jobs.isEmpty { return }
+        }
+    }
+
+    /// Compresses jobs on this lane: one by one, or in one call of the compressor when several (or
+    /// within a session).
+    private func compress(_ jobs: [WaitingCompression], session: (any CompressionSession)? = nil) {
         var kept: [WaitingCompression] = []
         var contexts: [JobContext] = []
         for job in jobs {
@@ -200,10 +217,10 @@ public final class JobPipeline: Sendable {
             kept.append(job)
             contexts.append(context)
         }
-        if contexts.count == 1 {
+        if contexts.count == 1 && session == nil {
             handler.compress(&contexts[0], memory: capacity.memory)
-        } else if contexts.count > 1 {
-            handler.compress(batch: &contexts, memory: capacity.memory)
+        } else if !contexts.isEmpty {
+            handler.compress(batch: &contexts, memory: capacity.memory, session: session)
         }
         for (job, context) in zip(kept, contexts) { job.then(context) }
     }

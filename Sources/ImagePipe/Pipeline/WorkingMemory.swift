@@ -74,6 +74,41 @@ public final class WorkingMemory: Sendable {
         return amount
     }
 
+    /// As ``acquire(_:)``, but waiting no later than `deadline`: nil when the bytes did not fit by
+    /// then (nothing is then held). An image helper's need is waited for this way, so that the
+    /// job's wall-clock cap counts its waits for memory.
+    public func acquire(_ bytes: Int, before deadline: ContinuousClock.Instant) -> Int? {
+        if let elsewhere { return elsewhere(bytes) }
+        guard let limit else { return 0 }
+        let amount = min(max(0, bytes), limit)
+        let semaphore = state.withLock { state -> DispatchSemaphore? in
+            if state.waiting.isEmpty && (state.used == 0 || state.used + amount <= limit) {
+                state.used += amount
+                return nil
+            }
+            let semaphore = DispatchSemaphore(value: 0)
+            state.waiting.append(Waiter(bytes: amount, semaphore: semaphore))
+            return semaphore
+        }
+        guard let semaphore else { return amount }
+        let left = deadline - ContinuousClock.now
+        let nanoseconds = left <= .zero ? 0 : min(left.components.seconds, 86_400 * 365) * 1_000_000_000 + left.components.attoseconds / 1_000_000_000
+        if semaphore.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success { return amount }
+        // Timed out: out of the queue, unless a release granted the bytes meanwhile (then they are held).
+        let stillWaiting = state.withLock { state -> Bool in
+            guard let index = state.waiting.firstIndex(where: { $0.semaphore === semaphore }) else { return false }
+            state.waiting.remove(at: index)
+            return true
+        }
+        if stillWaiting {
+            // Those behind it may fit now that it no longer waits in front of them.
+            release(0)
+            return nil
+        }
+        semaphore.wait()
+        return amount
+    }
+
     /// Hands back what ``acquire(_:)`` returned and wakes the waiters that now fit, in order.
     public func release(_ bytes: Int) {
         guard let limit else { return }

@@ -1,11 +1,12 @@
 // What `imagepipe prune` would do with each object of a destination, and why: kept, deleted as an orphan, or left alone.
 
 /// The verdict on every object of a destination: an output whose original is gone, changed, or
-/// whose variant is no longer made is to be deleted; every other output is kept; an object without a
-/// recorded origin was not written by imagepipe and is left alone whatever it is.
+/// whose variant is no longer made is to be deleted; every other output is kept; an output made
+/// from other sources than those given, and an object without a recorded origin (not written by
+/// imagepipe), are left alone whatever they are.
 ///
-/// Judged from each object's ``Origin`` alone (its original's name and SHA-256, its variant) and the
-/// sources as they are now, so nothing about how the outputs were keyed needs to be known.
+/// Judged from each object's ``Origin`` alone (where its original lies, its name and SHA-256, its
+/// variant) and the sources as they are now, so nothing about how the outputs were keyed needs to be known.
 public struct PrunePlan: Sendable {
     /// What happens to one object.
     public enum Verdict: String, Sendable, CaseIterable {
@@ -19,6 +20,9 @@ public struct PrunePlan: Sendable {
         case droppedVariant = "dropped-variant"
         /// No origin recorded: not imagepipe's (or older than origins), never touched.
         case foreign
+        /// Its original lies outside the sources given (another folder writing under the same
+        /// prefix), or it records no place to tell by: never touched, whatever its variant.
+        case otherSources = "other-sources"
 
         /// Whether the object goes.
         public var deletes: Bool { self == .orphaned || self == .changed || self == .droppedVariant }
@@ -44,13 +48,14 @@ public struct PrunePlan: Sendable {
     /// none of them is among those given, the variants given are likely not the batch's.
     public var recordedVariants: Set<String>
 
-    /// Judges `objects` (each key with its origin, nil for none) against the sources and the
-    /// variants asked for, by name (`original` counts as one when the originals are kept too).
-    public init(objects: [(key: String, origin: Origin?)], sources: SourceDigests, variants: Set<String>) {
+    /// Judges `objects` (each key with its origin, nil for none) against the sources (where they
+    /// lie, and what they hold) and the variants asked for, by name (`original` counts as one when
+    /// the originals are kept too).
+    public init(objects: [(key: String, origin: Origin?)], places: SourcePlaces, sources: SourceDigests, variants: Set<String>) {
         entries = []
         var problems: [String] = []
         for (key, origin) in objects.sorted(by: { $0.key < $1.key }) {
-            let (verdict, reason) = Self.judge(origin, sources: sources, variants: variants, problems: &problems)
+            let (verdict, reason) = Self.judge(origin, places: places, sources: sources, variants: variants, problems: &problems)
             entries.append(Entry(key: key, verdict: verdict, reason: reason, origin: origin))
         }
         self.problems = problems
@@ -63,19 +68,35 @@ public struct PrunePlan: Sendable {
     /// How many objects got each verdict.
     public func count(_ verdict: Verdict) -> Int { entries.count(where: { $0.verdict == verdict }) }
 
-    /// `N outputs kept, M to delete (orphaned: a, changed: b, dropped variant: c), F foreign left alone`,
-    /// with `deleted` for `to delete` once they are gone.
+    /// `N outputs kept, M to delete (orphaned: a, changed: b, dropped variant: c), left alone (made
+    /// from other sources: o, foreign: f)`, with `deleted` for `to delete` once they are gone.
     public func summary(deleted: Bool) -> String {
         let gone = count(.orphaned) + count(.changed) + count(.droppedVariant)
         return "\(count(.keep)) outputs kept, \(gone) \(deleted ? "deleted" : "to delete") (orphaned: \(count(.orphaned)), "
-            + "changed: \(count(.changed)), dropped variant: \(count(.droppedVariant))), \(count(.foreign)) foreign left alone"
+            + "changed: \(count(.changed)), dropped variant: \(count(.droppedVariant))), "
+            + "left alone (made from other sources: \(count(.otherSources)), foreign: \(count(.foreign)))"
     }
 
+    /// The outputs left alone because they record no place their original was read from.
+    public var unplaced: [Entry] { entries.filter { $0.verdict == .otherSources && $0.reason.hasPrefix(Self.unplacedReason) } }
+
+    private static let unplacedReason = "records no place its original was read from"
+
     private static func judge(
-        _ origin: Origin?, sources: SourceDigests, variants: Set<String>, problems: inout [String]
+        _ origin: Origin?, places: SourcePlaces, sources: SourceDigests, variants: Set<String>, problems: inout [String]
     ) -> (Verdict, String) {
         guard let origin else { return (.foreign, "no recorded original: not written by imagepipe") }
         let original = "'\(origin.source)'"
+        // First of all: an output of a folder that was not given (another batch writing under the
+        // same prefix) is none of this prune's business, whatever its variants or names are.
+        switch places.placement(of: origin) {
+        case .among:
+            break
+        case .elsewhere(let location):
+            return (.otherSources, "\(original) was read from \(location), which is not among the sources")
+        case .unknown:
+            return (.otherSources, "\(unplacedReason) (\(original)), so it cannot be told to be among the sources")
+        }
         // An output written before variants were recorded cannot be judged by its variant.
         if let name = origin.variantName, !variants.contains(name) {
             return (.droppedVariant, "variant '\(name)' of \(original) is no longer made")

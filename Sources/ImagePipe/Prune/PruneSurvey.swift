@@ -19,17 +19,17 @@
 /// destination has no race at all.
 public enum PruneSurvey {
     /// The plan for `storage`'s objects: every key listed and its origin read, then `scan` run for
-    /// the sources as they are now, then each object judged against them.
+    /// the sources as they are now, then each object judged against them and their `places`.
     ///
     /// - Returns: the plan and what `scan` returned beside the sources' digests.
     public static func plan<Scan>(
-        of storage: any PrunableStorage, pageSize: Int, lookups: Int, variants: Set<String>,
+        of storage: any PrunableStorage, pageSize: Int, lookups: Int, places: SourcePlaces, variants: Set<String>,
         scan: () throws(ImagePipeError) -> (Scan, SourceDigests)
     ) throws(ImagePipeError) -> (plan: PrunePlan, scan: Scan) {
         let keys = try storage.allKeys(pageSize: pageSize)
         let objects = try OriginLookup.origins(of: keys, in: storage, concurrency: lookups)
         let (scanned, digests) = try scan()
-        return (PrunePlan(objects: objects, sources: digests, variants: variants), scanned)
+        return (PrunePlan(objects: objects, places: places, sources: digests, variants: variants), scanned)
     }
 
     /// What a deletion did beyond removing objects.

@@ -1,21 +1,22 @@
-// The one rule of what a source is: its first bytes decide, for every kind of source; its name only where the bytes cannot.
+// The one rule of what a source is: its first bytes decide, for every kind of source, whatever its name.
 import Foundation
 
 /// What a source's first bytes say it is, and whether a file is taken as an image.
 ///
-/// Every job goes through ``skipReason(head:name:)`` in the FileHandler's inspection, as soon as
-/// the source's first bytes are read: files of a batch, deliveries to a queue directory, paths and
-/// objects queued in PostgreSQL, objects in S3 or Supabase. The bytes decide, not the name: object
+/// Every job goes through ``skipReason(head:)`` in the FileHandler's inspection, as soon as the
+/// source's first bytes are read: files of a batch, deliveries to a queue directory, paths and
+/// objects queued in PostgreSQL, objects in S3 or Supabase. The bytes decide, never the name: object
 /// keys and upload IDs (`3f2a9c1e`, `upload.dat`) often say nothing or the wrong thing, and the
 /// first 16 bytes cost nothing next to a decode (sharp and imgproxy sniff magic bytes the same way).
-/// A name only matters when it promises an image the bytes do not show: that file is decoded as
-/// before and fails with the decoder's reason, because someone meant it to be an image.
+/// A file named `x.jpg` that holds text is no image either, and ends as `notes.txt` does: one fate
+/// for the same bytes, in a batch and in both queues, whatever the producer called them.
 public enum ImageSignature {
     /// How many bytes from the start of a file the signatures look at.
     public static let headLength = 16
 
-    /// The extensions of the formats imagepipe reads (lowercase, without the dot): a file named so
-    /// is meant to be an image, so one whose bytes show none fails instead of being skipped.
+    /// The extensions of the formats imagepipe reads (lowercase, without the dot). They never decide
+    /// whether a file is read as an image; they keep a stored original's own extension (a `.jpeg`
+    /// stays one), and before anything is read they tell which files claim keys first.
     public static let imageExtensions: Set<String> = [
         "jpg", "jpeg", "jpe", "jfif", "png", "webp", "tif", "tiff", "gif", "heic", "heif", "hif", "avif",
     ]
@@ -37,7 +38,8 @@ public enum ImageSignature {
         if starts(Array("ftyp".utf8), at: 4) {
             let brand = String(decoding: bytes[8..<min(12, bytes.count)], as: UTF8.self)
             if brand.hasPrefix("avi") { return "avif" }
-            if ["heic", "heix", "hevc", "hevx", "mif1", "msf1", "heim", "heis"].contains(brand) { return "heic" }
+            // The HEIF brands libvips 8.14's loader recognises (its list of ftyp brands).
+            if ["heic", "heix", "hevc", "hevx", "mif1", "msf1", "heim", "heis", "hevm", "hevs"].contains(brand) { return "heic" }
         }
         return nil
     }
@@ -49,20 +51,17 @@ public enum ImageSignature {
         return imageExtensions.contains(last[last.index(after: dot)...].lowercased())
     }
 
-    /// Why a source is skipped as `not_an_image`, or nil when it is taken (and decoded).
+    /// Why a source is skipped as `not_an_image`, or nil when it is taken (and decoded): taken when
+    /// its first bytes are an image's signature, whatever it is called.
     ///
-    /// Taken: a file whose first bytes are an image's signature, whatever it is called; and a
-    /// file named as an image (`x.jpg`) whatever its bytes, which then fails as it always did
-    /// (`unsupported_format`, `corrupt_image`, `empty_file`) rather than vanish among the skipped.
-    ///
-    /// - Parameters:
-    ///   - head: the file's first bytes (at least ``headLength`` when it has that many; empty for an
-    ///     empty file).
-    ///   - name: the name the source goes by (a relative path or a key); only its extension counts.
-    public static func skipReason(head: some Collection<UInt8>, name: String) -> String? {
-        if fileExtension(of: head) != nil || nameSaysImage(name) { return nil }
+    /// - Parameter head: the file's first bytes (at least ``headLength`` when it has that many;
+    ///   empty for an empty file).
+    public static func skipReason(head: some Collection<UInt8>) -> String? {
+        if fileExtension(of: head) != nil { return nil }
+        // The reason follows the code wherever both are shown (`not_an_image: its first bytes ...`),
+        // so it does not say "not an image" again.
         return head.isEmpty
-            ? "not an image: an empty file"
-            : "not an image: its first bytes match no format imagepipe reads (\(SourceFormat.acceptedList))"
+            ? "an empty file (0 bytes)"
+            : "its first bytes match no format imagepipe reads (\(SourceFormat.acceptedList))"
     }
 }

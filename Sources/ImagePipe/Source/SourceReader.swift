@@ -41,9 +41,9 @@ public enum SourceReader {
     public static func read(
         _ path: RawPath, inMemoryLimit: Int = defaultInMemoryLimit, followingLinks: Bool = true
     ) throws(ImagePipeError) -> SourceFile {
-        switch try read(path, named: nil, inMemoryLimit: inMemoryLimit, followingLinks: followingLinks) {
+        switch try read(path, imagesOnly: false, inMemoryLimit: inMemoryLimit, followingLinks: followingLinks) {
         case .image(let file): return file
-        // Never: without a name nothing is judged.
+        // Never: nothing is judged.
         case .notAnImage(let reason): throw ImagePipeError(.unsupportedFormat, reason)
         }
     }
@@ -56,27 +56,27 @@ public enum SourceReader {
         case notAnImage(reason: String)
     }
 
-    /// Reads `path` as ``read(_:inMemoryLimit:followingLinks:)`` does, after its first bytes were
-    /// judged by ``ImageSignature/skipReason(head:name:)`` under `name`: a file that is no image is
-    /// not read further (a folder of videos or documents costs 16 bytes a file), and an empty one is
-    /// `not_an_image` unless its name says it is an image.
+    /// Reads `path` as ``read(_:inMemoryLimit:followingLinks:)`` does; with `imagesOnly`, after its
+    /// first bytes were judged by ``ImageSignature/skipReason(head:)``: a file that is no image, an
+    /// empty one included, is not read further (a folder of videos or documents costs 16 bytes a
+    /// file).
     public static func read(
-        _ path: RawPath, named name: String?, inMemoryLimit: Int = defaultInMemoryLimit, followingLinks: Bool = true
+        _ path: RawPath, imagesOnly: Bool, inMemoryLimit: Int = defaultInMemoryLimit, followingLinks: Bool = true
     ) throws(ImagePipeError) -> Outcome {
         BlockingIO.mayBlock("read \(path)")
-        guard let type = path.fileType(followingLinks: followingLinks) else { throw unreadable(errno) }
+        guard let type = path.fileType(followingLinks: followingLinks) else { throw unreadable(errno, path) }
         guard type == S_IFREG else { throw notARegularFile(path, type, followingLinks: followingLinks) }
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW)
         let fd = path.withCString { open($0, flags) }
         guard fd >= 0 else {
             // ELOOP: replaced by a link since the check.
             if errno == ELOOP && !followingLinks { throw notARegularFile(path, S_IFLNK, followingLinks: false) }
-            throw unreadable(errno)
+            throw unreadable(errno, path)
         }
         var keptOpen = false
         defer { if !keptOpen { close(fd) } }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw unreadable(errno) }
+        guard fstat(fd, &info) == 0 else { throw unreadable(errno, path) }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw notARegularFile(path, info.st_mode & S_IFMT, followingLinks: followingLinks)
         }
@@ -84,10 +84,10 @@ public enum SourceReader {
         // One small read serves the rule and, for a large file, the choice of how it is decoded.
         var head = [UInt8](repeating: 0, count: size > 0 ? ImageSignature.headLength : 0)
         let headCount = head.isEmpty ? 0 : pread(fd, &head, head.count, 0)
-        guard headCount >= 0 else { throw unreadable(errno) }
+        guard headCount >= 0 else { throw unreadable(errno, path) }
         head.removeSubrange(headCount...)
-        if let name, let reason = ImageSignature.skipReason(head: head, name: name) { return .notAnImage(reason: reason) }
-        guard size > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
+        if imagesOnly, let reason = ImageSignature.skipReason(head: head) { return .notAnImage(reason: reason) }
+        guard size > 0 else { throw Self.empty }
 
         // A large file's format decides how it is read: a small one is read whole whatever it is.
         if size <= inMemoryLimit || !OpenedFile.isAvailable || isMappedByDecoder(head) {
@@ -99,10 +99,10 @@ public enum SourceReader {
             }
             var data = Data(count: size)
             let got = try data.withUnsafeMutableBytes { buffer in
-                Result { () throws(ImagePipeError) in try readFully(fd, into: buffer) }
+                Result { () throws(ImagePipeError) in try readFully(fd, into: buffer, path) }
             }.get()
             if got < size { data.removeSubrange(got...) }
-            guard got > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
+            guard got > 0 else { throw Self.empty }
             return .image(SourceFile(content: .bytes(data), sha256: SHA256Digest.hash(data).hex, byteCount: got))
         }
 
@@ -114,13 +114,13 @@ public enum SourceReader {
             let got = Glibc.read(fd, chunk.baseAddress, chunk.count)
             if got < 0 {
                 if errno == EINTR { continue }
-                throw unreadable(errno)
+                throw unreadable(errno, path)
             }
             if got == 0 { break }
             hasher.update(UnsafeRawBufferPointer(rebasing: chunk[..<got]))
             total += got
         }
-        guard total > 0 else { throw ImagePipeError(.emptyFile, "empty file (0 bytes)") }
+        guard total > 0 else { throw Self.empty }
         // Hashed at another size than it had when opened: it is being written.
         guard total == size else { throw OpenedFile.changedError }
         keptOpen = true
@@ -139,13 +139,13 @@ public enum SourceReader {
         ["gif", "webp"].contains(ImageSignature.fileExtension(of: head))
     }
 
-    private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(ImagePipeError) -> Int {
+    private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, _ path: RawPath) throws(ImagePipeError) -> Int {
         var offset = 0
         while offset < buffer.count {
             let got = Glibc.read(fd, buffer.baseAddress! + offset, buffer.count - offset)
             if got < 0 {
                 if errno == EINTR { continue }
-                throw unreadable(errno)
+                throw unreadable(errno, path)
             }
             if got == 0 { break }
             offset += got
@@ -167,7 +167,15 @@ public enum SourceReader {
         return ImagePipeError(.notARegularFile, "\(path.lastComponent) is \(what), not a regular file")
     }
 
-    private static func unreadable(_ code: Int32) -> ImagePipeError {
-        ImagePipeError(.unreadableSource, "cannot read: \(String(cString: strerror(code)))")
+    /// A file with no bytes where its content was asked for (one read without being judged, or
+    /// emptied after its first bytes were); the code says it is empty, the reason what was found.
+    static let empty = ImagePipeError(.emptyFile, "0 bytes to read")
+
+    /// Names the file by its absolute path: a relative one is read from the working directory, which
+    /// for a worker under systemd is not the directory its producer queued the path from.
+    private static func unreadable(_ code: Int32, _ path: RawPath) -> ImagePipeError {
+        let given = path.escaped
+        let absolute = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
+        return ImagePipeError(.unreadableSource, "cannot read \(absolute): \(String(cString: strerror(code)))")
     }
 }

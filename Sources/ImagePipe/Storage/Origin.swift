@@ -23,6 +23,22 @@ public struct Origin: Sendable, Hashable, Codable {
             self.format = format
             self.placeholder = placeholder
         }
+
+        enum CodingKeys: String, CodingKey {
+            case width, height, format, placeholder
+        }
+
+        /// Written without the placeholder's data URI: it is made again from the ThumbHash when read
+        /// back, and a local file's origin is read whole from at most 4 KiB of extended attribute,
+        /// which a long name and location already take half of; every output of an original would
+        /// repeat it.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(width, forKey: .width)
+            try container.encode(height, forKey: .height)
+            try container.encode(format, forKey: .format)
+            if let placeholder { try placeholder.encode(to: container.superEncoder(forKey: .placeholder), withDataURI: false) }
+        }
     }
 
     /// Hex SHA-256 of the original's bytes.
@@ -39,15 +55,25 @@ public struct Origin: Sendable, Hashable, Codable {
     public var variant: String?
     /// The original itself, as decoded; nil on objects written before imagepipe recorded it.
     public var image: Image?
+    /// Where the original was read: a file's absolute path, an object's URL (``Job/location``), at
+    /// most ``recordedSourceLimit`` characters of it. ``source`` is a name relative to the folder a
+    /// batch was given, so two folders writing under one prefix may record the same names: this is
+    /// what tells `imagepipe prune` which of them an output was made from. Nil on objects written
+    /// before imagepipe recorded it.
+    public var location: String?
 
-    /// Creates an origin.
-    public init(sha256: String, source: String, width: Int? = nil, height: Int? = nil, variant: String? = nil, image: Image? = nil) {
+    /// Creates an origin; a `location` longer than ``recordedSourceLimit`` characters is cut.
+    public init(
+        sha256: String, source: String, width: Int? = nil, height: Int? = nil, variant: String? = nil, image: Image? = nil,
+        location: String? = nil
+    ) {
         self.sha256 = sha256
         self.source = source
         self.width = width
         self.height = height
         self.variant = variant
         self.image = image
+        self.location = location.map { String($0.prefix(Self.recordedSourceLimit)) }
     }
 
     /// Whether `other` was made from the same original bytes (names may differ: a re-delivery
@@ -58,13 +84,15 @@ public struct Origin: Sendable, Hashable, Codable {
 extension Origin {
     /// The origin as plain ASCII name–value pairs, for stores whose object metadata travels in HTTP
     /// headers: `imagepipe-sha256`, `imagepipe-source` (percent-encoded UTF-8, at most 200
-    /// characters of the name), `imagepipe-size` (`WxH`), `imagepipe-variant` (percent-encoded),
-    /// `imagepipe-original` (`WxH,format`) and `imagepipe-placeholder` (`#rrggbb,thumbhash`).
+    /// characters of the name), `imagepipe-location` (the same, of ``location``), `imagepipe-size`
+    /// (`WxH`), `imagepipe-variant` (percent-encoded), `imagepipe-original` (`WxH,format`) and
+    /// `imagepipe-placeholder` (`#rrggbb,thumbhash`).
     public var metadataFields: [String: String] {
         // S3 takes 2 KB of user metadata in all: a very long name is cut (it only serves messages).
         var fields = [
             "imagepipe-sha256": sha256, "imagepipe-source": PercentEncoding.encodePath(String(source.prefix(Self.recordedSourceLimit))),
         ]
+        if let location { fields["imagepipe-location"] = PercentEncoding.encodePath(location) }
         if let width, let height { fields["imagepipe-size"] = "\(width)x\(height)" }
         if let variant { fields["imagepipe-variant"] = PercentEncoding.encodePath(variant) }
         if let image {
@@ -75,7 +103,8 @@ extension Origin {
         return fields
     }
 
-    /// The most characters of the original's name object metadata records (see ``metadataFields``).
+    /// The most characters of the original's name object metadata records (see ``metadataFields``),
+    /// and of its ``location`` on every store.
     public static let recordedSourceLimit = 200
 
     /// The variant's name (`large`) in ``variant``, or `original`; nil when the object records none.
@@ -93,7 +122,8 @@ extension Origin {
         let size = lowered["imagepipe-size"].flatMap(Self.size)
         self.init(
             sha256: sha256, source: source, width: size?.width, height: size?.height,
-            variant: lowered["imagepipe-variant"].flatMap { $0.removingPercentEncoding })
+            variant: lowered["imagepipe-variant"].flatMap { $0.removingPercentEncoding },
+            location: lowered["imagepipe-location"].flatMap { $0.removingPercentEncoding })
         if let original = lowered["imagepipe-original"]?.split(separator: ",", maxSplits: 1), original.count == 2,
             let size = Self.size(String(original[0])), let format = SourceFormat(rawValue: String(original[1]))
         {

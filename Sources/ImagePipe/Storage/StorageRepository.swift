@@ -88,13 +88,21 @@ public struct ExistingObject: Sendable, Hashable {
     public var bytes: Int
     /// Its URL, as ``StoredObject/url`` would give it.
     public var url: String
+    /// The Cache-Control it is served with, read on the same look-up as its origin; nil where the
+    /// store keeps none (a local directory: the web server in front decides).
+    public var cacheControl: String?
 
     /// Creates a record of an existing object.
-    public init(origin: Origin?, bytes: Int, url: String) {
+    public init(origin: Origin?, bytes: Int, url: String, cacheControl: String? = nil) {
         self.origin = origin
         self.bytes = bytes
         self.url = url
+        self.cacheControl = cacheControl
     }
+
+    /// Whether it was served as `immutable`: caches may keep it unasked for its whole lifetime, so
+    /// new bytes under its key would not reach everyone who saw it (``CacheControl/isImmutable(_:)``).
+    public var wasServedImmutable: Bool { CacheControl.isImmutable(cacheControl) }
 }
 
 /// The longest keys a destination takes, checked when keys are made so a job fails with
@@ -198,13 +206,34 @@ public struct StoredObject: Sendable, Hashable, Codable {
 }
 
 extension ImagePipeError {
-    /// The collision of `source`'s output with what `existing` holds under its key, naming both originals.
-    public static func keyCollision(key: String, source: String, existing: Origin?) -> ImagePipeError {
+    /// The collision of `source`'s output with what `existing` holds under its key, naming both
+    /// originals. `location` is where `source` was read: an original of the same name read from
+    /// elsewhere is told apart. `cacheControl` is what the object there is served with: an earlier
+    /// version of `source` served as immutable is refused for that reason, and the message says what to do.
+    public static func keyCollision(
+        key: String, source: String, existing: Origin?, location: String? = nil, cacheControl: String? = nil
+    ) -> ImagePipeError {
         guard let existing else {
             return ImagePipeError(
                 .keyCollision,
                 "output key '\(key)' already holds a file with no recorded original (written by "
                     + "another tool, or by an imagepipe older than 0.2); '\(source)' would replace it. Pass --overwrite to replace it")
+        }
+        if existing.source == source, let location, let before = existing.location, before != location {
+            return ImagePipeError(
+                .keyCollision,
+                "output key '\(key)' already holds an image made from another '\(source)', read from \(before) (sha256 "
+                    + "\(existing.sha256.prefix(16))…); the one read from \(location) would replace it. To keep both, give each "
+                    + "folder its own --dest prefix or key by content with {hash}; or pass --update to replace it")
+        }
+        if existing.source == source, CacheControl.isImmutable(cacheControl) {
+            return ImagePipeError(
+                .keyCollision,
+                "'\(source)' changed since output key '\(key)' was made from it (then sha256 \(existing.sha256.prefix(16))…), "
+                    + "and that URL was served as immutable (Cache-Control: \(cacheControl ?? "")): browsers and CDNs may keep "
+                    + "showing the old picture \(CacheControl.lifetimeText(cacheControl)). To publish the new picture under a new URL, "
+                    + "key outputs by content (--key '{dir}/{stem}-{hash}-{variant}.{ext}'); or pass --update to replace it anyway, "
+                    + "knowing that caches may keep the old one")
         }
         if existing.source == source {
             return ImagePipeError(

@@ -27,7 +27,7 @@ public enum DurableFile {
     /// Creates `path` (which must not exist) for writing; the descriptor, or the error number.
     public static func create(_ path: String) -> Result<Int32, Errno> {
         BlockingIO.mayBlock("open \(path)")
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = StallWatch.watch("creating \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
         return fd >= 0 ? .success(fd) : .failure(Errno(errno))
     }
 
@@ -56,7 +56,7 @@ public enum DurableFile {
     /// that arrive while a round runs share the next one's flush. Elsewhere it is an fsync.
     public static func sync(_ fd: Int32) -> Errno? {
         BlockingIO.mayBlock("fsync")
-        return inRound(.file(fd), descriptor: fd).map(Errno.init)
+        return StallWatch.watch("an fsync") { inRound(.file(fd), descriptor: fd).map(Errno.init) }
     }
 
     /// Makes a directory's entries durable (the names moved into it last), as ``sync(_:)`` does a
@@ -66,7 +66,7 @@ public enum DurableFile {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return Errno(errno) }
         defer { close(fd) }
-        return inRound(.directory(path), descriptor: fd).map(Errno.init)
+        return StallWatch.watch("an fsync of \(path)") { inRound(.directory(path), descriptor: fd).map(Errno.init) }
     }
 
     /// Rounds shared by every caller that makes one thing durable at a time: the queue directory's
@@ -105,6 +105,10 @@ public enum DurableFile {
     /// atomic step where the file system has `RENAME_NOREPLACE`, a hard link elsewhere).
     public static func place(_ temporary: String, at path: String, replacing: Bool) -> Result<Placement, Errno> {
         BlockingIO.mayBlock("rename \(path)")
+        return StallWatch.watch("moving a file to \(path)") { placing(temporary, at: path, replacing: replacing) }
+    }
+
+    private static func placing(_ temporary: String, at path: String, replacing: Bool) -> Result<Placement, Errno> {
         if replacing {
             return rename(temporary, path) == 0 ? .success(.placed) : .failure(Errno(errno))
         }

@@ -29,6 +29,14 @@ public enum PercentEncoding {
         encode(path, keepSlash: true)
     }
 
+    /// `base/KEY` for a `--public-base-url`, the key encoded as ``encodePath(_:)`` does: one rule for
+    /// every destination, so an object's URL is the same whether a bucket or a served folder holds it.
+    public static func url(base: String, key: String) -> String {
+        var base = base
+        while base.hasSuffix("/") { base.removeLast() }
+        return base + "/" + encodePath(key)
+    }
+
     /// The text `%XX` escapes stand for, read as UTF-8; nil when an escape is malformed or the bytes
     /// are not UTF-8. Unlike Foundation's `removingPercentEncoding`, which drops a byte order mark at
     /// the start (`%EF%BB%BFa.jpg` came back as `a.jpg`, another object's key), every character is kept.

@@ -77,6 +77,10 @@ public enum SyncRound {
     public static func sync(_ items: [Item], calls: Calls = .system) -> [Int32?] {
         guard !items.isEmpty else { return [] }
         BlockingIO.mayBlock("a round of \(items.count) syncs")
+        return StallWatch.watch("a round of \(items.count) syncs") { syncing(items, calls: calls) }
+    }
+
+    private static func syncing(_ items: [Item], calls: Calls) -> [Int32?] {
         var outcomes = [Int32?](repeating: nil, count: items.count)
         // A directory is opened to be synced; one that cannot be fails alone.
         var descriptors = [Int32](repeating: -1, count: items.count)

@@ -55,7 +55,9 @@ extension ClaimArea {
     /// A failed sync fails the jobs it covers and no other: a file's own error fails its job (its
     /// temporary file removed), a directory's every job whose record or notice is under it.
     public func finish(_ finishes: [Finish]) -> [Result<String, ImagePipeError>] {
-        Self.finish(finishes, in: path, of: queue)
+        StallWatch.watch("settling \(finishes.count) job\(finishes.count == 1 ? "" : "s") into \(queue.root)") {
+            Self.finish(finishes, in: path, of: queue)
+        }
     }
 
     /// ``finish(_:)`` from the area at `areaPath`, which the caller holds the lock of: its own, or a

@@ -11,7 +11,7 @@ extension ClaimArea {
     ///
     /// The move is a job's usual move out (``finish(_:in:of:sync:)``): a crash midway leaves the job
     /// here, its death already counted, and the next take-over sets it aside again, completing the
-    /// same entry in `failed/`. With `notifying`, its `discarded` notice is kept in this area before
+    /// same entry in `failed/`. With `notifying`, its `failed` notice is kept in this area before
     /// the record, as a worker keeps one, for the caller to take over once the record is written.
     ///
     /// - Returns: whether it is in `failed/` now; the reason it is not is logged.
@@ -23,7 +23,7 @@ extension ClaimArea {
         do throws(ImagePipeError) {
             let job = Finish(
                 relative, into: queue.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true,
-                notice: notifying ? JobNotice(event: .discarded, job: relative, result: record.result) : nil)
+                notice: notifying ? JobNotice(event: .failed, job: relative, result: record.result) : nil)
             _ = try finish([job], in: areaPath, of: queue)[0].get()
         } catch {
             logger.error(

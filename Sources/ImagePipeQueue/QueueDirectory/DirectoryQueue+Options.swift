@@ -7,9 +7,9 @@ extension DirectoryQueue {
     /// it came without one.
     ///
     /// - Throws: `invalid_job_options` naming the file: the job is claimed refused, and the worker
-    ///   discards it with its record (one attempt) into `failed/`, its options file beside it
+    ///   fails it for good with its record (one attempt) into `failed/`, its options file beside it
     ///   (``discard(_:failure:result:notice:)`` keeps it), to be put right and sent back with
-    ///   `imagepipe retry`, as a PostgreSQL job with unusable options is discarded at its claim.
+    ///   `imagepipe retry`, as a PostgreSQL job with unusable options fails at its claim.
     func readOptions(of name: String) throws(ImagePipeError) -> QueuedJobOptions? {
         let file = JobOptionsFile.name(of: name)
         return try JobOptionsFile.read(area.pathOf(file), named: file)

@@ -159,19 +159,11 @@ public final class DirectoryQueue: JobQueue {
 
     public func heartbeat(_ jobs: [ClaimedJob]) async -> HeartbeatOutcome { HeartbeatOutcome() }
 
-    /// Moves the original into `done/` with its result record. A delivery that is no image
-    /// (skipped, `not_an_image`) goes to `failed/` instead, with a `NAME.error.json` whose
-    /// `skip_code` says so: `done/` holds what variants were made from, and a file in an image
-    /// queue that is no image is a producer's mistake for someone to look at (or to send back
-    /// with `imagepipe retry` once replaced), as it was when the decoder refused it.
+    /// Moves the original into `done/` with its result record, skipped ones too (a delivery that is
+    /// no image, `not_an_image`): a job ends in the folder of its state, `done` being a job that
+    /// finished without failing, as a PostgreSQL row of the same job ends `done`. Its record says
+    /// `skipped` and why, which is what a reader of `done/` goes by.
     public func complete(_ job: ClaimedJob, result: JobResult, notice: JobNotice?) async -> Settlement {
-        if result.skipCode == .notAnImage {
-            let record = FailureRecord(history: [], result: result)
-            let settled = await finish(
-                ClaimArea.Finish(
-                    job.id, into: directory.failed, record: record.encoded(), suffix: ".error.json", keepingOptions: true, notice: notice))
-            return settled == .recorded ? .recordedDiscarded : settled
-        }
         let record = Data((result.jsonLine() + "\n").utf8)
         return await finish(ClaimArea.Finish(job.id, into: directory.done, record: record, suffix: ".json", notice: notice))
     }
@@ -332,6 +324,7 @@ public final class DirectoryQueue: JobQueue {
             state.withLock { _ = $0.claimed.insert(name) }
             // Links are not followed: a delivered link could publish any file the worker can read.
             var job = Job(path: claimedPath, relativePath: name, attempt: 1, followsLinks: false)
+            job.deliveredAt = directory.inbox + "/" + name
             // What earlier claims left in the job's tally: most jobs have none (one look-up that finds nothing).
             if let tally = AttemptLedger.tally(of: claimedPath, in: directory) {
                 job.earlierDecoderFailures = tally.decoderFailures

@@ -31,15 +31,15 @@ extension QueueDirectory {
         let running = jobs(in: .running, now: now)
         let done = finished(in: self.done, suffix: Self.doneSuffix)
         let failures = finished(in: failed, suffix: Self.failedSuffix)
-        let discarded = jobs(in: .discarded, limit: detailLimit, now: now)
+        let latestFailures = jobs(in: .failed, limit: detailLimit, now: now)
         let lastMinute = (done + failures).count { job in
             Self.secondsSinceChange(RawPath(job.record), now: now, modification: true).map { $0 <= 60 } ?? false
         }
         var overview = QueueOverview(
             kind: "directory", queue: root,
-            counts: [.waiting: waiting.count, .running: running.count, .done: done.count, .discarded: failures.count],
+            counts: [.waiting: waiting.count, .running: running.count, .done: done.count, .failed: failures.count],
             oldestWaitingSeconds: waiting.compactMap(\.ageSeconds).max(), finishedPerSecond: Double(lastMinute) / 60,
-            jobs: Array(running.prefix(detailLimit)) + discarded)
+            jobs: Array(running.prefix(detailLimit)) + latestFailures)
         overview.optionsWithoutOriginal = optionsWithoutOriginal().count
         return overview
     }
@@ -79,11 +79,11 @@ extension QueueDirectory {
                     job.ageSeconds = Self.secondsSinceChange(RawPath(found.record), now: now, modification: true)
                     return job
                 })
-        case .discarded:
+        case .failed:
             // Only the records shown are read.
             let failures = latestFirst(
                 finished(in: failed, suffix: Self.failedSuffix).map { found in
-                    var job = QueueOverview.Job(id: found.name, state: .discarded, source: found.name)
+                    var job = QueueOverview.Job(id: found.name, state: .failed, source: found.name)
                     job.ageSeconds = Self.secondsSinceChange(RawPath(found.record), now: now, modification: true)
                     return job
                 })
@@ -128,7 +128,8 @@ extension QueueDirectory {
         let record = failed + "/" + job.id + Self.failedSuffix
         if let data = FileManager.default.contents(atPath: record), let failure = try? JSONDecoder().decode(FailureRecord.self, from: data) {
             job.source = failure.source
-            // A delivery that is no image failed no attempt: its skip code says what it is.
+            // A delivery that is no image, put here by an older worker, failed no attempt: its skip
+            // code says what it is.
             job.attempts = failure.skipCode == nil ? failure.attempts : nil
             job.errorCode = failure.errorCode?.description ?? failure.skipCode?.rawValue
             job.error = failure.error

@@ -12,7 +12,7 @@ public struct ClaimedJob: Sendable, Equatable {
     /// Why the queue could not make a job of what it claimed (its options cannot be used, its
     /// source is too long): the worker fails it for good without running it, as trying again could
     /// not help. The queue never settles it by itself: the worker's state machine decides, and the
-    /// job is discarded with this reason and notified like any other.
+    /// job fails with this reason and is notified like any other.
     public var refusal: ImagePipeError?
 
     /// Creates a claimed job.
@@ -23,7 +23,7 @@ public struct ClaimedJob: Sendable, Equatable {
         self.refusal = refusal
     }
 
-    /// The result a refused job is discarded with: its one attempt failed with the refusal.
+    /// The result a refused job fails with: its one attempt failed with the refusal.
     public var refusalResult: JobResult? {
         refusal.map { JobResult(source: source, status: .failed, error: $0, attempts: job.attempt) }
     }

@@ -140,10 +140,6 @@ public struct HeartbeatOutcome: Sendable, Equatable {
 public enum Settlement: Sendable, Equatable {
     /// The outcome is recorded.
     case recorded
-    /// The outcome is recorded, and the queue files the job among its discarded ones although the
-    /// worker completed it: a queue directory puts a delivery that is no image (skipped,
-    /// `not_an_image`) in `failed/`. The worker counts it as `queue status` will.
-    case recordedDiscarded
     /// The worker no longer holds the job (its lease expired and another worker took it): nothing
     /// was recorded, and the result is dropped.
     case leaseLost

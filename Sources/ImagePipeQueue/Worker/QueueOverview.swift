@@ -2,13 +2,24 @@
 
 /// What `imagepipe queue status` and `queue list` show, whichever kind of queue it is.
 ///
-/// One vocabulary for both kinds, PostgreSQL's: a queue directory's `inbox/` holds the `waiting`
-/// jobs, `processing/` the `running` ones, `done/` the `done` ones and `failed/` the `discarded`
-/// ones; only PostgreSQL has `cancelled` jobs.
+/// One vocabulary for both kinds, the words of the queue directory's folders, of results, logs,
+/// metrics and notifications: its `inbox/` holds the `waiting` jobs, `processing/` the `running`
+/// ones, `done/` the `done` ones (skipped ones too: finished, nothing failed) and `failed/` the
+/// `failed` ones; only PostgreSQL has `cancelled` jobs.
 public struct QueueOverview: Sendable, Equatable, Encodable {
     /// A job's state.
     public enum State: String, Sendable, CaseIterable, Codable {
-        case waiting, running, done, discarded, cancelled
+        case waiting, running, done, failed, cancelled
+
+        /// The state `name` stands for: its own word, or `discarded`, the word for `failed` before
+        /// one word named each fate everywhere, so scripts that pass it keep working.
+        public init?(name: String) {
+            if name == "discarded" {
+                self = .failed
+            } else {
+                self.init(rawValue: name)
+            }
+        }
     }
 
     /// One job, as a line of `queue list`.
@@ -29,7 +40,7 @@ public struct QueueOverview: Sendable, Equatable, Encodable {
         public var dueInSeconds: Double?
         /// Who holds a running job: a worker's name, and whether it still lives when that is known.
         public var owner: String?
-        /// The last error's code and reason (discarded, cancelled, or a waiting retry).
+        /// The last error's code and reason (failed, cancelled, or a waiting retry).
         public var errorCode: String?
         public var error: String?
         /// A running job asked to stop (PostgreSQL `queue cancel`), not yet stopped.
@@ -56,9 +67,9 @@ public struct QueueOverview: Sendable, Equatable, Encodable {
     public var counts: [State: Int]
     /// How long the oldest due job has waited to be claimed, in seconds; nil when none waits.
     public var oldestWaitingSeconds: Double?
-    /// Jobs finished (done or discarded) per second over the last minute.
+    /// Jobs finished (done or failed) per second over the last minute.
     public var finishedPerSecond: Double
-    /// The running jobs and the latest discarded ones, for a look at what is going on.
+    /// The running jobs and the latest failed ones, for a look at what is going on.
     public var jobs: [Job]
     /// A queue directory's options files whose original is not in the inbox (no jobs: a producer
     /// that never delivered the original, or one delivering it now); nil for PostgreSQL.

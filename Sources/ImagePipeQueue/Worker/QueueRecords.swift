@@ -39,12 +39,13 @@ public struct FailureRecord: Sendable, Equatable {
 
     /// The original's path relative to the inbox.
     public var source: String { result.source }
-    /// The final reason; for a delivery that is no image, the skip's reason.
+    /// The final reason; for a delivery that is no image put here by an earlier version, the skip's reason.
     public var error: String { result.error ?? result.reason ?? "unknown error" }
     /// The final error code.
     public var errorCode: ImagePipeError.Code? { result.errorCode }
-    /// For a delivery that is no image (`not_an_image`), which the result records as skipped: no
-    /// attempt failed, and ``error`` holds the skip's reason.
+    /// For a delivery that is no image (`not_an_image`), which earlier versions put in `failed/`
+    /// with its result recorded as skipped (one now ends in `done/`): no attempt failed, and
+    /// ``error`` holds the skip's reason. Still read, so such records keep their meaning.
     public var skipCode: JobResult.SkipCode? { result.skipCode }
     /// Attempts made.
     public var attempts: Int { result.attempts }

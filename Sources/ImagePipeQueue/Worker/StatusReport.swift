@@ -21,8 +21,8 @@ struct StatusReport: Sendable {
         last = (now, statistics.done)
         var fields: Logger.Metadata = [
             "in_flight": .stringConvertible(statistics.inFlight), "retrying": .stringConvertible(statistics.retrying),
-            // The words and counts of `queue status`: done, discarded (failed for good), cancelled.
-            "done": .stringConvertible(statistics.done), "discarded": .stringConvertible(statistics.failed),
+            // The words and counts of `queue status`: done (skipped ones too), failed (for good), cancelled.
+            "done": .stringConvertible(statistics.done), "failed": .stringConvertible(statistics.failed),
             "cancelled": .stringConvertible(statistics.cancelled),
             "images_per_s": .stringConvertible((rate * 100).rounded() / 100),
         ]

@@ -1,4 +1,4 @@
-// Settling: each decided result completed, retried, discarded or given back through the queue, logged and reported.
+// Settling: each decided result completed, retried, failed for good or given back through the queue, logged and reported.
 import Foundation
 import ImagePipe
 import Logging
@@ -11,7 +11,7 @@ extension WorkerLoop {
         case .complete:
             let notice = self.notice(.init(result.status), claimed, result)
             outcome = settled(await queue.complete(claimed, result: result, notice: notice), claimed)
-            if outcome == .recorded || outcome == .recordedDiscarded {
+            if outcome == .recorded {
                 logger.info(result.status == .skipped ? "skipped" : "done", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
                 kept(notice)
@@ -35,10 +35,12 @@ extension WorkerLoop {
                 outcome = .unrecorded
             }
         case .discard:
-            let notice = self.notice(.discarded, claimed, result)
+            let notice = self.notice(.failed, claimed, result)
             outcome = settled(await queue.discard(claimed, failure: AttemptRecord(result), result: result, notice: notice), claimed)
             if outcome == .recorded {
-                logger.error(claimed.refusal == nil ? "failed" : "refused", metadata: Self.metadata(result, claimed))
+                // One word per fate: a job refused at its claim failed for good like any other,
+                // its error_code saying why (invalid_job_options).
+                logger.error("failed", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
                 kept(notice)
             }
@@ -50,7 +52,7 @@ extension WorkerLoop {
             outcome = settled(await queue.cancel(claimed, failure: AttemptRecord(result), result: result, notice: notice), claimed)
             if outcome == .recorded {
                 logger.notice("cancelled", metadata: Self.metadata(result, claimed))
-                observer?.jobFinished(result)
+                observer?.jobCancelled(result)
                 kept(notice)
             }
         }
@@ -91,7 +93,6 @@ extension WorkerLoop {
     private func settled(_ settlement: Settlement, _ claimed: ClaimedJob) -> Machine.Settled {
         switch settlement {
         case .recorded: return .recorded
-        case .recordedDiscarded: return .recordedDiscarded
         case .leaseLost:
             logLeaseLost(claimed)
             return .leaseLost

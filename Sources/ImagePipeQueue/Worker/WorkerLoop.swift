@@ -60,7 +60,7 @@ public final class WorkerLoop: Service, Sendable {
         public var retrying = 0
         /// Jobs recorded as done.
         public var done = 0
-        /// Jobs recorded as failed for good (`discarded`, as `queue status` calls them).
+        /// Jobs recorded as failed for good (`failed`, as `queue status` calls them).
         public var failed = 0
         /// Jobs recorded as cancelled.
         public var cancelled = 0

@@ -8,6 +8,9 @@ public import ImagePipe
 public protocol WorkerObserver: Sendable {
     /// A job's outcome was recorded: done, skipped (up to date) or failed for good, as the result says.
     func jobFinished(_ result: JobResult)
+    /// A job was recorded cancelled (PostgreSQL `queue cancel`): its result says `failed` with the
+    /// reason it stopped, and the job's fate, as its state and notification say, is `cancelled`.
+    func jobCancelled(_ result: JobResult)
     /// An attempt failed for a reason that may pass; the job runs again after a delay.
     func jobRetrying(_ result: JobResult)
 }

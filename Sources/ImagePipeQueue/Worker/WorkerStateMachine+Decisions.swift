@@ -8,7 +8,7 @@ extension WorkerStateMachine {
     /// failure that may pass gives the job back. A decoder that crashed or ran out of time
     /// (``ImagePipeError/Code/isDecoderFailure``) is retried once, as the machine may have been the
     /// cause (the OOM killer, a stall); when it fails so again, `earlierDecoderFailures` being the
-    /// job's earlier attempts that did, the image is the cause, and the job is discarded whatever
+    /// job's earlier attempts that did, the image is the cause, and the job fails for good whatever
     /// attempts are left, also while stopping: given back, it would crash another helper.
     public func decide(_ result: JobResult, attempt: Int, earlierDecoderFailures: Int = 0) -> Decision {
         if result.status != .failed { return .complete }

@@ -139,8 +139,6 @@ extension WorkerStateMachine {
     public enum Settled: Sendable, Equatable {
         /// The outcome is recorded (done, skipped or failed for good).
         case recorded
-        /// A completed job is recorded among the discarded ones (see ``Settlement/recordedDiscarded``).
-        case recordedDiscarded
         /// The queue keeps the job and hands it out again after the delay, to any worker.
         case requeued
         /// This worker keeps the job and runs it again after the delay (a queue directory).

@@ -276,9 +276,8 @@ public struct WorkerStateMachine: ~Copyable {
             held[id]?.phase = .waitingRetry(until: now + delay)
             held[id]?.handedOff = false
             return []
-        case .recorded, .recordedDiscarded:
+        case .recorded:
             switch job.phase {
-            case .settling(.complete) where outcome == .recordedDiscarded: failed += 1
             case .settling(.complete): done += 1
             case .settling(.discard): failed += 1
             case .settling(.cancel): cancelled += 1

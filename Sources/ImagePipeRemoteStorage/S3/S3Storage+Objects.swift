@@ -11,8 +11,8 @@ extension S3Storage {
         KeyLimits(maxKeyBytes: 1024 - configuration.destination.prefix.utf8.count)
     }
 
-    /// HEAD on the object: its size and the origin in its user metadata (see ``S3Client/head(bucket:key:)``
-    /// for what a caller without `s3:ListBucket` gets).
+    /// HEAD on the object: its size, the origin in its user metadata and the Cache-Control it is
+    /// served with (see ``S3Client/head(bucket:key:)`` for what a caller without `s3:ListBucket` gets).
     public func existing(_ key: String) throws(ImagePipeError) -> ExistingObject? {
         let fullKey = configuration.destination.fullKey(key)
         let found: HTTPResponse?
@@ -28,7 +28,7 @@ extension S3Storage {
         }
         return ExistingObject(
             origin: Origin(metadataFields: fields), bytes: response.header("Content-Length").flatMap { Int($0) } ?? 0,
-            url: configuration.objectURL(forKey: fullKey))
+            url: configuration.objectURL(forKey: fullKey), cacheControl: response.header("Cache-Control"))
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {

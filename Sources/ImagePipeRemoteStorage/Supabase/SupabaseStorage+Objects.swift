@@ -38,10 +38,13 @@ extension SupabaseStorage {
         (info["size"] as? Int).flatMap { $0 >= 0 ? $0 : nil }
     }
 
-    /// What an object-info answer says of an object: its recorded origin (the user metadata) and size.
+    /// What an object-info answer says of an object: its recorded origin (the user metadata), size
+    /// and the Cache-Control Supabase serves it with (`cache_control`).
     package static func existingObject(info: [String: Any], url: String) -> ExistingObject {
         let fields = (info["metadata"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
-        return ExistingObject(origin: Origin(metadataFields: fields), bytes: Self.size(inObjectInfo: info) ?? 0, url: url)
+        return ExistingObject(
+            origin: Origin(metadataFields: fields), bytes: Self.size(inObjectInfo: info) ?? 0, url: url,
+            cacheControl: info["cache_control"] as? String)
     }
 
     public func delete(_ key: String) throws(ImagePipeError) {

@@ -73,18 +73,10 @@ struct TUSUpload {
     /// TUS metadata: comma-separated `name base64(value)` pairs.
     private var metadata: String {
         var pairs = [("bucketName", configuration.destination.bucket), ("objectName", key), ("contentType", object.contentType)]
-        // Supabase's clients send cacheControl as seconds and it serves `max-age=` that many.
-        if let maxAge = object.cacheControl.flatMap(Self.maxAge) { pairs.append(("cacheControl", String(maxAge))) }
+        // Supabase's clients send cacheControl as seconds and it serves `max-age=` that many
+        // (`no-cache` goes as 0: revalidated each time, as it asks).
+        if let maxAge = CacheControl.maxAge(object.cacheControl) { pairs.append(("cacheControl", String(maxAge))) }
         if let userMetadata = SupabaseStorage.userMetadata(object) { pairs.append(("metadata", userMetadata)) }
         return pairs.map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
-    }
-
-    /// The `max-age` seconds of a Cache-Control value.
-    static func maxAge(_ cacheControl: String) -> Int? {
-        for directive in cacheControl.split(separator: ",") {
-            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if parts.count == 2, parts[0].lowercased() == "max-age", let seconds = Int(parts[1]) { return seconds }
-        }
-        return nil
     }
 }

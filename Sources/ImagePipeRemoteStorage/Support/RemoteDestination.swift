@@ -52,9 +52,7 @@ public struct RemoteDestination: Sendable, Equatable {
 
     /// `base/KEY` for a `--public-base-url`, with the key percent-encoded.
     public static func publicURL(base: String, key: String) -> String {
-        var base = base
-        while base.hasSuffix("/") { base.removeLast() }
-        return base + "/" + PercentEncoding.encodePath(key)
+        PercentEncoding.url(base: base, key: key)
     }
 
     /// Checks a `--public-base-url` value.

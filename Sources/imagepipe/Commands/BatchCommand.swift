@@ -64,7 +64,11 @@ struct BatchCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "Refuse sources in object storage larger than this many bytes, before downloading them (default 256 MiB).",
             valueName: "bytes"))
-    var maxSourceBytes: Int = 256 << 20
+    var maxSourceBytesGiven: Int?
+
+    /// `--max-source-bytes`, or its default. The help says the default in MiB; an option with an
+    /// initial value would have the parser say it again, in bytes.
+    var maxSourceBytes: Int { maxSourceBytesGiven ?? 256 << 20 }
 
     func validate() throws {
         guard !sources.isEmpty || from != nil else { throw ValidationError("give at least one source folder or file, or --from") }
@@ -244,8 +248,9 @@ struct BatchCommand: AsyncParsableCommand {
             try sources.map { SourceScanner.Input($0) }
             + (from.map { (path) throws(ImagePipeError) in try Self.readList(path) } ?? [])
         try SourceScanner(inputs: inputs).check()
+        // A batch's sources are a library: a photo found under its name with other bytes was edited.
         let handler = try CompositionRoot.fileHandler(
-            options, force: force, sources: inputs.map(\.path),
+            options, force: force, updatesEditedOriginals: true, sources: inputs.map(\.path),
             maxSourceBytes: maxSourceBytes, logger: logger)
         let pipeline = CompositionRoot.pipeline(handler, options)
         // A destination inside the source tree must not be read back as sources.

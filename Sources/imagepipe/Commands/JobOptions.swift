@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
+import ImagePipeSandbox
 import Logging
 
 /// What to make of each source and how hard to work.
@@ -59,7 +60,8 @@ struct JobOptions: ParsableArguments {
     @Flag(
         name: .long,
         help: ArgumentHelp(
-            "Replace outputs made from an earlier version of the same original (same name, other bytes), as sync tools do; each is logged."))
+            "Replace outputs made from an earlier version of the same original (same name, other bytes), also those served as immutable (warned of); each is logged. A batch replaces the others without it; watch only with it."
+        ))
     var update = false
 
     @Option(name: .long, help: "Images compressed at once (one per core unless set).")
@@ -93,10 +95,18 @@ struct JobOptions: ParsableArguments {
     var sandbox: String = "on"
 
     @Option(
+        name: .customLong("helper-user"),
+        help: ArgumentHelp(
+            "The user the image helpers switch to, with no capability, when the worker runs as root or holds capabilities: "
+                + "a name, UID or UID:GID (default: the imagepipe user where it exists, else nobody).",
+            valueName: "user"))
+    var helperUser: String?
+
+    @Option(
         name: .customLong("job-timeout"),
         help: ArgumentHelp(
-            "Seconds one image's work may take in its helper (waits for working memory not counted): past it the helper is "
-                + "killed and the image fails with job_timeout.",
+            "Seconds one image's work may take in its helper (waits for working memory not counted; with them, three times "
+                + "this): past it the helper is killed and the image fails with job_timeout.",
             valueName: "seconds"))
     var jobTimeout: Double = JobOptions.defaultJobTimeout
 
@@ -119,6 +129,11 @@ struct JobOptions: ParsableArguments {
         guard maxFrames >= 1 else { throw ValidationError("--max-frames must be positive") }
         guard (workingMemory ?? 0) >= 0 else { throw ValidationError("--working-memory cannot be negative") }
         guard ["on", "off"].contains(sandbox.lowercased()) else { throw ValidationError("--sandbox must be on or off") }
+        do {
+            _ = try HelperIdentity.resolve(helperUser)
+        } catch {
+            throw ValidationError(error.message)
+        }
         guard jobTimeout > 0 && jobTimeout <= 604_800 else { throw ValidationError("--job-timeout must be a number of seconds from 0 to a week") }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")

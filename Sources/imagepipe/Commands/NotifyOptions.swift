@@ -8,7 +8,7 @@ struct NotifyOptions: ParsableArguments {
     @Option(
         name: .customLong("notify-url"),
         help: ArgumentHelp(
-            "POST each finished job's result record (done, failed, skipped, discarded) to this http(s) URL, signed with "
+            "POST each finished job's result record (done, skipped, failed, cancelled) to this http(s) URL, signed with "
                 + "HMAC-SHA256 under IMAGEPIPE_NOTIFY_SECRET in X-Imagepipe-Signature (docs/notifications.md).",
             valueName: "url"))
     var notifyURL: String?
@@ -17,13 +17,13 @@ struct NotifyOptions: ParsableArguments {
         name: .customLong("notify-deadline"),
         help: ArgumentHelp(
             "How long after a job finished its notification is retried (5xx, 408, 429, timeouts, connection errors): "
-                + "90s, 10m, 1h (default 5m).", valueName: "duration"))
+                + "90s, 10m, 1h.", valueName: "duration"))
     var notifyDeadline: String = "5m"
 
     @Option(
         name: .customLong("notify-timeout"),
         help: ArgumentHelp(
-            "How long one notification attempt may take, connecting and answering included: 10s, 1m (default 10s).", valueName: "duration"))
+            "How long one notification attempt may take, connecting and answering included: 10s, 1m.", valueName: "duration"))
     var notifyTimeout: String = "10s"
 
     func validate() throws {

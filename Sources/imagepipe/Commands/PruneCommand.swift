@@ -13,8 +13,10 @@ struct PruneCommand: AsyncParsableCommand {
             is orphaned when no source has its original's name or its bytes, changed when the source of that \
             name has other bytes now, and of a dropped variant when its variant's name is not among the \
             variants given (--variant, --preset or the --config file, as batch takes them; 'original' with \
-            --with-original). Objects without a recorded original are never touched (foreign). The sources \
-            are named as batch names them: give the same folders, files and URLs the outputs were made from. \
+            --with-original). Objects without a recorded original are never touched (foreign), nor are outputs \
+            whose original was read from outside the sources given (another folder writing under the same \
+            prefix: made from other sources). The sources are named as batch names them: give the same \
+            folders, files and URLs the outputs were made from. \
             Without --delete nothing is changed: one line per output that would go, then a summary. \
             --delete refuses to run when a source folder could not be listed or holds no files, or a source \
             could not be read. \
@@ -50,7 +52,11 @@ struct PruneCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("max-source-bytes"),
         help: ArgumentHelp("Refuse to read sources in object storage larger than this many bytes (default 256 MiB).", valueName: "bytes"))
-    var maxSourceBytes: Int = 256 << 20
+    var maxSourceBytesGiven: Int?
+
+    /// `--max-source-bytes`, or its default. The help says the default in MiB; an option with an
+    /// initial value would have the parser say it again, in bytes.
+    var maxSourceBytes: Int { maxSourceBytesGiven ?? 256 << 20 }
 
     /// Keys a listing page asks for and a batch removal sends (at most 1000); small in tests, so
     /// paging and batching are exercised without thousands of objects.
@@ -81,6 +87,13 @@ struct PruneCommand: AsyncParsableCommand {
         for entry in plan.deletions { print("\(entry.verdict.rawValue) \(Self.shown(entry.key)): \(entry.reason)") }
         for entry in plan.entries where entry.verdict == .keep && entry.reason.hasPrefix("kept:") {
             Console.shared.line("imagepipe: warning: \(Self.shown(entry.key)) \(entry.reason)")
+        }
+        let unplaced = plan.unplaced
+        if !unplaced.isEmpty {
+            Console.shared.line(
+                "imagepipe: warning: \(unplaced.count) outputs record no place their original was read from (written by an imagepipe "
+                    + "that did not record it, e.g. \(Self.shown(unplaced[0].key))), so whether it is among the sources cannot be told: "
+                    + "they are left alone; a batch run once with --force over their sources records it")
         }
         let problems = prepared.unlisted.map { "cannot list \($0.path): \($0.reason)" } + plan.problems
         for problem in problems { Console.shared.line("imagepipe: warning: \(problem)") }
@@ -152,7 +165,8 @@ struct PruneCommand: AsyncParsableCommand {
         try scanner.check()
         let maxSourceBytes = self.maxSourceBytes
         // The destination first, then the sources: see PruneSurvey for a batch writing meanwhile.
-        let (plan, scan) = try PruneSurvey.plan(of: storage, pageSize: pageSize, lookups: lookups, variants: variants) {
+        let places = SourcePlaces(inputs: sources)
+        let (plan, scan) = try PruneSurvey.plan(of: storage, pageSize: pageSize, lookups: lookups, places: places, variants: variants) {
             () throws(ImagePipeError) in
             let scan = try scanner.scan()
             // A name the scan found but could not take (a link whose target is gone) may be an

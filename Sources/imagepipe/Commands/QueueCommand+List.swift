@@ -19,7 +19,7 @@ extension QueueCommand {
         var queue: String
 
         @Option(
-            name: .long, help: "waiting, running, done, discarded or cancelled (repeat for several; default: all).",
+            name: .long, help: "waiting, running, done, failed or cancelled (repeat for several; default: all).",
             transform: QueueCommand.state)
         var state: [QueueOverview.State] = []
 

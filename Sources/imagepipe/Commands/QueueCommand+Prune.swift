@@ -10,7 +10,7 @@ extension QueueCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete finished jobs older than --older-than.",
             discussion: """
-                PostgreSQL: done, discarded and cancelled jobs (workers also do this after --retention days). Queue \
+                PostgreSQL: done, failed and cancelled jobs (workers also do this after --retention days). Queue \
                 directory: the originals in done/ with their records (what `watch --keep-done` does as it runs), and \
                 those in failed/ only with --include-failed; the inbox and running jobs never. A job's age counts \
                 from when it finished. Safe while workers run.
@@ -44,7 +44,7 @@ extension QueueCommand {
                 count = outcome.deleted.count
             case .postgres(let location):
                 guard !includeFailed else {
-                    throw target.unsupported("--include-failed", "prune deletes its done, discarded and cancelled jobs alike")
+                    throw target.unsupported("--include-failed", "prune deletes its done, failed and cancelled jobs alike")
                 }
                 count = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in
                     await database.prune(queue: location.queue, olderThan: age)

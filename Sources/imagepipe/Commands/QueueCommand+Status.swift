@@ -9,7 +9,7 @@ extension QueueCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the jobs by state, how long the oldest due job has waited, jobs finished per second over the last minute, "
-                + "then the running jobs (who runs each, for how long) and the latest discarded ones with their errors.")
+                + "then the running jobs (who runs each, for how long) and the latest failed ones with their errors.")
 
         @Argument(help: QueueCommand.queueHelp)
         var queue: String

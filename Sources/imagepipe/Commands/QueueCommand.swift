@@ -10,7 +10,7 @@ struct QueueCommand: AsyncParsableCommand {
         abstract: "Look after a queue directory or a PostgreSQL queue: status, list, retry, cancel, prune.",
         discussion: """
             QUEUE is a queue directory or postgres://USER@HOST:PORT/DATABASE?queue=NAME. Both kinds name job states \
-            alike: waiting (a directory's inbox/), running (processing/), done (done/), discarded (failed/) and \
+            alike: waiting (a directory's inbox/), running (processing/), done (done/), failed (failed/) and \
             cancelled (PostgreSQL only). A command that does not apply to a kind of queue exits 2 and says so.
             """,
         subcommands: [Status.self, List.self, Retry.self, Cancel.self, Prune.self])
@@ -22,8 +22,8 @@ struct QueueCommand: AsyncParsableCommand {
 
     /// `--state`: a state's name, or why the name is not one.
     static func state(_ text: String) throws -> QueueOverview.State {
-        guard let state = QueueOverview.State(rawValue: text) else {
-            throw ValidationError("--state '\(text)' is not a state: waiting, running, done, discarded or cancelled")
+        guard let state = QueueOverview.State(name: text) else {
+            throw ValidationError("--state '\(text)' is not a state: waiting, running, done, failed or cancelled")
         }
         return state
     }

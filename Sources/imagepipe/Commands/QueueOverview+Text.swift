@@ -6,7 +6,7 @@ import ImagePipeQueue
 extension QueueOverview {
     /// `queue`, a line per state, `oldest_waiting_s`, `jobs_per_s`, `options_without_original` when a
     /// queue directory's inbox has options files waiting for their originals, then the running jobs and the
-    /// latest discarded ones after a blank line (see ``QueueOverview/Job/line``).
+    /// latest failed ones after a blank line (see ``QueueOverview/Job/line``).
     var text: String {
         var lines = ["queue\t\(queue)"]
         for state in State.allCases { if let count = counts[state] { lines.append("\(state.rawValue)\t\(count)") } }
@@ -19,11 +19,11 @@ extension QueueOverview {
 }
 
 extension QueueOverview {
-    /// For each state whose jobs are listed only in part (at most ten running and ten discarded),
+    /// For each state whose jobs are listed only in part (at most ten running and ten failed),
     /// how many of how many are shown and the `queue list` that shows them all; nil when all are.
     func notShownNotes(queue argument: String) -> String? {
         var notes = ""
-        for state in [State.running, .discarded] {
+        for state in [State.running, .failed] {
             let shown = jobs.count { $0.state == state }
             guard let total = counts[state], total > shown else { continue }
             let which = state == .running ? "longest-running first" : "the latest"
@@ -65,7 +65,7 @@ extension QueueOverview.Job {
             if let attempts { parts.append("attempt \(attempts)") }
             if let owner { parts.append("worker \(owner)") }
             if cancelRequested == true { parts.append("cancel requested") }
-        case .discarded, .cancelled:
+        case .failed, .cancelled:
             if let attempts, attempts > 0 { parts.append("after \(attempts) attempt\(attempts == 1 ? "" : "s")") }
         case .waiting, .done:
             break

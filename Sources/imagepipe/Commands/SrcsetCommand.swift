@@ -10,14 +10,17 @@ struct SrcsetCommand: ParsableCommand {
         abstract: "Print a <picture> element with srcsets and a placeholder for every original in a manifest.",
         discussion: """
             Reads a manifest written by `batch --manifest` (or the done/ records of a queue, one per line) and \
-            prints, for each original done or up to date, a <picture> with a <source> per modern format (AVIF, WebP) and an \
+            prints, for each original done or up to date, a <picture> with a <source> per modern format (JPEG XL, AVIF, WebP) and an \
             <img> in the fallback format, each with a srcset of the variants' URLs and widths; a <source> also \
             offers the widths only later formats have, so no browser gets a smaller image for taking a newer \
             format. A line that is not a manifest record is an error naming it, and so is a manifest with no \
             image to show (exit status 2). Variants cropped \
             to another aspect ratio (cover thumbnails) are left out of the srcsets. The placeholder is the \
-            <img>'s background colour and its data-thumbhash attribute. With --json, one JSON object per \
-            original (sources, candidates, crops, placeholder) for a template engine.
+            <img>'s background: its colour and, for an opaque original, a tiny blurred picture as a data: URI \
+            (shown with no script), with the ThumbHash in data-thumbhash. Every <img> loads lazily but the \
+            first --eager ones, loaded at once and first (the picture that is the page's largest paint). \
+            With --json, one JSON object per original (sources, candidates, crops, placeholder with its \
+            data_uri, eager) for a template engine.
             Each URL is the one recorded for the variant: for S3 and Supabase, its public URL (--public-base-url \
             at batch time); for a local folder, a file:// URL no visitor can load. --base-url puts the variant's \
             key after a base of your choosing instead (the URL or path where the destination folder is served); \
@@ -41,6 +44,20 @@ struct SrcsetCommand: ParsableCommand {
             valueName: "url"))
     var baseURL: String?
 
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "How many pictures, from the first, load at once with high priority (loading=\"eager\" "
+                + "fetchpriority=\"high\"), for the one that is the page's largest paint; the others load lazily.",
+            valueName: "n"))
+    var eager = 0
+
+    func validate() throws {
+        guard eager >= 0 else {
+            throw ValidationError("--eager cannot be negative (got \(eager)): it counts the pictures, from the first, that load at once")
+        }
+    }
+
     func run() throws {
         var results = try ManifestReader.read(manifest)
         if let baseURL {
@@ -51,7 +68,8 @@ struct SrcsetCommand: ParsableCommand {
                 }
             }
         }
-        let pictures = results.compactMap(PictureMarkup.init)
+        var pictures = results.compactMap(PictureMarkup.init)
+        for index in pictures.indices.prefix(eager) { pictures[index].eager = true }
         // Printing nothing with exit 0 would look like a page with no images to fill.
         if pictures.isEmpty { throw ManifestContents(results: results, name: manifest == "-" ? "standard input" : manifest).nothingToShow }
         let localURLs = results.reduce(0) { count, result in

@@ -21,12 +21,18 @@ struct StorageOptions: ParsableArguments {
     @Option(
         name: .customLong("public-base-url"),
         help: ArgumentHelp(
-            "Base of the URLs recorded for stored objects (e.g. a CDN); the object's key in the bucket is appended.",
+            "Base of the URLs recorded for stored objects (a CDN, or the web server serving a local --dest); the object's key in the bucket or folder is appended.",
             valueName: "url"))
     var publicBaseURL: String?
 
-    @Option(name: .customLong("cache-control"), help: "Cache-Control stored with every object on HTTP object stores.")
-    var cacheControl: String = "public, max-age=31536000, immutable"
+    /// Nil when not given: the value then follows the key template (``CacheControl/default(for:)``),
+    /// so it is resolved where the template is known.
+    @Option(
+        name: .customLong("cache-control"),
+        help: ArgumentHelp(
+            "Cache-Control stored with every object on S3 and Supabase (default: '\(CacheControl.immutable)' when --key has {hash} or {sha256}, else '\(CacheControl.revalidating)').",
+            valueName: "value"))
+    var cacheControl: String?
 
     @Flag(
         name: .customLong("with-original"),

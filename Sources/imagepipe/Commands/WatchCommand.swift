@@ -73,7 +73,7 @@ struct WatchCommand: AsyncParsableCommand {
         name: .customLong("lease"), help: "PostgreSQL: seconds a claimed job stays this worker's without a heartbeat (renewed every third of it).")
     var lease: Double = 30
 
-    @Option(name: .customLong("retention"), help: "PostgreSQL: days done, discarded and cancelled jobs are kept before workers delete them.")
+    @Option(name: .customLong("retention"), help: "PostgreSQL: days done, failed and cancelled jobs are kept before workers delete them.")
     var retentionDays: Double = 7
 
     @Option(

@@ -38,12 +38,17 @@ struct DryRunLine {
 
     /// What writing `output` replaces: this original's own output (written again, as with
     /// `--force`, or made with other settings), an earlier version of a source of the same name
-    /// (`--update`), or another original's (`--overwrite`).
+    /// (an edited photo), or another original's (`--overwrite`); and whether that was served as
+    /// immutable, which the run warns of.
     static func rewrite(_ output: JobContext.Output, existing: ExistingObject, origin: Origin?, source: String) -> String {
-        guard let origin, origin.isSameOriginal(as: existing.origin) else {
-            return existing.origin?.source == source ? "replaces the output of its earlier version" : "replaces another original's"
+        let immutable = existing.wasServedImmutable ? ", served as immutable" : ""
+        switch output.replacement(for: origin, source: source) {
+        case .earlierVersion: return "replaces the output of its earlier version" + immutable
+        case .anotherOriginal: return "replaces another original's" + immutable
+        case nil:
+            guard let origin else { return "replaces another original's" + immutable }
+            return output.isInPlace(for: origin) ? "rewrites its own output" : "replaces its own output, made with other settings"
         }
-        return output.isInPlace(for: origin) ? "rewrites its own output" : "replaces its own output, made with other settings"
     }
 }
 

@@ -46,6 +46,8 @@ struct PictureMarkup: Sendable, Codable, Equatable {
     var crops: [Candidate]
     /// The placeholder, when the result has one.
     var placeholder: Placeholder?
+    /// Whether the page loads it at once and first (`srcset --eager`); absent for the rest.
+    var eager: Bool?
 
     /// The markup of a result whose outputs are stored (done, or up to date); nil for the rest.
     init?(_ result: JobResult) {
@@ -80,8 +82,9 @@ struct PictureMarkup: Sendable, Codable, Equatable {
     }
 
     /// The HTML: a `<source>` per modern format and an `<img>` with the fallback format (the last
-    /// source), its widest candidate as `src`, the original's size for layout, and the placeholder as
-    /// the background colour and a `data-thumbhash` attribute for a script to paint.
+    /// source), its widest candidate as `src`, the original's size for layout, loaded lazily unless
+    /// ``eager``, and the placeholder as its background (the colour, and over it the ThumbHash's tiny
+    /// picture stretched to the box, which shows with no script) and a `data-thumbhash` attribute.
     func html(sizes: String = "100vw", alt: String = "") -> String {
         let fallback = sources.last!
         var lines = ["<picture>"]
@@ -90,9 +93,18 @@ struct PictureMarkup: Sendable, Codable, Equatable {
         }
         var img =
             "  <img src=\"\(Self.escape(fallback.candidates.last!.url))\" srcset=\"\(Self.escape(fallback.srcset))\" "
-            + "sizes=\"\(Self.escape(sizes))\" width=\"\(width)\" height=\"\(height)\" alt=\"\(Self.escape(alt))\" loading=\"lazy\" decoding=\"async\""
+            + "sizes=\"\(Self.escape(sizes))\" width=\"\(width)\" height=\"\(height)\" alt=\"\(Self.escape(alt))\" "
+            // The picture that is the page's largest paint is asked for at once, before the others.
+            + (eager == true ? "loading=\"eager\" fetchpriority=\"high\"" : "loading=\"lazy\"") + " decoding=\"async\""
         if let placeholder {
-            img += " style=\"background-color:\(placeholder.color)\" data-thumbhash=\"\(placeholder.thumbHash)\""
+            var style = placeholder.cssColor.map { "background-color:\($0)" } ?? ""
+            // The picture covers the whole original in the ThumbHash's approximate ratio: stretched to
+            // the box, each blur lies under what replaces it. A transparent original would show it
+            // through its clear parts once loaded, so it gets the colour alone.
+            if placeholder.isOpaque, let picture = placeholder.dataURI {
+                style += (style.isEmpty ? "" : ";") + "background-image:url(\(picture));background-size:100% 100%"
+            }
+            img += " style=\"\(Self.escape(style))\" data-thumbhash=\"\(Self.escape(placeholder.thumbHash))\""
         }
         lines.append(img + ">")
         lines.append("</picture>")

@@ -128,7 +128,7 @@ struct ReportPage {
             let y = index * rowHeight + 5
             let width = max(1, barWidth * bar.1 / largest)
             svg +=
-                "<text x=\"0\" y=\"\(y + 16)\">\(bar.0.markupEscaped)</text>"
+                "<text x=\"0\" y=\"\(y + 16)\">\(Self.label(bar.0, fitting: labelWidth))</text>"
                 + "<rect x=\"\(labelWidth)\" y=\"\(y)\" width=\"\(width)\" height=\"20\" class=\"\(index == 0 ? "orig" : "bar")\"/>"
                 + "<text x=\"\(labelWidth + width + 6)\" y=\"\(y + 16)\">\(BatchSummary.formatBytes(bar.1))</text>"
         }
@@ -141,11 +141,11 @@ struct ReportPage {
         var cards = "<h2>Images</h2><div class=\"grid\">"
         for result in shown {
             let smallest = result.variants.min { $0.width * $0.height < $1.width * $1.height }
-            let colour = result.placeholder?.color ?? "#ddd"
+            let colour = result.placeholder?.cssColor ?? "#ddd"
             let image = smallest.flatMap(thumbnail).map { "<img src=\"\($0)\" alt=\"\">" } ?? ""
             cards +=
                 "<figure><div class=\"thumb\" style=\"background:\(colour.markupEscaped)\">\(image)</div><figcaption>"
-                + "<b>\(result.source.markupEscaped)</b><br>\(result.width ?? 0)x\(result.height ?? 0) \((result.format?.rawValue ?? "").markupEscaped), "
+                + "<b class=\"name\" title=\"\(result.source.markupEscaped)\">\(result.source.markupEscaped)</b>\(result.width ?? 0)x\(result.height ?? 0) \((result.format?.rawValue ?? "").markupEscaped), "
                 + "\(BatchSummary.formatBytes(result.bytes ?? 0))\(result.status == .skipped ? " (up to date)" : "")"
                 + (result.gainMap.map { gainMap in
                     gainMap.carried
@@ -167,6 +167,15 @@ struct ReportPage {
         return cards + "</div>\n"
     }
 
+    /// A chart's label, clipped with an ellipsis to what its column holds (12 px text: about 7 px a
+    /// character) and whole in its tooltip: SVG text neither wraps nor clips, so a long variant name
+    /// would run into its bar.
+    static func label(_ name: String, fitting width: Int) -> String {
+        let fits = max(2, (width - 8) / 7)
+        guard name.count > fits else { return name.markupEscaped }
+        return "<title>\(name.markupEscaped)</title>\(String(name.prefix(fits - 1)).markupEscaped)…"
+    }
+
     private func failures() -> String {
         guard !failed.isEmpty else { return "" }
         var rows = "<h2>Failures</h2><table class=\"failures\"><tr><th>source</th><th>code</th><th>reason</th></tr>"
@@ -186,6 +195,6 @@ struct ReportPage {
         .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(220px,1fr));gap:14px}
         figure{margin:0;border:1px solid #e4e4e4;border-radius:6px;overflow:hidden}
         .thumb{height:140px;display:flex;align-items:center;justify-content:center}.thumb img{max-width:100%;max-height:140px}
-        figcaption{padding:8px;font-size:12px}ul{margin:4px 0 0;padding-left:16px}
+        figcaption{padding:8px;font-size:12px}.name{display:block;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}ul{margin:4px 0 0;padding-left:16px}
         """
 }

@@ -25,6 +25,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "frame-count", run: ImageTargets.frameCount),
         FuzzTarget(name: "helper-message", run: HelperTargets.helperMessage),
         FuzzTarget(name: "gain-map", run: ImageTargets.gainMap),
+        FuzzTarget(name: "output-header", run: ImageTargets.outputHeader),
     ]
 
     static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }

@@ -10,7 +10,7 @@ enum HelperTargets {
         if let reply = try? HelperReply(decoding: bytes) {
             let again = reply.encoded()
             require((try? HelperReply(decoding: again)) == reply, "a reply does not read back")
-            if case .compressed(let result) = reply {
+            if case .compressed(_, let result) = reply {
                 require(result.variants.count <= HelperResult.maxVariants, "\(result.variants.count) variants")
             }
         }

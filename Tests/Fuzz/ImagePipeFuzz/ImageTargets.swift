@@ -108,4 +108,19 @@ enum ImageTargets {
         }
         close((try? UltraHDRJPEG.gainMap(in: written))?.metadata, "the container")
     }
+
+    /// The check of an output a helper hands back (``OutputHeader``): it ends, states a size only of
+    /// bytes that begin with the format's signature, reads the same of the bytes with anything after
+    /// them, and never states more than the largest side a header can hold.
+    static func outputHeader(_ data: Data) {
+        let bytes = [UInt8](data)
+        for format in OutputFormat.allCases {
+            guard let size = OutputHeader.size(of: bytes, as: format.traits.header) else { continue }
+            require(size.width >= 0 && size.height >= 0 && size.width <= 1 << 32 && size.height <= 1 << 32, "\(format): \(size)")
+            require(ImageSignature.fileExtension(of: bytes) != nil || format == .jxl, "\(format) read from bytes no image begins with")
+            require(
+                OutputHeader.size(of: bytes + [0, 1, 2], as: format.traits.header) == size || format == .avif || format == .jxl,
+                "\(format): more bytes after it read another size")
+        }
+    }
 }

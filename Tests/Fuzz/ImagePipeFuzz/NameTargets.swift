@@ -47,7 +47,7 @@ enum NameTargets {
         let head = ImageSignature.fileExtension(of: Array(bytes.prefix(ImageSignature.headLength)))
         require(head == ImageSignature.fileExtension(of: bytes), "the first 16 bytes and the whole file disagree")
         if let head { require(["jpg", "png", "gif", "webp", "tif", "heic", "avif"].contains(head), "'\(head)'") }
-        let skipped = ImageSignature.skipReason(head: bytes.prefix(ImageSignature.headLength), name: "upload")
+        let skipped = ImageSignature.skipReason(head: bytes.prefix(ImageSignature.headLength))
         require((skipped == nil) == (head != nil), "the rule and the sniffer disagree")
     }
 

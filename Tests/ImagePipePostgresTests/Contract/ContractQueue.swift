@@ -70,7 +70,7 @@ struct ContractQueue: Sendable, CustomTestStringConvertible {
             places: {
                 var places: [String: Int] = [:]
                 for (state, count) in try fixture.states() {
-                    let place = ["discarded": "failed", "running": "held"][state] ?? state
+                    let place = ["running": "held"][state] ?? state
                     places[place, default: 0] += count
                 }
                 // A held job is in no folder of a queue directory: only the other places are compared.
@@ -88,7 +88,7 @@ struct OpenedQueue: Sendable {
     let worker: @Sendable (_ lease: Duration, _ notifies: Bool) throws -> any JobQueue
     /// Adds a job for a source called `name`.
     let enqueue: @Sendable (String) async throws -> Void
-    /// How many jobs wait, are done, failed (discarded) and cancelled, as the queue's own files
+    /// How many jobs wait, are done, failed and cancelled, as the queue's own files
     /// or rows say; places with none are left out.
     let places: @Sendable () throws -> [String: Int]
     /// The server's database or the scratch directory, which must outlive the test.

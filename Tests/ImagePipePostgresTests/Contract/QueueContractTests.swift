@@ -28,6 +28,22 @@ struct QueueContractTests {
         await worker.close()
     }
 
+    /// A source that is no image ends alike in both queues: completed `skipped` and filed `done`
+    /// (a queue directory's done/, a row in state done), the state of a job that finished without
+    /// failing. A queue directory once filed it under failed/.
+    @Test(arguments: ContractQueue.all)
+    func aJobSkippedAsNoImageIsRecordedAsDone(_ kind: ContractQueue) async throws {
+        let jobs = try kind.open()
+        try await jobs.enqueue("x.jpg")
+        let worker = try await jobs.openWorker()
+        let claimed = try await worker.claimOne()
+        let skipped = JobResult.skipped("x.jpg", .notAnImage, reason: "its first bytes match no format imagepipe reads")
+        #expect(await worker.complete(claimed, result: skipped, notice: nil) == .recorded)
+        #expect(try jobs.places() == ["done": 1])
+        #expect(await worker.claim(upTo: 5).isEmpty)
+        await worker.close()
+    }
+
     @Test(arguments: ContractQueue.all)
     func aPermanentFailureIsRecordedAsFailed(_ kind: ContractQueue) async throws {
         let jobs = try kind.open()

@@ -21,10 +21,11 @@ struct PostgresFixture {
         location = try server.location(database: database, queue: queue)
     }
 
-    /// Writes `count` small source files and queues them by absolute path; returns their IDs.
+    /// Writes `count` small source files (``ScriptedCompressor/image(_:)``) and queues them by
+    /// absolute path; returns their IDs.
     @discardableResult
     func enqueue(_ count: Int, prefix: String = "photo", unique: Bool = false) async throws -> [Int] {
-        let sources = (0..<count).map { directory.write("src/\(prefix)-\($0).jpg", "bytes of \(prefix) \($0)") }
+        let sources = (0..<count).map { directory.write("src/\(prefix)-\($0).jpg", ScriptedCompressor.image("bytes of \(prefix) \($0)")) }
         return try await QueueDatabase.run(location, logger: .quiet) { database throws(ImagePipeError) in
             try await database.enqueue(sources, unique: unique).compactMap { $0 }
         }

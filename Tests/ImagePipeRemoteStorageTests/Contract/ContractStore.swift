@@ -18,13 +18,16 @@ struct ContractStore: Sendable, CustomTestStringConvertible {
     /// and still leave a window between the check and the write; only a re-run redoing its own
     /// outputs (`--update`) writes this way.
     var checksReplacements = true
+    /// Whether objects are served with the Cache-Control they were stored with, read back on the
+    /// look-up: every store but the local directory, whose files a web server serves as it is set up to.
+    var keepsCacheControl = true
     /// Opens a new, empty store of this kind.
     let open: @Sendable () throws -> OpenedStore
 
     static let all: [ContractStore] = [localDirectory, s3, supabase, inMemory]
 
     /// Files under a scratch directory, written durably as the worker writes them.
-    static let localDirectory = ContractStore(testDescription: "local directory") {
+    static let localDirectory = ContractStore(testDescription: "local directory", keepsCacheControl: false) {
         let directory = TemporaryDirectory(prefix: "imagepipe-contract")
         let root = directory.url("out")
         return OpenedStore(

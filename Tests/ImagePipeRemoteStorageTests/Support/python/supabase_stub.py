@@ -11,7 +11,8 @@ No Supabase server can run here, so this checks what the client sends:
   HEAD  /storage/v1/upload/resumable/ID  reports Upload-Offset
   GET   /storage/v1/bucket/BUCKET        200 for the buckets named by --buckets, else 400 not_found
   GET   /storage/v1/object/info/authenticated/BUCKET/KEY
-                                         size, etag and user metadata (x-metadata on upload, `metadata` in TUS)
+                                         size, etag, cache_control and user metadata (x-metadata on upload,
+                                         `metadata` in TUS)
   GET   /storage/v1/object/authenticated/BUCKET/KEY
                                          the object's bytes with Content-Type, Content-Length and ETag
   POST  /storage/v1/object/list/BUCKET   JSON {prefix, limit, offset[, sortBy, search]}: one folder level
@@ -122,6 +123,7 @@ class Handler(BaseHTTPRequestHandler):
             if found is None:
                 return error(self, 400, "not_found", "Object not found")
             return self.reply(200, json.dumps({"size": found["size"], "etag": found["etag"],
+                                               "cache_control": found["cache_control"],
                                                "metadata": found["metadata"]}).encode(),
                               [("Content-Type", "application/json")])
         download = "/storage/v1/object/authenticated/"
