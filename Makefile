@@ -36,7 +36,7 @@ demo: deps release
 # Two runs of the one test binary: the suites that run workers and pipelines in-process (async,
 # on Swift's cooperative pool, which imagepipe never blocks), then the rest, whose synchronous tests
 # hold a pool thread each while they wait for processes and would starve the first kind.
-IN_PROCESS_SUITES := ImagePipeTests\.|ImagePipeQueueTests\.|ImagePipeLocalStorageTests\.|ImagePipePostgresTests\.(FirstOutcomeTests|PostgresLocationTests|PostgresQueueTests|QueueContractTests|QueueMeasurement|SupabaseTriggerTests)
+IN_PROCESS_SUITES := ImagePipeTests\.|ImagePipeQueueTests\.|ImagePipeLocalStorageTests\.|ImagePipePostgresTests\.(FirstOutcomeTests|PostgresLocationTests|PostgresQueueTests|PostgresQueueContractTests|QueueMeasurement|SupabaseTriggerTests)
 # Each run leaves its results in .build/test-results; the run ends with what each suite took.
 TEST_RESULTS := .build/test-results
 # The fuzzing build comes first: it builds the dependencies the debug build then finds made.

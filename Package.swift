@@ -170,6 +170,10 @@ let package = Package(
         .target(name: "ImagePipeTestKit", dependencies: ["ImagePipe"], path: "Tests/ImagePipeTestKit", swiftSettings: strict),
         // Scratch folders, waiting, running the built binary:
         .target(name: "ImagePipeTestSupport", path: "Tests/ImagePipeTestSupport", swiftSettings: strict),
+        // The queue contract, which every queue's test target runs against its queue:
+        .target(
+            name: "ImagePipeQueueContract", dependencies: ["ImagePipe", "ImagePipeQueue", "ImagePipeTestSupport"],
+            path: "Tests/ImagePipeQueueContract", swiftSettings: strict),
         // Decoding outputs back, through libvips calls only tests make:
         .target(name: "CVipsProbeShim", dependencies: ["CLibVips", "CVipsShim"], path: "Tests/CVipsProbeShim", cSettings: instrumentedC),
         .target(
@@ -246,7 +250,7 @@ let package = Package(
         .testTarget(
             name: "ImagePipeQueueTests",
             dependencies: [
-                "ImagePipe", "ImagePipeQueue", "ImagePipeTestKit", "ImagePipeTestSupport",
+                "ImagePipe", "ImagePipeQueue", "ImagePipeQueueContract", "ImagePipeTestKit", "ImagePipeTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -256,7 +260,8 @@ let package = Package(
         .testTarget(
             name: "ImagePipePostgresTests",
             dependencies: [
-                "ImagePipe", "ImagePipeQueue", "ImagePipePostgres", "ImagePipeTestKit", "ImagePipeTestSupport", "ImagePipeVips", "ImagePipeVipsTestSupport",
+                "ImagePipe", "ImagePipeQueue", "ImagePipeQueueContract", "ImagePipePostgres", "ImagePipeTestKit", "ImagePipeTestSupport", "ImagePipeVips",
+                "ImagePipeVipsTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

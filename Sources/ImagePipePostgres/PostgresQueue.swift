@@ -23,8 +23,6 @@ public final class PostgresQueue: JobQueue {
     public struct Configuration: Sendable {
         /// How long a claim holds without a heartbeat; renewed every third of it.
         public var lease: Duration
-        /// Attempts before a job whose lease keeps expiring fails for good (the worker's --max-attempts).
-        public var maxAttempts: Int
         /// How long done and failed jobs are kept before workers delete them.
         public var retention: Duration
         /// How often a worker looks for due jobs without being woken.
@@ -34,13 +32,12 @@ public final class PostgresQueue: JobQueue {
         /// takes over the notices whose worker stopped or died.
         public var keepsNotices: Bool
 
-        /// Creates settings: a 30 s lease, 5 attempts, 7 days' retention, a poll every second, no notices.
+        /// Creates settings: a 30 s lease, 7 days' retention, a poll every second, no notices.
         public init(
-            lease: Duration = .seconds(30), maxAttempts: Int = 5, retention: Duration = .seconds(7 * 86_400),
+            lease: Duration = .seconds(30), retention: Duration = .seconds(7 * 86_400),
             pollInterval: Duration = .seconds(1), keepsNotices: Bool = false
         ) {
             self.lease = lease
-            self.maxAttempts = maxAttempts
             self.retention = retention
             self.pollInterval = pollInterval
             self.keepsNotices = keepsNotices
@@ -60,6 +57,8 @@ public final class PostgresQueue: JobQueue {
     /// Other workers' leases as first seen by ``remainder(dueWithin:)``, by job and attempt: a lease
     /// that moved since was renewed, so its worker is alive.
     private let leasesSeen = Mutex<[String: Double]>([:])
+    /// The worker's rule for jobs whose lease expired, given at opening; none are taken back before.
+    private let orphans = Mutex<OrphanRule?>(nil)
     /// Successes that arrive while one statement records others go together in the next.
     private let completions: GroupCommitter<Completion, Settlement>
     /// The notices table, kept with each result when this worker notifies.
@@ -101,6 +100,7 @@ public final class PostgresQueue: JobQueue {
     public var notices: (any NoticeStore)? { configuration.keepsNotices ? noticeTable : nil }
 
     public func open(signals: QueueSignals) async throws(ImagePipeError) {
+        orphans.withLock { $0 = signals.orphans }
         let client = database.client
         // Detached: a task started here would inherit the worker's graceful-shutdown handler, and
         // the client (itself a service) would close its connections at the first SIGTERM, before
@@ -142,7 +142,7 @@ public final class PostgresQueue: JobQueue {
         await noticeTable.flushForgotten()
         await noticeTable.renew()
         await database.probe()
-        await database.takeBackExpired(queue: location.queue, maxAttempts: configuration.maxAttempts)
+        await recoverOrphans()
         let now = ContinuousClock.now
         let due = lastPrune.withLock { last in
             guard last.map({ now - $0 >= .seconds(3600) }) ?? true else { return false }
@@ -218,7 +218,7 @@ public final class PostgresQueue: JobQueue {
     /// first saw it: a live worker renews within a third of its lease, a dead one's lease expires
     /// and its job is taken back, so the wait for them is bounded by the lease.
     public func remainder(dueWithin horizon: Duration) async -> QueueRemainder? {
-        await database.takeBackExpired(queue: location.queue, maxAttempts: configuration.maxAttempts)
+        await recoverOrphans()
         guard let state = await database.remainder(queue: location.queue, owner: owner, horizon: horizon) else { return nil }
         let unconfirmed = leasesSeen.withLock { seen in
             // Keyed by job and attempt: a job claimed again is a new claim to watch.
@@ -253,6 +253,13 @@ public final class PostgresQueue: JobQueue {
         }
         for task in tasks.reversed() { task.cancel() }
         for task in tasks { await task.value }
+    }
+
+    /// Settles the jobs whose lease expired as the worker's rule decides (see
+    /// ``QueueDatabase/recoverOrphans(queue:rule:notify:)``).
+    private func recoverOrphans() async {
+        guard let rule = orphans.withLock({ $0 }) else { return }
+        await database.recoverOrphans(queue: location.queue, rule: rule, notify: configuration.keepsNotices)
     }
 
     /// The ID and attempt that fence every update of a claimed job.

@@ -6,14 +6,7 @@ import PostgresNIO
 
 extension QueueDatabase {
     /// When an enqueued job is due.
-    public enum RunAt: Sendable, Equatable {
-        /// At once.
-        case now
-        /// At this time.
-        case at(Date)
-        /// This long after the database's clock says now.
-        case after(Duration)
-    }
+    public typealias RunAt = JobRunAt
 
     /// What `cancel` did to one job.
     public enum CancelOutcome: Sendable, Equatable {
@@ -125,12 +118,35 @@ extension QueueDatabase {
     /// running one at its worker's next safe point. Returns what happened to each, in order.
     public func cancel(ids: [Int]) async throws(ImagePipeError) -> [CancelOutcome] {
         guard !ids.isEmpty else { return [] }
+        // A waiting job cancelled here ends now, and is told as a job a worker settles is: its notice
+        // is kept in the statement that cancels it, due at once, for whichever notifying worker looks
+        // next (none is kept by a worker that does not notify; a queue without one keeps the row
+        // until its job is pruned). The notices are made first, for every job named, and kept only
+        // for those the cancel ended.
+        let jobs: PostgresQuery = """
+            SELECT id, left(source, 2048), attempt FROM imagepipe.jobs WHERE id = ANY(\(ids)::bigint[]) AND queue = \(location.queue)
+            """
+        var notices: [Int: JobNotice] = [:]
+        for (id, source, attempt) in try await required("read the jobs to cancel", jobs, { try $0.decode((Int, String, Int).self) }) {
+            let result = JobResult(
+                source: source, status: .failed, error: ImagePipeError(.cancelled, "cancelled on request while it waited"),
+                attempts: attempt)
+            notices[id] = JobNotice(event: .cancelled, job: String(id), result: result)
+        }
+        let noticeIDs = ids.map { notices[$0]?.id ?? "" }, bodies = ids.map { notices[$0].map { JSONLine.encode($0) } ?? "" }
         // The join reads each job's state before the cancel changes it (one snapshot for the statement).
         let query: PostgresQuery = """
-            SELECT j.state, CASE WHEN j.id IS NOT NULL THEN imagepipe.cancel(i.id) END
-            FROM unnest(\(ids)::bigint[]) WITH ORDINALITY AS i(id, n)
-            LEFT JOIN imagepipe.jobs AS j ON j.id = i.id AND j.queue = \(location.queue)
-            ORDER BY i.n
+            WITH asked AS (
+                SELECT i.n, i.id, j.state AS before, j.queue, CASE WHEN j.id IS NOT NULL THEN imagepipe.cancel(i.id) END AS now_state
+                FROM unnest(\(ids)::bigint[]) WITH ORDINALITY AS i(id, n)
+                LEFT JOIN imagepipe.jobs AS j ON j.id = i.id AND j.queue = \(location.queue)
+            ), kept AS (
+                INSERT INTO imagepipe.notices (id, job_id, queue, body, due_at)
+                SELECT k.notice_id, a.id, a.queue, k.body, now()
+                FROM asked AS a JOIN unnest(\(ids)::bigint[], \(noticeIDs)::text[], \(bodies)::text[]) AS k(id, notice_id, body) ON k.id = a.id
+                WHERE a.now_state = 'cancelled' AND k.notice_id <> ''
+            )
+            SELECT before, now_state FROM asked ORDER BY n
             """
         return try await required("cancel", query, { try $0.decode((String?, String?).self) }).map { before, done in
             switch (before, done) {

@@ -1,4 +1,4 @@
-// Claiming, renewing leases and taking back jobs whose lease expired: one short statement each.
+// Claiming, renewing leases and what is left: one short statement each.
 import Foundation
 import ImagePipe
 import ImagePipeQueue
@@ -83,42 +83,6 @@ extension QueueDatabase {
             RETURNING j.id, j.cancel_requested_at IS NOT NULL
             """
         return await once("heartbeat", query, { try $0.decode((Int, Bool).self) }).map { Dictionary($0, uniquingKeysWith: { $1 }) }
-    }
-
-    /// Puts back the running jobs of `queue` whose lease expired (their worker died, stalled or lost
-    /// the database), recording the lapse as a failed attempt; a job that has used up its attempts
-    /// this way fails for good, so an image that kills its worker cannot go round for ever, and one
-    /// someone asked to cancel is cancelled.
-    ///
-    /// Any worker runs this; `SKIP LOCKED` and the state check make concurrent runs harmless.
-    func takeBackExpired(queue: String, maxAttempts: Int) async {
-        let query: PostgresQuery = """
-            WITH expired AS (
-                SELECT id FROM imagepipe.jobs
-                WHERE queue = \(queue) AND state = 'running' AND lease_expires_at < now()
-                ORDER BY lease_expires_at LIMIT 1000
-                FOR UPDATE SKIP LOCKED
-            )
-            UPDATE imagepipe.jobs AS j SET
-                state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
-                             WHEN j.attempt >= \(maxAttempts) THEN 'failed' ELSE 'waiting' END,
-                finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempt >= \(maxAttempts) THEN now() END,
-                run_at = now(), lease_owner = NULL, lease_expires_at = NULL,
-                errors = j.errors || jsonb_build_array(jsonb_build_object(
-                    'attempt', j.attempt, 'error_code', 'lease_expired', 'transient', true,
-                    'error', 'the lease of worker ' || j.lease_owner || ' expired before it finished the job',
-                    'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
-            FROM expired WHERE j.id = expired.id
-            RETURNING j.id, j.state
-            """
-        guard let rows = await once("take back expired leases", query, { try $0.decode((Int, String).self) }), !rows.isEmpty else { return }
-        let ended = rows.filter { $0.1 != "waiting" }.count
-        logger.notice(
-            "took back jobs whose lease expired",
-            metadata: [
-                "queue": "\(queue)", "returned": "\(rows.count - ended)", "failed": "\(ended)",
-            ])
-        if ended < rows.count { await notifyWaiting(queue) }
     }
 
     /// What is left in a queue for a worker about to call it empty.

@@ -3,7 +3,7 @@ import ImagePipeTestSupport
 import Testing
 
 /// Stores and queues are picked from what the command line names in one place each (StoreKind,
-/// QueueKind): a scheme neither knows is refused by name, never taken for another store or for a
+/// QueueDrivers): a scheme neither knows is refused by name, never taken for another store or for a
 /// directory.
 @Suite(.offThePool) struct StoreAndQueueChoiceTests {
     let directory = TemporaryDirectory(prefix: "imagepipe-choice")
@@ -26,6 +26,7 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: directory.url("mysql:")), "no queue directory made of the URL")
         }
         let enqueue = try CommandRunner.run(["enqueue", directory.url("queue"), "a.jpg"])
-        #expect(enqueue.status == 2 && enqueue.stderr.contains("not a PostgreSQL URL"), "\(enqueue.stderr)")
+        #expect(enqueue.status == 2 && enqueue.stderr.contains("imagepipe enqueue does not apply to a queue directory"), "\(enqueue.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.url("queue")), "no queue directory made for a refused enqueue")
     }
 }

@@ -10,8 +10,8 @@ extension PostgresQueueTests {
     @Test func aClaimCountsTheEarlierAttemptsWhoseDecoderCrashedOrTimedOut() async throws {
         let fixture = try PostgresFixture()
         try await fixture.enqueue(1)
-        let queue = try fixture.queue(maxAttempts: 10)
-        try await queue.open(wake: {})
+        let queue = try fixture.queue()
+        try await queue.open(wake: {}, maxAttempts: 10)
         /// Fails the claimed attempt with `code`, for another claim at once.
         func fail(_ claimed: ClaimedJob, _ code: ImagePipeError.Code) async {
             let result = JobResult(source: claimed.source, status: .failed, error: ImagePipeError(code, "it failed"), attempts: claimed.job.attempt)
@@ -44,7 +44,7 @@ extension PostgresQueueTests {
                 : ImagePipeError(.jobTimeout, "the image work ran past --job-timeout (30 s)")
         })
         let running = RunningLoop(
-            fixture.loop(try fixture.queue(maxAttempts: 5), compressor: compressor, retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(50))))
+            fixture.loop(try fixture.queue(), compressor: compressor, retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(50))))
         #expect(try await fixture.eventually { try fixture.states() == ["failed": 2] })
         await running.stop()
         let rows = try fixture.sql(

@@ -46,7 +46,7 @@ struct PostgresQueueTests {
         let retaken = try #require(await second.claim(upTo: 5).first)
         #expect(retaken.id == claimed.id && retaken.job.attempt == 2)
         #expect(
-            try fixture.sql("SELECT errors->0->>'error_code' FROM imagepipe.jobs") == "lease_expired", "the lapse is in the job's history")
+            try fixture.sql("SELECT errors->0->>'error_code' FROM imagepipe.jobs") == "worker_crashed", "the lapse is in the job's history")
 
         let result = JobResult(source: "photo-0.jpg", status: .done)
         #expect(await first.heartbeat([claimed]).lost == [claimed.id], "the heartbeat finds the lease gone")
@@ -212,7 +212,7 @@ struct PostgresQueueTests {
             "INSERT INTO imagepipe.notices (id, job_id, queue, body, due_at) SELECT 'n-1', id, 'images', '\(older)', now() FROM imagepipe.jobs WHERE source = 'held.jpg'"
         )
         let heir = try PostgresQueue(
-            location: fixture.location, configuration: .init(lease: .seconds(30), maxAttempts: 3, keepsNotices: true), logger: .quiet)
+            location: fixture.location, configuration: .init(lease: .seconds(30), keepsNotices: true), logger: .quiet)
         try await heir.open(wake: {})
         let taken = await heir.notices?.takeOver(limit: 10) ?? []
         #expect(taken.map(\.event) == [.failed] && taken.first?.result.status == .failed, "\(taken)")

@@ -72,7 +72,7 @@ struct PostgresStopsAndOutagesTests {
         let survivor = try worker(url, fixture.directory, "survivor", slow + ["--exit-when-empty"], environment: store)
         #expect(try await offPool { survivor.waitForExit(seconds: 120) } == 0, "\(survivor.log)")
         #expect(try fixture.states() == ["done": 3], "nothing left undone when it says the queue is empty: \(survivor.log)")
-        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code' FROM imagepipe.jobs WHERE source LIKE '%big.jpg'") == "2|lease_expired")
+        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code' FROM imagepipe.jobs WHERE source LIKE '%big.jpg'") == "2|worker_crashed")
         #expect(TextLog.hasLine(survivor.log, "notice", "the queue is empty: stopping", ["queue": url]), "\(survivor.log)")
     }
 

@@ -123,7 +123,7 @@ struct PostgresWatchCommandTests {
         stopped.send(SIGCONT)
         #expect(try await offPool { stopped.waitForLog("lease lost") }, "\(stopped.log)")
         #expect(stopped.log.contains("result is dropped"))
-        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code', result->>'attempts' FROM imagepipe.jobs") == "2|lease_expired|2")
+        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code', result->>'attempts' FROM imagepipe.jobs") == "2|worker_crashed|2")
         let notified = try await listener.notifiedSoFar(fixture)
         #expect(notified.count == 1, "the job is counted once: \(notified)")
         for worker in [stopped, other] {
@@ -158,7 +158,7 @@ struct PostgresWatchCommandTests {
         try host.cut()
         let local = try worker(fixture, "local", slow, url: server.url(database: fixture.database))
         #expect(try await fixture.eventually(seconds: 60) { try fixture.states() == ["done": 1] }, "\(local.log)")
-        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code' FROM imagepipe.jobs") == "2|lease_expired")
+        #expect(try fixture.sql("SELECT attempt, errors->0->>'error_code' FROM imagepipe.jobs") == "2|worker_crashed")
         // The cut worker finished meanwhile and keeps trying to record it; once the link is back,
         // the fence (attempt and owner) refuses it.
         #expect(!remote.log.contains("lease lost"), "cut off, it cannot know yet: \(remote.log)")

@@ -46,7 +46,7 @@ import Testing
         var workers: [String] = []
         for round in 1...3 {
             workers.append(try workerDies(fixture, holding: round == 1 ? ["a.jpg", "b.jpg"] : ["a.jpg"]))
-            let recovery = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, maxAttempts: 3, logger: silent)
+            let recovery = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, orphans: OrphanRule(maxAttempts: 3), logger: silent)
             #expect(fixture.files("processing").isEmpty, "the dead worker's area is gone: \(fixture.files("processing"))")
             if round < 3 {
                 #expect(recovery.jobs.sorted() == (round == 1 ? ["a.jpg", "b.jpg"] : ["a.jpg"]) && recovery.setAside.isEmpty)
@@ -55,7 +55,7 @@ import Testing
                 #expect(counted.workerDeaths == round && counted.deaths.map(\.worker) == workers && counted.source == "a.jpg")
             }
         }
-        let recovery = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, maxAttempts: 3, logger: silent)
+        let recovery = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, orphans: OrphanRule(maxAttempts: 3), logger: silent)
         #expect(recovery.jobs.isEmpty && recovery.setAside.isEmpty, "nothing is left to take over")
         // The third death sets it aside: in failed/ with its options, not back in the inbox.
         #expect(fixture.files("inbox") == ["b.jpg"])
@@ -79,7 +79,7 @@ import Testing
         fixture.deliver("a.jpg")
         fixture.deliver("b.jpg")
         let first = try workerDies(fixture, holding: ["a.jpg"])
-        _ = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, maxAttempts: 2, logger: silent)
+        _ = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, orphans: OrphanRule(maxAttempts: 2), logger: silent)
         let second = try workerDies(fixture, holding: ["a.jpg", "b.jpg"])
         let area = fixture.queue.processing + "/" + second
         // The worker taking the area over was killed after counting both, and midway through setting
@@ -90,7 +90,7 @@ import Testing
         #expect(counted == [2, 1])
         #expect(link(area + "/a.jpg", fixture.queue.failed + "/a.jpg") == 0)
 
-        let recovery = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, maxAttempts: 2, logger: silent)
+        let recovery = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, orphans: OrphanRule(maxAttempts: 2), logger: silent)
         #expect(recovery.jobs == ["b.jpg"] && recovery.setAside == ["a.jpg"], "\(recovery)")
         #expect(try failure(fixture, "a.jpg").attempts == 2, "set aside, its deaths counted once each")
         #expect(
@@ -108,8 +108,8 @@ import Testing
         fixture.deliver("b.jpg")
         let died = try workerDies(fixture, holding: ["a.jpg"])
         _ = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, logger: silent)
-        let queue = try DirectoryQueue(directory: fixture.queue, configuration: .init(maxAttempts: 2), logger: silent)
-        try await queue.open(wake: {})
+        let queue = try DirectoryQueue(directory: fixture.queue, logger: silent)
+        try await queue.open(wake: {}, maxAttempts: 2)
         let jobs = await queue.claim(upTo: 5)
         #expect(jobs.map(\.id) == ["a.jpg", "b.jpg"])
         // A stop gives them back: nothing counted, nothing forgotten.
@@ -120,8 +120,8 @@ import Testing
         #expect(tally(fixture, fixture.queue.inbox + "/b.jpg") == nil)
 
         // Done, its tally goes with its claim.
-        let next = try DirectoryQueue(directory: fixture.queue, configuration: .init(maxAttempts: 2), logger: silent)
-        try await next.open(wake: {})
+        let next = try DirectoryQueue(directory: fixture.queue, logger: silent)
+        try await next.open(wake: {}, maxAttempts: 2)
         for job in await next.claim(upTo: 5) {
             #expect(await next.complete(job, result: JobResult(source: job.id, status: .done), notice: nil) == .recorded)
         }
@@ -150,12 +150,12 @@ import Testing
         let fixture = try QueueFixture()
         fixture.deliver("a.jpg")
         _ = try workerDies(fixture, holding: ["a.jpg"])
-        #expect(ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, maxAttempts: 1, logger: silent).setAside == ["a.jpg"])
+        #expect(ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, orphans: OrphanRule(maxAttempts: 1), logger: silent).setAside == ["a.jpg"])
         #expect(try failure(fixture, "a.jpg").error.hasPrefix("1 worker died holding this job"))
         #expect(try FailedJobs(queue: fixture.queue).retry(["a.jpg"]) == [.returned(from: "failed/a.jpg", to: "inbox/a.jpg")])
         #expect(tally(fixture, fixture.queue.inbox + "/a.jpg") == nil)
         _ = try workerDies(fixture, holding: ["a.jpg"])
-        let recovery = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, maxAttempts: 2, logger: silent)
+        let recovery = ClaimArea.recoverAbandoned(in: fixture.queue, except: nil, orphans: OrphanRule(maxAttempts: 2), logger: silent)
         #expect(recovery.jobs == ["a.jpg"] && recovery.setAside.isEmpty, "one death since the retry")
     }
 
@@ -163,8 +163,8 @@ import Testing
         let fixture = try QueueFixture()
         fixture.deliver("a.jpg")
         _ = try workerDies(fixture, holding: ["a.jpg"])
-        let queue = try DirectoryQueue(directory: fixture.queue, configuration: .init(takesOverNotices: true, maxAttempts: 1), logger: silent)
-        try await queue.open(wake: {})
+        let queue = try DirectoryQueue(directory: fixture.queue, configuration: .init(takesOverNotices: true), logger: silent)
+        try await queue.open(wake: {}, maxAttempts: 1)
         let notices = await queue.notices?.takeOver(limit: 10) ?? []
         #expect(notices.map(\.event) == [.failed] && notices.first?.job == "a.jpg")
         #expect(notices.first?.result.errorCode == .workerCrashed)

@@ -166,12 +166,12 @@ public final class ClaimArea: Sendable {
         FileMoves.removeEmptyParents(of: relative, under: path)
     }
 
-    /// What ``recoverAbandoned(in:except:takingNoticesInto:maxAttempts:logger:)`` found.
+    /// What ``recoverAbandoned(in:except:takingNoticesInto:orphans:logger:)`` found.
     public struct Recovery: Sendable {
         /// The relative paths returned to the inbox.
         public var jobs: [String] = []
         /// The relative paths set aside in `failed/` as `worker_crashed`: as many workers died
-        /// holding each as `maxAttempts` allows.
+        /// holding each as the worker's rule allows.
         public var setAside: [String] = []
         /// Kept notices of recorded jobs, now in the recovering worker's outbox, to be sent.
         public var notices: [JobNotice] = []
@@ -183,16 +183,17 @@ public final class ClaimArea: Sendable {
     ///
     /// Each job the area holds counts one more worker that died holding it (``AttemptLedger``), as
     /// an expired lease counts a failed attempt on PostgreSQL: every job the dead worker held, those
-    /// that only waited for their turn or their retry too. One that reaches `maxAttempts` such deaths
-    /// goes to `failed/` as `worker_crashed` instead of the inbox (see
-    /// ``setAside(_:in:worker:tally:of:maxAttempts:notifying:logger:)``), so a job that kills its
-    /// worker does not kill every worker restarted after it.
+    /// that only waited for their turn or their retry too. What becomes of it then is the worker's
+    /// rule (`orphans`, the same for every queue, ``WorkerStateMachine/fate(of:retry:)``), the
+    /// deaths being its attempts: it goes back to the inbox, or to `failed/` as `worker_crashed`
+    /// (see ``setAside(_:in:worker:tally:of:maxAttempts:notifying:logger:)``), so a job that kills
+    /// its worker does not kill every worker restarted after it. Without a rule nothing is set aside.
     ///
     /// Options whose original is not in the area belong to a job that finished: every step that
     /// takes an original out of an area (a claim never does) takes its options out before it, or has
     /// put a copy of them beside the original first. They are removed.
     public static func recoverAbandoned(
-        in queue: QueueDirectory, except ownID: String?, takingNoticesInto own: ClaimArea? = nil, maxAttempts: Int = .max,
+        in queue: QueueDirectory, except ownID: String?, takingNoticesInto own: ClaimArea? = nil, orphans: OrphanRule? = nil,
         logger: Logger
     ) -> Recovery {
         guard let areas = try? FileManager.default.contentsOfDirectory(atPath: queue.processing) else { return Recovery() }
@@ -232,9 +233,11 @@ public final class ClaimArea: Sendable {
                     // Counted before the job leaves the area: a take-over cut short after this finds the
                     // death counted when it is done again.
                     let tally = try AttemptLedger.countDeath(of: area, holding: claimed, named: relative, in: queue)
-                    if tally.workerDeaths >= maxAttempts {
+                    let orphan = Orphan(id: relative, source: relative, attempts: tally.workerDeaths, worker: area)
+                    // A queue directory has no cancel requests: a job that ends, fails.
+                    if let orphans, orphans.fate(of: orphan) != .retry {
                         if setAside(
-                            relative, in: areaPath, worker: area, tally: tally, of: queue, maxAttempts: maxAttempts, notifying: own != nil,
+                            relative, in: areaPath, worker: area, tally: tally, of: queue, maxAttempts: orphans.maxAttempts, notifying: own != nil,
                             logger: logger)
                         {
                             recovery.setAside.append(relative)

@@ -26,21 +26,17 @@ public final class DirectoryQueue: JobQueue {
         /// Whether this worker notifies (`--notify-url`): it takes over the notices that stopped or
         /// dead workers' areas kept. One that does not leaves them for one that does.
         public var takesOverNotices: Bool
-        /// How many workers may die holding a job (`--max-attempts`): a dead worker's job that reaches
-        /// it goes to `failed/` as `worker_crashed` instead of back to the inbox.
-        public var maxAttempts: Int
 
         /// Creates settings: rescans every 5 s, a 10 s quiet period, empty delivery folders removed
-        /// after a minute, no notices taken over, a job set aside once 5 workers died holding it.
+        /// after a minute, no notices taken over.
         public init(
             rescanInterval: Duration = .seconds(5), quietPeriod: Duration = .seconds(10),
-            emptyDirectoryIdle: Duration = .seconds(60), takesOverNotices: Bool = false, maxAttempts: Int = 5
+            emptyDirectoryIdle: Duration = .seconds(60), takesOverNotices: Bool = false
         ) {
             self.rescanInterval = rescanInterval
             self.quietPeriod = quietPeriod
             self.emptyDirectoryIdle = emptyDirectoryIdle
             self.takesOverNotices = takesOverNotices
-            self.maxAttempts = max(1, maxAttempts)
         }
     }
 
@@ -56,6 +52,8 @@ public final class DirectoryQueue: JobQueue {
         var warnedBlindWriterCheck = false
         var closed = false
         var wake: (@Sendable () -> Void)?
+        /// The worker's rule for the jobs of dead workers' claim areas, given at opening.
+        var orphans: OrphanRule?
     }
 
     /// The queue directory.
@@ -110,7 +108,10 @@ public final class DirectoryQueue: JobQueue {
     public var notices: (any NoticeStore)? { outbox }
 
     public func open(signals: QueueSignals) async throws(ImagePipeError) {
-        state.withLock { $0.wake = signals.wake }
+        state.withLock {
+            $0.wake = signals.wake
+            $0.orphans = signals.orphans
+        }
         await BlockingIO.run {
             self.recoverAbandoned()
             // Watch before scanning, so nothing delivered in between is missed.
@@ -217,11 +218,13 @@ public final class DirectoryQueue: JobQueue {
     }
 
     /// The inbox's files, once the jobs of dead workers' claim areas are back in it: a worker that
-    /// died an instant ago has left its jobs for this one, not for nobody.
+    /// died an instant ago has left its jobs for this one, not for nobody. The files, not the
+    /// deliveries this worker saw: another worker may have claimed those since (the contract's
+    /// empty check once found a job a live worker held counted as due).
     public func remainder(dueWithin horizon: Duration) async -> QueueRemainder? {
         await BlockingIO.run {
             self.recoverAbandoned()
-            return QueueRemainder(due: max(self.pendingCount, self.directory.scanInbox().count))
+            return QueueRemainder(due: self.directory.scanInbox().count)
         }
     }
 
@@ -257,10 +260,13 @@ public final class DirectoryQueue: JobQueue {
         }
     }
 
+    /// Takes over the claim areas of dead workers, their jobs getting the fates the worker's rule
+    /// decides; nothing before the queue is opened, which gives the rule.
     private func recoverAbandoned() {
+        guard let orphans = state.withLock({ $0.orphans }) else { return }
         let recovered = ClaimArea.recoverAbandoned(
             in: directory, except: area.id, takingNoticesInto: configuration.takesOverNotices ? area : nil,
-            maxAttempts: configuration.maxAttempts, logger: logger)
+            orphans: orphans, logger: logger)
         if !recovered.jobs.isEmpty {
             logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.jobs.count)])
         }
@@ -333,7 +339,7 @@ public final class DirectoryQueue: JobQueue {
                         "claimed a job that workers died holding",
                         metadata: [
                             "source": "\(name)", "worker_deaths": .stringConvertible(tally.workerDeaths),
-                            "max_attempts": .stringConvertible(configuration.maxAttempts),
+                            "max_attempts": .stringConvertible(state.withLock { $0.orphans?.maxAttempts ?? 0 }),
                         ])
                 }
             }

@@ -212,7 +212,9 @@ public final class WorkerLoop: Service, Sendable {
     /// reached yet, for as long as it takes: a stop (graceful or not) ends that wait at once, since
     /// nothing was claimed and nothing needs giving back.
     private func openQueue() async throws -> Bool {
-        let signals = QueueSignals(wake: { [events] in events.send(.wake) }, checkClaims: { [events] in events.send(.heartbeatDue) })
+        let signals = QueueSignals(
+            wake: { [events] in events.send(.wake) }, checkClaims: { [events] in events.send(.heartbeatDue) },
+            orphans: OrphanRule(maxAttempts: limits.retry.maxAttempts))
         do {
             try await cancelWhenGracefulShutdown { [queue] in try await queue.open(signals: signals) }
             return true

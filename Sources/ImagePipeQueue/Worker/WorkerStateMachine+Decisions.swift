@@ -19,6 +19,15 @@ extension WorkerStateMachine {
         return .retry(after: limits.retry.delay(afterAttempt: attempt))
     }
 
+    /// What becomes of a job whose worker died holding it, by one rule for every queue: cancelled
+    /// when someone asked; failed for good (`worker_crashed`) once it has had the attempts `retry`
+    /// allows, so a job that kills its worker does not kill every worker after it; else it waits
+    /// again. The queue found it and carries the fate out (see ``Orphan``).
+    public static func fate(of orphan: Orphan, retry: RetryPolicy) -> Orphan.Fate {
+        if orphan.cancelRequested { return .cancel }
+        return retry.shouldRetry(afterAttempt: orphan.attempts) ? .retry : .fail
+    }
+
     /// A stored job ends a pause; a `storage_full` one starts or lengthens it, as does a
     /// `storage_unavailable` one (reported only once a request's retries are spent: the store
     /// stayed down through them, and the next claims would only meet it too). Only a running loop

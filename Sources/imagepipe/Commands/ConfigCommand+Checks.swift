@@ -2,7 +2,7 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
-import ImagePipePostgres
+import ImagePipeQueue
 import ImagePipeVips
 
 extension ConfigCommand {
@@ -38,12 +38,7 @@ extension ConfigCommand {
             _ = try StorageFactory.make(watch.options.storage)
             unchecked.append(contentsOf: destinationUnchecked(watch.options.storage.dest))
             unchecked.append(contentsOf: try CompositionRoot.checkNotifier(watch.notify))
-            switch try QueueKind(watch.queue) {
-            case .postgres(let location):
-                unchecked.append("that \(location) answers and the role may use it (imagepipe queue status checks, read-only)")
-            case .directory(let path):
-                try checkQueueDirectory(path)
-            }
+            unchecked.append(contentsOf: try QueueDrivers.open(watch.queue, creating: true).checkConfiguration())
         }
         return unchecked
     }
@@ -63,9 +58,4 @@ extension ConfigCommand {
     }
 
     /// A queue directory is created by `watch` when missing; a file in its place is not one.
-    private static func checkQueueDirectory(_ path: String) throws(ImagePipeError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return }
-        guard isDirectory.boolValue else { throw .configuration("queue \(path) is not a directory") }
-    }
 }

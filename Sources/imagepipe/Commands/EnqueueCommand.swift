@@ -2,7 +2,7 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
-import ImagePipePostgres
+import ImagePipeQueue
 
 struct EnqueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -38,7 +38,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         name: .customLong("run-at"),
         help: ArgumentHelp("When the jobs are due: +DURATION (+90s, +30m, +2h, +1d) or a time (2025-06-01T09:00:00Z).", valueName: "time"),
         transform: { try TimeArgument.runAt($0) })
-    var runAt: QueueDatabase.RunAt = .now
+    var runAt: JobRunAt = .now
 
     @Option(
         name: .long,
@@ -61,53 +61,44 @@ struct EnqueueCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard case .postgres(let location) = try QueueKind(queue) else {
-            throw ImagePipeError.configuration(
-                "not a PostgreSQL URL: expected postgres://USER@HOST:PORT/DATABASE?queue=NAME "
-                    + "(a queue directory takes jobs as files renamed into its inbox/)")
-        }
-        let (sources, unique, priority, runAt) = (self.sources, self.unique, self.priority, self.runAt)
-        let options = QueuedJobOptions(focus: focus)
-        let (added, skipped) = try await QueueDatabase.run(location, logger: CompositionRoot.bootstrapLogging(level: "warning")) {
-            database throws(ImagePipeError) in
-            var added = 0, skipped = 0
-            var batch: [String] = []
-            func flush() async throws(ImagePipeError) {
-                guard !batch.isEmpty else { return }
-                let ids = try await database.enqueue(batch, unique: unique, priority: priority, runAt: runAt, options: options)
-                var lines = ""
-                for (source, id) in zip(batch, ids) {
-                    if let id {
-                        lines += "\(id)\t\(source)\n"
-                        added += 1
-                    } else {
-                        skipped += 1
-                    }
-                }
-                FileHandle.standardOutput.write(Data(lines.utf8))
-                batch.removeAll(keepingCapacity: true)
-            }
-            for source in sources {
-                if source == "-" {
-                    // The list reader `batch --from` uses, a batch at a time, off the cooperative pool.
-                    let list = try SourceList(path: "-")
-                    while true {
-                        let lines = try await BlockingIO.run { () throws(ImagePipeError) in try list.next(upTo: Self.batchSize) }
-                        if lines.isEmpty { break }
-                        for line in lines {
-                            batch.append(line)
-                            if batch.count == Self.batchSize { try await flush() }
-                        }
-                    }
+        let driver = try QueueDrivers.open(queue, creating: true)
+        let request = EnqueueRequest(unique: unique, priority: priority, runAt: runAt, options: QueuedJobOptions(focus: focus))
+        var added = 0, skipped = 0
+        var batch: [String] = []
+        func flush() async throws(ImagePipeError) {
+            guard !batch.isEmpty else { return }
+            let ids = try await driver.enqueue(batch, request)
+            var lines = ""
+            for (source, id) in zip(batch, ids) {
+                if let id {
+                    lines += "\(id)\t\(source)\n"
+                    added += 1
                 } else {
-                    batch.append(source)
-                    if batch.count == Self.batchSize { try await flush() }
+                    skipped += 1
                 }
             }
-            try await flush()
-            return (added, skipped)
+            FileHandle.standardOutput.write(Data(lines.utf8))
+            batch.removeAll(keepingCapacity: true)
         }
+        for source in sources {
+            if source == "-" {
+                // The list reader `batch --from` uses, a batch at a time, off the cooperative pool.
+                let list = try SourceList(path: "-")
+                while true {
+                    let lines = try await BlockingIO.run { () throws(ImagePipeError) in try list.next(upTo: Self.batchSize) }
+                    if lines.isEmpty { break }
+                    for line in lines {
+                        batch.append(line)
+                        if batch.count == Self.batchSize { try await flush() }
+                    }
+                }
+            } else {
+                batch.append(source)
+                if batch.count == Self.batchSize { try await flush() }
+            }
+        }
+        try await flush()
         let note = unique ? ", \(skipped) already waiting or running" : ""
-        FileHandle.standardError.write(Data("imagepipe: added \(added) job(s) to \(location)\(note)\n".utf8))
+        FileHandle.standardError.write(Data("imagepipe: added \(added) job(s) to \(driver.displayName)\(note)\n".utf8))
     }
 }

@@ -2,7 +2,7 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
-import ImagePipePostgres
+import ImagePipeQueue
 
 extension QueueCommand {
     struct Cancel: AsyncParsableCommand {
@@ -29,31 +29,7 @@ extension QueueCommand {
         }
 
         func run() async throws {
-            let target = try QueueTarget(queue)
-            guard case .postgres(let location) = target else {
-                throw target.unsupported("queue cancel", "withdraw a waiting job by moving its file out of inbox/")
-            }
-            var numbers: [Int] = []
-            for text in self.ids {
-                guard let id = Int(text) else {
-                    throw ImagePipeError.configuration("'\(text)' is not a job ID: a PostgreSQL queue's jobs are numbered")
-                }
-                numbers.append(id)
-            }
-            let ids = numbers
-            let outcomes = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in try await database.cancel(ids: ids) }
-            var lines = "", problems = ""
-            for (id, outcome) in zip(ids, outcomes) {
-                switch outcome {
-                case .cancelled: lines += "\(id)\tcancelled\n"
-                case .requested: lines += "\(id)\tcancel_requested\n"
-                case .finished(let state): problems += "imagepipe: job \(id) is \(state) already: nothing to cancel\n"
-                case .notFound: problems += "imagepipe: no job \(id) in the queue \(location.queue)\n"
-                }
-            }
-            FileHandle.standardOutput.write(Data(lines.utf8))
-            FileHandle.standardError.write(Data(problems.utf8))
-            if !problems.isEmpty { throw ExitCode(1) }
+            try AdminReport.print(try await QueueDrivers.open(queue).cancel(ids))
         }
     }
 }

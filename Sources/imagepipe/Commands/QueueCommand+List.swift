@@ -2,7 +2,6 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
-import ImagePipePostgres
 import ImagePipeQueue
 
 extension QueueCommand {
@@ -34,28 +33,13 @@ extension QueueCommand {
         }
 
         func run() async throws {
-            let target = try QueueTarget(queue)
-            let states = state.isEmpty ? QueueOverview.State.allCases : state
+            let driver = try QueueDrivers.open(queue)
+            // Without --state, the states this queue has; a state it has not, asked for, is an error.
+            let states = state.isEmpty ? driver.states : state
             var lines = ""
             for state in states {
                 // One more than shown tells whether there are more.
-                let jobs: [QueueOverview.Job]
-                switch target {
-                case .directory(let directory):
-                    if state == .cancelled {
-                        guard self.state.isEmpty else {
-                            throw target.unsupported("--state cancelled", "only PostgreSQL jobs can be cancelled")
-                        }
-                        continue
-                    }
-                    let limit = self.limit
-                    jobs = await BlockingIO.run { directory.jobs(in: state, limit: limit + 1) }
-                case .postgres(let location):
-                    let limit = self.limit
-                    jobs = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in
-                        try await database.list(state, limit: limit + 1)
-                    }
-                }
+                let jobs = try await driver.list(state, limit: limit + 1)
                 for job in jobs.prefix(limit) { lines += (json ? JSONLine.encode(job) : job.line) + "\n" }
                 if jobs.count > limit {
                     FileHandle.standardError.write(Data("imagepipe: more \(state.rawValue) jobs than --limit \(limit) shows\n".utf8))

@@ -2,7 +2,6 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
-import ImagePipePostgres
 import ImagePipeQueue
 
 extension QueueCommand {
@@ -29,28 +28,7 @@ extension QueueCommand {
         var includeFailed = false
 
         func run() async throws {
-            let target = try QueueTarget(queue)
-            let age = olderThan
-            let count: Int
-            switch target {
-            case .directory(let directory):
-                let includeFailed = self.includeFailed
-                let outcome = await BlockingIO.run { QueueRetention(queue: directory).prune(olderThan: age, includingFailed: includeFailed) }
-                for problem in outcome.problems { FileHandle.standardError.write(Data("imagepipe: \(problem)\n".utf8)) }
-                if !outcome.problems.isEmpty {
-                    FileHandle.standardError.write(Data("imagepipe: deleted \(outcome.deleted.count) finished job(s)\n".utf8))
-                    throw ExitCode(1)
-                }
-                count = outcome.deleted.count
-            case .postgres(let location):
-                guard !includeFailed else {
-                    throw target.unsupported("--include-failed", "prune deletes its done, failed and cancelled jobs alike")
-                }
-                count = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in
-                    await database.prune(queue: location.queue, olderThan: age)
-                }
-            }
-            FileHandle.standardError.write(Data("imagepipe: deleted \(count) finished job(s)\n".utf8))
+            try AdminReport.print(try await QueueDrivers.open(queue).prune(olderThan: olderThan, includingFailed: includeFailed))
         }
     }
 }

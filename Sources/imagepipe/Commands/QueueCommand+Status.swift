@@ -2,7 +2,6 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
-import ImagePipePostgres
 import ImagePipeQueue
 
 extension QueueCommand {
@@ -18,18 +17,13 @@ extension QueueCommand {
         var json = false
 
         func run() async throws {
-            let overview: QueueOverview
-            switch try QueueTarget(queue) {
-            case .directory(let directory):
-                overview = await BlockingIO.run { directory.overview() }
-            case .postgres(let location):
-                overview = try await QueueTarget.withDatabase(location) { database throws(ImagePipeError) in try await database.overview() }
-            }
+            let driver = try QueueDrivers.open(queue)
+            let overview = try await driver.overview()
             FileHandle.standardOutput.write(Data((json ? JSONLine.encode(overview) + "\n" : overview.text).utf8))
             // Lines of people's own, beside the ones scripts read: `running 15` above ten rows is
             // otherwise taken for a queue that lost five jobs.
             // A URL is named as logs name it, never with the password it may have been typed with.
-            if !json, let notes = overview.notShownNotes(queue: overview.kind == "directory" ? queue : overview.queue) {
+            if !json, let notes = overview.notShownNotes(queue: driver.displayName) {
                 FileHandle.standardError.write(Data(notes.utf8))
             }
         }

@@ -2,13 +2,13 @@
 import ArgumentParser
 import Foundation
 import ImagePipe
-import ImagePipePostgres
+import ImagePipeQueue
 
 /// Parses the time options of the queue commands; a value that does not parse is refused with why.
 enum TimeArgument {
     /// `--run-at`: `+DURATION` (a unit required: `+90s`, `+30m`, `+2h`, `+1d`), or a time with its
     /// zone (`2025-06-01T09:00:00Z`, `2025-06-01T11:00:00+02:00`, fractions of a second allowed).
-    static func runAt(_ text: String) throws -> QueueDatabase.RunAt {
+    static func runAt(_ text: String) throws -> JobRunAt {
         if text.hasPrefix("+") {
             return .after(try duration(String(text.dropFirst()), option: "--run-at"))
         }

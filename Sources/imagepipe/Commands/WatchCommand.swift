@@ -4,7 +4,6 @@ import Foundation
 import ImagePipe
 import ImagePipeMonitoring
 import ImagePipeRemoteStorage
-import ImagePipePostgres
 import ImagePipeQueue
 import Logging
 import ServiceLifecycle
@@ -92,10 +91,6 @@ struct WatchCommand: AsyncParsableCommand {
         guard rescanInterval > 0 else { throw ValidationError("--rescan-interval must be positive") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
         guard retentionDays >= 0 else { throw ValidationError("--retention cannot be negative") }
-        if keepDone != nil && QueueKind.isPostgres(queue) {
-            throw ValidationError(
-                "--keep-done does not apply to a PostgreSQL queue: its workers delete finished jobs after --retention days")
-        }
     }
 
     func run() async throws {
@@ -110,15 +105,21 @@ struct WatchCommand: AsyncParsableCommand {
         // the environment has credentials for (a job naming the other fails with the reason).
         // Setting up reads files and asks the destination (a probe, maybe over HTTP): blocking work,
         // done off the cooperative pool.
-        let (handler, pipeline, jobs, notifier) = try await BlockingIO.run { () throws(ImagePipeError) in
+        let driver = try QueueDrivers.open(queue, creating: true, logger: logger)
+        let (handler, pipeline, jobs, notifier, companions) = try await BlockingIO.run { () throws(ImagePipeError) in
+            // Options that do not apply to this kind of queue are refused before anything is set up.
+            let companions = try driver.companions(keepingDone: keepDone)
             let handler = try CompositionRoot.fileHandler(
-                options, sources: QueueKind.isPostgres(queue) ? StorageFactory.configuredSourceSchemes(options.storage) : [],
+                options, sources: driver.takesObjectSources ? StorageFactory.configuredSourceSchemes(options.storage) : [],
                 logger: logger)
             // A wrong destination stops the worker here, not after every job used up its attempts;
             // one that goes away later is retried like any storage failure.
             try handler.storage.probe()
             let notifier = try CompositionRoot.notifier(notify, logger: logger)
-            return (handler, CompositionRoot.pipeline(handler, options), try jobQueue(logger: logger), notifier)
+            let settings = QueueSettings(
+                rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod), lease: .seconds(lease),
+                retention: .seconds(retentionDays * 86_400), notifies: notify.notifyURL != nil)
+            return (handler, CompositionRoot.pipeline(handler, options), try driver.worker(settings), notifier, companions)
         }
         let retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(retryDelay))
         let worker = WorkerLoop(
@@ -139,11 +140,10 @@ struct WatchCommand: AsyncParsableCommand {
         // is empty with --exit-when-empty) stops the rest gracefully.
         // The group owns the deadlines: jobs in flight get --shutdown-timeout after the first
         // signal, then the worker is cancelled, which gives back what still runs.
-        // The cleaner of done/ stops after the worker: a graceful shutdown goes in reverse order.
-        let cleaner = (jobs as? DirectoryQueue).flatMap { queue in keepDone.map { DoneCleaner(queue: queue.directory, keep: $0, logger: logger) } }
+        // The queue's companions (the cleaner of done/) stop after the worker: a graceful shutdown goes in reverse order.
         let services =
             (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
-            + (cleaner.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
+            + companions.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
             + [.init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
         configuration.maximumGracefulShutdownDuration = .seconds(shutdownTimeout)
@@ -162,15 +162,5 @@ struct WatchCommand: AsyncParsableCommand {
         // still hold a thread (a read that never returns, a decode under way), and exit(3)'s clean-up
         // of libraries can wait for such threads: end the process here instead.
         _exit(0)
-    }
-
-    /// The queue named on the command line.
-    private func jobQueue(logger: Logger) throws(ImagePipeError) -> any JobQueue {
-        try QueueFactory.make(
-            QueueKind(queue),
-            .init(
-                rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod), lease: .seconds(lease),
-                retention: .seconds(retentionDays * 86_400), maxAttempts: maxAttempts, notifies: notify.notifyURL != nil),
-            logger: logger)
     }
 }

@@ -1,5 +1,6 @@
 // The text `imagepipe config` prints: the resolved settings as a TOML file, each with where it came from, secrets masked.
 import ImagePipe
+import ImagePipeQueue
 
 /// The resolved configuration of a command, written so that it can be read back as a `--config`
 /// file (less the masked secrets), with a comment after each setting naming its source.
@@ -13,13 +14,16 @@ struct ConfigurationReport {
                 + (line.configurationPath ?? "a --config file (none given)") + ", then defaults."
         ]
         lines.append("[\(line.command)]")
-        // A queue directory has no use for the PostgreSQL queue's settings: left at their defaults,
-        // they are not listed (set, they are, as the run would take them).
+        // A queue has no use for another kind's settings: left at their defaults, they are not
+        // listed (set, they are, as the run would take them).
         let queue = line.settings.first { $0.option.key == "queue" }?.values.last
-        let onPostgres = queue.map { $0.hasPrefix("postgres://") || $0.hasPrefix("postgresql://") } ?? false
+        let kind = queue.flatMap { try? QueueDrivers.kind(of: $0) }
+        let otherKinds = QueueDrivers.all.filter { other in kind.map { ObjectIdentifier(other) != ObjectIdentifier($0) } ?? true }.map {
+            $0.optionPrefix
+        }
         for setting in line.settings {
-            if line.command == "watch", queue != nil, !onPostgres, setting.origin == .defaultValue,
-                setting.option.abstract?.hasPrefix("PostgreSQL:") == true
+            if line.command == "watch", kind != nil, setting.origin == .defaultValue,
+                otherKinds.contains(where: { setting.option.abstract?.hasPrefix($0) == true })
             {
                 continue
             }

@@ -46,10 +46,10 @@ struct PostgresFixture {
         return counts
     }
 
-    /// A queue on the fixture's database.
-    func queue(lease: Duration = .seconds(30), maxAttempts: Int = 3, log: (any LogHandler)? = nil) throws -> PostgresQueue {
+    /// A queue on the fixture's database (the loop that opens it gives its rule for the jobs of dead workers).
+    func queue(lease: Duration = .seconds(30), log: (any LogHandler)? = nil) throws -> PostgresQueue {
         try PostgresQueue(
-            location: location, configuration: .init(lease: lease, maxAttempts: maxAttempts, pollInterval: .milliseconds(200)),
+            location: location, configuration: .init(lease: lease, pollInterval: .milliseconds(200)),
             logger: log.map { handler in Logger(label: "test", factory: { _ in handler }) } ?? .quiet)
     }
 

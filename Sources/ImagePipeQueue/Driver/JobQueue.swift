@@ -23,7 +23,9 @@ public protocol JobQueue: AnyObject, Sendable {
     var heartbeatInterval: Duration? { get }
 
     /// Prepares the queue and starts reporting new work and changed claims through `signals`, whose
-    /// calls may come from any thread.
+    /// calls may come from any thread. From now on, the jobs the queue finds held by dead workers
+    /// (at opening, in ``maintain()`` and ``remainder(dueWithin:)``) get the fates
+    /// ``QueueSignals/orphans`` decides, a job that ends so keeping its notice as a settled one does.
     func open(signals: QueueSignals) async throws(ImagePipeError)
     /// Claims at most `limit` jobs that are due; fewer (or none) when fewer are there. A job the
     /// queue cannot make a job of (unusable options) comes back with its ``ClaimedJob/refusal``,
@@ -83,9 +85,9 @@ extension JobQueue {
 
     public var notices: (any NoticeStore)? { nil }
 
-    /// Opens the queue with only a wake-up for new work.
-    public func open(wake: @escaping @Sendable () -> Void) async throws(ImagePipeError) {
-        try await open(signals: QueueSignals(wake: wake))
+    /// Opens the queue with only a wake-up for new work, the jobs of dead workers given `maxAttempts`.
+    public func open(wake: @escaping @Sendable () -> Void, maxAttempts: Int = RetryPolicy().maxAttempts) async throws(ImagePipeError) {
+        try await open(signals: QueueSignals(wake: wake, orphans: OrphanRule(maxAttempts: maxAttempts)))
     }
 }
 
@@ -96,11 +98,16 @@ public struct QueueSignals: Sendable {
     /// A held job may have changed outside this worker (someone asked to cancel it): renew the
     /// claims now, which reports what changed.
     public var checkClaims: @Sendable () -> Void
+    /// What becomes of each job the queue finds held by a worker that died: the worker's rule, the
+    /// same for every queue (``WorkerStateMachine/fate(of:retry:)``). The queue only finds them and
+    /// carries their fates out.
+    public var orphans: OrphanRule
 
     /// Signals to the loop; `checkClaims` does nothing unless given.
-    public init(wake: @escaping @Sendable () -> Void, checkClaims: @escaping @Sendable () -> Void = {}) {
+    public init(wake: @escaping @Sendable () -> Void, checkClaims: @escaping @Sendable () -> Void = {}, orphans: OrphanRule) {
         self.wake = wake
         self.checkClaims = checkClaims
+        self.orphans = orphans
     }
 }
 
