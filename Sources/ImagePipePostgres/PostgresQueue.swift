@@ -218,7 +218,7 @@ public final class PostgresQueue: JobQueue {
     /// first saw it: a live worker renews within a third of its lease, a dead one's lease expires
     /// and its job is taken back, so the wait for them is bounded by the lease.
     public func remainder(dueWithin horizon: Duration) async -> QueueRemainder? {
-        await recoverOrphans()
+        let kept = await recoverOrphans()
         guard let state = await database.remainder(queue: location.queue, owner: owner, horizon: horizon) else { return nil }
         let unconfirmed = leasesSeen.withLock { seen in
             // Keyed by job and attempt: a job claimed again is a new claim to watch.
@@ -235,7 +235,7 @@ public final class PostgresQueue: JobQueue {
             }
             return unconfirmed
         }
-        return QueueRemainder(due: state.due, later: state.later, unconfirmed: unconfirmed)
+        return QueueRemainder(due: state.due, later: state.later, unconfirmed: unconfirmed, noticesKept: kept)
     }
 
     public func check() async throws(ImagePipeError) -> Int? {
@@ -257,9 +257,10 @@ public final class PostgresQueue: JobQueue {
 
     /// Settles the jobs whose lease expired as the worker's rule decides (see
     /// ``QueueDatabase/recoverOrphans(queue:rule:notify:)``).
-    private func recoverOrphans() async {
-        guard let rule = orphans.withLock({ $0 }) else { return }
-        await database.recoverOrphans(queue: location.queue, rule: rule, notify: configuration.keepsNotices)
+    @discardableResult
+    private func recoverOrphans() async -> Int {
+        guard let rule = orphans.withLock({ $0 }) else { return 0 }
+        return await database.recoverOrphans(queue: location.queue, rule: rule, notify: configuration.keepsNotices)
     }
 
     /// The ID and attempt that fence every update of a claimed job.

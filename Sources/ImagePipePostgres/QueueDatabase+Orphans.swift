@@ -14,7 +14,9 @@ extension QueueDatabase {
     /// Any worker runs this, with no leader: the settling statement is fenced by each job's ID and
     /// attempt and by the lease still being expired, so of two workers deciding on the same job at
     /// once only one settles it, and a job claimed again meanwhile is left alone.
-    func recoverOrphans(queue: String, rule: OrphanRule, notify: Bool) async {
+    /// - Returns: how many notices it kept.
+    @discardableResult
+    func recoverOrphans(queue: String, rule: OrphanRule, notify: Bool) async -> Int {
         let listing: PostgresQuery = """
             SELECT id, attempt, left(source, 2048), coalesce(lease_owner, ''), cancel_requested_at IS NOT NULL
             FROM imagepipe.jobs
@@ -23,7 +25,7 @@ extension QueueDatabase {
             """
         guard let rows = await once("find jobs whose lease expired", listing, { try $0.decode((Int, Int, String, String, Bool).self) }),
             !rows.isEmpty
-        else { return }
+        else { return 0 }
         var ids: [Int] = [], attempts: [Int] = [], states: [String] = [], failures: [String] = [], results: [String] = []
         var noticeIDs: [String] = [], notices: [String] = []
         for (id, attempt, source, worker, cancelRequested) in rows {
@@ -71,7 +73,7 @@ extension QueueDatabase {
             """
         guard let settled = await once("settle jobs whose lease expired", settling, { try $0.decode((Int, String, String).self) }),
             !settled.isEmpty
-        else { return }
+        else { return 0 }
         let ended = settled.filter { $0.1 != "waiting" }
         logger.notice(
             "took back jobs whose worker died (their lease expired)",
@@ -82,5 +84,7 @@ extension QueueDatabase {
                 "error_code": "\(ImagePipeError.Code.workerCrashed)",
             ])
         if ended.count < settled.count { await notifyWaiting(queue) }
+        let told = Set(zip(ids, noticeIDs).filter { !$0.1.isEmpty }.map(\.0))
+        return ended.count(where: { told.contains($0.0) })
     }
 }

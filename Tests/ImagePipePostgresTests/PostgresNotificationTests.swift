@@ -122,4 +122,51 @@ struct PostgresNotificationTests {
         #expect(events == ["done", "done", "done", "failed"], "once each")
         #expect(try fixture.sql("SELECT string_agg(attempt::text, ',') FROM imagepipe.jobs") == "1,1,1,1", "no job ran again")
     }
+
+    /// The reproduction: `--lease 3 --max-attempts 2`, a worker killed with SIGKILL in the
+    /// middle of the job twice. The next worker fails it `worker_crashed`, as a queue directory
+    /// does, and the receiver gets exactly one notification for it (it once got none, and the job
+    /// ended silently).
+    @Test func aJobWorkersDieHoldingIsFailedWorkerCrashedAndNotifiedOnce() async throws {
+        let fixture = try PostgresFixture()
+        let secret = "whsec-postgres-deaths-51c7"
+        let scripts =
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
+            + "/ImagePipeRemoteStorageTests/Support/python"
+        let receiver = try HelperProcess("notify_receiver.py", in: scripts, ["--secret", secret])
+        let source = fixture.directory.write("src/deadly.jpg", Fixtures.data("images/exif-orientation/Landscape_1.jpg"))
+        let url = fixture.server.url(database: fixture.database)
+        let environment = fixture.server.environment.merging(["IMAGEPIPE_NOTIFY_SECRET": secret]) { $1 }
+        let enqueued = try await offPool { try CommandRunner.run(["enqueue", url, source], environment: environment) }
+        #expect(enqueued.status == 0, "\(enqueued.stderr)")
+        func worker(_ log: String, _ extra: [String] = []) throws -> WorkerProcess {
+            try WorkerProcess(
+                [
+                    "watch", url, "--dest", fixture.directory.url("out"), "--jobs", "1", "--lease", "3", "--max-attempts", "2",
+                    "--status-interval", "0", "--log-level", "debug", "--notify-url", "http://127.0.0.1:\(receiver.port)/hooks",
+                    // Slow enough (seconds) that the kill lands while the job runs.
+                    "--variant", "a=1800x1800,avif,q60,effort=5",
+                ] + extra, log: fixture.directory.url(log), environment: environment)
+        }
+        for death in 1...2 {
+            let dying = try worker("dying-\(death).log")
+            #expect(try await offPool { dying.waitForLog("claimed") }, "\(dying.log.suffix(2000))")
+            dying.send(SIGKILL)
+            #expect(try await offPool { dying.waitForExit(seconds: 10) } == 128 + SIGKILL)
+            #expect(try fixture.sql("SELECT state, attempt FROM imagepipe.jobs") == "running|\(death)")
+        }
+        let last = try worker("last.log", ["--exit-when-empty"])
+        #expect(try await offPool { last.waitForExit(seconds: 120) } == 0, "\(last.log.suffix(3000))")
+        #expect(try fixture.sql("SELECT state, attempt, result->>'error_code' FROM imagepipe.jobs") == "failed|2|worker_crashed")
+        #expect(
+            try fixture.sql("SELECT string_agg(e->>'error_code', ',') FROM imagepipe.jobs, jsonb_array_elements(errors) AS e")
+                == "worker_crashed,worker_crashed", "each death an attempt of its history")
+        let requests = try received(receiver)
+        #expect(requests.count == 1, "told exactly once: \(requests)\n\(last.log.suffix(4000))")
+        let body = try #require(requests.first?["body"] as? [String: Any])
+        let result = try #require(body["result"] as? [String: Any])
+        #expect(body["event"] as? String == "failed" && result["error_code"] as? String == "worker_crashed", "\(body)")
+        #expect(requests.first?["signature_ok"] as? Bool == true)
+        #expect(try fixture.sql("SELECT count(*) FROM imagepipe.notices") == "0", "forgotten once delivered")
+    }
 }

@@ -184,6 +184,27 @@ extension WorkerStateMachineTests {
             machine.handle(.noticeSettled("notice-1", room: 256), now: t0 + .seconds(6), available: 100) == [.forgetNotices(["notice-1"]), .finish])
     }
 
+    /// An empty check that ended a dead worker's job kept its notice: the worker takes it over and
+    /// sends it before it calls the queue empty, instead of stopping with it left in the store (a
+    /// `--exit-when-empty` worker on PostgreSQL once did, and its receiver heard nothing).
+    @Test func anEmptyCheckThatKeptNoticesTakesThemOverBeforeTheQueueIsEmpty() {
+        var machine = notifying(exitWhenEmpty: true)
+        runningNotifying(&machine, claiming: 1...1)
+        _ = machine.handle(.finished("1", done("1")), now: t0, available: 100)
+        _ = machine.handle(.settled("1", .recorded), now: t0, available: 100)
+        _ = machine.handle(.claimed([], asked: 4), now: t0, available: 100)
+        let kept = machine.handle(.emptyChecked(QueueRemainder(due: 0, noticesKept: 1)), now: t0 + .seconds(1), available: 100)
+        #expect(kept.contains { if case .takeOverNotices = $0 { true } else { false } }, "\(kept)")
+        #expect(!kept.contains(.note(.queueEmpty(later: 0))) && machine.lifecycle != .closed)
+        let crashed = JobNotice(event: .failed, job: "9", result: JobResult(source: "9.jpg", status: .failed), id: "notice-9")
+        #expect(machine.handle(.noticesTakenOver([crashed]), now: t0 + .seconds(1), available: 100).contains(.offerNotices([crashed])))
+        // The next check finds nothing more: the queue is empty, and the loop waits for the notice.
+        let empty = machine.handle(.emptyChecked(QueueRemainder(due: 0)), now: t0 + .seconds(2), available: 100)
+        #expect(empty.first == .note(.queueEmpty(later: 0)) && !empty.contains(.finish), "\(empty)")
+        #expect(
+            machine.handle(.noticeSettled("notice-9", room: 256), now: t0 + .seconds(3), available: 100).contains(.finish))
+    }
+
     @Test func aNoticeWaitingForRoomIsWaitedForPastTheStopsTimeUntilTheLoopIsCancelled() {
         var machine = notifying(grace: .seconds(1))
         runningNotifying(&machine, claiming: 1...1)

@@ -120,12 +120,17 @@ public struct QueueRemainder: Sendable, Equatable {
     /// Jobs other workers hold whose claims have not shown to be alive since this worker first saw
     /// them: if their worker died, they come back once their lease expires.
     public var unconfirmed: Int
+    /// Notices the check kept for jobs it ended (a dead worker's job failed as `worker_crashed`),
+    /// or found left by dead workers: a notifying worker takes them over before it calls the queue
+    /// empty, or a worker that stops once it is would leave them for the next run.
+    public var noticesKept: Int
 
-    /// A remainder; nothing later and nothing unconfirmed by default.
-    public init(due: Int, later: Int = 0, unconfirmed: Int = 0) {
+    /// A remainder; nothing later, nothing unconfirmed and no notice kept by default.
+    public init(due: Int, later: Int = 0, unconfirmed: Int = 0, noticesKept: Int = 0) {
         self.due = due
         self.later = later
         self.unconfirmed = unconfirmed
+        self.noticesKept = noticesKept
     }
 }
 

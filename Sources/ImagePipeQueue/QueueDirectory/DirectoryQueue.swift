@@ -223,8 +223,8 @@ public final class DirectoryQueue: JobQueue {
     /// empty check once found a job a live worker held counted as due).
     public func remainder(dueWithin horizon: Duration) async -> QueueRemainder? {
         await BlockingIO.run {
-            self.recoverAbandoned()
-            return QueueRemainder(due: self.directory.scanInbox().count)
+            let kept = self.recoverAbandoned()
+            return QueueRemainder(due: self.directory.scanInbox().count, noticesKept: kept)
         }
     }
 
@@ -262,8 +262,10 @@ public final class DirectoryQueue: JobQueue {
 
     /// Takes over the claim areas of dead workers, their jobs getting the fates the worker's rule
     /// decides; nothing before the queue is opened, which gives the rule.
-    private func recoverAbandoned() {
-        guard let orphans = state.withLock({ $0.orphans }) else { return }
+    /// - Returns: the notices it kept, of jobs it set aside or taken over from the areas.
+    @discardableResult
+    private func recoverAbandoned() -> Int {
+        guard let orphans = state.withLock({ $0.orphans }) else { return 0 }
         let recovered = ClaimArea.recoverAbandoned(
             in: directory, except: area.id, takingNoticesInto: configuration.takesOverNotices ? area : nil,
             orphans: orphans, logger: logger)
@@ -271,6 +273,7 @@ public final class DirectoryQueue: JobQueue {
             logger.notice("recovered jobs left by a worker that died", metadata: ["jobs": .stringConvertible(recovered.jobs.count)])
         }
         outbox.offer(recovered.notices)
+        return configuration.takesOverNotices ? recovered.notices.count : 0
     }
 
     func enqueue(_ entries: [QueueDirectory.Entry]) {

@@ -298,6 +298,12 @@ public struct WorkerStateMachine: ~Copyable {
         running.emptyCheck.asking = false
         defer { if case .running = life { life = .running(running) } }
         guard let remainder, remainder.due == 0, held.isEmpty else { return [] }
+        // The check itself ended jobs and kept their notices: they go out from here before the
+        // queue is called empty (the next look asks again).
+        if notifies, remainder.noticesKept > 0 {
+            if notices.takeOver == .drained { notices.takeOver = .mayHaveMore }
+            return takeOverNotices()
+        }
         guard remainder.unconfirmed == 0 else {
             defer { running.emptyCheck.awaitingOthers = true }
             return running.emptyCheck.awaitingOthers ? [] : [.note(.awaitingOthers(remainder.unconfirmed))]
