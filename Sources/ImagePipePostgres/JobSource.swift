@@ -40,16 +40,20 @@ package enum JobSource {
 
     /// The job for `source` at `attempt`.
     package static func job(for source: String, attempt: Int) -> Job {
-        if let key = objectKey(of: source) {
+        // The one parser of sources; a source it refuses (an `https://` URL, an object URL without
+        // its bucket) is kept as text, and fails as unreadable when it is read.
+        switch try? SourceLocation(parsing: source) {
+        case .object(let object)?:
             // An object in S3 or Supabase is read through the worker's source repositories.
-            if let location = try? ObjectLocation(parsing: source) {
-                return Job(object: ListedObject(location: location), relativePath: key.isEmpty ? source : key, attempt: attempt)
-            }
+            let key = object.location.key
+            return Job(object: object, relativePath: key.isEmpty ? source : key, attempt: attempt)
+        case .file(let path, _, _)?:
+            // A file a producer named is read through a link like one named on the command line.
+            return Job(path: path, relativePath: SourceScanner.relativePath(ofFile: path), attempt: attempt)
+        case nil:
+            let key = objectKey(of: source) ?? ""
             return Job(path: source, relativePath: key.isEmpty ? source : key, attempt: attempt)
         }
-        let path = source.hasPrefix("file://") ? (URL(string: source)?.path ?? String(source.dropFirst(7))) : source
-        // A file a producer named is read through a link like one named on the command line.
-        return Job(path: path, relativePath: SourceScanner.relativePath(ofFile: path), attempt: attempt)
     }
 
     /// The key of an object URL (everything after the bucket), or nil for a local path.

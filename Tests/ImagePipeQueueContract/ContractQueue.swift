@@ -75,7 +75,7 @@ extension JobQueue {
     /// directory's worker through its watcher, not at once). With `maintaining`, runs the queue's
     /// upkeep before each try, which takes back the jobs of dead workers.
     public func claimOne(
-        seconds: Double = 60, maintaining: Bool = false, sourceLocation: SourceLocation = #_sourceLocation
+        seconds: Double = 60, maintaining: Bool = false, sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) async throws -> ClaimedJob {
         let deadline = ContinuousClock.now + .seconds(seconds)
         repeat {
@@ -88,7 +88,7 @@ extension JobQueue {
 
     /// Runs upkeep until `condition` holds, or fails the test after `seconds` (a lease must lapse first).
     public func maintain(
-        until condition: @Sendable () async throws -> Bool, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation
+        until condition: @Sendable () async throws -> Bool, seconds: Double = 60, sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) async throws {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {

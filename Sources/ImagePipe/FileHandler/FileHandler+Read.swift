@@ -11,13 +11,17 @@ extension FileHandler {
     /// and the repository refuses one whose answer declares more. Its first bytes are judged from
     /// that download, so no object is asked for twice.
     func readSource(_ job: Job) throws(ImagePipeError) -> SourceReader.Outcome {
-        guard let object = job.object else {
+        let object: ListedObject
+        switch job.source {
+        case .file(let path, let raw, let followsLinks):
             // Local paths are absolute; a listed `https://…` line keeps its text (``SourceScanner``).
-            if !job.path.hasPrefix("/"), let scheme = ObjectLocation.unsupportedScheme(of: job.path) {
+            if !path.hasPrefix("/"), let scheme = ObjectLocation.unsupportedScheme(of: path) {
                 throw ImagePipeError(.unreadableSource, ObjectLocation.unsupportedReason(scheme))
             }
             return try SourceReader.read(
-                job.sourcePath, imagesOnly: true, inMemoryLimit: configuration.inMemoryLimit, followingLinks: job.followsLinks)
+                raw ?? RawPath(path), imagesOnly: true, inMemoryLimit: configuration.inMemoryLimit, followingLinks: followsLinks)
+        case .object(let listed):
+            object = listed
         }
         let location = object.location
         guard let repository = sources[location.scheme] else {

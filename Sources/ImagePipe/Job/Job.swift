@@ -3,23 +3,13 @@ import Synchronization
 
 /// A source image to process.
 public struct Job: Sendable {
-    /// Where to read the source: a file's path, or an object's URL.
-    public var path: String
+    /// Where the original is: a local file or an object in a store, one value (see ``SourceLocation``).
+    public var source: SourceLocation
     /// The source's path relative to the batch root or inbox, e.g. `2024/trip/IMG_1.jpg`; it
     /// provides `{dir}` and `{stem}` for keys and the `source` field of the result.
     public var relativePath: String
     /// Which attempt this is, from 1.
     public var attempt: Int
-    /// The path's bytes when a name in it is not valid UTF-8: ``path`` and ``relativePath`` then hold
-    /// the escaped form (see ``RawPath/escaped``), and this is what is opened. Nil otherwise.
-    public var rawPath: RawPath?
-    /// Whether a symbolic link at the path is read through to its target: yes in a batch over the
-    /// user's own folder, no in watch mode, where a delivered link could publish any file the worker
-    /// can read.
-    public var followsLinks: Bool
-    /// The object to read when the source is in object storage rather than a local file, with its
-    /// size and ETag as listed.
-    public var object: ListedObject?
     /// Tripped when the job's result is no longer wanted (its claim was lost, or it was cancelled):
     /// the pipeline then stops it at its next safe point, before compressing or before storing.
     public var cancellation: JobCancellation?
@@ -39,20 +29,46 @@ public struct Job: Sendable {
     /// delivery from its worker's claim area, but it was delivered into the inbox. Nil otherwise.
     public var deliveredAt: String?
 
-    /// Creates a job.
+    /// A job reading a local file (see ``SourceLocation/file(path:raw:followsLinks:)``).
     public init(path: String, relativePath: String, attempt: Int = 1, rawPath: RawPath? = nil, followsLinks: Bool = true) {
-        self.path = path
-        self.relativePath = relativePath
-        self.attempt = attempt
-        self.rawPath = rawPath
-        self.followsLinks = followsLinks
+        self.init(source: .file(path: path, raw: rawPath, followsLinks: followsLinks), relativePath: relativePath, attempt: attempt)
     }
 
     /// A job reading an object; `relativePath` (its key relative to the listed folder) gives
     /// `{dir}` and `{stem}`.
     public init(object: ListedObject, relativePath: String, attempt: Int = 1) {
-        self.init(path: object.location.description, relativePath: relativePath, attempt: attempt)
-        self.object = object
+        self.init(source: .object(object), relativePath: relativePath, attempt: attempt)
+    }
+
+    /// A job reading `source`.
+    public init(source: SourceLocation, relativePath: String, attempt: Int = 1) {
+        self.source = source
+        self.relativePath = relativePath
+        self.attempt = attempt
+    }
+
+    /// Where to read the source: a file's path (escaped where a name is not UTF-8), or an object's URL.
+    public var path: String {
+        switch source {
+        case .file(let path, _, _): path
+        case .object(let object): object.location.description
+        }
+    }
+
+    /// A file's bytes when a name in its path is not valid UTF-8 (``path`` and ``relativePath``
+    /// then hold the escaped form, see ``RawPath/escaped``); nil otherwise.
+    public var rawPath: RawPath? {
+        if case .file(_, let raw, _) = source { raw } else { nil }
+    }
+
+    /// Whether a symbolic link at a file's path is read through (see ``SourceLocation``).
+    public var followsLinks: Bool {
+        if case .file(_, _, let follows) = source { follows } else { true }
+    }
+
+    /// The object to read when the source is in object storage, with its size and ETag as listed.
+    public var object: ListedObject? {
+        if case .object(let object) = source { object } else { nil }
     }
 
     /// The name results and recorded origins give the source: an object's full URL, a file's
@@ -75,8 +91,7 @@ extension Job: Equatable {
     /// The same source under the same name and attempt, with the same history of decoder failures
     /// (a cancellation token is no part of it).
     public static func == (lhs: Job, rhs: Job) -> Bool {
-        lhs.path == rhs.path && lhs.relativePath == rhs.relativePath && lhs.attempt == rhs.attempt && lhs.rawPath == rhs.rawPath
-            && lhs.followsLinks == rhs.followsLinks && lhs.object == rhs.object && lhs.focus == rhs.focus
+        lhs.source == rhs.source && lhs.relativePath == rhs.relativePath && lhs.attempt == rhs.attempt && lhs.focus == rhs.focus
             && lhs.earlierDecoderFailures == rhs.earlierDecoderFailures && lhs.deliveredAt == rhs.deliveredAt
     }
 }
