@@ -3,6 +3,7 @@ public import Foundation
 public import ImagePipe
 public import ImagePipeQueue
 public import Logging
+public import ServiceLifecycle
 
 /// The driver of a PostgreSQL queue (``PostgresQueue``): `postgres://` or `postgresql://`.
 public struct PostgresDriver: QueueDriver {
@@ -34,6 +35,15 @@ public struct PostgresDriver: QueueDriver {
         try PostgresQueue(
             location: location, configuration: .init(lease: settings.lease, retention: settings.retention, keepsNotices: settings.notifies),
             logger: logger)
+    }
+
+    public func checkWorkerOptions(keepingDone: Duration?) throws(ImagePipeError) {
+        if keepingDone != nil { throw unsupported("--keep-done", "its workers delete finished jobs after --retention days") }
+    }
+
+    public func companions(keepingDone: Duration?) throws(ImagePipeError) -> [any Service] {
+        try checkWorkerOptions(keepingDone: keepingDone)
+        return []
     }
 
     public func checkConfiguration() throws(ImagePipeError) -> [String] {
@@ -109,12 +119,17 @@ public struct PostgresDriver: QueueDriver {
         return AdminReport(summary: "deleted \(count) finished job(s)", count: count)
     }
 
-    /// Adds the jobs in one statement, making the schema on first use.
-    public func enqueue(_ sources: [String], _ request: EnqueueRequest) async throws(ImagePipeError) -> [String?] {
+    /// One connection for the whole session, the schema made on first use; each batch one statement.
+    public func enqueue<T: Sendable>(
+        _ request: EnqueueRequest, _ body: @Sendable (EnqueueSession) async throws(ImagePipeError) -> T
+    ) async throws(ImagePipeError) -> T {
         try await withDatabase(creating: true) { database throws(ImagePipeError) in
-            try await database.enqueue(
-                sources, unique: request.unique, priority: request.priority, runAt: request.runAt, options: request.options
-            ).map { $0.map(String.init) }
+            try await body(
+                EnqueueSession { sources throws(ImagePipeError) in
+                    try await database.enqueue(
+                        sources, unique: request.unique, priority: request.priority, runAt: request.runAt, options: request.options
+                    ).map { $0.map(String.init) }
+                })
         }
     }
 }

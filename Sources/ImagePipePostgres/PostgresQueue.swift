@@ -256,11 +256,13 @@ public final class PostgresQueue: JobQueue {
     }
 
     /// Settles the jobs whose lease expired as the worker's rule decides (see
-    /// ``QueueDatabase/recoverOrphans(queue:rule:notify:)``).
+    /// ``QueueDatabase/recoverOrphans(queue:rule:)``).
     @discardableResult
     private func recoverOrphans() async -> Int {
         guard let rule = orphans.withLock({ $0 }) else { return 0 }
-        return await database.recoverOrphans(queue: location.queue, rule: rule, notify: configuration.keepsNotices)
+        let kept = await database.recoverOrphans(queue: location.queue, rule: rule)
+        // Only a notifying worker takes them over; one that does not leaves them to one that does.
+        return configuration.keepsNotices ? kept : 0
     }
 
     /// The ID and attempt that fence every update of a claimed job.

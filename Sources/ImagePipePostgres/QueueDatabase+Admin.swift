@@ -133,7 +133,10 @@ extension QueueDatabase {
                 attempts: attempt)
             notices[id] = JobNotice(event: .cancelled, job: String(id), result: result)
         }
-        let noticeIDs = ids.map { notices[$0]?.id ?? "" }, bodies = ids.map { notices[$0].map { JSONLine.encode($0) } ?? "" }
+        // Per position: a job named twice is cancelled by its first mention (the second finds it
+        // cancelled), and only that one's notice is kept.
+        let named = ids.map { notices[$0] }
+        let noticeIDs = named.map { $0?.id ?? "" }, bodies = named.map { $0.map { JSONLine.encode($0) } ?? "" }
         // The join reads each job's state before the cancel changes it (one snapshot for the statement).
         let query: PostgresQuery = """
             WITH asked AS (
@@ -143,7 +146,8 @@ extension QueueDatabase {
             ), kept AS (
                 INSERT INTO imagepipe.notices (id, job_id, queue, body, due_at)
                 SELECT k.notice_id, a.id, a.queue, k.body, now()
-                FROM asked AS a JOIN unnest(\(ids)::bigint[], \(noticeIDs)::text[], \(bodies)::text[]) AS k(id, notice_id, body) ON k.id = a.id
+                FROM asked AS a
+                JOIN unnest(\(noticeIDs)::text[], \(bodies)::text[]) WITH ORDINALITY AS k(notice_id, body, n) ON k.n = a.n
                 WHERE a.now_state = 'cancelled' AND k.notice_id <> ''
             )
             SELECT before, now_state FROM asked ORDER BY n

@@ -7,16 +7,17 @@ import PostgresNIO
 extension QueueDatabase {
     /// Finds the running jobs of `queue` whose lease expired and settles each as `rule` decides:
     /// waiting again, failed (`worker_crashed`) or cancelled, the dead worker's attempt added to its
-    /// history either way. A job that ends keeps its notice (with `notify`) in the same statement,
-    /// due at once: whichever notifying worker looks next sends it, this one or another if this one
-    /// dies first, and only once, as the row is written once.
+    /// history either way. A job that ends keeps its notice in the same statement, due at once,
+    /// whether this worker notifies or not: whichever notifying worker looks next sends it, this one
+    /// or another, and only once, as the row is written once. A queue without notifying workers
+    /// keeps the row until its job is pruned.
     ///
     /// Any worker runs this, with no leader: the settling statement is fenced by each job's ID and
     /// attempt and by the lease still being expired, so of two workers deciding on the same job at
     /// once only one settles it, and a job claimed again meanwhile is left alone.
     /// - Returns: how many notices it kept.
     @discardableResult
-    func recoverOrphans(queue: String, rule: OrphanRule, notify: Bool) async -> Int {
+    func recoverOrphans(queue: String, rule: OrphanRule) async -> Int {
         let listing: PostgresQuery = """
             SELECT id, attempt, left(source, 2048), coalesce(lease_owner, ''), cancel_requested_at IS NOT NULL
             FROM imagepipe.jobs
@@ -43,9 +44,9 @@ extension QueueDatabase {
             case .fail, .cancel:
                 states.append(fate == .cancel ? "cancelled" : "failed")
                 results.append(orphan.result(fate, maxAttempts: rule.maxAttempts).jsonLine())
-                let notice = notify ? orphan.notice(fate, maxAttempts: rule.maxAttempts) : nil
-                noticeIDs.append(notice?.id ?? "")
-                notices.append(notice.map { JSONLine.encode($0) } ?? "")
+                let notice = orphan.notice(fate, maxAttempts: rule.maxAttempts)
+                noticeIDs.append(notice.id)
+                notices.append(JSONLine.encode(notice))
             }
         }
         let settling: PostgresQuery = """

@@ -215,6 +215,11 @@ import Testing
         #expect(retry.status == 2 && retry.stderr.contains("cannot open the queue postgres://imagepipe@127.0.0.1:1/app"), "\(retry)")
         let keep = try CommandRunner.run(["watch", "postgres://imagepipe@127.0.0.1:1/app", "--dest", directory.url("out"), "--keep-done", "1d"])
         #expect(keep.status == 2 && keep.stderr.contains("--keep-done does not apply to a PostgreSQL queue"), "\(keep)")
+        // `config` checks it too, as the run would, before anything runs.
+        let checked = try CommandRunner.run([
+            "config", "watch", "postgres://imagepipe@127.0.0.1:1/app", "--dest", directory.url("out"), "--keep-done", "1d",
+        ])
+        #expect(checked.status == 2 && checked.stderr.contains("--keep-done does not apply to a PostgreSQL queue"), "\(checked)")
         let prune = try CommandRunner.run(["queue", "prune", "postgres://imagepipe@127.0.0.1:1/app", "--include-failed"])
         #expect(prune.status == 2 && prune.stderr.contains("--include-failed does not apply to a PostgreSQL queue"), "\(prune)")
     }

@@ -71,9 +71,12 @@ public struct SourceScanner: Sendable {
     /// Checks that every local input given on the command line exists, and that every URL is one,
     /// before anything is created or read. (URLs are looked up when they are scanned.)
     public func check() throws(ImagePipeError) {
-        // The one parser of sources: a URL of a scheme no source is read from, or an object URL
-        // without its bucket, is refused by name (a listed line is kept, and fails when read).
-        for input in inputs where !input.listed || ObjectLocation.isURL(input.path) {
+        for input in inputs where !input.listed {
+            guard let scheme = ObjectLocation.unsupportedScheme(of: input.path) else { continue }
+            throw .configuration("source \(input.path): \(ObjectLocation.unsupportedReason(scheme))")
+        }
+        // The one parser of sources: an object URL without its bucket is refused by name.
+        for input in inputs where ObjectLocation.isURL(input.path) {
             _ = try SourceLocation(parsing: input.path)
         }
         let missing = inputs.filter { !$0.listed && !ObjectLocation.isURL($0.path) && !FileManager.default.fileExists(atPath: $0.path) }

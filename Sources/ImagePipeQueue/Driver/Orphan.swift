@@ -4,7 +4,7 @@ public import ImagePipe
 /// A job a queue found held by a worker that is gone: a queue directory's abandoned claim area, a
 /// PostgreSQL lease that expired. The queue reports what it knows; what becomes of the job is
 /// decided by one rule for every queue (``WorkerStateMachine/fate(of:retry:)``), which the loop
-/// hands the queue when it opens it (``QueueSignals/orphanFate``). The queue carries the fate out
+/// hands the queue when it opens it (``QueueSignals/orphans``). The queue carries the fate out
 /// as it settles any job: a job that ends keeps its notice with its record, in one step.
 public struct Orphan: Sendable, Equatable {
     /// What becomes of the job.

@@ -34,6 +34,8 @@ public protocol QueueDriver: Sendable {
 
     /// A worker's queue on it.
     func worker(_ settings: QueueSettings) throws(ImagePipeError) -> any JobQueue
+    /// Checks a worker's options that only some kinds take (`--keep-done`), before anything is set up.
+    func checkWorkerOptions(keepingDone: Duration?) throws(ImagePipeError)
     /// Services that run beside a worker: a queue directory's cleaner of done/ (`--keep-done`).
     func companions(keepingDone: Duration?) throws(ImagePipeError) -> [any Service]
     /// What `imagepipe config check` cannot check without touching the queue, and what it can: an
@@ -50,8 +52,12 @@ public protocol QueueDriver: Sendable {
     func cancel(_ ids: [String]) async throws(ImagePipeError) -> AdminReport
     /// Deletes finished jobs older than `age`.
     func prune(olderThan age: Duration, includingFailed: Bool) async throws(ImagePipeError) -> AdminReport
-    /// Adds a job per source; each new job's ID in order, nil where `unique` found the source waiting or running.
-    func enqueue(_ sources: [String], _ request: EnqueueRequest) async throws(ImagePipeError) -> [String?]
+    /// Opens the queue once for a producer and runs `body`, which adds jobs in batches through the
+    /// session it is given (`imagepipe enqueue`); refused before `body` runs by a queue that takes
+    /// no enqueue, so nothing is read for it.
+    func enqueue<T: Sendable>(
+        _ request: EnqueueRequest, _ body: @Sendable (EnqueueSession) async throws(ImagePipeError) -> T
+    ) async throws(ImagePipeError) -> T
 }
 
 extension QueueDriver {
@@ -60,17 +66,6 @@ extension QueueDriver {
         .configuration("\(what) does not apply to a \(Self.kind) (\(displayName)): \(instead)")
     }
 
-    public var takesObjectSources: Bool { false }
-    public func companions(keepingDone: Duration?) throws(ImagePipeError) -> [any Service] {
-        if keepingDone != nil { throw unsupported("--keep-done", "its workers delete finished jobs after --retention days") }
-        return []
-    }
-    public func cancel(_ ids: [String]) async throws(ImagePipeError) -> AdminReport {
-        throw unsupported("queue cancel", "withdraw a waiting job by moving its file out of inbox/")
-    }
-    public func enqueue(_ sources: [String], _ request: EnqueueRequest) async throws(ImagePipeError) -> [String?] {
-        throw unsupported("imagepipe enqueue", "a queue directory takes jobs as files renamed into its inbox/")
-    }
 }
 
 /// What a worker's queue is opened with; each kind takes the settings that apply to it.
@@ -140,4 +135,12 @@ public struct EnqueueRequest: Sendable {
         self.runAt = runAt
         self.options = options
     }
+}
+
+/// A producer's open queue: `add` adds a job per source and returns each new job's ID in order,
+/// nil where `unique` found the source waiting or running.
+public struct EnqueueSession: Sendable {
+    public let add: @Sendable ([String]) async throws(ImagePipeError) -> [String?]
+
+    public init(add: @escaping @Sendable ([String]) async throws(ImagePipeError) -> [String?]) { self.add = add }
 }

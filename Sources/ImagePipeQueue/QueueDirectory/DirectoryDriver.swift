@@ -22,6 +22,7 @@ public struct DirectoryDriver: QueueDriver {
     }
 
     public var displayName: String { root }
+    public var takesObjectSources: Bool { false }
     public var states: [QueueOverview.State] { [.waiting, .running, .done, .failed] }
 
     public func worker(_ settings: QueueSettings) throws(ImagePipeError) -> any JobQueue {
@@ -29,6 +30,18 @@ public struct DirectoryDriver: QueueDriver {
             directory: QueueDirectory(root: root),
             configuration: .init(rescanInterval: settings.rescanInterval, quietPeriod: settings.quietPeriod, takesOverNotices: settings.notifies),
             logger: logger)
+    }
+
+    public func checkWorkerOptions(keepingDone: Duration?) throws(ImagePipeError) {}
+
+    public func cancel(_ ids: [String]) async throws(ImagePipeError) -> AdminReport {
+        throw unsupported("queue cancel", "withdraw a waiting job by moving its file out of inbox/")
+    }
+
+    public func enqueue<T: Sendable>(
+        _ request: EnqueueRequest, _ body: @Sendable (EnqueueSession) async throws(ImagePipeError) -> T
+    ) async throws(ImagePipeError) -> T {
+        throw unsupported("imagepipe enqueue", "a queue directory takes jobs as files renamed into its inbox/")
     }
 
     public func companions(keepingDone: Duration?) throws(ImagePipeError) -> [any Service] {

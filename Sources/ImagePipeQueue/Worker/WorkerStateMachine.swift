@@ -304,6 +304,8 @@ public struct WorkerStateMachine: ~Copyable {
             if notices.takeOver == .drained { notices.takeOver = .mayHaveMore }
             return takeOverNotices()
         }
+        // A take-over under way may bring notices the check kept before: its answer comes first.
+        if notifies, case .asking = notices.takeOver { return [] }
         guard remainder.unconfirmed == 0 else {
             defer { running.emptyCheck.awaitingOthers = true }
             return running.emptyCheck.awaitingOthers ? [] : [.note(.awaitingOthers(remainder.unconfirmed))]

@@ -38,7 +38,9 @@ extension ConfigCommand {
             _ = try StorageFactory.make(watch.options.storage)
             unchecked.append(contentsOf: destinationUnchecked(watch.options.storage.dest))
             unchecked.append(contentsOf: try CompositionRoot.checkNotifier(watch.notify))
-            unchecked.append(contentsOf: try QueueDrivers.open(watch.queue, creating: true).checkConfiguration())
+            let driver = try QueueDrivers.open(watch.queue, creating: true)
+            try driver.checkWorkerOptions(keepingDone: watch.keepDone)
+            unchecked.append(contentsOf: try driver.checkConfiguration())
         }
         return unchecked
     }

@@ -63,41 +63,46 @@ struct EnqueueCommand: AsyncParsableCommand {
     func run() async throws {
         let driver = try QueueDrivers.open(queue, creating: true)
         let request = EnqueueRequest(unique: unique, priority: priority, runAt: runAt, options: QueuedJobOptions(focus: focus))
-        var added = 0, skipped = 0
-        var batch: [String] = []
-        func flush() async throws(ImagePipeError) {
-            guard !batch.isEmpty else { return }
-            let ids = try await driver.enqueue(batch, request)
-            var lines = ""
-            for (source, id) in zip(batch, ids) {
-                if let id {
-                    lines += "\(id)\t\(source)\n"
-                    added += 1
-                } else {
-                    skipped += 1
-                }
-            }
-            FileHandle.standardOutput.write(Data(lines.utf8))
-            batch.removeAll(keepingCapacity: true)
-        }
-        for source in sources {
-            if source == "-" {
-                // The list reader `batch --from` uses, a batch at a time, off the cooperative pool.
-                let list = try SourceList(path: "-")
-                while true {
-                    let lines = try await BlockingIO.run { () throws(ImagePipeError) in try list.next(upTo: Self.batchSize) }
-                    if lines.isEmpty { break }
-                    for line in lines {
-                        batch.append(line)
-                        if batch.count == Self.batchSize { try await flush() }
+        let sources = self.sources
+        // One session for every batch; a queue that takes no enqueue refuses before anything is read.
+        let (added, skipped) = try await driver.enqueue(request) { session throws(ImagePipeError) in
+            var added = 0, skipped = 0
+            var batch: [String] = []
+            func flush() async throws(ImagePipeError) {
+                guard !batch.isEmpty else { return }
+                let ids = try await session.add(batch)
+                var lines = ""
+                for (source, id) in zip(batch, ids) {
+                    if let id {
+                        lines += "\(id)\t\(source)\n"
+                        added += 1
+                    } else {
+                        skipped += 1
                     }
                 }
-            } else {
-                batch.append(source)
-                if batch.count == Self.batchSize { try await flush() }
+                FileHandle.standardOutput.write(Data(lines.utf8))
+                batch.removeAll(keepingCapacity: true)
             }
+            for source in sources {
+                if source == "-" {
+                    // The list reader `batch --from` uses, a batch at a time, off the cooperative pool.
+                    let list = try SourceList(path: "-")
+                    while true {
+                        let lines = try await BlockingIO.run { () throws(ImagePipeError) in try list.next(upTo: Self.batchSize) }
+                        if lines.isEmpty { break }
+                        for line in lines {
+                            batch.append(line)
+                            if batch.count == Self.batchSize { try await flush() }
+                        }
+                    }
+                } else {
+                    batch.append(source)
+                    if batch.count == Self.batchSize { try await flush() }
+                }
+            }
+            try await flush()
+            return (added, skipped)
         }
-        try await flush()
         let note = unique ? ", \(skipped) already waiting or running" : ""
         FileHandle.standardError.write(Data("imagepipe: added \(added) job(s) to \(driver.displayName)\(note)\n".utf8))
     }

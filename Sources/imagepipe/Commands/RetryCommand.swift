@@ -7,7 +7,7 @@ import ImagePipeQueue
 struct RetryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
-        abstract: "Move failed jobs of a queue directory back to its inbox.",
+        abstract: "Put a queue's failed jobs back to wait (a queue directory's back into its inbox).",
         discussion: """
             Moves every job in QUEUE_DIR/failed/ (or those at the given paths, relative to failed/; a folder \
             stands for every job under it) back to the inbox and removes its error record, printing each move. \
@@ -16,10 +16,10 @@ struct RetryCommand: AsyncParsableCommand {
             failed, 2 when QUEUE_DIR is not a queue directory. It is `imagepipe queue retry`, which takes any queue.
             """)
 
-    @Argument(help: "The queue directory.")
+    @Argument(help: "The queue: a queue directory, or postgres://USER@HOST:PORT/DATABASE?queue=NAME.")
     var queueDirectory: String
 
-    @Argument(help: "Failed jobs to retry, relative to failed/ (default: all).")
+    @Argument(help: "Failed jobs to retry: paths relative to failed/ (a queue directory) or job IDs (PostgreSQL); default: all.")
     var paths: [String] = []
 
     func run() async throws {

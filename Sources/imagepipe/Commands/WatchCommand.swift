@@ -91,6 +91,12 @@ struct WatchCommand: AsyncParsableCommand {
         guard rescanInterval > 0 else { throw ValidationError("--rescan-interval must be positive") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
         guard retentionDays >= 0 else { throw ValidationError("--retention cannot be negative") }
+        // Options only some kinds of queue take: said before anything runs (no logging yet, nothing made).
+        do throws(ImagePipeError) {
+            try QueueDrivers.open(queue, creating: true, logger: Logger(label: "imagepipe")).checkWorkerOptions(keepingDone: keepDone)
+        } catch {
+            throw ValidationError(error.reason)
+        }
     }
 
     func run() async throws {
