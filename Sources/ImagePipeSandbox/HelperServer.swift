@@ -16,7 +16,7 @@ public enum HelperServer {
 
     private static func refuse(_ reason: String, on channel: HelperChannel) -> Never {
         try? channel.send(HelperReply.startFailed(reason).encoded(), timeout: .seconds(5))
-        exit(3)
+        _exit(3)
     }
 
     /// A memory file's whole content, read; empty when it cannot be.
@@ -60,7 +60,7 @@ public enum HelperServer {
                 } catch {
                     message.closeDescriptors()
                     FileHandle.standardError.write(Data("image helper: a malformed request (\(error)); ending\n".utf8))
-                    exit(4)
+                    _exit(4)
                 }
                 switch request {
                 case .setup(let variants, let limits):
@@ -71,7 +71,7 @@ public enum HelperServer {
                     // to a helper that served a batch.
                     guard batches == 0, message.descriptors.count == (described.inline == nil ? 1 : 0) else {
                         message.closeDescriptors()
-                        exit(4)
+                        _exit(4)
                     }
                     let reply = job(request, described, message.descriptors.first, setup: setup, compressor: compressor, channel: channel)
                     try send(reply, nonce: described.nonce, on: channel)
@@ -80,7 +80,7 @@ public enum HelperServer {
                 case .compressBatch(let sources):
                     guard message.descriptors.isEmpty else {
                         message.closeDescriptors()
-                        exit(4)
+                        _exit(4)
                     }
                     // A helper's life is one batch, which its worker may hand over in several
                     // messages as its small jobs come; it serves none after a failure.
@@ -89,13 +89,14 @@ public enum HelperServer {
                 case .grant, .start:
                     // A grant answers a need: one out of turn means the two sides disagree.
                     message.closeDescriptors()
-                    exit(4)
+                    _exit(4)
                 }
             }
         } catch {
-            // The worker closed the channel or died: nothing is left to do, nor to flush. Ended
-            // without exit handlers: a sanitizer's leak check at exit needs ptrace, which the
-            // sandbox refuses, and would only report that.
+            // The worker closed the channel or died: nothing is left to do, nor to flush. Every
+            // end of a helper is without exit handlers (`_exit`): a sanitizer's leak check at exit
+            // needs ptrace and wait4, which the sandbox refuses, and would only report that (a
+            // helper that `exit`ed while waiting for a grant made the sanitized batch test fail).
             _exit(0)
         }
     }
@@ -142,11 +143,11 @@ public enum HelperServer {
                 try channel.send(HelperReply.need(nonce: nonce, bytes: bytes).encoded())
                 let message = try channel.receive()
                 message.closeDescriptors()
-                guard case .grant(nonce, let granted) = try HelperRequest(decoding: message.bytes) else { exit(4) }
+                guard case .grant(nonce, let granted) = try HelperRequest(decoding: message.bytes) else { _exit(4) }
                 held.withLock { $0 = granted }
                 return granted
             } catch {
-                exit(0)
+                _exit(0)
             }
         })
         do throws(ImagePipeError) {
@@ -225,7 +226,7 @@ public enum HelperServer {
                 items.append(.failed(nonce: described.nonce, error))
                 try flush()
                 return false
-            case .header: exit(4)
+            case .header: _exit(4)
             }
             let inline = HelperResult.fitsInline(compressed)
             let result = HelperResult(compressed, inline: inline)

@@ -38,8 +38,8 @@ public enum Zygote {
             guard threads == 1 else { HelperServer.refuseToStart("the zygote has \(threads) threads and cannot fork helpers safely") }
         }
         let ready = HelperReply.ready(sandboxed: false, landlock: 0).encoded()
-        guard ready.withUnsafeBytes({ ips_send(HelperServer.channelDescriptor, $0.baseAddress, $0.count, nil, 0, -1) }) >= 0 else { exit(0) }
-        guard ips_zygote_serve(HelperServer.channelDescriptor, parent) == 0 else { exit(0) }
+        guard ready.withUnsafeBytes({ ips_send(HelperServer.channelDescriptor, $0.baseAddress, $0.count, nil, 0, -1) }) >= 0 else { _exit(0) }
+        guard ips_zygote_serve(HelperServer.channelDescriptor, parent) == 0 else { _exit(0) }
         // A helper now: `ps` shows it as one, without the flag its zygote was started with.
         forgetArgument(flag)
     }
