@@ -35,6 +35,7 @@ package enum JobSource {
     package static func job(for source: String, attempt: Int, options: QueuedJobOptions) -> Job {
         var job = job(for: source, attempt: attempt)
         job.focus = options.focus
+        job.traceParent = options.traceparent
         return job
     }
 

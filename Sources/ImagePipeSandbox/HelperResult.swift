@@ -34,6 +34,9 @@ package struct HelperResult: Equatable {
     package var placeholder: Placeholder?
     package var gainMap: GainMap?
     package var variants: [Variant]
+    /// When each step ran, as the helper says: only placed in the job's trace, within the time the
+    /// worker waited for this answer (``ImageStep/clamped(within:)``).
+    package var steps: [ImageStep] = []
 
     /// The most variants a result may describe: as many descriptors as one message carries.
     package static let maxVariants = 64
@@ -54,6 +57,7 @@ package struct HelperResult: Equatable {
         encodeTime = compressed.encodeTime
         placeholder = compressed.placeholder
         gainMap = compressed.gainMap
+        steps = compressed.steps
         let inline = allowed && Self.fitsInline(compressed)
         variants = compressed.variants.map {
             Variant(encoding: $0.encoding, byteCount: $0.data.count, inline: inline ? [UInt8]($0.data) : nil)
@@ -100,6 +104,25 @@ package struct HelperResult: Equatable {
             writer.bool(encoding.keptOriginal)
             writer.int(encoding.frames)
             writer.optional(encoding.hdrHeadroom) { $0.double($1) }
+        }
+        writer.int(steps.count)
+        for step in steps {
+            let (kind, variant) = Self.code(of: step.name)
+            writer.int(kind)
+            writer.int(variant)
+            writer.int(Int(clamping: step.start))
+            writer.int(Int(clamping: step.end))
+        }
+    }
+
+    /// A step's name on the wire: its kind and, for a variant's steps, the variant's place.
+    private static func code(of name: ImageStep.Name) -> (Int, Int) {
+        switch name {
+        case .header: (0, 0)
+        case .decode: (1, 0)
+        case .placeholder: (2, 0)
+        case .encode(let variant): (3, variant)
+        case .gainMap(let variant): (4, variant)
         }
     }
 
@@ -156,6 +179,23 @@ package struct HelperResult: Equatable {
                 frames: try reader.int(in: 1...1_000_000, "a frame count of"),
                 hdrHeadroom: try reader.optional { (reader) throws(WireReader.Malformed) in try Self.headroom(&reader) })
             variants.append(Variant(encoding: encoding, byteCount: byteCount, inline: inline))
+        }
+        let stepCount = try reader.int(in: 0...ImageStep.limit(variants: count), "a step count of")
+        steps = []
+        for _ in 0..<stepCount {
+            let kind = try reader.int(in: 0...4, "a step kind of")
+            let variant = try reader.int(in: 0...max(0, count - 1), "a step's variant of")
+            let start = try reader.int(in: 0...Int.max, "a step start of")
+            let end = try reader.int(in: start...Int.max, "a step end of")
+            let name: ImageStep.Name =
+                switch kind {
+                case 0: .header
+                case 1: .decode
+                case 2: .placeholder
+                case 3: .encode(variant: variant)
+                default: .gainMap(variant: variant)
+                }
+            steps.append(ImageStep(name, start: UInt64(start), end: UInt64(end)))
         }
         // A variant carries a gain map only of an original said to have one carried.
         if variants.contains(where: { $0.encoding.hdrHeadroom != nil }), gainMap?.carried != true {

@@ -115,5 +115,6 @@ extension CompressedImage {
             encodeTime: result.encodeTime)
         placeholder = result.placeholder
         gainMap = result.gainMap
+        steps = result.steps
     }
 }

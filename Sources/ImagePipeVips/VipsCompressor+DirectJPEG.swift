@@ -53,12 +53,15 @@ extension VipsCompressor {
             memory.release(decoded.reserved)
             if decoded.heldMuch { Self.heldMuchSinceTrim.store(true, ordering: .relaxed) }
         }
-        let decodeTime = clock.now - start
+        let decodeEnd = clock.now
+        let decodeTime = decodeEnd - start
+        var steps = [ImageStep(.decode, from: start, to: decodeEnd)]
+        var stepStart = decodeEnd
 
         let size = decoded.size
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
-        for variant in variants {
+        for (index, variant) in variants.enumerated() {
             var buffer: UnsafeMutableRawPointer?
             var length = 0
             let options = variant.options
@@ -73,11 +76,16 @@ extension VipsCompressor {
                 data: Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in ipv_jpeg_free(pointer) }))
             output.encoding.quality = variant.quality
             encoded.append(output)
+            let now = clock.now
+            steps.append(ImageStep(.encode(variant: index), from: stepStart, to: now))
+            stepStart = now
         }
         var compressed = CompressedImage(
             sourceFormat: .jpeg, sourceSize: size, variants: encoded,
             decodeTime: decodeTime, encodeTime: clock.now - start - decodeTime)
         compressed.placeholder = Self.placeholder(of: decoded.pixels, width: size.width, height: size.height, bands: 3)
+        steps.append(ImageStep(.placeholder, from: stepStart, to: clock.now))
+        compressed.steps = steps
         directCompressions.count.add(1, ordering: .relaxed)
         return compressed
     }

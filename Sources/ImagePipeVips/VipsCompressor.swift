@@ -151,6 +151,7 @@ public struct VipsCompressor: ImageCompressor {
         let clock = ContinuousClock()
         let started = clock.now
 
+        var steps: [ImageStep] = []
         let header = try openHeader(source, refusingWarnings: refusingWarnings)
         let format = try Self.acceptedFormat(of: header)
         // Read before the header goes, and only when some variant keeps metadata.
@@ -174,6 +175,9 @@ public struct VipsCompressor: ImageCompressor {
         heldMuch = needed >= Self.trimAfterBytes
         let reserved = memory.acquire(needed)
         defer { memory.release(reserved) }
+        // Waiting for working memory is not the header's work: the decode starts after it.
+        let decodeStart = clock.now
+        steps.append(ImageStep(.header, from: started, to: decodeStart))
 
         var decoded: VipsImageHandle?
         var toneMapped: ToneMappedPicture?
@@ -185,13 +189,17 @@ public struct VipsCompressor: ImageCompressor {
         }
         let allFrames = anyAnimated ? try decodeFrames(source) : nil
         let gainMap = readGainMap(source, start: start, header: header, format: format, displayed: displayed, variants: still)
-        let decodeTime = clock.now - started
+        let decodeEnd = clock.now
+        let decodeTime = decodeEnd - started
+        steps.append(ImageStep(.decode, from: decodeStart, to: decodeEnd))
         var placeholder: Placeholder?
         if let decoded {
             placeholder = Self.placeholder(of: decoded)
         } else if let allFrames {
             placeholder = Self.placeholder(of: try firstFrame(of: allFrames))
         }
+        var stepStart = clock.now
+        steps.append(ImageStep(.placeholder, from: decodeEnd, to: stepStart))
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
         for (index, variant) in variants.enumerated() {
@@ -205,16 +213,26 @@ public struct VipsCompressor: ImageCompressor {
                 let blocks = metadata?.blocks(for: variant.metadata) ?? SourceMetadata.Blocks()
                 var output = try encode(try overlayWatermark(resized, variant: variant), as: variant, metadata: blocks)
                 if variant.carriesHDR, case .read(let map) = gainMap {
+                    let carrying = clock.now
+                    steps.append(ImageStep(.encode(variant: index), from: stepStart, to: carrying))
                     output = try carryingGainMap(output, map: map, displayed: displayed, focus: source.focus)
+                    stepStart = clock.now
+                    steps.append(ImageStep(.gainMap(variant: index), from: carrying, to: stepStart))
+                    encoded.append(output)
+                    continue
                 }
                 encoded.append(output)
             }
+            let now = clock.now
+            steps.append(ImageStep(.encode(variant: index), from: stepStart, to: now))
+            stepStart = now
         }
         var compressed = CompressedImage(
             sourceFormat: format, sourceSize: displayed, variants: encoded,
             decodeTime: decodeTime, encodeTime: clock.now - started - decodeTime)
         compressed.placeholder = placeholder
         compressed.gainMap = Self.gainMapRecord(gainMap, variants: encoded) ?? toneMapped.map(Self.toneMapRecord)
+        compressed.steps = steps
         return compressed
     }
 

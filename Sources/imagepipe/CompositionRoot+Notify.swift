@@ -23,13 +23,13 @@ extension CompositionRoot {
     /// - Throws: `configuration` when the URL is not http(s) or the secret is missing: a worker
     ///   that would send unsigned notifications stops before its first job.
     static func notifier(
-        _ options: NotifyOptions, environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger
+        _ options: NotifyOptions, environment: [String: String] = ProcessInfo.processInfo.environment, tracer: Tracer? = nil,
+        logger: Logger
     ) throws(ImagePipeError) -> WebhookNotifier? {
         guard let url = options.notifyURL else { return nil }
-        return try WebhookNotifier(
-            configuration: .init(
-                url: url, secret: environment[notifySecretVariable] ?? "", deadline: options.deadline,
-                attemptTimeout: options.timeout),
-            logger: logger)
+        var configuration = WebhookNotifier.Configuration(
+            url: url, secret: environment[notifySecretVariable] ?? "", deadline: options.deadline, attemptTimeout: options.timeout)
+        configuration.tracer = tracer
+        return try WebhookNotifier(configuration: configuration, logger: logger)
     }
 }

@@ -33,7 +33,7 @@ enum CompositionRoot {
     /// `updatesEditedOriginals` is on for a batch (see ``FileHandler/Configuration/updatesEditedOriginals``).
     static func fileHandler(
         _ options: JobOptions, force: Bool = false, updatesEditedOriginals: Bool = false, sources: [String] = [],
-        maxSourceBytes: Int = 256 << 20, logger: Logger
+        maxSourceBytes: Int = 256 << 20, tracer: Tracer? = nil, logger: Logger
     ) throws(ImagePipeError) -> FileHandler {
         // A write to the queue or the destination that never returns (a frozen disk, a hung network
         // mount) is logged, not left to silence.
@@ -53,7 +53,7 @@ enum CompositionRoot {
         let watermark = try logo.map { (logo) throws(ImagePipeError) in try options.watermark.settings(logoSHA256: logo.sha256) }
         let variants = specs.map { $0.applying(watermark) }
         let keyTemplate = try KeyTemplate(options.key)
-        let configuration = FileHandler.Configuration(
+        var configuration = FileHandler.Configuration(
             variants: variants,
             keyTemplate: keyTemplate,
             limits: CompressionLimits(maxPixels: options.maxPixels, maxFrames: options.maxFrames),
@@ -65,6 +65,7 @@ enum CompositionRoot {
             update: options.update,
             force: force,
             updatesEditedOriginals: updatesEditedOriginals)
+        configuration.tracer = tracer
         var encoders = VipsCompressor.Configuration()
         encoders.scoreEveryVariant = options.score
         encoders.keepsSmallerOriginal = !options.alwaysEncode

@@ -46,6 +46,10 @@ import Glibc
             .init(
                 encoding: VariantEncoding(size: PixelSize(width: 320, height: 320), encodes: 3, keptOriginal: true, frames: 12), byteCount: 9_876),
         ]
+        result.steps = [
+            ImageStep(.decode, start: 10, end: 20), ImageStep(.encode(variant: 1), start: 20, end: 20),
+            ImageStep(.gainMap(variant: 0), start: 21, end: 30),
+        ]
         var hdr = result
         hdr.gainMap = GainMap(kind: .ultraHDRJPEG, carried: true, headroom: 3.5)
         hdr.variants[0].encoding.hdrHeadroom = 3.5
@@ -84,6 +88,14 @@ import Glibc
             .init(
                 encoding: VariantEncoding(size: PixelSize(width: 320, height: 320), quality: 70, encodes: 3), byteCount: 30,
                 inline: Array(repeating: 7, count: 30)),
+        ]
+        let t: UInt64 = 1_796_000_000_000_000_000
+        result.steps = [
+            ImageStep(.header, start: t, end: t + 1_000_000), ImageStep(.decode, start: t + 1_000_000, end: t + 40_000_000),
+            ImageStep(.placeholder, start: t + 40_000_000, end: t + 41_000_000),
+            ImageStep(.encode(variant: 0), start: t + 41_000_000, end: t + 90_000_000),
+            ImageStep(.gainMap(variant: 0), start: t + 90_000_000, end: t + 95_000_000),
+            ImageStep(.encode(variant: 1), start: t + 95_000_000, end: t + 100_000_000),
         ]
         var hdr = result
         hdr.sourceFormat = .heic
@@ -184,6 +196,34 @@ import Glibc
             .init(encoding: VariantEncoding(size: PixelSize(width: 10, height: 10), quality: 80, score: score), byteCount: 100)
         ]
         return HelperReply.compressed(nonce: 1, result).encoded()
+    }
+
+    /// The steps a helper reports are only placed in a trace, but they are strangers' numbers too:
+    /// a known kind, a variant the job has, an end not before its start, no more than the job's
+    /// steps can be.
+    @Test func stepsOfNoKnownKindOrVariantOrEndingBeforeTheyStartOrTooManyAreRefused() throws {
+        func reply(_ steps: [ImageStep]) -> HelperReply {
+            var result = HelperResult(
+                CompressedImage(sourceFormat: .jpeg, sourceSize: PixelSize(width: 10, height: 10), variants: [], decodeTime: .zero, encodeTime: .zero)
+            )
+            result.variants = [.init(encoding: VariantEncoding(size: PixelSize(width: 10, height: 10), quality: 80), byteCount: 100)]
+            result.steps = steps
+            return .compressed(nonce: 1, result)
+        }
+        let fine = reply([ImageStep(.header, start: 1, end: 2), ImageStep(.encode(variant: 0), start: 2, end: 9)])
+        #expect(try HelperReply(decoding: fine.encoded()) == fine)
+        for bad in [
+            [ImageStep(.encode(variant: 1), start: 1, end: 2)],  // the job has one variant
+            [ImageStep(.decode, start: 5, end: 4)],  // ends before it starts
+            Array(repeating: ImageStep(.decode, start: 1, end: 2), count: ImageStep.limit(variants: 1) + 1),
+        ] {
+            #expect(throws: WireReader.Malformed.self, "\(bad.prefix(2))") { try HelperReply(decoding: reply(bad).encoded()) }
+        }
+        // A kind past the last: the step's kind is the first number after its count.
+        var bytes = reply([ImageStep(.decode, start: 1, end: 2)]).encoded()
+        let kind = reply([]).encoded().count
+        bytes[kind] = 9
+        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: bytes) }
     }
 
     @Test func aScoreThatJSONCannotHoldIsRefused() throws {

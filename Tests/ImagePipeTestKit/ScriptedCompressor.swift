@@ -61,6 +61,7 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
             state.maxConcurrent = max(state.maxConcurrent, state.concurrent)
         }
         defer { state.withLock { $0.concurrent -= 1 } }
+        let start = ContinuousClock.now
         if work > .zero { Thread.sleep(forTimeInterval: Double(work.milliseconds) / 1000) }
         gate?.wait()
         if let error = failure?(source.name) { throw error }
@@ -69,7 +70,12 @@ public final class ScriptedCompressor: ImageCompressor, Sendable {
                 spec: variant, size: ResizePlan.outputSize(source: size, variant: variant),
                 data: TrackedData.make(Data("\(source.name):\(variant.name)".utf8), owner: self))
         }
-        return CompressedImage(sourceFormat: .jpeg, sourceSize: size, variants: outputs, decodeTime: work, encodeTime: .zero)
+        var image = CompressedImage(sourceFormat: .jpeg, sourceSize: size, variants: outputs, decodeTime: work, encodeTime: .zero)
+        // Steps as a real compressor reports them: a decode, then each variant's encode.
+        let decoded = ContinuousClock.now
+        image.steps =
+            [ImageStep(.decode, from: start, to: decoded)] + variants.indices.map { ImageStep(.encode(variant: $0), from: decoded, to: .now) }
+        return image
     }
 
     /// Records the batch, then compresses each source as a call of its own would.

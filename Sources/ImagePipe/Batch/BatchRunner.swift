@@ -17,6 +17,8 @@ public struct BatchRunner: Sendable {
     private let handler: FileHandler
     /// How many finished jobs' results may wait for `onResult` before no new job starts.
     private let deliveryLimit: Int
+    /// The span the run's span continues (a `TRACEPARENT` in the environment), when traced.
+    public var traceParent: TraceParent?
 
     /// Creates a runner; at most `deliveryLimit` results wait for their callback at once.
     public init(scanner: SourceScanner, pipeline: JobPipeline, deliveryLimit: Int = 64) {
@@ -88,6 +90,9 @@ public struct BatchRunner: Sendable {
         onResult: @escaping @Sendable (JobResult, Progress) -> Void
     ) async -> BatchSummary {
         let total = scan.jobs.count
+        // One trace for the run: its span is every original's span's parent.
+        let tracer = handler.configuration.tracer
+        let runTrace = tracer?.startJob(parent: traceParent, at: started)
         let collected = Mutex((summary: BatchSummary(), finished: 0))
         collected.withLock {
             $0.summary.total = total
@@ -108,6 +113,10 @@ public struct BatchRunner: Sendable {
             backlog.added()
             delivery.async {
                 onResult(result, Progress(finished: finished, failed: failed, total: total, elapsed: .now - started))
+                if let tracer, let trace = result.trace {
+                    let attributes = result.spanAttributes + [("imagepipe.source", .string(result.source))]
+                    tracer.record(trace.finished("image", kind: .internal, at: .now, attributes: attributes, status: result.spanStatus))
+                }
                 backlog.delivered()
             }
         }
@@ -131,6 +140,7 @@ public struct BatchRunner: Sendable {
                 // started, rather than each decoded and then failed after its own retries.
                 if pipeline.haltReason?.code == .storageUnavailable { break }
                 var job = scan.jobs[index]
+                job.traceParent = runTrace?.traceparent
                 // A file takes its clash only if its bytes show it is an image: one that is none is
                 // skipped as such, whatever it is called.
                 job.keyCollision = collisions[index]
@@ -174,6 +184,16 @@ public struct BatchRunner: Sendable {
             withdrawAll()
         }
         await withCheckedContinuation { continuation in delivery.async { continuation.resume() } }
+        if let tracer, let runTrace {
+            let summary = collected.withLock { $0.summary }
+            tracer.record(
+                runTrace.finished(
+                    "batch", kind: .internal, at: .now,
+                    attributes: [
+                        ("imagepipe.sources", .int(total)), ("imagepipe.done", .int(summary.done)),
+                        ("imagepipe.failed", .int(summary.failed)), ("imagepipe.skipped", .int(summary.skipped)),
+                    ], status: summary.failed > 0 ? .error("\(summary.failed) failed") : .unset))
+        }
         return collected.withLock { collected in
             collected.summary.wallTime = .now - started
             collected.summary.interrupted = interrupted

@@ -203,6 +203,9 @@ public struct CompressedImage: Sendable {
     public var placeholder: Placeholder?
     /// The HDR gain map the original carries, and whether the variants carry it too.
     public var gainMap: GainMap?
+    /// When each step of the work ran, for the job's trace: made where the work ran (a sandboxed
+    /// helper), checked by the worker against the time it waited for the answer.
+    public var steps: [ImageStep] = []
 
     /// Creates a result.
     public init(sourceFormat: SourceFormat, sourceSize: PixelSize, variants: [EncodedVariant], decodeTime: Duration, encodeTime: Duration) {
@@ -229,4 +232,39 @@ public struct EncodedVariant: Sendable {
         self.data = data
         self.encoding = VariantEncoding(size: size)
     }
+}
+
+/// One step of an image's work and when it ran, in wall-clock nanoseconds (``WallClock``).
+public struct ImageStep: Sendable, Equatable {
+    /// What the step did; variants are named by their place in the job's list.
+    public enum Name: Sendable, Equatable {
+        /// Opening the header and checking the format, size and frames.
+        case header
+        /// The one decode (shrink-on-load, colour conversion, tone mapping, frames) and reading the gain map.
+        case decode
+        /// The original's placeholder.
+        case placeholder
+        /// Resizing and encoding one variant (its quality search included).
+        case encode(variant: Int)
+        /// Carrying the gain map into one variant.
+        case gainMap(variant: Int)
+    }
+
+    public var name: Name
+    public var start: UInt64
+    public var end: UInt64
+
+    public init(_ name: Name, start: UInt64, end: UInt64) {
+        self.name = name
+        self.start = start
+        self.end = end
+    }
+
+    /// A step from two instants of this process.
+    public init(_ name: Name, from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) {
+        self.init(name, start: WallClock.nanos(at: start), end: WallClock.nanos(at: end))
+    }
+
+    /// The most steps an image of `variants` variants has: a bound a helper's answer is held to.
+    public static func limit(variants: Int) -> Int { 3 + 2 * variants }
 }

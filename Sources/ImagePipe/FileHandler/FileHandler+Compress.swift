@@ -6,7 +6,8 @@ extension FileHandler {
     /// ends the job.
     public func compress(_ context: inout JobContext, memory: WorkingMemory = .unlimited) {
         guard let image = compressionSource(&context) else { return }
-        compressed(&context, compressOne(image, memory: memory))
+        let start = ContinuousClock.now
+        compressed(&context, compressOne(image, memory: memory), since: start)
     }
 
     private func compressOne(_ image: SourceImage, memory: WorkingMemory) -> Result<CompressedImage, ImagePipeError> {
@@ -26,6 +27,7 @@ extension FileHandler {
             indices.append(index)
         }
         guard !images.isEmpty else { return }
+        let start = ContinuousClock.now
         // Jobs that ended before it may leave one: compressed as one, unless a session is open for
         // the lane's batches.
         let outcomes =
@@ -37,7 +39,7 @@ extension FileHandler {
             // A compressor that answered for fewer sources than it was given failed the rest.
             let outcome =
                 position < outcomes.count ? outcomes[position] : .failure(ImagePipeError(.encodeFailed, "the compressor gave no result for it"))
-            compressed(&contexts[index], outcome)
+            compressed(&contexts[index], outcome, since: start, batch: images.count)
         }
     }
 
@@ -59,8 +61,12 @@ extension FileHandler {
         return SourceImage(name: context.job.relativePath, content: source.content, focus: context.job.focus ?? source.focus)
     }
 
-    /// Records what the compressor made of a job's source, or its failure.
-    private func compressed(_ context: inout JobContext, _ outcome: Result<CompressedImage, ImagePipeError>) {
+    /// Records what the compressor made of a job's source, or its failure; a traced job gains the
+    /// compression's span and its steps' (one call's, `batch` sources in it, started at `start`).
+    private func compressed(
+        _ context: inout JobContext, _ outcome: Result<CompressedImage, ImagePipeError>, since start: ContinuousClock.Instant, batch: Int = 1
+    ) {
+        if context.trace != nil { traceCompression(&context, outcome, since: start, batch: batch) }
         guard let source = context.source, var origin = context.origin else { return }
         // The source's bytes (or its open descriptor) are not needed past this stage: a job whose
         // outputs wait for their round of fsyncs holds neither.
@@ -101,6 +107,55 @@ extension FileHandler {
                 context.failure = error
             }
         }
+    }
+
+    /// The compression's span, and a child for each step the compressor reports: each step is
+    /// held within the span (the time this worker waited for the answer), so a helper that says
+    /// otherwise moves only its own steps, and only within its own call.
+    private func traceCompression(
+        _ context: inout JobContext, _ outcome: Result<CompressedImage, ImagePipeError>, since start: ContinuousClock.Instant, batch: Int
+    ) {
+        let end = ContinuousClock.now
+        var attributes: [(String, Span.Value)] = []
+        if batch > 1 { attributes.append(("imagepipe.batch_sources", .int(batch))) }
+        var status = Span.Status.unset
+        if case .failure(let error) = outcome {
+            attributes.append(("error.type", .string(error.code.description)))
+            status = .error(error.reason)
+        }
+        guard let span = context.trace?.add("compress", from: start, to: end, attributes: attributes, status: status),
+            case .success(let image) = outcome, let trace = context.trace
+        else { return }
+        let (low, high) = (WallClock.nanos(at: start), WallClock.nanos(at: end))
+        let variants = configuration.variants
+        var steps: [Span] = []
+        for step in image.steps.prefix(ImageStep.limit(variants: variants.count)) {
+            let name: String
+            var stepAttributes: [(String, Span.Value)] = []
+            switch step.name {
+            case .header: name = "read header"
+            case .decode: name = "decode"
+            case .placeholder: name = "placeholder"
+            case .encode(let index), .gainMap(let index):
+                guard index < variants.count else { continue }
+                let variant = variants[index]
+                stepAttributes = [("imagepipe.variant", .string(variant.name)), ("imagepipe.format", .string(variant.format.rawValue))]
+                if case .encode = step.name {
+                    name = "encode"
+                    if index < image.variants.count, let encodes = image.variants[index].encoding.encodes {
+                        stepAttributes.append(("imagepipe.quality_search_encodes", .int(encodes)))
+                    }
+                } else {
+                    name = "gain map"
+                }
+            }
+            let stepStart = min(max(step.start, low), high)
+            steps.append(
+                Span(
+                    name: name, traceID: trace.traceID, parent: span, start: stepStart, end: min(max(step.end, stepStart), high),
+                    attributes: stepAttributes))
+        }
+        context.trace?.add(steps)
     }
 
     /// Adds an output's object, marked with its original and the policy its key's look-up allows.

@@ -46,14 +46,18 @@ extension FileHandler {
             source = file
             if let clash = job.keyCollision { throw clash }
         case .notAnImage(let reason):
-            context.timings.readMs = (clock.now - start).milliseconds
+            let read = clock.now
+            context.timings.readMs = (read - start).milliseconds
+            context.trace?.add(Self.readSpanName(job), from: start, to: read, attributes: [("imagepipe.skip_code", .string("not_an_image"))])
             context.skip = (.notAnImage, reason)
             return
         }
         context.source = source
         let origin = Origin(sha256: source.sha256, source: job.sourceName, location: job.location)
         context.origin = origin
-        context.timings.readMs = (clock.now - start).milliseconds
+        let read = clock.now
+        context.timings.readMs = (read - start).milliseconds
+        context.trace?.add(Self.readSpanName(job), from: start, to: read, attributes: [("imagepipe.bytes_in", .int(source.byteCount))])
 
         context.outputs = try outputKeys(job, source).map { JobContext.Output(spec: $0.spec, key: $0.key) }
         if Self.frameCount(of: source) > 1 {
@@ -90,8 +94,13 @@ extension FileHandler {
                 logReplacement(of: existing, at: key, changed: changed, source: job.sourceName)
             }
         }
-        context.timings.checkMs = (clock.now - checkStart).milliseconds
+        let checked = clock.now
+        context.timings.checkMs = (checked - checkStart).milliseconds
+        context.trace?.add("check destination", from: checkStart, to: checked, attributes: [("imagepipe.keys", .int(keys.count))])
     }
+
+    /// A local file is read, an object downloaded.
+    private static func readSpanName(_ job: Job) -> String { job.object == nil ? "read source" : "download source" }
 
     /// Logs that the output under `key` is about to be replaced, and warns when it was served as
     /// immutable: the new picture then reaches only those whose caches never held the old one.

@@ -96,6 +96,8 @@ private final class Puts: Sendable {
         var remaining: Int
         var running: Int
         var firstStart: ContinuousClock.Instant?
+        /// When each put started, for its span (traced jobs only).
+        var starts: [ContinuousClock.Instant?]
     }
     private let state: Mutex<State>
 
@@ -106,13 +108,18 @@ private final class Puts: Sendable {
         let objects = context.outputs.map(\.object)
         for index in context.outputs.indices { context.outputs[index].object?.body = Data() }
         count = objects.count
-        state = Mutex(State(context: context, objects: objects, remaining: objects.count, running: objects.count))
+        state = Mutex(
+            State(
+                context: context, objects: objects, remaining: objects.count, running: objects.count,
+                starts: Array(repeating: nil, count: context.trace == nil ? 0 : objects.count)))
     }
 
     /// Takes object `index` out; its bytes are released once the caller is done with it.
     func take(_ index: Int) -> StorageObject {
         state.withLock { state -> StorageObject in
-            if state.firstStart == nil { state.firstStart = .now }
+            let now = ContinuousClock.now
+            if state.firstStart == nil { state.firstStart = now }
+            if state.context.trace != nil { state.starts[index] = now }
             defer { state.objects[index] = nil }
             return state.objects[index]!
         }
@@ -123,6 +130,18 @@ private final class Puts: Sendable {
         state.withLock { state in
             state.context.outputs[index].stored = outcome
             state.remaining -= 1
+            if let start = state.starts.isEmpty ? nil : state.starts[index] {
+                let output = state.context.outputs[index]
+                var attributes: [(String, Span.Value)] = [("imagepipe.key", .string(output.key))]
+                var status = Span.Status.unset
+                switch outcome {
+                case .success(let stored): attributes.append(("imagepipe.bytes_out", .int(stored.bytes)))
+                case .failure(let error):
+                    attributes.append(("error.type", .string(error.code.description)))
+                    status = .error(error.reason)
+                }
+                state.context.trace?.add("store", from: start, to: .now, kind: .client, attributes: attributes, status: status)
+            }
             return Events(finished: finished(&state))
         }
     }

@@ -46,6 +46,8 @@ public struct FileHandler: Sendable {
         /// now and then; off for a queue, whose names uploaders choose, where a second `photo.jpg`
         /// is as likely someone else's picture. Each replacement is logged either way.
         public var updatesEditedOriginals: Bool
+        /// Who traces jobs, when traces are exported (`OTEL_EXPORTER_OTLP_ENDPOINT`); nil traces nothing.
+        public var tracer: Tracer?
 
         /// Creates a configuration; the defaults are the `web` preset and the default key template.
         public init(

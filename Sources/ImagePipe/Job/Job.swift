@@ -19,6 +19,11 @@ public struct Job: Sendable {
     public var keyCollision: ImagePipeError?
     /// The point `cover` crops keep, given with the job; nil to crop where each variant says.
     public var focus: FocalPoint?
+    /// The producer's span, when the job was queued with a `traceparent`: the job span continues its trace.
+    public var traceParent: TraceParent?
+    /// When the claim that brought the job from its queue ran: a traced job's span starts there,
+    /// with the claim as its first child. Nil for a batch's jobs.
+    public var claimedDuring: ClosedRange<ContinuousClock.Instant>?
     /// How many of the job's earlier attempts ended with its decoder failing in its helper process:
     /// crashed (`decoder_crashed`) or stopped at `--job-timeout` (`job_timeout`), see
     /// ``ImagePipeError/Code/isDecoderFailure``. A queue fills it when it claims the job, from what it
@@ -93,6 +98,7 @@ extension Job: Equatable {
     public static func == (lhs: Job, rhs: Job) -> Bool {
         lhs.source == rhs.source && lhs.relativePath == rhs.relativePath && lhs.attempt == rhs.attempt && lhs.focus == rhs.focus
             && lhs.earlierDecoderFailures == rhs.earlierDecoderFailures && lhs.deliveredAt == rhs.deliveredAt
+            && lhs.traceParent == rhs.traceParent
     }
 }
 

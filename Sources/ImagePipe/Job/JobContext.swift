@@ -87,6 +87,8 @@ public struct JobContext: Sendable {
     public internal(set) var skip: (code: JobResult.SkipCode, reason: String)?
     /// Keys reserved in this process for this job, released when it ends.
     var reservedKeys: [String] = []
+    /// The job's trace when it is traced: each stage adds its spans, and the result carries them on.
+    public internal(set) var trace: JobTrace?
 
     /// A job accepted at `acceptedAt`.
     public init(job: Job, acceptedAt: ContinuousClock.Instant = .now) {
@@ -115,6 +117,7 @@ public struct JobContext: Sendable {
             source: job.sourceName, status: status, error: failure, sha256: source?.sha256, format: format,
             width: size?.width, height: size?.height, bytes: source?.byteCount, timings: timings, attempts: job.attempt)
         result.sourceETag = source?.etag
+        result.trace = trace
         switch status {
         case .failed:
             break

@@ -49,6 +49,10 @@ public struct JobNotice: Sendable, Codable, Equatable {
     public var job: String
     /// The result record, as recorded.
     public var result: JobResult
+    /// The job span's W3C context when the job was traced: its notification POST carries it as
+    /// `traceparent`, so the receiving application joins the trace. Kept with the notice (and in
+    /// its body), so a notice sent by another worker, or after a restart, still carries it.
+    public var traceparent: String?
 
     /// Creates a notice.
     public init(event: Event, job: String, result: JobResult, id: String = UUID().uuidString.lowercased()) {
@@ -56,6 +60,7 @@ public struct JobNotice: Sendable, Codable, Equatable {
         self.id = id
         self.job = job
         self.result = result
+        self.traceparent = result.trace?.traceparent.description
     }
 
     /// The notification's body: one JSON object, keys sorted, as the manifest writes its records.

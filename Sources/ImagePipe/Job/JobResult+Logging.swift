@@ -6,9 +6,16 @@ extension JobResult {
     /// when it failed; `skip_code` and `reason` when skipped; sizes, the variant count and the stage
     /// timings (`read_ms`, `decode_ms`, `encode_ms`, `store_ms`, `total_ms`) when done.
     ///
+    /// A traced job's lines also carry `trace_id` and `span_id`: its job span.
+    ///
     /// Numbers stay numbers (a JSON log writes them unquoted); keys are stable snake_case.
     public var logMetadata: Logger.Metadata {
         var metadata: Logger.Metadata = ["source": .string(source)]
+        // A traced job's lines lead to its trace: the job span's ids, as W3C writes them.
+        if let trace {
+            metadata["trace_id"] = .string(trace.traceID.description)
+            metadata["span_id"] = .string(trace.spanID.description)
+        }
         switch status {
         case .failed:
             metadata["error"] = .string(error ?? "unknown error")

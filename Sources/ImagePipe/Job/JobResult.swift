@@ -93,6 +93,10 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// Total bytes of all stored variants (not counting a stored original).
     public var outputBytes: Int { variants.reduce(0) { $0 + $1.bytes } }
 
+    /// The job's trace, when it is traced: its identity and its stages' spans, for whoever settles
+    /// the job to end the job span. Not part of the record.
+    public var trace: JobTrace?
+
     enum CodingKeys: String, CodingKey {
         case source, status, error, errorCode = "error_code", transient, skipCode = "skip_code", reason
         case sha256, sourceETag = "source_etag", format, width, height, bytes, variants, original, placeholder

@@ -2,15 +2,19 @@
 import Foundation
 
 /// A queued job's options, stored beside its source as a JSON object (the PostgreSQL queue's
-/// `options` column): `{"focus": [0.3, 0.7]}`. Keys imagepipe does not know are left alone, so a
-/// producer may write options for a newer worker.
+/// `options` column): `{"focus": [0.3, 0.7], "traceparent": "00-…-01"}`. Keys imagepipe does not
+/// know are left alone, so a producer may write options for a newer worker.
 public struct QueuedJobOptions: Sendable, Hashable {
     /// The point `cover` crops keep (``FocalPoint``), or nil.
     public var focus: FocalPoint?
+    /// The producer's span (W3C `traceparent`), which the job span continues. One that is not a
+    /// valid W3C value is ignored, as the W3C rules ask: a trace context never fails an image's job.
+    public var traceparent: TraceParent?
 
     /// Options with nothing set.
-    public init(focus: FocalPoint? = nil) {
+    public init(focus: FocalPoint? = nil, traceparent: TraceParent? = nil) {
         self.focus = focus
+        self.traceparent = traceparent
     }
 
     /// Reads the JSON object; an options value that cannot be used fails the job with `invalid_job_options`.
@@ -20,6 +24,7 @@ public struct QueuedJobOptions: Sendable, Hashable {
             throw bad("are not a JSON object: \(text.prefix(200))")
         }
         self.init()
+        if let text = object["traceparent"] as? String { traceparent = TraceParent(text) }
         guard let value = object["focus"], !(value is NSNull) else { return }
         // Decoded as numbers, so `true` or "0.3" is refused rather than read as one.
         struct Focus: Decodable { var focus: [Double] }
@@ -33,8 +38,10 @@ public struct QueuedJobOptions: Sendable, Hashable {
 
     /// The JSON object, keys sorted; `{}` when nothing is set.
     public var json: String {
-        guard let focus else { return "{}" }
-        return "{\"focus\":[\(focus.x),\(focus.y)]}"
+        var fields: [String] = []
+        if let focus { fields.append("\"focus\":[\(focus.x),\(focus.y)]") }
+        if let traceparent { fields.append("\"traceparent\":\"\(traceparent)\"") }
+        return "{" + fields.joined(separator: ",") + "}"
     }
 
     private static func describe(_ value: Any) -> String {

@@ -77,7 +77,11 @@ public final class JobPipeline: Sendable {
 
     /// Runs an admitted job. `events` is called on pipeline or storage threads and must not block.
     public func submit(_ job: Job, events: @escaping @Sendable (JobEvent) -> Void) {
-        let context = JobContext(job: job)
+        var context = JobContext(job: job)
+        if let tracer = handler.configuration.tracer {
+            context.trace = tracer.startJob(parent: job.traceParent, at: job.claimedDuring?.lowerBound ?? context.acceptedAt)
+            if let claim = job.claimedDuring { context.trace?.add("claim", from: claim.lowerBound, to: claim.upperBound) }
+        }
         // The job's room comes back once it holds no image data: when it ends, or earlier once its
         // outputs are handed to storage and wait there to be made durable; a small job's too while
         // it waits for a batch (parked, see ``parkingLimit``).

@@ -347,7 +347,9 @@ public final class DirectoryQueue: JobQueue {
                 }
             }
             do throws(ImagePipeError) {
-                job.focus = try readOptions(of: name)?.focus
+                let options = try readOptions(of: name)
+                job.focus = options?.focus
+                job.traceParent = options?.traceparent
             } catch {
                 // Its options cannot be used: the worker fails it for good (see ``ClaimedJob/refusal``).
                 return ClaimedJob(id: name, job: job, refusal: error)

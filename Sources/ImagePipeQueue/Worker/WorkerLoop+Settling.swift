@@ -6,12 +6,16 @@ import Logging
 extension WorkerLoop {
     /// Carries out the state machine's decision on an attempt, logs it and reports how it went.
     func settle(_ claimed: ClaimedJob, _ decision: Machine.Decision, _ result: JobResult) async {
+        let started = ContinuousClock.now
+        // When the queue recorded the job's end: its span ends there, before its notice may go out.
+        var recordedAt: ContinuousClock.Instant?
         let outcome: Machine.Settled
         switch decision {
         case .complete:
             let notice = self.notice(.init(result.status), claimed, result)
             outcome = settled(await queue.complete(claimed, result: result, notice: notice), claimed)
             if outcome == .recorded {
+                recordedAt = .now
                 logger.info(result.status == .skipped ? "skipped" : "done", metadata: Self.metadata(result, claimed))
                 observer?.jobFinished(result)
                 kept(notice)
@@ -38,6 +42,7 @@ extension WorkerLoop {
             let notice = self.notice(.failed, claimed, result)
             outcome = settled(await queue.discard(claimed, failure: AttemptRecord(result), result: result, notice: notice), claimed)
             if outcome == .recorded {
+                recordedAt = .now
                 // One word per fate: a job refused at its claim failed for good like any other,
                 // its error_code saying why (invalid_job_options).
                 logger.error("failed", metadata: Self.metadata(result, claimed))
@@ -51,12 +56,42 @@ extension WorkerLoop {
             let notice = self.notice(.cancelled, claimed, result)
             outcome = settled(await queue.cancel(claimed, failure: AttemptRecord(result), result: result, notice: notice), claimed)
             if outcome == .recorded {
+                recordedAt = .now
                 logger.notice("cancelled", metadata: Self.metadata(result, claimed))
                 observer?.jobCancelled(result)
                 kept(notice)
             }
         }
+        if let trace = result.trace { traced(trace, claimed, decision, result, outcome, from: started, to: recordedAt ?? .now) }
         events.send(.settled(claimed.id, outcome))
+    }
+
+    /// Ends a traced job's span, a consumer `process` span as OpenTelemetry's messaging conventions
+    /// name it, with the settlement's span as its last child, and hands them to the tracer.
+    private func traced(
+        _ trace: JobTrace, _ claimed: ClaimedJob, _ decision: Machine.Decision, _ result: JobResult, _ outcome: Machine.Settled,
+        from started: ContinuousClock.Instant, to end: ContinuousClock.Instant
+    ) {
+        guard let tracer = pipeline.handler.configuration.tracer else { return }
+        var trace = trace
+        let settlement: String =
+            switch decision {
+            case .complete: "complete"
+            case .retry: "retry"
+            case .discard: "fail"
+            case .release: "release"
+            case .cancel: "cancel"
+            }
+        trace.add(
+            "settle", from: started, to: end,
+            attributes: [("imagepipe.settlement", .string(settlement)), ("imagepipe.recorded", .bool(outcome == .recorded))])
+        var attributes = result.spanAttributes
+        attributes += [
+            ("messaging.system", .string("imagepipe")), ("messaging.operation.type", .string("process")),
+            ("messaging.destination.name", .string(queue.displayName)), ("messaging.message.id", .string(claimed.id)),
+            ("imagepipe.source", .string(claimed.source)), ("imagepipe.attempt", .int(claimed.job.attempt)),
+        ]
+        tracer.record(trace.finished("process \(queue.displayName)", kind: .consumer, at: end, attributes: attributes, status: result.spanStatus))
     }
 
     /// The notice of an outcome about to be recorded, when this worker notifies: the queue keeps it

@@ -304,7 +304,13 @@ public final class WorkerLoop: Service, Sendable {
     /// not fill are given back at once.
     private func claim(upTo count: Int) async {
         let reserved = pipeline.tryReserve(upTo: count)
-        let jobs = reserved > 0 ? await queue.claim(upTo: reserved) : []
+        let start = ContinuousClock.now
+        var jobs = reserved > 0 ? await queue.claim(upTo: reserved) : []
+        // A traced job's span starts with its claim.
+        if pipeline.handler.configuration.tracer != nil {
+            let claim = start...ContinuousClock.now
+            for index in jobs.indices { jobs[index].job.claimedDuring = claim }
+        }
         // A job refused at its claim never runs: its place goes back too.
         pipeline.cancelReservation(reserved - jobs.count { $0.refusal == nil })
         events.send(.claimed(jobs, asked: reserved))

@@ -27,7 +27,7 @@ extension WebhookNotifier {
             NotificationMetrics.finished(delivered: false)
             return finished(taken, settled: true, on: lane)
         }
-        let outcome = attempt(notice.body())
+        let outcome = attempt(notice.body(), traceparent: notice.traceparent.flatMap(TraceParent.init), number: number)
         var metadata: Logger.Metadata = [
             "job": "\(notice.job)", "event": "\(notice.event.rawValue)", "url": "\(Self.redacted(configuration.url))",
             "attempt": .stringConvertible(number),
@@ -64,25 +64,54 @@ extension WebhookNotifier {
         }
     }
 
-    /// One signed POST, stamped with the time it is sent.
-    func attempt(_ body: Data) -> Attempt {
+    /// One signed POST, stamped with the time it is sent. A traced job's carries `traceparent`:
+    /// this POST's own span when this worker traces, else the job span's as the notice kept it.
+    func attempt(_ body: Data, traceparent job: TraceParent? = nil, number: Int = 1) -> Attempt {
         let timestamp = Int(Date().timeIntervalSince1970)
-        let request = HTTPRequest(
-            method: "POST", url: configuration.url,
-            headers: [
-                ("Content-Type", "application/json"),
-                (NotificationSignature.headerName, signature.header(body: body, timestamp: timestamp)),
-            ], body: body)
-        let response: HTTPResponse
-        do {
-            response = try client.perform(request)
-        } catch {
-            return error.isRetryable ? .retryable(error.message) : .refused(error.message)
+        var headers = [
+            ("Content-Type", "application/json"),
+            (NotificationSignature.headerName, signature.header(body: body, timestamp: timestamp)),
+        ]
+        let tracer = job == nil ? nil : configuration.tracer
+        let span = SpanID.random()
+        if let job {
+            headers.append(
+                ("traceparent", tracer == nil ? job.description : TraceParent(traceID: job.traceID, spanID: span, sampled: true).description))
         }
-        if response.isSuccess { return .delivered }
-        // A timeout or a rate limit passes like an outage; other 4xx answers will not change.
-        if response.status >= 500 || response.status == 408 || response.status == 429 { return .retryable("HTTP \(response.status)") }
-        return .refused("HTTP \(response.status)")
+        let start = ContinuousClock.now
+        let request = HTTPRequest(method: "POST", url: configuration.url, headers: headers, body: body)
+        let outcome: Attempt
+        var status: Int?
+        do {
+            let response = try client.perform(request)
+            status = response.status
+            // A timeout or a rate limit passes like an outage; other 4xx answers will not change.
+            outcome =
+                response.isSuccess
+                ? .delivered
+                : response.status >= 500 || response.status == 408 || response.status == 429
+                    ? .retryable("HTTP \(response.status)") : .refused("HTTP \(response.status)")
+        } catch {
+            outcome = error.isRetryable ? .retryable(error.message) : .refused(error.message)
+        }
+        if let tracer, let job {
+            var attributes: [(String, Span.Value)] = [
+                ("http.request.method", .string("POST")), ("url.full", .string(Self.redacted(configuration.url))),
+                ("http.request.resend_count", .int(number - 1)),
+            ]
+            if let status { attributes.append(("http.response.status_code", .int(status))) }
+            var spanStatus = Span.Status.unset
+            switch outcome {
+            case .delivered: break
+            case .retryable(let reason), .refused(let reason): spanStatus = .error(reason)
+            }
+            tracer.record([
+                Span(
+                    name: "POST", kind: .client, traceID: job.traceID, spanID: span, parent: job.spanID, start: WallClock.nanos(at: start),
+                    end: WallClock.now, attributes: attributes, status: spanStatus)
+            ])
+        }
+        return outcome
     }
 
     /// Between half and all of a ceiling that doubles from ``Configuration/firstDelay`` up to

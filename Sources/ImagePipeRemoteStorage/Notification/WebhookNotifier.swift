@@ -36,6 +36,9 @@ public final class WebhookNotifier: JobNotifier, Sendable {
         public var firstDelay: Duration
         /// The longest backoff.
         public var maxDelay: Duration
+        /// Who records each POST of a traced job's notice as a client span of its job span; nil
+        /// records none (the POST still carries the job's `traceparent`).
+        public var tracer: Tracer?
 
         /// Creates a configuration.
         public init(

@@ -120,7 +120,13 @@ struct BatchCommand: AsyncParsableCommand {
     ) async throws {
         // Setting up reads files (the list, the sources, credentials): blocking I/O, off the
         // cooperative pool, as is the dry run's reading and hashing.
-        let runner = try await BlockingIO.run { () throws(ImagePipeError) in try prepare(logger: logger) }
+        let tracer = try CompositionRoot.tracer(service, logger: logger)
+        let parent = tracer == nil ? nil : CompositionRoot.environmentTraceParent(logger: logger)
+        let runner = try await BlockingIO.run { () throws(ImagePipeError) in
+            var runner = try prepare(tracer: tracer, logger: logger)
+            runner.traceParent = parent
+            return runner
+        }
         if dryRun {
             let counts = try await BlockingIO.run { () throws(ImagePipeError) -> [DryRunLine.Action: Int] in
                 var counts: [DryRunLine.Action: Int] = [:]
@@ -137,7 +143,7 @@ struct BatchCommand: AsyncParsableCommand {
         }
 
         // A notify URL that cannot work, or no secret to sign with, stops the run before it starts.
-        let notifier = try CompositionRoot.notifier(notify, logger: logger)
+        let notifier = try CompositionRoot.notifier(notify, tracer: tracer, logger: logger)
         let started = ContinuousClock.now
         // Listing and the destination's check come first: a run that stops here leaves no trace,
         // not even an emptied manifest.
@@ -219,6 +225,8 @@ struct BatchCommand: AsyncParsableCommand {
         // Every notification gets its deadline; the run ends when the last is delivered or given up.
         let notifyLimit = summary.interrupted ? Self.notifyGraceWhenInterrupted + notify.timeout : notify.deadline + notify.timeout
         _ = await BlockingIO.run { notifier?.finishWaiting(within: notifyLimit) }
+        // The run's span and the notifications' last: sent now, within a few seconds at most.
+        await CompositionRoot.flushTraces(tracer)
         // Known only now: whether a file is an image is decided by its first bytes as it is read.
         if summary.foundNoImage, !summary.interrupted { logger.warning("no images found") }
         if service.logFormat == .json {
@@ -242,7 +250,7 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     /// Reads the sources and checks them, then builds the handler and the runner. Blocking I/O.
-    private func prepare(logger: Logger) throws(ImagePipeError) -> BatchRunner {
+    private func prepare(tracer: Tracer?, logger: Logger) throws(ImagePipeError) -> BatchRunner {
         // Sources are read and checked before the destination is created, so a typo creates nothing.
         let inputs =
             try sources.map { SourceScanner.Input($0) }
@@ -251,7 +259,7 @@ struct BatchCommand: AsyncParsableCommand {
         // A batch's sources are a library: a photo found under its name with other bytes was edited.
         let handler = try CompositionRoot.fileHandler(
             options, force: force, updatesEditedOriginals: true, sources: inputs.map(\.path),
-            maxSourceBytes: maxSourceBytes, logger: logger)
+            maxSourceBytes: maxSourceBytes, tracer: tracer, logger: logger)
         let pipeline = CompositionRoot.pipeline(handler, options)
         // A destination inside the source tree must not be read back as sources.
         let excluded = [handler.storage.location, manifest.map { LocalPath.absolute($0) }].compactMap { $0 }

@@ -14,7 +14,8 @@ struct EnqueueCommand: AsyncParsableCommand {
             a line with a NUL byte or invalid UTF-8 stops the command, naming it). Sources are added in batches of \
             \(EnqueueCommand.batchSize) (one statement each). Prints each new job's ID and source, tab-separated. \
             --priority orders claims (lower first, then the earliest due); --run-at delays the jobs; \
-            --focus X,Y stores a focal point with each job (the point cover crops keep). \
+            --focus X,Y stores a focal point with each job (the point cover crops keep); --traceparent (or \
+            TRACEPARENT in the environment) stores the caller's W3C trace context, which each job's trace continues. \
             The queue's schema is created when missing. The password comes from PGPASSWORD or ~/.pgpass.
             """)
 
@@ -53,6 +54,20 @@ struct EnqueueCommand: AsyncParsableCommand {
         })
     var focus: FocalPoint?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The W3C trace context of the request that queued the jobs (00-TRACEID-SPANID-FLAGS; default: TRACEPARENT): "
+                + "each job's trace continues it.",
+            valueName: "traceparent"),
+        transform: { text in
+            guard let parent = TraceParent(text) else {
+                throw ValidationError("--traceparent '\(text)' is not a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lower case")
+            }
+            return parent
+        })
+    var traceparent: TraceParent?
+
     func validate() throws {
         guard !sources.isEmpty else { throw ValidationError("name at least one source, or '-' for standard input") }
         guard Int(Int32.min)...Int(Int32.max) ~= priority else {
@@ -62,7 +77,10 @@ struct EnqueueCommand: AsyncParsableCommand {
 
     func run() async throws {
         let driver = try QueueDrivers.open(queue, creating: true)
-        let request = EnqueueRequest(unique: unique, priority: priority, runAt: runAt, options: QueuedJobOptions(focus: focus))
+        // The caller's context, else the environment's (a CI job or a shell script that is itself traced).
+        let parent = traceparent ?? ProcessInfo.processInfo.environment["TRACEPARENT"].flatMap(TraceParent.init)
+        let request = EnqueueRequest(
+            unique: unique, priority: priority, runAt: runAt, options: QueuedJobOptions(focus: focus, traceparent: parent))
         let sources = self.sources
         // One session for every batch; a queue that takes no enqueue refuses before anything is read.
         let (added, skipped) = try await driver.enqueue(request) { session throws(ImagePipeError) in

@@ -22,6 +22,14 @@ struct ServiceOptions: ParsableArguments {
             "text, or json: one object per line with time, level, message, label and the fields.", valueName: "format"))
     var logFormat: LogFormat = .text
 
+    @Option(
+        name: .customLong("otlp-endpoint"),
+        help: ArgumentHelp(
+            "Export traces over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (spans go to /v1/traces); "
+                + "OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables do the same.",
+            valueName: "url"))
+    var otlpEndpoint: String?
+
     func validate() throws {
         guard checkInterval > 0 else { throw ValidationError("--check-interval must be positive") }
         if let metricsAddress {

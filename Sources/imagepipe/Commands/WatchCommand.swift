@@ -111,17 +111,18 @@ struct WatchCommand: AsyncParsableCommand {
         // the environment has credentials for (a job naming the other fails with the reason).
         // Setting up reads files and asks the destination (a probe, maybe over HTTP): blocking work,
         // done off the cooperative pool.
+        let tracer = try CompositionRoot.tracer(service, logger: logger)
         let driver = try QueueDrivers.open(queue, creating: true, logger: logger)
         let (handler, pipeline, jobs, notifier, companions) = try await BlockingIO.run { () throws(ImagePipeError) in
             // Options that do not apply to this kind of queue are refused before anything is set up.
             let companions = try driver.companions(keepingDone: keepDone)
             let handler = try CompositionRoot.fileHandler(
                 options, sources: driver.takesObjectSources ? StorageFactory.configuredSourceSchemes(options.storage) : [],
-                logger: logger)
+                tracer: tracer, logger: logger)
             // A wrong destination stops the worker here, not after every job used up its attempts;
             // one that goes away later is retried like any storage failure.
             try handler.storage.probe()
-            let notifier = try CompositionRoot.notifier(notify, logger: logger)
+            let notifier = try CompositionRoot.notifier(notify, tracer: tracer, logger: logger)
             let settings = QueueSettings(
                 rescanInterval: .seconds(rescanInterval), quietPeriod: .seconds(quietPeriod), lease: .seconds(lease),
                 retention: .seconds(retentionDays * 86_400), notifies: notify.notifyURL != nil)
@@ -148,7 +149,8 @@ struct WatchCommand: AsyncParsableCommand {
         // signal, then the worker is cancelled, which gives back what still runs.
         // The queue's companions (the cleaner of done/) stop after the worker: a graceful shutdown goes in reverse order.
         let services =
-            (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
+            (tracer.map { [ServiceGroupConfiguration.ServiceConfiguration(service: TraceExportService(tracer: $0))] } ?? [])
+            + (monitoring?.services ?? []).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
             + companions.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
             + [.init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)

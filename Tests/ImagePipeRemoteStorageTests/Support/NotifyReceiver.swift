@@ -17,6 +17,8 @@ final class NotifyReceiver: Sendable {
         /// With a queue directory: whether the job's record was there when the POST arrived.
         var recordExisted: Bool?
         var contentType: String
+        /// The W3C trace context the POST carried, if any.
+        var traceparent: String?
 
         var id: String { body["id"] as? String ?? "" }
         var job: String { body["job"] as? String ?? "" }
@@ -47,7 +49,8 @@ final class NotifyReceiver: Sendable {
             Received(
                 signatureOK: entry["signature_ok"] as? Bool ?? false, signatureProblem: entry["signature_problem"] as? String ?? "",
                 body: entry["body"] as? [String: Any] ?? [:], answer: "\(entry["answer"] ?? "")",
-                recordExisted: entry["record_existed"] as? Bool, contentType: entry["content_type"] as? String ?? "")
+                recordExisted: entry["record_existed"] as? Bool, contentType: entry["content_type"] as? String ?? "",
+                traceparent: entry["traceparent"] as? String)
         }
     }
 }

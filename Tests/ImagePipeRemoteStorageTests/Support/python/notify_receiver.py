@@ -83,6 +83,7 @@ class Handler(BaseHTTPRequestHandler):
             answer = 500 if number <= args.fail else ("hang" if number <= args.fail + args.hang else 200)
             requests.append({
                 "path": self.path, "content_type": self.headers.get("Content-Type", ""),
+                "traceparent": self.headers.get("traceparent"),
                 "signature_ok": ok, "signature_problem": why, "body": parsed, "answer": answer, "record_existed": record,
                 "received_at": time.time(),
             })
