@@ -48,6 +48,14 @@ struct BenchCommand: ParsableCommand {
         help: "Also time imagepipe with --sandbox off (image work inside the worker), alternated with the others: what the helpers cost.")
     var alsoSandboxOff = false
 
+    @Option(
+        name: .customLong("also-traced"),
+        help: ArgumentHelp(
+            "Also time imagepipe exporting every job's trace to this OTLP/HTTP collector (e.g. http://127.0.0.1:4318), "
+                + "alternated with the others: what tracing costs.",
+            valueName: "url"))
+    var alsoTraced: String?
+
     @Flag(
         name: .customLong("also-unflushed"),
         help: ArgumentHelp(
@@ -133,7 +141,8 @@ struct BenchCommand: ParsableCommand {
                 ("imagepipe " + name, BenchJob(variants: try Preset.variants([], preset: name), workers: jobs))
             }
                 + (alsoSandboxOff
-                    ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : []),
+                    ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : [])
+                + (alsoTraced.map { [("imagepipe traced", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--otlp-endpoint", $0]))] } ?? []),
             queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
         runner.neighbour = neighbour
         runner.queueDirectories = alsoQueueDir.map(LocalPath.absolute)

@@ -11,13 +11,13 @@ Prints {"port"} on standard output and exits when standard input closes.
 """
 import argparse
 import json
+import os
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
-from parent_watch import exit_with_parent
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fail", type=int, default=0)
@@ -100,5 +100,13 @@ class Handler(BaseHTTPRequestHandler):
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
 print(json.dumps({"port": server.server_address[1]}), flush=True)
-exit_with_parent()
+
+
+def exit_with_parent():
+    # The test that started it holds standard input: its end, even by a crash, ends the receiver.
+    sys.stdin.buffer.read()
+    os._exit(0)
+
+
+threading.Thread(target=exit_with_parent, daemon=True).start()
 server.serve_forever()
