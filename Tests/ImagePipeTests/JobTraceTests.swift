@@ -44,6 +44,15 @@ final class RecordingSink: SpanSink {
         #expect(TraceParent(random.description) == random, "what imagepipe writes it reads back")
     }
 
+    @Test func idsNeverRepeatWithinAProcessAndAreNeverZero() {
+        // Far past the counter's wrap: it starts anywhere in 64 bits and steps by 0.62 of them.
+        let spans = (0..<200_000).map { _ in SpanID.random().value }
+        #expect(Set(spans).count == spans.count && !spans.contains(0))
+        let traces = (0..<50_000).map { _ in TraceID.random() }
+        #expect(Set(traces).count == traces.count)
+        #expect(Set(traces.map(\.low)).count > 49_000, "the halves are not one counter's neighbours")
+    }
+
     @Test func theSamplerDecidesByTheTraceSoEveryProcessAgrees() {
         let ids = (0..<4000).map { _ in TraceID.random() }
         let half = ids.filter { Tracer.Sampler.ratio(0.5).samples($0, parent: nil) }.count

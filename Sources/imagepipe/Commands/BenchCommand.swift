@@ -142,7 +142,8 @@ struct BenchCommand: ParsableCommand {
             }
                 + (alsoSandboxOff
                     ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : [])
-                + (alsoTraced.map { [("imagepipe traced", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--otlp-endpoint", $0]))] } ?? []),
+                + (alsoTraced.map { [("imagepipe traced", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--otlp-endpoint", $0]))] }
+                    ?? []),
             queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)
         runner.neighbour = neighbour
         runner.queueDirectories = alsoQueueDir.map(LocalPath.absolute)
