@@ -72,6 +72,7 @@ public final class ClaimArea: Sendable {
         } catch {
             return .failed(error.reason)
         }
+        BlockingIO.mayBlock("rename \(delivery.name) into the claim area")
         let renamed = RawPath(queue.inbox).appending(delivery.raw).withCString { source in rename(source, target) }
         if renamed != 0 {
             if errno == ENOENT { return .gone }
@@ -97,6 +98,7 @@ public final class ClaimArea: Sendable {
         // A folder of that name is a folder of deliveries, not options.
         guard source.withCString({ lstat($0, &info) }) == 0, info.st_mode & S_IFMT != S_IFDIR else { return nil }
         let target = pathOf(JobOptionsFile.name(of: delivery.name))
+        BlockingIO.mayBlock("rename \(JobOptionsFile.name(of: delivery.name)) into the claim area")
         if source.withCString({ rename($0, target) }) == 0 || errno == ENOENT { return nil }
         return "cannot claim \(JobOptionsFile.name(of: delivery.name)): \(String(cString: strerror(errno)))"
     }

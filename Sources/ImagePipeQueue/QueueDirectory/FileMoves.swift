@@ -75,6 +75,7 @@ enum FileMoves {
             return false
         case .success(.taken):
             // No hard links here (some network file systems): a checked rename.
+            BlockingIO.mayBlock("rename \(source)")
             if rename(source, target) != 0 { throw failure("cannot move \(source) to \(target)") }
             return true
         case .failure(let code):
@@ -89,6 +90,7 @@ enum FileMoves {
     /// place, so `target` is never a half-written file; `target`'s directory is not fsynced (the
     /// caller's next write there does it).
     static func keepCopy(_ source: String, at target: String, staging: String) throws(ImagePipeError) {
+        BlockingIO.mayBlock("keep a copy of \(source)")
         try DurableFile.makeParent(of: target)
         let temporary = staging + "/.\(LocalPath.name(of: target)).\(UInt32.random(in: 0...UInt32.max)).tmp"
         if link(source, temporary) == 0 {
