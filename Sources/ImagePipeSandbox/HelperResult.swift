@@ -34,8 +34,8 @@ package struct HelperResult: Equatable {
     package var placeholder: Placeholder?
     package var gainMap: GainMap?
     package var variants: [Variant]
-    /// When each step ran, as the helper says: only placed in the job's trace, within the time the
-    /// worker waited for this answer (``ImageStep/clamped(within:)``).
+    /// When each step ran, as the helper says: only placed in the job's trace, each held within
+    /// the time the worker waited for this answer (`FileHandler`'s compression span).
     package var steps: [ImageStep] = []
 
     /// The most variants a result may describe: as many descriptors as one message carries.

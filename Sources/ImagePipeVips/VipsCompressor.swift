@@ -173,11 +173,11 @@ public struct VipsCompressor: ImageCompressor {
             + Self.gainMapMemory(header, start: start, format: format, variants: variants, source: source)
             + Self.toneMapMemory(header, picture: hdrPicture)
         heldMuch = needed >= Self.trimAfterBytes
+        // Waiting for working memory is neither the header's work nor the decode's: a gap between them.
+        steps.append(ImageStep(.header, from: started, to: clock.now))
         let reserved = memory.acquire(needed)
         defer { memory.release(reserved) }
-        // Waiting for working memory is not the header's work: the decode starts after it.
         let decodeStart = clock.now
-        steps.append(ImageStep(.header, from: started, to: decodeStart))
 
         var decoded: VipsImageHandle?
         var toneMapped: ToneMappedPicture?

@@ -39,7 +39,7 @@ import Testing
                 #expect(span.start >= parent.end, "the notification follows the job's record")
                 continue
             }
-            // One millisecond of slack: the worker and a helper read the wall clock apart.
+            // One millisecond of slack for the conversions of instants to nanoseconds.
             #expect(span.start + 1_000_000 >= parent.start && span.end <= parent.end + 1_000_000, "\(span.name) within \(parent.name)")
         }
     }
@@ -132,14 +132,17 @@ import Testing
             ["batch", directory.url("src"), "--dest", directory.url("out-down"), "--log-format", "json"],
             environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(LoopbackHTTP.freePort())", "OTEL_BSP_SCHEDULE_DELAY": "200"])
         #expect(down.status == 1, "the damaged JPEG fails, the rest is done: \(down.stderr.suffix(2000))")
-        #expect(down.stderr.contains("spans not exported"), "said once: \(down.stderr.suffix(2000))")
+        let warnings = down.stderr.components(separatedBy: "spans not exported: the OTLP receiver did not take them; jobs go on").count - 1
+        #expect(warnings == 1, "said once, not for every request: \(down.stderr.suffix(2000))")
         #expect(FileManager.default.fileExists(atPath: directory.url("out-down")))
-        // A collector that takes every request and answers none for two minutes: the batch ends
-        // with its results, the spans given up at its stop, while the first request is still held.
+        // A collector that takes every request and answers none for two minutes, with requests
+        // allowed as long: the batch ends with its results, the spans given up at its stop, while
+        // the first request is still held. A job that waited for any request would hold the run
+        // past the two minutes, and the runner stops it at one.
         let slow = try TraceReceiver(hangSeconds: 120)
         let held = try CommandRunner.run(
             ["batch", directory.url("src"), "--dest", directory.url("out-slow"), "--manifest", directory.url("slow.jsonl"), "--log-format", "json"],
-            environment: slow.environment)
+            environment: slow.environment.merging(["OTEL_EXPORTER_OTLP_TIMEOUT": "120000"]) { $1 }, timeout: .seconds(60))
         #expect(held.status == 1, "\(held.stderr.suffix(2000))")
         let records = try String(contentsOfFile: directory.url("slow.jsonl"), encoding: .utf8).split(separator: "\n")
         #expect(records.count == 4, "every original recorded")

@@ -83,12 +83,16 @@ final class RecordingSink: SpanSink {
         let sink = RecordingSink()
         var configuration = FileHandler.Configuration()
         configuration.tracer = Tracer(sink: sink)
-        let compressor = ScriptedCompressor(batching: CompressionBatching(sources: 4, sourceBytes: 256, totalBytes: 1 << 20))
+        // Held: the first call waits until the small jobs behind it are in the backlog, so they are
+        // compressed in one batched call, whatever the machine's load.
+        let compressor = ScriptedCompressor(held: true, batching: CompressionBatching(sources: 4, sourceBytes: 256, totalBytes: 1 << 20))
         let pipeline = JobPipeline(
             handler: FileHandler(compressor: compressor, storage: InMemoryStorage(delay: .milliseconds(1)), configuration: configuration),
-            limits: .init(jobs: 2, uploads: 3))
-        let all = jobs(12)
-        let results = try await pipeline.runAll(all)
+            limits: .init(jobs: 1, uploads: 3))
+        let running = Task { try await pipeline.runAll(jobs(12)) }
+        #expect(await eventually(seconds: 60) { compressor.runningCalls == 1 && pipeline.waitingForCompression >= 2 })
+        for _ in 0..<12 { compressor.letOneThrough() }
+        let results = try await running.value
         #expect(results.count == 12 && results.allSatisfy { $0.status == .done })
         #expect(compressor.batches.contains { $0.count > 1 }, "some jobs went through a batched call: \(compressor.batches)")
         for result in results {
@@ -141,6 +145,49 @@ final class RecordingSink: SpanSink {
         #expect(untraced.status == .done && untraced.trace == nil)
     }
 
+    @Test func theStageAJobFailedInCarriesTheError() async throws {
+        var configuration = FileHandler.Configuration()
+        configuration.tracer = Tracer(sink: RecordingSink())
+        let handler = FileHandler(
+            compressor: ScriptedCompressor(), storage: InMemoryStorage(failing: { _, _ in ImagePipeError(.storageRejected, "no") }),
+            configuration: configuration)
+        let missing = try await handler.run(Job(path: directory.url("src/missing.jpg"), relativePath: "missing.jpg"))
+        let read = try #require(missing.trace?.spans.first { $0.name == "read source" }, "the read that failed has its span")
+        #expect(
+            read.status != .unset && read.attributes.contains(Span.Attribute("error.type", .string(missing.errorCode?.description ?? "?"))), "\(read)"
+        )
+        #expect(missing.status == .failed && missing.errorCode != nil)
+        let rejected = try await handler.run(Job(path: directory.write("src/a.jpg", ScriptedCompressor.image()), relativePath: "a.jpg"))
+        #expect(rejected.status == .failed)
+        let stores = rejected.trace?.spans.filter { $0.name == "store" } ?? []
+        #expect(
+            stores.count == 3
+                && stores.allSatisfy { $0.status != .unset && $0.attributes.contains(Span.Attribute("error.type", .string("storage_rejected"))) },
+            "every failed put's span says so")
+    }
+
+    @Test func aBatchNotSampledHasNoneOfItsImagesSampled() async throws {
+        let sink = RecordingSink()
+        for index in 0..<3 { directory.write("quiet/\(index).jpg", ScriptedCompressor.image("quiet \(index)")) }
+        for sampler in [Tracer.Sampler.parentBased(root: .alwaysOn), .ratio(0.5)] {
+            var configuration = FileHandler.Configuration()
+            configuration.tracer = Tracer(sampler: sampler, sink: sink)
+            var runner = BatchRunner(
+                scanner: SourceScanner(inputs: [SourceScanner.Input(directory.url("quiet"))]),
+                pipeline: JobPipeline(
+                    handler: FileHandler(compressor: ScriptedCompressor(), storage: InMemoryStorage(), configuration: configuration)))
+            // A caller that did not sample its own span; under the ratio, a trace the ratio leaves out.
+            var trace = TraceID.random()
+            if case .ratio = sampler {
+                while sampler.samples(trace, parent: nil) { trace = TraceID.random() }
+            }
+            runner.traceParent = TraceParent(traceID: trace, spanID: .random(), sampled: false)
+            let summary = try await runner.run { _, _ in }
+            #expect(summary.done == 3)
+        }
+        #expect(sink.recorded.isEmpty, "no image of a run left out is traced on its own: \(sink.recorded.map(\.name))")
+    }
+
     @Test func aBatchIsOneTraceWhoseRunSpanParentsEveryOriginal() async throws {
         let sink = RecordingSink()
         var configuration = FileHandler.Configuration()
@@ -161,7 +208,7 @@ final class RecordingSink: SpanSink {
         #expect(images.count == 6 && images.allSatisfy { $0.parent == run.spanID && $0.traceID == run.traceID })
         let ids = Set(spans.map(\.spanID))
         #expect(spans.allSatisfy { $0.traceID == producer.traceID })
-        #expect(spans.allSatisfy { $0.parent == producer.spanID || ids.contains($0.parent!) }, "no span's parent is missing")
+        #expect(spans.allSatisfy { $0.parent == producer.spanID || $0.parent.map(ids.contains) == true }, "no span's parent is missing")
         #expect(spans.filter { $0.name == "store" }.count == 15)
     }
 }

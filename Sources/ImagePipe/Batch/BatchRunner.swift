@@ -92,7 +92,13 @@ public struct BatchRunner: Sendable {
         let total = scan.jobs.count
         // One trace for the run: its span is every original's span's parent.
         let tracer = handler.configuration.tracer
-        let runTrace = tracer?.startJob(parent: traceParent, at: started)
+        let runID = traceParent?.traceID ?? TraceID.random()
+        let runTrace = tracer?.startJob(parent: traceParent, trace: runID, at: started)
+        // Every original's span is the run's child; a run not sampled has none of its images
+        // sampled either (a parent-based sampler hears it, a ratio sampler sees the same trace).
+        let jobParent =
+            tracer == nil
+            ? nil : runTrace?.traceparent ?? TraceParent(traceID: runID, spanID: traceParent?.spanID ?? .random(), sampled: false)
         let collected = Mutex((summary: BatchSummary(), finished: 0))
         collected.withLock {
             $0.summary.total = total
@@ -112,10 +118,13 @@ public struct BatchRunner: Sendable {
             }
             backlog.added()
             delivery.async {
+                // The image's span ends when its result is in: not after the callback, which may
+                // wait for room among other images' notifications.
+                let ended = ContinuousClock.now
                 onResult(result, Progress(finished: finished, failed: failed, total: total, elapsed: .now - started))
                 if let tracer, let trace = result.trace {
                     let attributes = result.spanAttributes + [("imagepipe.source", .string(result.source))]
-                    tracer.record(trace.finished("image", kind: .internal, at: .now, attributes: attributes, status: result.spanStatus))
+                    tracer.record(trace.finished("image", kind: .internal, at: ended, attributes: attributes, status: result.spanStatus))
                 }
                 backlog.delivered()
             }
@@ -140,7 +149,7 @@ public struct BatchRunner: Sendable {
                 // started, rather than each decoded and then failed after its own retries.
                 if pipeline.haltReason?.code == .storageUnavailable { break }
                 var job = scan.jobs[index]
-                job.traceParent = runTrace?.traceparent
+                job.traceParent = jobParent
                 // A file takes its clash only if its bytes show it is an image: one that is none is
                 // skipped as such, whatever it is called.
                 job.keyCollision = collisions[index]

@@ -41,7 +41,16 @@ extension FileHandler {
         let clock = ContinuousClock()
         let job = context.job
         let source: SourceFile
-        switch try readSource(job) {
+        let outcome: SourceReader.Outcome
+        do {
+            outcome = try readSource(job)
+        } catch {
+            // A traced job shows where it failed: the read's span carries the error.
+            context.trace?.add(
+                Self.readSpanName(job), from: start, to: clock.now, attributes: Self.errorAttributes(error), status: .error(error.reason))
+            throw error
+        }
+        switch outcome {
         case .image(let file):
             source = file
             if let clash = job.keyCollision { throw clash }
@@ -78,6 +87,21 @@ extension FileHandler {
         }
 
         let checkStart = clock.now
+        do {
+            try checkDestination(&context, keys: keys, origin: origin, reserving: reserving)
+        } catch {
+            context.trace?.add(
+                "check destination", from: checkStart, to: clock.now, attributes: Self.errorAttributes(error), status: .error(error.reason))
+            throw error
+        }
+        let checked = clock.now
+        context.timings.checkMs = (checked - checkStart).milliseconds
+        context.trace?.add("check destination", from: checkStart, to: checked, attributes: [("imagepipe.keys", .int(keys.count))])
+    }
+
+    /// Looks every output's key up in the destination: what it holds there, and whether this job may write it.
+    private func checkDestination(_ context: inout JobContext, keys: [String], origin: Origin, reserving: Bool) throws(ImagePipeError) {
+        let job = context.job
         let found = lookUp(keys)
         for index in context.outputs.indices {
             let key = context.outputs[index].key
@@ -94,9 +118,11 @@ extension FileHandler {
                 logReplacement(of: existing, at: key, changed: changed, source: job.sourceName)
             }
         }
-        let checked = clock.now
-        context.timings.checkMs = (checked - checkStart).milliseconds
-        context.trace?.add("check destination", from: checkStart, to: checked, attributes: [("imagepipe.keys", .int(keys.count))])
+    }
+
+    /// A span's attributes for a stage that failed.
+    private static func errorAttributes(_ error: ImagePipeError) -> [(String, Span.Value)] {
+        [("error.type", .string(error.code.description))]
     }
 
     /// A local file is read, an object downloaded.

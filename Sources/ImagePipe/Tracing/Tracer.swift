@@ -38,9 +38,10 @@ public final class Tracer: Sendable {
         self.sink = sink
     }
 
-    /// A new job's trace, continuing `parent` when the job came with one; nil when not sampled.
-    public func startJob(parent: TraceParent?, at start: ContinuousClock.Instant = .now) -> JobTrace? {
-        let trace = parent?.traceID ?? TraceID.random()
+    /// A new job's trace, continuing `parent` when the job came with one (else `trace`, or a new
+    /// one); nil when not sampled.
+    public func startJob(parent: TraceParent?, trace given: TraceID? = nil, at start: ContinuousClock.Instant = .now) -> JobTrace? {
+        let trace = parent?.traceID ?? given ?? TraceID.random()
         guard sampler.samples(trace, parent: parent) else { return nil }
         return JobTrace(traceID: trace, parent: parent?.spanID, start: start)
     }

@@ -26,9 +26,11 @@ public final class OTLPExporter: SpanSink {
         /// A send is scheduled on the queue for a full batch.
         var sendScheduled = false
         var dropped = 0
-        var failures = 0
-        var lastWarning: ContinuousClock.Instant?
+        /// When each kind of warning was last logged.
+        var lastWarning: [String: ContinuousClock.Instant] = [:]
         var stopped = false
+        /// Once stopping: when sending ends, whichever round is sending.
+        var deadline: ContinuousClock.Instant?
     }
     private let state = Mutex(State())
 
@@ -63,7 +65,10 @@ public final class OTLPExporter: SpanSink {
 
     public func record(_ spans: [Span]) {
         let full = state.withLock { state -> Bool in
-            guard !state.stopped else { return false }
+            guard !state.stopped else {
+                state.dropped += spans.count
+                return false
+            }
             let room = max(0, configuration.maxQueueSize - state.waiting.count)
             state.waiting.append(contentsOf: spans.prefix(room))
             state.dropped += spans.count - min(room, spans.count)
@@ -75,10 +80,10 @@ public final class OTLPExporter: SpanSink {
     }
 
     /// Sends what waits, a batch at a time (on the exporter's queue).
-    private func sendWaiting(until deadline: ContinuousClock.Instant? = nil) {
+    private func sendWaiting() {
         while true {
-            if let deadline, ContinuousClock.now >= deadline { return }
             let (batch, dropped) = state.withLock { state -> ([Span], Int) in
+                if let deadline = state.deadline, ContinuousClock.now >= deadline { return ([], 0) }
                 let batch = Array(state.waiting.prefix(configuration.maxBatchSize))
                 state.waiting.removeFirst(batch.count)
                 if state.waiting.count < configuration.maxBatchSize { state.sendScheduled = false }
@@ -115,12 +120,12 @@ public final class OTLPExporter: SpanSink {
         }
     }
 
-    /// One warning a minute at most: a receiver that is down would otherwise log each second.
+    /// One warning of each kind a minute at most: a receiver that is down would otherwise log each second.
     private func warn(_ message: Logger.Message, _ metadata: Logger.Metadata) {
         let now = ContinuousClock.now
         let due = state.withLock { state -> Bool in
-            guard state.lastWarning.map({ now - $0 >= .seconds(60) }) ?? true else { return false }
-            state.lastWarning = now
+            guard state.lastWarning[message.description].map({ now - $0 >= .seconds(60) }) ?? true else { return false }
+            state.lastWarning[message.description] = now
             return true
         }
         if due { logger.warning(message, metadata: metadata) }
@@ -133,15 +138,30 @@ public final class OTLPExporter: SpanSink {
     /// calls it through ``BlockingIO``. What is not sent by then is given up.
     public func shutdown(within limit: Duration) {
         let deadline = ContinuousClock.now + limit
-        state.withLock { $0.stopped = true }
+        // A round under way (its requests each up to the timeout) stops sending at the deadline too.
+        state.withLock {
+            $0.stopped = true
+            $0.deadline = deadline
+        }
         let done = DispatchSemaphore(value: 0)
         queue.async { [self] in
-            sendWaiting(until: deadline)
+            sendWaiting()
             done.signal()
         }
         let left = max(.zero, deadline - .now)
-        if done.wait(timeout: .now() + left.timeInterval) == .timedOut {
-            logger.warning("spans not exported: the OTLP receiver did not take them before the stop", metadata: ["url": "\(configuration.url)"])
+        let timedOut = done.wait(timeout: .now() + left.timeInterval) == .timedOut
+        let unsent = state.withLock { $0.waiting.count + $0.dropped }
+        if timedOut || unsent > 0 {
+            logger.warning(
+                "spans not exported: the OTLP receiver did not take them before the stop",
+                metadata: ["url": "\(configuration.url)", "unsent": .stringConvertible(unsent)])
         }
+        let counts = sentCounts
+        logger.debug(
+            "traces exported",
+            metadata: [
+                "spans": .stringConvertible(counts.sent), "dropped": .stringConvertible(counts.dropped),
+                "failed_requests": .stringConvertible(counts.failedRequests),
+            ])
     }
 }

@@ -120,7 +120,8 @@ struct BatchCommand: AsyncParsableCommand {
     ) async throws {
         // Setting up reads files (the list, the sources, credentials): blocking I/O, off the
         // cooperative pool, as is the dry run's reading and hashing.
-        let tracer = try CompositionRoot.tracer(service, logger: logger)
+        // libcurl's global start reads OpenSSL's configuration: blocking, off the pool.
+        let tracer = try await BlockingIO.run { () throws(ImagePipeError) in try CompositionRoot.tracer(service, logger: logger) }
         let parent = tracer == nil ? nil : CompositionRoot.environmentTraceParent(logger: logger)
         let runner = try await BlockingIO.run { () throws(ImagePipeError) in
             var runner = try prepare(tracer: tracer, logger: logger)

@@ -111,7 +111,8 @@ struct WatchCommand: AsyncParsableCommand {
         // the environment has credentials for (a job naming the other fails with the reason).
         // Setting up reads files and asks the destination (a probe, maybe over HTTP): blocking work,
         // done off the cooperative pool.
-        let tracer = try CompositionRoot.tracer(service, logger: logger)
+        // libcurl's global start reads OpenSSL's configuration: blocking, off the pool.
+        let tracer = try await BlockingIO.run { () throws(ImagePipeError) in try CompositionRoot.tracer(service, logger: logger) }
         let driver = try QueueDrivers.open(queue, creating: true, logger: logger)
         let (handler, pipeline, jobs, notifier, companions) = try await BlockingIO.run { () throws(ImagePipeError) in
             // Options that do not apply to this kind of queue are refused before anything is set up.
