@@ -170,7 +170,8 @@ import Testing
         #expect(outputs.count == 3 * names.values.filter { $0 }.count)
         let failure = try JSONDecoder().decode(
             FailureRecord.self, from: Data(contentsOf: URL(fileURLWithPath: queue + "/failed/burst/broken.jpg.error.json")))
-        #expect(failure.errorCode == .corruptImage && failure.attempts == 1)
+        let text = (try? String(contentsOfFile: queue + "/failed/burst/broken.jpg.error.json", encoding: .utf8)) ?? ""
+        #expect(failure.errorCode == .corruptImage && failure.attempts == 1, "\(text)")
         #expect(leftBehind > 0, "the killed worker held claimed jobs")
         #expect((second.log + third.log).contains("recovered"), "its jobs were returned to the inbox")
     }
