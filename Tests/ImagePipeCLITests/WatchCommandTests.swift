@@ -133,9 +133,11 @@ import Testing
             names[name] = true
         }
         deliver("hostile/truncated.jpg", as: "burst/broken.jpg")
-        deliver("hostile/truncated.png", as: "burst/broken.png")
+        // Named apart from broken.jpg: both stems would name the same output keys (`broken-large.jpg`),
+        // and a truncated PNG that decodes in part would make broken.jpg a key collision.
+        deliver("hostile/truncated.png", as: "burst/damaged.png")
         names["burst/broken.jpg"] = false
-        names["burst/broken.png"] = false
+        names["burst/damaged.png"] = false
 
         let first = try start(log: "first.log")
         #expect(eventually { files("done").count >= 6 })
