@@ -129,8 +129,8 @@ test-deps:
 		echo "installing moto[server], boto3, ssimulacra2, thumbhash, imagecodecs (an independent libjxl and libultrahdr) pillow-heif (an independent libheif) and opentelemetry-proto (the OTLP protocol's own decoder) for the tests"; \
 		python3 -m pip --version >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 			$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip; }; \
-		python3 -m pip install --quiet "moto[server]>=5,<6" boto3 "ssimulacra2==0.3.0" "thumbhash==0.1.2" pillow "imagecodecs>=2024.1" "pillow-heif>=0.18" "opentelemetry-proto>=1.20" 2>/dev/null || \
-			python3 -m pip install --quiet --break-system-packages "moto[server]>=5,<6" boto3 "ssimulacra2==0.3.0" "thumbhash==0.1.2" pillow "imagecodecs>=2024.1" "pillow-heif>=0.18" "opentelemetry-proto>=1.20"; \
+		python3 -m pip install --quiet "moto[server]>=5,<6" boto3 "ssimulacra2==0.3.0" "thumbhash==0.1.2" pillow "imagecodecs>=2024.1" "pillow-heif>=0.18" "opentelemetry-proto>=1.20" "pdqhash>=0.2" 2>/dev/null || \
+			python3 -m pip install --quiet --break-system-packages "moto[server]>=5,<6" boto3 "ssimulacra2==0.3.0" "thumbhash==0.1.2" pillow "imagecodecs>=2024.1" "pillow-heif>=0.18" "opentelemetry-proto>=1.20" "pdqhash>=0.2"; \
 	}
 	@[ -x /usr/sbin/ip ] || { echo "installing iproute2 for the test that puts a worker on a host of its own (network namespace)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2; }

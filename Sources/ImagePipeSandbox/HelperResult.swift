@@ -33,6 +33,8 @@ package struct HelperResult: Equatable {
     package var encodeTime: Duration
     package var placeholder: Placeholder?
     package var gainMap: GainMap?
+    /// What the helper's analyses found (``ImageFacts``), held to its shapes as it is read.
+    package var facts: ImageFacts?
     package var variants: [Variant]
     /// When each step ran, as the helper says: only placed in the job's trace, each held within
     /// the time the worker waited for this answer (`FileHandler`'s compression span).
@@ -57,6 +59,7 @@ package struct HelperResult: Equatable {
         encodeTime = compressed.encodeTime
         placeholder = compressed.placeholder
         gainMap = compressed.gainMap
+        facts = compressed.facts
         steps = compressed.steps
         let inline = allowed && Self.fitsInline(compressed)
         variants = compressed.variants.map {
@@ -90,6 +93,7 @@ package struct HelperResult: Equatable {
             writer.optional(gainMap.reasonCode) { $0.string($1.rawValue) }
             writer.optional(gainMap.headroom) { $0.double($1) }
         }
+        writer.optional(facts) { writer, facts in facts.write(&writer) }
         writer.int(variants.count)
         for variant in variants {
             let encoding = variant.encoding
@@ -157,6 +161,7 @@ package struct HelperResult: Equatable {
             guard let headroom else { throw WireReader.Malformed(description: "a gain map carried without its headroom") }
             return GainMap(kind: kind, carried: true, headroom: headroom)
         }
+        facts = try reader.optional { (reader) throws(WireReader.Malformed) in try ImageFacts(&reader) }
         let count = try reader.int(in: 0...Self.maxVariants, "a variant count of")
         variants = []
         for _ in 0..<count {

@@ -114,6 +114,7 @@ extension CompressedImage {
             sourceFormat: result.sourceFormat, sourceSize: result.sourceSize, variants: encoded, decodeTime: result.decodeTime,
             encodeTime: result.encodeTime)
         placeholder = result.placeholder
+        facts = result.facts
         gainMap = result.gainMap
         steps = result.steps
     }

@@ -10,6 +10,9 @@ struct SourceMetadata: Sendable {
     var icc: Data?
     var xmp: Data?
     var iptc: Data?
+    /// An XMP packet of the source's IPTC digital source type alone, when its XMP declares one:
+    /// what `copyright` and `safe` outputs carry of the XMP, so an AI label survives them.
+    var sourceTypeXMP: Data?
 
     /// What an output is saved with.
     struct Blocks: Sendable {
@@ -33,17 +36,20 @@ struct SourceMetadata: Sendable {
         icc = blob("icc-profile-data")
         xmp = blob("xmp-data")
         iptc = blob("iptc-data")
+        sourceTypeXMP = xmp.flatMap(ProvenanceScan.digitalSourceType(xmp:)).map(ProvenanceScan.xmpPacket(digitalSourceType:))
     }
 
     /// The blocks `policy` writes: the EXIF tags it keeps, written anew (``ExifBlock``); the ICC
     /// profile when the policy keeps it and it is sRGB's (any other was converted from, so the
-    /// output's pixels are no longer in it); XMP and IPTC as they are under `keep` only.
+    /// output's pixels are no longer in it); XMP and IPTC as they are under `keep` only, and under
+    /// `copyright` and `safe` an XMP of the digital source type alone.
     func blocks(for policy: MetadataPolicy) -> Blocks {
         guard policy != .strip else { return Blocks() }
         let profile = policy.keepsColourProfile ? icc.flatMap { profile in Self.isSRGB(profile) ? profile : nil } : nil
         return Blocks(
             exif: ExifBlock.carried(from: exif, policy: policy), icc: profile,
-            xmp: policy.keepsXMPAndIPTC ? xmp : nil, iptc: policy.keepsXMPAndIPTC ? iptc : nil)
+            xmp: policy.keepsXMPAndIPTC ? xmp : policy.keepsDigitalSourceType ? sourceTypeXMP : nil,
+            iptc: policy.keepsXMPAndIPTC ? iptc : nil)
     }
 
     private static func isSRGB(_ profile: Data) -> Bool {

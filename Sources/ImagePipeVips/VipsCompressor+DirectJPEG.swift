@@ -83,7 +83,10 @@ extension VipsCompressor {
         var compressed = CompressedImage(
             sourceFormat: .jpeg, sourceSize: size, variants: encoded,
             decodeTime: decodeTime, encodeTime: clock.now - start - decodeTime)
-        compressed.placeholder = Self.placeholder(of: decoded.pixels, width: size.width, height: size.height, bands: 3)
+        // The XMP, if any, is read from the JPEG's own segments by the provenance step.
+        (compressed.placeholder, compressed.facts) = analyse(
+            AnalysisContext.Picture(pixels: decoded.pixels, width: size.width, height: size.height, bands: 3), source: source,
+            start: data.prefix(GainMap.probedBytes), xmp: nil)
         steps.append(ImageStep(.placeholder, from: stepStart, to: clock.now))
         compressed.steps = steps
         directCompressions.count.add(1, ordering: .relaxed)

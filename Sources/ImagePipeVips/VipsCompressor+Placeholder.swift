@@ -4,24 +4,7 @@ import CVipsShim
 import ImagePipe
 
 extension VipsCompressor {
-    /// The placeholder of an image held in memory (8-bit sRGB, as every decoded copy is), from its
-    /// pixels averaged down to ThumbHash's 100x100 in place: a libvips pipeline for it cost as much
-    /// as the whole of a small image's work. Nil for any other layout, which costs the job nothing
-    /// but its placeholder.
-    static func placeholder(of image: VipsImageHandle) -> Placeholder? {
-        placeholderPixels(of: image).map(placeholder(from:))
-    }
-
-    /// The same from interleaved 8-bit pixels, 3 (RGB) or 4 (RGBA) bands.
-    static func placeholder(of pixels: UnsafePointer<UInt8>, width: Int, height: Int, bands: Int) -> Placeholder? {
-        placeholderPixels(of: pixels, width: width, height: height, bands: bands).map(placeholder(from:))
-    }
-
-    private static func placeholder(from pixels: (width: Int, height: Int, rgba: [UInt8])) -> Placeholder {
-        Placeholder(width: pixels.width, height: pixels.height, rgba: pixels.rgba)
-    }
-
-    /// The RGBA pixels, at most 100x100, a placeholder is made from (see ``placeholder(of:)``).
+    /// The RGBA pixels, at most 100x100, a placeholder is made from (see ``ImageAnalysis/placeholder``).
     package static func placeholderPixels(of image: VipsImageHandle) -> (width: Int, height: Int, rgba: [UInt8])? {
         let pointer = image.pointer
         guard pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, let data = vips_image_get_data(pointer) else { return nil }

@@ -31,6 +31,8 @@ public struct VipsCompressor: ImageCompressor {
         /// Whether plain JPEGs that need no resizing skip libvips (see ``VipsCompressor/compressDirectly(_:variants:limits:memory:)``);
         /// off only to compare the two paths.
         package var decodesPlainJPEGsDirectly = true
+        /// The facts the helper's analyses make of each original (`--facts`, all by default).
+        public var facts = FactKinds.all
 
         /// The working memory to allow per image compressed at once: room for a 5120x2880 progressive
         /// JPEG (88 MB of coefficients) with its outputs, so two light images never wait for each other.
@@ -156,6 +158,7 @@ public struct VipsCompressor: ImageCompressor {
         let format = try Self.acceptedFormat(of: header)
         // Read before the header goes, and only when some variant keeps metadata.
         let metadata = variants.contains { $0.metadata != .strip } ? SourceMetadata(header) : nil
+        let xmp = xmpForFacts(header, metadata: metadata)
         try Self.checkPixels(header, limits)
         let displayed = Self.displayedSize(of: header)
         // An animated source's WebP and GIF variants keep every frame; the rest take the first.
@@ -192,12 +195,11 @@ public struct VipsCompressor: ImageCompressor {
         let decodeEnd = clock.now
         let decodeTime = decodeEnd - started
         steps.append(ImageStep(.decode, from: decodeStart, to: decodeEnd))
-        var placeholder: Placeholder?
-        if let decoded {
-            placeholder = Self.placeholder(of: decoded)
-        } else if let allFrames {
-            placeholder = Self.placeholder(of: try firstFrame(of: allFrames))
-        }
+        // The placeholder and the facts, from the decode (an animation's first frame when only
+        // moving variants were asked for).
+        var analysed = decoded
+        if analysed == nil, let allFrames { analysed = try firstFrame(of: allFrames) }
+        let (placeholder, facts) = analyse(analysed, source: source, start: start, xmp: xmp)
         var stepStart = clock.now
         steps.append(ImageStep(.placeholder, from: decodeEnd, to: stepStart))
         var encoded: [EncodedVariant] = []
@@ -231,6 +233,7 @@ public struct VipsCompressor: ImageCompressor {
             sourceFormat: format, sourceSize: displayed, variants: encoded,
             decodeTime: decodeTime, encodeTime: clock.now - started - decodeTime)
         compressed.placeholder = placeholder
+        compressed.facts = facts
         compressed.gainMap = Self.gainMapRecord(gainMap, variants: encoded) ?? toneMapped.map(Self.toneMapRecord)
         compressed.steps = steps
         return compressed

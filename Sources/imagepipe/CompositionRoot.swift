@@ -69,6 +69,7 @@ enum CompositionRoot {
         var encoders = VipsCompressor.Configuration()
         encoders.scoreEveryVariant = options.score
         encoders.keepsSmallerOriginal = !options.alwaysEncode
+        encoders.facts = try FactKinds(parsing: options.facts)
         let sourceURLs = sources.filter(ObjectLocation.isURL)
         return FileHandler(
             compressor: try compressor(options, encoders: encoders, variants: variants, logo: logo, logoBytes: logoBytes, logger: logger),

@@ -41,6 +41,7 @@ import Glibc
                 decodeTime: .milliseconds(120), encodeTime: .nanoseconds(987_654_321)))
         result.placeholder = Placeholder(thumbHash: "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: "#7f8c8d")
         result.gainMap = GainMap(kind: .appleHEIC, notCarried: .noHeadroom)
+        result.facts = HostileHelperTests.facts
         result.variants = [
             .init(encoding: VariantEncoding(size: PixelSize(width: 2048, height: 1536), quality: 82, score: 87.25), byteCount: 345_678),
             .init(
@@ -83,6 +84,7 @@ import Glibc
                 sourceFormat: .jpeg, sourceSize: PixelSize(width: 1800, height: 1200), variants: [],
                 decodeTime: .milliseconds(40), encodeTime: .milliseconds(60)))
         result.placeholder = Placeholder(thumbHash: "1QcSHQRnh493V4dIh4eXh1h4kJUI", color: "#7f8c8d")
+        result.facts = HostileHelperTests.facts
         result.variants = [
             .init(encoding: VariantEncoding(size: PixelSize(width: 1800, height: 1200), quality: 82, score: 71.5), byteCount: 300_000),
             .init(
@@ -279,6 +281,63 @@ import Glibc
                 $0.gainMap = nil
                 $0.variants[0].encoding.hdrHeadroom = 2
             }, "an HDR variant of no map")
+    }
+
+    static let facts: ImageFacts = ImageFacts(
+        pdq: ImageFacts.PDQ(hash: "f8f8f0cee0f4a84f06370a22038f63f0b36e2ed596621e1d33e6b39c4e9c9b22", quality: 100),
+        palette: [
+            ImageFacts.Colour(color: "#1f2a44", share: 0.5), ImageFacts.Colour(color: "#e8d5b0", share: 0.3),
+            ImageFacts.Colour(color: "#7f8c8d", share: 0.2),
+        ],
+        provenance: ImageFacts.Provenance(c2pa: true, digitalSourceType: "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"))
+
+    /// A helper's facts end up in HTML (`report`), JSON and object metadata: each of the shapes a
+    /// taken-over helper might send instead is refused whole, and every analysis's part is optional.
+    @Test func factsOfAnyOtherShapeThanTheirOwnAreRefused() throws {
+        func reply(_ change: (inout ImageFacts) -> Void) -> [UInt8] {
+            var result = HelperResult(
+                CompressedImage(
+                    sourceFormat: .jpeg, sourceSize: PixelSize(width: 400, height: 300), variants: [], decodeTime: .zero, encodeTime: .zero))
+            var facts = Self.facts
+            change(&facts)
+            result.facts = facts
+            return HelperReply.compressed(nonce: 1, result).encoded()
+        }
+        for part in 0..<3 {
+            var facts = Self.facts
+            if part == 0 { facts.pdq = nil } else if part == 1 { facts.palette = nil } else { facts.provenance = nil }
+            let read = try HelperReply(decoding: reply { $0 = facts })
+            guard case .compressed(_, let result) = read else {
+                Issue.record("not a result")
+                continue
+            }
+            #expect(result.facts == facts)
+        }
+        let forged: [(String, (inout ImageFacts) -> Void)] = [
+            ("a short hash", { $0.pdq?.hash = "f8f8" }),
+            ("a hash in capitals", { facts in facts.pdq?.hash = HostileHelperTests.facts.pdq!.hash.uppercased() }),
+            ("markup in the hash", { $0.pdq?.hash = "<script>" + String(repeating: "a", count: 56) }),
+            ("a quality past 100", { $0.pdq?.quality = 101 }),
+            ("seven colours", { $0.palette = Array(repeating: .init(color: "#000000", share: 0.1), count: 7) }),
+            ("a colour name", { $0.palette?[0].color = "red" }),
+            ("a colour with markup", { $0.palette?[0].color = "#fff\"><" }),
+            ("a negative share", { $0.palette?[0].share = -0.2 }),
+            ("a share of nothing", { $0.palette?[0].share = 0 }),
+            ("shares adding up past 1", { $0.palette?[0].share = 0.9 }),
+            ("a source type with a quote", { $0.provenance?.digitalSourceType = "http://x/\"onload=" }),
+            ("a source type that is no URI", { $0.provenance?.digitalSourceType = "trainedAlgorithmicMedia" }),
+            ("a long source type", { $0.provenance?.digitalSourceType = "http://" + String(repeating: "a", count: 300) }),
+            ("a header break in the source type", { $0.provenance?.digitalSourceType = "http://a/\r\nx-amz-acl: public" }),
+        ]
+        for (why, change) in forged {
+            #expect(throws: WireReader.Malformed.self, "\(why)") { try HelperReply(decoding: reply(change)) }
+        }
+        // A share that is no number at all is refused before it is rounded.
+        var bytes = reply { _ in }
+        func bits(_ value: Double) -> [UInt8] { withUnsafeBytes(of: value.bitPattern.littleEndian) { Array($0) } }
+        let at = try #require(bytes.firstRange(of: bits(0.5)))
+        bytes.replaceSubrange(at, with: bits(.nan))
+        #expect(throws: WireReader.Malformed.self) { try HelperReply(decoding: bytes) }
     }
 
     @Test func aPlaceholderThatIsNoThumbHashAndColourIsRefused() throws {

@@ -201,6 +201,8 @@ public struct CompressedImage: Sendable {
     public var encodeTime: Duration
     /// The original's placeholder, when the compressor makes one.
     public var placeholder: Placeholder?
+    /// What the analyses found in the original (``FactKinds`` says which ran); nil when none did.
+    public var facts: ImageFacts?
     /// The HDR gain map the original carries, and whether the variants carry it too.
     public var gainMap: GainMap?
     /// When each step of the work ran, for the job's trace: made where the work ran (a sandboxed

@@ -43,6 +43,11 @@ public enum MetadataPolicy: String, Sendable, Hashable, Codable, CaseIterable {
     /// strangers, which imagepipe does not (yet) do; `copyright` and `safe` carry the EXIF fields.
     public var keepsXMPAndIPTC: Bool { self == .keep }
 
+    /// Whether the output keeps the IPTC digital source type the source's XMP declares (an AI
+    /// label, which the EU AI Act's Article 50 asks to stay machine-readable): every policy but
+    /// `strip`. `copyright` and `safe` write it in an XMP packet of its own, the rest of the XMP left out.
+    public var keepsDigitalSourceType: Bool { self != .strip }
+
     /// Whether `tag` in `directory` is kept.
     public func keeps(_ tag: UInt16, in directory: ExifBlock.Directory) -> Bool {
         switch self {

@@ -87,6 +87,7 @@ extension FileHandler {
         context.format = compressed.sourceFormat
         context.size = compressed.sourceSize
         context.placeholder = compressed.placeholder
+        context.facts = compressed.facts
         context.gainMap = compressed.gainMap
         context.timings.decodeMs = compressed.decodeTime.milliseconds
         context.timings.encodeMs = compressed.encodeTime.milliseconds
@@ -94,7 +95,7 @@ extension FileHandler {
         // Every output records the original too, so a re-run that skips it can still describe it.
         origin.image = Origin.Image(
             width: compressed.sourceSize.width, height: compressed.sourceSize.height, format: compressed.sourceFormat,
-            placeholder: compressed.placeholder)
+            placeholder: compressed.placeholder, facts: compressed.facts)
         for (index, encoded) in compressed.variants.enumerated() {
             made(&context.outputs[index], origin, encoded.encoding, encoded.data, encoded.spec.format.contentType)
         }

@@ -79,6 +79,8 @@ public struct JobContext: Sendable {
     public internal(set) var size: PixelSize?
     /// The original's placeholder, once decoded.
     public internal(set) var placeholder: Placeholder?
+    /// What the analyses found in the original, once decoded.
+    public internal(set) var facts: ImageFacts?
     /// The original's HDR gain map, once decoded, if it has one.
     public internal(set) var gainMap: GainMap?
     /// Why the job failed, once it has.
@@ -131,6 +133,7 @@ public struct JobContext: Sendable {
                 result.width = image.width
                 result.height = image.height
                 result.placeholder = image.placeholder
+                result.facts = image.facts
             }
             for output in outputs {
                 guard let existing = output.existing else { continue }
@@ -160,6 +163,7 @@ public struct JobContext: Sendable {
                 result.variants.append(record)
             }
             result.placeholder = placeholder
+            result.facts = facts
             result.gainMap = gainMap
         }
         return result

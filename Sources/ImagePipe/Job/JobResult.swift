@@ -64,6 +64,9 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var placeholder: Placeholder?
     /// The HDR gain map the original carries (when done), and whether its variants carry it.
     public var gainMap: GainMap?
+    /// What the analyses found in the original: its PDQ hash, palette and provenance (when done, and
+    /// when skipped as up to date with outputs that recorded them).
+    public var facts: ImageFacts?
     /// Where the time went.
     public var timings: Timings
     /// How many attempts it took (watch mode retries transient failures).
@@ -100,7 +103,7 @@ public struct JobResult: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case source, status, error, errorCode = "error_code", transient, skipCode = "skip_code", reason
         case sha256, sourceETag = "source_etag", format, width, height, bytes, variants, original, placeholder
-        case gainMap = "gain_map", timings, attempts
+        case gainMap = "gain_map", facts, timings, attempts
     }
 }
 

@@ -15,17 +15,21 @@ public struct Origin: Sendable, Hashable, Codable {
         public var format: SourceFormat
         /// Its placeholder, when one was made.
         public var placeholder: Placeholder?
+        /// What the analyses found in it, so a skipped original's record still has its PDQ hash
+        /// for `imagepipe duplicates` (a few hundred bytes of the 4 KiB a local origin may take).
+        public var facts: ImageFacts?
 
         /// Creates the description of an original.
-        public init(width: Int, height: Int, format: SourceFormat, placeholder: Placeholder? = nil) {
+        public init(width: Int, height: Int, format: SourceFormat, placeholder: Placeholder? = nil, facts: ImageFacts? = nil) {
             self.width = width
             self.height = height
             self.format = format
             self.placeholder = placeholder
+            self.facts = facts
         }
 
         enum CodingKeys: String, CodingKey {
-            case width, height, format, placeholder
+            case width, height, format, placeholder, facts
         }
 
         /// Written without the placeholder's data URI: it is made again from the ThumbHash when read
@@ -38,6 +42,7 @@ public struct Origin: Sendable, Hashable, Codable {
             try container.encode(height, forKey: .height)
             try container.encode(format, forKey: .format)
             if let placeholder { try placeholder.encode(to: container.superEncoder(forKey: .placeholder), withDataURI: false) }
+            try container.encodeIfPresent(facts, forKey: .facts)
         }
     }
 

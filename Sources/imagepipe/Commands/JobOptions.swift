@@ -48,6 +48,13 @@ struct JobOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
+            "What the image helper finds in each original for its record's facts: all (the default), none, or some of pdq (a perceptual hash, for `imagepipe duplicates`), palette (up to 6 main colours), provenance (Content Credentials, the IPTC digital source type).",
+            valueName: "facts"))
+    var facts: String = "all"
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
             "Key template. Placeholders: {dir} {stem} {variant} {ext} {hash} {sha256} {srcext}.", valueName: "template"))
     var key: String = KeyTemplate.default.text
 

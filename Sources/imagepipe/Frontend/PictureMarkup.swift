@@ -46,6 +46,9 @@ struct PictureMarkup: Sendable, Codable, Equatable {
     var crops: [Candidate]
     /// The placeholder, when the result has one.
     var placeholder: Placeholder?
+    /// The original's main colours, most frequent first, with their shares (from its facts): for
+    /// a template's card, border or text colour around the picture.
+    var palette: [ImageFacts.Colour]?
     /// Whether the page loads it at once and first (`srcset --eager`); absent for the rest.
     var eager: Bool?
 
@@ -56,6 +59,7 @@ struct PictureMarkup: Sendable, Codable, Equatable {
         self.width = width
         self.height = height
         placeholder = result.placeholder
+        palette = result.facts?.palette
         let ratio = Double(width) / Double(height)
         var byFormat: [OutputFormat: [Candidate]] = [:]
         crops = []

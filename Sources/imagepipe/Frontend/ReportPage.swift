@@ -152,7 +152,7 @@ struct ReportPage {
                         ? "<br>HDR gain map carried" + (gainMap.headroom.map { String(format: " (headroom %.2fx)", $0) } ?? "")
                         : "<br>HDR \([.pq, .hlg].contains(gainMap.kind) ? "(\(gainMap.kind.rawValue.uppercased()))" : "gain map") not carried: "
                             + (gainMap.reason ?? "").markupEscaped
-                } ?? "") + "<ul>"
+                } ?? "") + Self.facts(result.facts) + "<ul>"
             for variant in result.variants {
                 var line =
                     "\(variant.name.markupEscaped): \(variant.width)x\(variant.height) \(variant.format.rawValue), "
@@ -165,6 +165,33 @@ struct ReportPage {
             cards += "</ul></figcaption></figure>"
         }
         return cards + "</div>\n"
+    }
+
+    /// The original's palette as swatches (each with its colour and share as a tooltip), and what its
+    /// provenance says: a label of AI-made content, Content Credentials. Every value was held to its
+    /// shape when the helper's answer was read; escaped all the same, as a manifest can be edited.
+    static func facts(_ facts: ImageFacts?) -> String {
+        guard let facts else { return "" }
+        var html = ""
+        if let palette = facts.palette, !palette.isEmpty {
+            html += "<br><span class=\"palette\" title=\"palette\">"
+            for colour in palette where ImageFacts.isColour(colour.color) {
+                let share = Int((colour.share * 100).rounded())
+                html +=
+                    "<i style=\"background:\(colour.color);flex:\(max(1, share))\" title=\"\(colour.color) \(share)%\"></i>"
+            }
+            html += "</span>"
+        }
+        if let provenance = facts.provenance {
+            if provenance.saysAIMade {
+                let type = (provenance.digitalSourceType ?? "").markupEscaped
+                html += "<br><span class=\"mark ai\" title=\"\(type)\">AI-made: \(String(type.split(separator: "/").last ?? ""))</span>"
+            } else if let type = provenance.digitalSourceType {
+                html += "<br><span class=\"mark\">source type: \(String(type.split(separator: "/").last ?? "").markupEscaped)</span>"
+            }
+            if provenance.c2pa { html += "<br><span class=\"mark cr\">Content Credentials (not verified)</span>" }
+        }
+        return html
     }
 
     /// A chart's label, clipped with an ellipsis to what its column holds (12 px text: about 7 px a
@@ -196,5 +223,7 @@ struct ReportPage {
         figure{margin:0;border:1px solid #e4e4e4;border-radius:6px;overflow:hidden}
         .thumb{height:140px;display:flex;align-items:center;justify-content:center}.thumb img{max-width:100%;max-height:140px}
         figcaption{padding:8px;font-size:12px}.name{display:block;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}ul{margin:4px 0 0;padding-left:16px}
+        .palette{display:flex;height:12px;margin-top:4px;border-radius:3px;overflow:hidden}.palette i{display:block}
+        .mark{display:inline-block;margin-top:3px;padding:0 5px;border-radius:3px;background:#eee}.mark.ai{background:#fde68a}.mark.cr{background:#dbeafe}
         """
 }

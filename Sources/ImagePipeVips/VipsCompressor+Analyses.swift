@@ -1,0 +1,37 @@
+// The placeholder and facts of an original, from the decode the variants are made from.
+import CLibVips
+import CVipsShim
+import Foundation
+import ImagePipe
+
+extension VipsCompressor {
+    /// The placeholder and the facts ``Configuration/facts`` asks for, of a decode held in memory
+    /// (nil: the decode of an animation's moving variants alone, whose first frame is read instead).
+    func analyse(_ image: VipsImageHandle?, source: SourceImage, start: Data, xmp: Data?) -> (Placeholder?, ImageFacts?) {
+        var picture: AnalysisContext.Picture?
+        if let pointer = image?.pointer, pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, let data = vips_image_get_data(pointer) {
+            picture = AnalysisContext.Picture(
+                pixels: data.assumingMemoryBound(to: UInt8.self), width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize),
+                bands: Int(pointer.pointee.Bands))
+        }
+        return analyse(picture, source: source, start: start, xmp: xmp)
+    }
+
+    /// The same from pixels already in hand (the direct JPEG path's decode).
+    func analyse(_ picture: AnalysisContext.Picture?, source: SourceImage, start: Data, xmp: Data?) -> (Placeholder?, ImageFacts?) {
+        // A picture of any other band count makes no placeholder and no pixel facts.
+        let usable = picture.flatMap { [3, 4].contains($0.bands) && $0.width > 0 && $0.height > 0 ? $0 : nil }
+        var context = AnalysisContext(picture: usable, source: source, start: start, xmp: xmp)
+        ImageAnalysis.runAll(configuration.facts, on: &context)
+        return (context.placeholder, configuration.facts.isEmpty ? nil : context.facts)
+    }
+
+    /// The XMP packet libvips' loader attached to `header`, when the provenance is asked for.
+    func xmpForFacts(_ header: VipsImageHandle, metadata: SourceMetadata?) -> Data? {
+        guard configuration.facts.contains(.provenance) else { return nil }
+        if let metadata { return metadata.xmp }
+        var length = 0
+        guard let bytes = ipv_get_blob(header.pointer, "xmp-data", &length), length > 0 else { return nil }
+        return Data(bytes: bytes, count: length)
+    }
+}
