@@ -71,6 +71,8 @@ import Testing
         let dom = try Self.run("/usr/bin/chromium", flags + ["--dump-dom", page])
         #expect(dom.contains("<b>3</b> done") && dom.contains("<b>1</b> failed"), "\(dom.prefix(400))")
         #expect(dom.contains("broken.jpg"))
+        // Each card's palette, as swatches the browser kept (colours from the facts, no address).
+        #expect(dom.components(separatedBy: "<span class=\"palette\"").count == 4, "a palette per image shown")
 
         // A screenshot: a real picture of the page, not a blank one.
         _ = try Self.run("/usr/bin/chromium", flags + ["--window-size=1000,1200", "--screenshot=" + directory.url("shot.png"), page])

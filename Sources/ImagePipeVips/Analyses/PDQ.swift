@@ -113,8 +113,8 @@ package enum PDQ {
             reciprocals[x] = 1 / (Float(shortest) * columns)
             reciprocals[outWidth + x] = 1 / (Float(shortest + 1) * columns)
         }
-        // The means are taken in float, exact while a block has under about 10,000 pixels (below);
-        // larger blocks, of sources over 60,000 pixels a side, divide as integers.
+        // The means are taken in float, exact while a block has under about 10,000 pixels (see
+        // floorOfQuotient); larger blocks, of sources some 58,000 pixels a side, divide as integers.
         let floatMeans = (shortest + 1) * (narrowest + 1) <= 8192
         let narrowRuns = rowLength - (narrowest - 1) * bands, wideRuns = rowLength - narrowest * bands
         let reds = channelSums, greens = channelSums + outWidth, blues = channelSums + 2 * outWidth

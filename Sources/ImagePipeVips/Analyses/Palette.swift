@@ -41,15 +41,16 @@ package enum Palette {
     /// does not force two listed ones into one cluster.
     static let maxSeeds = 16
 
-    /// The most rounds of k-means; pictures settle in a few.
-    static let maxRounds = 8
+    /// The most rounds of k-means: photos settle in three or four; a picture of noise, with
+    /// thousands of cells, stops here having moved little since.
+    static let maxRounds = 6
 
     /// The picture's main colours, most frequent first, from 8-bit sRGB pixels (RGBA, rows of
     /// `width * 4` bytes). Each is the mean of its cluster's pixels, taken in Oklab. Shares are of
     /// the pixels counted (those at least half opaque) and sum to 1 (up to rounding) over all
     /// clusters, so the listed ones sum to at most 1; a picture with no such pixel has no palette.
     package static func colours(rgba: UnsafeBufferPointer<UInt8>, width: Int, height: Int) -> [PaletteEntry] {
-        guard width > 0, height > 0, let base = rgba.baseAddress, rgba.count >= width * height * 4 else { return [] }
+        guard width > 0, height > 0, let base = rgba.baseAddress, rgba.count / 4 / height >= width else { return [] }
         let cells = Cells(pixels: base, count: width * height)
         guard cells.counted > 0 else { return [] }
         var clusters = kMeans(cells, from: seeds(cells))
@@ -86,63 +87,46 @@ package enum Palette {
             let (l, a, b) = Oklab.coordinates(of: pixels, count: count) { $0[3] >= 128 }
             counted = l.count
             // Each cell's place in the arrays, plus one (0: not filled yet).
-            var places = [UInt16](repeating: 0, count: Self.size.l * Self.size.a * Self.size.b)
-            // Four sets of sums, pixel i adding to set i % 4: consecutive pixels of one colour add
-            // to one cell, and with one set each addition waited on the one before it through
-            // memory, which made this loop cost twice the colour conversion.
-            var counts = [Int32](repeating: 0, count: 4 * counted)
-            var sums = [Float](repeating: 0, count: 12 * counted)
+            let cellCount = Self.size.l * Self.size.a * Self.size.b
+            var places = [UInt16](repeating: 0, count: cellCount)
+            // Per place, four sets of totals (pixels, then L, a and b), pixel i adding to set i % 4:
+            // consecutive pixels of one colour fall in one cell, and with one set each addition
+            // waited on the one before it through memory, which made this loop cost twice the
+            // colour conversion. A place's totals are zeroed when it is first filled.
+            let totals = UnsafeMutablePointer<Float>.allocate(capacity: 16 * min(counted, cellCount))
+            defer { totals.deallocate() }
             var filled = 0
             let scale = 1 / Palette.cellSize, corner = Self.corner, size = Self.size
-            // The cells' indices first, in a loop the compiler vectorizes.
-            var cellIndices = [Int32](repeating: 0, count: counted)
-            cellIndices.withUnsafeMutableBufferPointer { cellIndices in
-                l.withUnsafeBufferPointer { l in
-                    a.withUnsafeBufferPointer { a in
-                        b.withUnsafeBufferPointer { b in
-                            for i in 0..<counted {
-                                cellIndices[i] = (Self.step((l[i] - corner.l) * scale, size.l) &* Int32(size.a)
-                                    &+ Self.step((a[i] - corner.a) * scale, size.a)) &* Int32(size.b) &+ Self.step((b[i] - corner.b) * scale, size.b)
-                            }
-                        }
-                    }
-                }
-            }
             places.withUnsafeMutableBufferPointer { places in
-                counts.withUnsafeMutableBufferPointer { counts in
-                    sums.withUnsafeMutableBufferPointer { sums in
-                        for i in 0..<counted {
-                            let index = Int(cellIndices[i])
-                            if places[index] == 0 {
-                                filled += 1
-                                places[index] = UInt16(filled)
-                            }
-                            let slot = (Int(places[index]) - 1) * 4 + i & 3
-                            counts[slot] += 1
-                            sums[3 * slot] += l[i]
-                            sums[3 * slot + 1] += a[i]
-                            sums[3 * slot + 2] += b[i]
-                        }
+                for i in 0..<counted {
+                    let index = (Self.step((l[i] - corner.l) * scale, size.l) * size.a + Self.step((a[i] - corner.a) * scale, size.a))
+                        * size.b + Self.step((b[i] - corner.b) * scale, size.b)
+                    if places[index] == 0 {
+                        (totals + 16 * filled).initialize(repeating: 0, count: 16)
+                        filled += 1
+                        places[index] = UInt16(filled)
                     }
+                    let slot = totals + 16 * (Int(places[index]) - 1) + 4 * (i & 3)
+                    slot[0] += 1
+                    slot[1] += l[i]
+                    slot[2] += a[i]
+                    slot[3] += b[i]
                 }
             }
-            let totals = (0..<filled).map { place in (0..<4).reduce(0) { $0 + Int(counts[4 * place + $1]) } }
-            func means(_ coordinate: Int) -> [Float] {
-                (0..<filled).map { place in
-                    (0..<4).reduce(Float(0)) { $0 + sums[3 * (4 * place + $1) + coordinate] } / Float(totals[place])
-                }
+            func total(_ place: Int, _ coordinate: Int) -> Float {
+                (0..<4).reduce(Float(0)) { $0 + totals[16 * place + 4 * $1 + coordinate] }
             }
-            self.counts = totals
-            self.l = means(0)
-            self.a = means(1)
-            self.b = means(2)
+            counts = (0..<filled).map { Int(total($0, 0)) }
+            self.l = (0..<filled).map { total($0, 1) / Float(counts[$0]) }
+            self.a = (0..<filled).map { total($0, 2) / Float(counts[$0]) }
+            self.b = (0..<filled).map { total($0, 3) / Float(counts[$0]) }
         }
 
         /// The cell a coordinate (in cells from the grid's corner) falls in, along an axis of
         /// `count` cells; a colour just outside the grid goes to its edge.
         @inline(__always)
-        static func step(_ position: Float, _ count: Int) -> Int32 {
-            Int32(Swift.min(Swift.max(position, 0), Float(count - 1)))
+        static func step(_ position: Float, _ count: Int) -> Int {
+            Int(Swift.min(Swift.max(position, 0), Float(count - 1)))
         }
     }
 
@@ -246,13 +230,26 @@ package enum Palette {
                     }
                 }
             }
-            clusters = [Cluster](repeating: Cluster(), count: centres.count)
-            clusters.withUnsafeMutableBufferPointer { clusters in
+            // The clusters' totals (pixels, then their L, a and b) in four sets, cell i adding to set
+            // i % 4, so that consecutive cells of one cluster do not each wait on the last addition.
+            let k = centres.count
+            var totals = [Float](repeating: 0, count: 4 * 4 * k)
+            totals.withUnsafeMutableBufferPointer { totals in
                 for i in 0..<count {
-                    let weight = Double(cells.counts[i])
-                    clusters[Int(assigned[i])].add(
-                        Cluster(count: cells.counts[i], l: Double(cells.l[i]) * weight, a: Double(cells.a[i]) * weight, b: Double(cells.b[i]) * weight))
+                    let slot = ((i & 3) * k + Int(assigned[i])) * 4, weight = Float(cells.counts[i])
+                    totals[slot] += weight
+                    totals[slot + 1] += weight * cells.l[i]
+                    totals[slot + 2] += weight * cells.a[i]
+                    totals[slot + 3] += weight * cells.b[i]
                 }
+            }
+            clusters = (0..<k).map { centre in
+                var cluster = Cluster()
+                for set in 0..<4 {
+                    let slot = (set * k + centre) * 4
+                    cluster.add(Cluster(count: Int(totals[slot]), l: Double(totals[slot + 1]), a: Double(totals[slot + 2]), b: Double(totals[slot + 3])))
+                }
+                return cluster
             }
             // A cluster that lost all its cells keeps its centre, and wins nothing more.
             for index in clusters.indices where clusters[index].count > 0 { centres[index] = clusters[index].mean }
@@ -342,13 +339,6 @@ enum Oklab {
         m.removeLast(count - included)
         s.removeLast(count - included)
         return (l, m, s)
-    }
-
-    /// The Oklab coordinates of one 8-bit sRGB colour.
-    static func from(red: UInt8, green: UInt8, blue: UInt8) -> Palette.Colour {
-        let pixel: [UInt8] = [red, green, blue, 255]
-        let (l, a, b) = pixel.withUnsafeBufferPointer { coordinates(of: $0.baseAddress!, count: 1) { _ in true } }
-        return Palette.Colour(l: l[0], a: a[0], b: b[0])
     }
 
     /// The cube root of a positive value, to float precision: an estimate from the exponent (a

@@ -48,6 +48,11 @@ struct BenchCommand: ParsableCommand {
         help: "Also time imagepipe with --sandbox off (image work inside the worker), alternated with the others: what the helpers cost.")
     var alsoSandboxOff = false
 
+    @Flag(
+        name: .customLong("also-facts-none"),
+        help: "Also time imagepipe with --facts none (no PDQ hash, palette or provenance), alternated with the others: what the facts cost.")
+    var alsoFactsNone = false
+
     @Option(
         name: .customLong("also-traced"),
         help: ArgumentHelp(
@@ -142,6 +147,8 @@ struct BenchCommand: ParsableCommand {
             }
                 + (alsoSandboxOff
                     ? [("imagepipe --sandbox off", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--sandbox", "off"]))] : [])
+                + (alsoFactsNone
+                    ? [("imagepipe --facts none", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--facts", "none"]))] : [])
                 + (alsoTraced.map { [("imagepipe traced", BenchJob(variants: specs, workers: jobs, imagepipeArguments: ["--otlp-endpoint", $0]))] }
                     ?? []),
             queue: alsoQueue, remoteCorpus: remoteCorpus, peers: compare ? try peersDirectory() : nil)

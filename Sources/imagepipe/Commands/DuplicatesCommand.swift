@@ -58,7 +58,8 @@ struct DuplicatesCommand: ParsableCommand {
         for input in inputs {
             for result in try Self.records(in: input) {
                 guard let pdq = result.facts?.pdq, pdq.quality >= minQuality, let digest = PDQDigest(hex: pdq.hash) else {
-                    if result.status != .failed { leftOut += 1 }
+                    // Only records that could have had one: not failures, nor files that were no image.
+                    if result.status == .done || result.skipCode == .upToDate { leftOut += 1 }
                     continue
                 }
                 // The same file recorded again (a re-run's manifest beside the first) is one original.
@@ -70,7 +71,8 @@ struct DuplicatesCommand: ParsableCommand {
         let groups = finder.groups()
         let console = Console.shared
         for group in groups {
-            let members = group.members.map { entries[$0] }
+            // In the order of their names, which a reader scans more easily than the run's order.
+            let members = group.members.map { entries[$0] }.sorted { ($0.source, $0.input) < ($1.source, $1.input) }
             if json {
                 var line = "{\"sources\": [" + members.map(\.source.doubleQuoted).joined(separator: ", ") + "]"
                 if inputs.count > 1 { line += ", \"inputs\": [" + members.map(\.input.doubleQuoted).joined(separator: ", ") + "]" }

@@ -183,11 +183,12 @@ struct ReportPage {
             html += "</span>"
         }
         if let provenance = facts.provenance {
-            if provenance.saysAIMade {
-                let type = (provenance.digitalSourceType ?? "").markupEscaped
-                html += "<br><span class=\"mark ai\" title=\"\(type)\">AI-made: \(String(type.split(separator: "/").last ?? ""))</span>"
-            } else if let type = provenance.digitalSourceType {
-                html += "<br><span class=\"mark\">source type: \(String(type.split(separator: "/").last ?? "").markupEscaped)</span>"
+            // The IPTC term alone: the page names no address, even in a tooltip.
+            let term = provenance.digitalSourceType.map { String($0.split(separator: "/").last ?? "").markupEscaped }
+            if provenance.saysAIMade, let term {
+                html += "<br><span class=\"mark ai\" title=\"IPTC digital source type\">AI-made: \(term)</span>"
+            } else if let term {
+                html += "<br><span class=\"mark\" title=\"IPTC digital source type\">source type: \(term)</span>"
             }
             if provenance.c2pa { html += "<br><span class=\"mark cr\">Content Credentials (not verified)</span>" }
         }
