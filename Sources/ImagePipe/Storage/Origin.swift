@@ -90,8 +90,8 @@ extension Origin {
     /// The origin as plain ASCII name–value pairs, for stores whose object metadata travels in HTTP
     /// headers: `imagepipe-sha256`, `imagepipe-source` (percent-encoded UTF-8, at most 200
     /// characters of the name), `imagepipe-location` (the same, of ``location``), `imagepipe-size`
-    /// (`WxH`), `imagepipe-variant` (percent-encoded), `imagepipe-original` (`WxH,format`) and
-    /// `imagepipe-placeholder` (`#rrggbb,thumbhash`).
+    /// (`WxH`), `imagepipe-variant` (percent-encoded), `imagepipe-original` (`WxH,format`),
+    /// `imagepipe-placeholder` (`#rrggbb,thumbhash`) and `imagepipe-facts` (``ImageFacts/headerValue``).
     public var metadataFields: [String: String] {
         // S3 takes 2 KB of user metadata in all: a very long name is cut (it only serves messages).
         var fields = [
@@ -104,6 +104,7 @@ extension Origin {
             fields["imagepipe-original"] = "\(image.width)x\(image.height),\(image.format.rawValue)"
             // A ThumbHash is base64 (letters, digits, + / =), which a header value carries as it is.
             if let placeholder = image.placeholder { fields["imagepipe-placeholder"] = "\(placeholder.color),\(placeholder.thumbHash)" }
+            if let facts = image.facts, !facts.isEmpty { fields["imagepipe-facts"] = facts.headerValue }
         }
         return fields
     }
@@ -136,7 +137,9 @@ extension Origin {
             if let parts = lowered["imagepipe-placeholder"]?.split(separator: ",", maxSplits: 1), parts.count == 2 {
                 placeholder = Placeholder(thumbHash: String(parts[1]), color: String(parts[0]))
             }
-            image = Image(width: size.width, height: size.height, format: format, placeholder: placeholder)
+            image = Image(
+                width: size.width, height: size.height, format: format, placeholder: placeholder,
+                facts: lowered["imagepipe-facts"].flatMap(ImageFacts.init(headerValue:)))
         }
     }
 
