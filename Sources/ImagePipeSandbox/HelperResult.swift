@@ -124,7 +124,7 @@ package struct HelperResult: Equatable {
         switch name {
         case .header: (0, 0)
         case .decode: (1, 0)
-        case .placeholder: (2, 0)
+        case .analyses: (2, 0)
         case .encode(let variant): (3, variant)
         case .gainMap(let variant): (4, variant)
         }
@@ -196,7 +196,7 @@ package struct HelperResult: Equatable {
                 switch kind {
                 case 0: .header
                 case 1: .decode
-                case 2: .placeholder
+                case 2: .analyses
                 case 3: .encode(variant: variant)
                 default: .gainMap(variant: variant)
                 }

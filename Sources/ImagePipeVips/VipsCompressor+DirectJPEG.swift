@@ -87,7 +87,7 @@ extension VipsCompressor {
         (compressed.placeholder, compressed.facts) = analyse(
             AnalysisContext.Picture(pixels: decoded.pixels, width: size.width, height: size.height, bands: 3), source: source,
             start: data.prefix(GainMap.probedBytes), xmp: nil)
-        steps.append(ImageStep(.placeholder, from: stepStart, to: clock.now))
+        steps.append(ImageStep(.analyses, from: stepStart, to: clock.now))
         compressed.steps = steps
         directCompressions.count.add(1, ordering: .relaxed)
         return compressed

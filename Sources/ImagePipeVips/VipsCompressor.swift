@@ -201,7 +201,7 @@ public struct VipsCompressor: ImageCompressor {
         if analysed == nil, let allFrames { analysed = try firstFrame(of: allFrames) }
         let (placeholder, facts) = analyse(analysed, source: source, start: start, xmp: xmp)
         var stepStart = clock.now
-        steps.append(ImageStep(.placeholder, from: decodeEnd, to: stepStart))
+        steps.append(ImageStep(.analyses, from: decodeEnd, to: stepStart))
         var encoded: [EncodedVariant] = []
         encoded.reserveCapacity(variants.count)
         for (index, variant) in variants.enumerated() {

@@ -69,7 +69,7 @@ import Testing
         let compress = try #require(spans.children(of: a).first { $0.name == "compress" })
         // The helper's steps, placed by the worker under the compression it waited for.
         let steps = spans.childNames(of: compress)
-        #expect(steps["read header"] == 1 && steps["decode"] == 1 && steps["placeholder"] == 1 && steps["encode"] == 3, "\(steps)")
+        #expect(steps["read header"] == 1 && steps["decode"] == 1 && steps["analyses"] == 1 && steps["encode"] == 3, "\(steps)")
         let variants = Set(spans.children(of: compress).compactMap { $0.string("imagepipe.variant") })
         #expect(variants == ["thumb", "medium", "large"], "each encode names its variant")
         #expect(spans.children(of: a).filter { $0.name == "store" }.allSatisfy { $0.kind == 3 && $0.string("imagepipe.key") != nil })

@@ -94,7 +94,7 @@ import Glibc
         let t: UInt64 = 1_796_000_000_000_000_000
         result.steps = [
             ImageStep(.header, start: t, end: t + 1_000_000), ImageStep(.decode, start: t + 1_000_000, end: t + 40_000_000),
-            ImageStep(.placeholder, start: t + 40_000_000, end: t + 41_000_000),
+            ImageStep(.analyses, start: t + 40_000_000, end: t + 41_000_000),
             ImageStep(.encode(variant: 0), start: t + 41_000_000, end: t + 90_000_000),
             ImageStep(.gainMap(variant: 0), start: t + 90_000_000, end: t + 95_000_000),
             ImageStep(.encode(variant: 1), start: t + 95_000_000, end: t + 100_000_000),

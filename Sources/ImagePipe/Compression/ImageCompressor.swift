@@ -244,8 +244,8 @@ public struct ImageStep: Sendable, Equatable {
         case header
         /// The one decode (shrink-on-load, colour conversion, tone mapping, frames) and reading the gain map.
         case decode
-        /// The original's placeholder.
-        case placeholder
+        /// The analyses of the decode: the placeholder and the facts (``FactKinds``).
+        case analyses
         /// Resizing and encoding one variant (its quality search included).
         case encode(variant: Int)
         /// Carrying the gain map into one variant.

@@ -136,7 +136,7 @@ extension FileHandler {
             switch step.name {
             case .header: name = "read header"
             case .decode: name = "decode"
-            case .placeholder: name = "placeholder"
+            case .analyses: name = "analyses"
             case .encode(let index), .gainMap(let index):
                 guard index < variants.count else { continue }
                 let variant = variants[index]
