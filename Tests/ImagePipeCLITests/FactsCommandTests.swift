@@ -124,6 +124,29 @@ import Testing
         #expect(twice.stdout.split(separator: "\n").count == 1 && twice.stderr.contains("among 8 hashed"), "\(twice.stderr)")
     }
 
+    /// A queue directory's worker records the same facts in `done/`, and `duplicates` reads them
+    /// there, beside a manifest.
+    @Test func duplicatesReadsAQueueDirectorysDoneRecords() throws {
+        let queue = directory.url("queue")
+        try FileManager.default.createDirectory(atPath: queue + "/inbox/2024", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: Fixtures.root + "/images/exif-orientation/Landscape_1.jpg", toPath: queue + "/inbox/2024/beach.jpg")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.root + "/images/formats/landscape.jpg", toPath: queue + "/inbox/beach-small.jpg")
+        try FileManager.default.copyItem(atPath: Fixtures.root + "/images/formats/panorama.jpg", toPath: queue + "/inbox/panorama.jpg")
+        let watch = try CommandRunner.run(["watch", queue, "--dest", directory.url("queue-out"), "--exit-when-empty"])
+        #expect(watch.status == 0, "\(watch.stderr)")
+        let run = try CommandRunner.run(["duplicates", "--json", queue])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("{\"sources\": [\"2024/beach.jpg\", \"beach-small.jpg\"], \"largest_distance\": "), "\(run.stdout)")
+        #expect(run.stderr.contains("among 3 hashed"), "\(run.stderr)")
+        // A manifest and the queue together: each source named with where it was read.
+        _ = try batch(Fixtures.root + "/images/formats/display-p3.jpg", into: "p3")
+        let mixed = try CommandRunner.run(["duplicates", queue, directory.url("p3.jsonl")])
+        #expect(mixed.stdout.contains("\(queue): 2024/beach.jpg") && mixed.stdout.contains("p3.jsonl: "), "\(mixed.stdout)")
+    }
+
     @Test func thePaletteListsTheColoursAPictureWasPaintedWithMostFrequentFirst() throws {
         let folder = directory.url("painted")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -181,8 +204,20 @@ import Testing
         let label = "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
         #expect(provenance("ai-labelled.jpg") == ImageFacts.Provenance(c2pa: false, digitalSourceType: label))
 
-        // The outputs of --metadata safe keep the label (exiftool reads it), and not the GPS or the creator.
+        // exiftool, reading the JUMBF boxes itself, agrees on the JPEGs and the PNG (it reads no
+        // C2PA box in an AVIF); and no variant carries the store, which would not match its pixels.
         let exiftool = try RequiredTool.exiftool.located()
+        for record in records where !record.source.hasSuffix(".avif") {
+            let labels = try CommandRunner.run(executable: exiftool, ["-a", "-s", "-s", "-s", "-JUMBF:JUMDLabel", folder + "/" + record.source])
+            let says = labels.stdout.split(separator: "\n").contains { $0 == "c2pa" }
+            #expect(record.facts?.provenance?.c2pa == says, "\(record.source): exiftool's labels \(labels.stdout)")
+            for variant in record.variants {
+                let carried = try CommandRunner.run(executable: exiftool, ["-a", "-s", "-s", "-s", "-JUMBF:JUMDLabel", directory.url("safe/" + variant.key)])
+                #expect(carried.stdout.isEmpty, "\(variant.key) carries JUMBF: \(carried.stdout)")
+            }
+        }
+
+        // The outputs of --metadata safe keep the label (exiftool reads it), and not the GPS or the creator.
         let labelled = try #require(records.first { $0.source == "ai-labelled.jpg" })
         for variant in labelled.variants {
             let read = try CommandRunner.run(
