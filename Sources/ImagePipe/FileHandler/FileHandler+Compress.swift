@@ -121,8 +121,8 @@ extension FileHandler {
         if batch > 1 { attributes.append(("imagepipe.batch_sources", .int(batch))) }
         var status = Span.Status.unset
         if case .failure(let error) = outcome {
-            attributes.append(("error.type", .string(error.code.description)))
-            status = .error(error.reason)
+            attributes.append(error.spanAttribute)
+            status = error.spanStatus
         }
         guard let span = context.trace?.add("compress", from: start, to: end, attributes: attributes, status: status),
             case .success(let image) = outcome, let trace = context.trace

@@ -47,7 +47,7 @@ extension FileHandler {
         } catch {
             // A traced job shows where it failed: the read's span carries the error.
             context.trace?.add(
-                Self.readSpanName(job), from: start, to: clock.now, attributes: Self.errorAttributes(error), status: .error(error.reason))
+                Self.readSpanName(job), from: start, to: clock.now, attributes: [error.spanAttribute], status: error.spanStatus)
             throw error
         }
         switch outcome {
@@ -91,7 +91,7 @@ extension FileHandler {
             try checkDestination(&context, keys: keys, origin: origin, reserving: reserving)
         } catch {
             context.trace?.add(
-                "check destination", from: checkStart, to: clock.now, attributes: Self.errorAttributes(error), status: .error(error.reason))
+                "check destination", from: checkStart, to: clock.now, attributes: [error.spanAttribute], status: error.spanStatus)
             throw error
         }
         let checked = clock.now
@@ -118,11 +118,6 @@ extension FileHandler {
                 logReplacement(of: existing, at: key, changed: changed, source: job.sourceName)
             }
         }
-    }
-
-    /// A span's attributes for a stage that failed.
-    private static func errorAttributes(_ error: ImagePipeError) -> [(String, Span.Value)] {
-        [("error.type", .string(error.code.description))]
     }
 
     /// A local file is read, an object downloaded.

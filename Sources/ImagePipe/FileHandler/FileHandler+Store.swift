@@ -137,8 +137,8 @@ private final class Puts: Sendable {
                 switch outcome {
                 case .success(let stored): attributes.append(("imagepipe.bytes_out", .int(stored.bytes)))
                 case .failure(let error):
-                    attributes.append(("error.type", .string(error.code.description)))
-                    status = .error(error.reason)
+                    attributes.append(error.spanAttribute)
+                    status = error.spanStatus
                 }
                 state.context.trace?.add("store", from: start, to: .now, kind: .client, attributes: attributes, status: status)
             }
