@@ -391,6 +391,6 @@ import Testing
         let packet = ProvenanceScan.xmpPacket(digitalSourceType: "http://example.com/?a=1&b=<2>\"'\u{1}\t")
         let text = String(decoding: packet, as: UTF8.self)
         // Markup as entities, the tab as a reference, U+0001 (which XML cannot hold) left out.
-        #expect(text.contains(">http://example.com/?a=1&amp;b=&lt;2&gt;&quot;&apos;&#9;</Iptc4xmpExt:DigitalSourceType>"))
+        #expect(text.contains(">http://example.com/?a=1&amp;b=&lt;2&gt;&quot;&#39;&#9;</Iptc4xmpExt:DigitalSourceType>"))
     }
 }

@@ -1,5 +1,6 @@
 // What an original says about where it came from: Content Credentials (C2PA) found in its container, and the IPTC digital source type in its XMP.
 package import Foundation
+import ImagePipe
 
 /// Provenance an original declares, read without decoding a pixel.
 ///
@@ -575,24 +576,15 @@ package enum ProvenanceScan {
         return Data(packet.utf8)
     }
 
-    /// `text` safe as XML character data: markup characters as entities, whitespace controls as
-    /// character references (so they survive as written), other characters XML forbids dropped.
+    /// `text` safe as XML character data: markup characters as references (the project's one
+    /// escaping, shared with its HTML), whitespace controls as character references so they
+    /// survive as written, and the characters XML 1.0 cannot hold at all left out.
     private static func escaped(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            case "\t", "\n", "\r": out += "&#\(scalar.value);"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF { continue }
-                out.unicodeScalars.append(scalar)
-            }
+        var kept = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars where scalar.value >= 0x20 || "\t\n\r".unicodeScalars.contains(scalar) {
+            if scalar.value != 0xFFFE && scalar.value != 0xFFFF { kept.append(scalar) }
         }
-        return out
+        return String(kept).markupEscaped.replacingOccurrences(of: "\t", with: "&#9;")
+            .replacingOccurrences(of: "\n", with: "&#10;").replacingOccurrences(of: "\r", with: "&#13;")
     }
 }
