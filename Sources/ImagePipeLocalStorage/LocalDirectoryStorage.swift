@@ -230,9 +230,12 @@ public struct LocalDirectoryStorage: StorageRepository {
         }
     }
 
+    /// The most bytes of origin read back: an extended attribute on ext4 holds 4 KiB or so with its name.
+    static let originLimit = 4096
+
     /// The origin recorded on the file at `path`, if any.
     public static func origin(atPath path: String) -> Origin? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        var buffer = [UInt8](repeating: 0, count: originLimit)
         let count = lgetxattr(path, originAttribute, &buffer, buffer.count)
         guard count > 0 else { return nil }
         return try? JSONDecoder().decode(Origin.self, from: Data(buffer[..<count]))
@@ -243,7 +246,16 @@ public struct LocalDirectoryStorage: StorageRepository {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding plain values cannot fail.
         let json = try! encoder.encode(origin)
-        let status = json.withUnsafeBytes { fsetxattr(fd, originAttribute, $0.baseAddress, $0.count, 0) }
+        var status = json.count > originLimit ? -1 : json.withUnsafeBytes { fsetxattr(fd, originAttribute, $0.baseAddress, $0.count, 0) }
+        // The facts are the part a re-run can do without: an origin too long to be read back whole,
+        // or for the file system to hold (a very long name), is recorded without them rather than
+        // failing the output.
+        if status != 0, json.count > originLimit || [ENOSPC, E2BIG, ERANGE].contains(errno), origin.image?.facts != nil {
+            var shorter = origin
+            shorter.image?.facts = nil
+            let json = try! encoder.encode(shorter)
+            status = json.withUnsafeBytes { fsetxattr(fd, originAttribute, $0.baseAddress, $0.count, 0) }
+        }
         if status != 0 { throw failure(errno, "cannot record the original of \(path) in \(originAttribute)", default: .storageRejected) }
     }
 

@@ -7,21 +7,37 @@ import ImagePipe
 extension VipsCompressor {
     /// The placeholder and the facts ``Configuration/facts`` asks for, of a decode held in memory
     /// (nil: the decode of an animation's moving variants alone, whose first frame is read instead).
-    func analyse(_ image: VipsImageHandle?, source: SourceImage, start: Data, xmp: Data?) -> (Placeholder?, ImageFacts?) {
-        var picture: AnalysisContext.Picture?
-        if let pointer = image?.pointer, pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, let data = vips_image_get_data(pointer) {
-            picture = AnalysisContext.Picture(
-                pixels: data.assumingMemoryBound(to: UInt8.self), width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize),
-                bands: Int(pointer.pointee.Bands))
-        }
-        return analyse(picture, source: source, start: start, xmp: xmp)
+    ///
+    /// `image` is the whole picture the facts are made from; `shown` the decode the variants are
+    /// made from, which the placeholder shows (the same image but for a single cropped variant's).
+    func analyse(_ image: VipsImageHandle?, placeholderFrom shown: VipsImageHandle?, source: SourceImage, start: Data, xmp: Data?) -> (
+        Placeholder?, ImageFacts?
+    ) {
+        let picture = Self.picture(of: image)
+        let placeholderPicture = shown?.pointer == image?.pointer ? nil : Self.picture(of: shown)
+        return analyse(picture, placeholderFrom: placeholderPicture, source: source, start: start, xmp: xmp)
     }
 
-    /// The same from pixels already in hand (the direct JPEG path's decode).
-    func analyse(_ picture: AnalysisContext.Picture?, source: SourceImage, start: Data, xmp: Data?) -> (Placeholder?, ImageFacts?) {
+    /// The interleaved 8-bit pixels of a decode held in memory; nil for any other layout.
+    private static func picture(of image: VipsImageHandle?) -> AnalysisContext.Picture? {
+        guard let pointer = image?.pointer, pointer.pointee.BandFmt == VIPS_FORMAT_UCHAR, let data = vips_image_get_data(pointer) else {
+            return nil
+        }
+        return AnalysisContext.Picture(
+            pixels: data.assumingMemoryBound(to: UInt8.self), width: Int(pointer.pointee.Xsize), height: Int(pointer.pointee.Ysize),
+            bands: Int(pointer.pointee.Bands))
+    }
+
+    /// The same from pixels already in hand (the direct JPEG path's decode); the placeholder from
+    /// `shown` when it is another picture than `picture`.
+    func analyse(
+        _ picture: AnalysisContext.Picture?, placeholderFrom shown: AnalysisContext.Picture? = nil, source: SourceImage, start: Data, xmp: Data?
+    ) -> (Placeholder?, ImageFacts?) {
         // A picture of any other band count makes no placeholder and no pixel facts.
-        let usable = picture.flatMap { [3, 4].contains($0.bands) && $0.width > 0 && $0.height > 0 ? $0 : nil }
-        var context = AnalysisContext(picture: usable, source: source, start: start, xmp: xmp)
+        func usable(_ picture: AnalysisContext.Picture?) -> AnalysisContext.Picture? {
+            picture.flatMap { [3, 4].contains($0.bands) && $0.width > 0 && $0.height > 0 ? $0 : nil }
+        }
+        var context = AnalysisContext(picture: usable(picture), shown: usable(shown), source: source, start: start, xmp: xmp)
         ImageAnalysis.runAll(configuration.facts, on: &context)
         return (context.placeholder, configuration.facts.isEmpty ? nil : context.facts)
     }

@@ -83,10 +83,11 @@ extension VipsCompressor {
         var compressed = CompressedImage(
             sourceFormat: .jpeg, sourceSize: size, variants: encoded,
             decodeTime: decodeTime, encodeTime: clock.now - start - decodeTime)
-        // The XMP, if any, is read from the JPEG's own segments by the provenance step.
+        // The XMP, if any, is read from the JPEG's own segments by the provenance step: the whole
+        // file is in memory, so all of them.
         (compressed.placeholder, compressed.facts) = analyse(
             AnalysisContext.Picture(pixels: decoded.pixels, width: size.width, height: size.height, bands: 3), source: source,
-            start: data.prefix(GainMap.probedBytes), xmp: nil)
+            start: data, xmp: nil)
         steps.append(ImageStep(.analyses, from: stepStart, to: clock.now))
         compressed.steps = steps
         directCompressions.count.add(1, ordering: .relaxed)

@@ -197,9 +197,15 @@ public struct VipsCompressor: ImageCompressor {
         steps.append(ImageStep(.decode, from: decodeStart, to: decodeEnd))
         // The placeholder and the facts, from the decode (an animation's first frame when only
         // moving variants were asked for).
-        var analysed = decoded
-        if analysed == nil, let allFrames { analysed = try firstFrame(of: allFrames) }
-        let (placeholder, facts) = analyse(analysed, source: source, start: start, xmp: xmp)
+        var shown = decoded
+        if shown == nil, let allFrames { shown = try firstFrame(of: allFrames) }
+        // The facts describe the whole picture, whatever the variants: a decode cropped to a cover
+        // variant's box, or too small for the PDQ hash to stay near the reference's, is not it.
+        var whole = shown
+        if configuration.facts.needsPixels, let decoded, !Self.analysesMayRead(decoded, variants: still, focus: source.focus, displayed: displayed) {
+            whole = try decodeForAnalyses(source, header: header, whole: toneMapped?.image, displayed: displayed, refusingWarnings: refusingWarnings)
+        }
+        let (placeholder, facts) = analyse(whole, placeholderFrom: shown, source: source, start: start, xmp: xmp)
         var stepStart = clock.now
         steps.append(ImageStep(.analyses, from: decodeEnd, to: stepStart))
         var encoded: [EncodedVariant] = []
@@ -282,6 +288,33 @@ public struct VipsCompressor: ImageCompressor {
         return copy
     }
 
+    /// Whether the analyses may read the one decode: the whole picture (no variant's crop), and at
+    /// least ``PDQ/workingSide`` pixels on its long side or the original's own size.
+    static func analysesMayRead(_ decoded: VipsImageHandle, variants: [VariantSpec], focus: FocalPoint?, displayed: PixelSize) -> Bool {
+        let uncropped = variants.count > 1 || placesCrop(variants[0], focus: focus) || variants[0].fit != .cover
+        let size = decoded.size
+        return uncropped && max(size.width, size.height) >= min(PDQ.workingSide, max(displayed.width, displayed.height))
+    }
+
+    /// A decode of the whole picture for the analyses alone, at most ``PDQ/workingSide`` pixels on
+    /// its long side, when the one decode is not it (``analysesMayRead(_:variants:focus:displayed:)``):
+    /// a single `cover` thumbnail's crop, or variants all smaller than that. The source is opened
+    /// anew, as the header's loader served the first decode; shrink-on-load keeps it cheap. Not
+    /// counted in the working memory: at most 640x640 pixels, held while the analyses run.
+    private func decodeForAnalyses(
+        _ source: SourceImage, header: VipsImageHandle, whole: VipsImageHandle?, displayed: PixelSize, refusingWarnings: Bool
+    ) throws(ImagePipeError) -> VipsImageHandle {
+        let side = PDQ.workingSide, longest = max(displayed.width, displayed.height)
+        let size =
+            longest <= side
+            ? displayed : PixelSize(width: max(1, displayed.width * side / longest), height: max(1, displayed.height * side / longest))
+        let image = try decode(
+            source, header: header, whole: whole, to: size, byWidth: displayed.width >= displayed.height, crop: false,
+            refusingWarnings: refusingWarnings, reopening: true)
+        guard let memory = ipv_copy_memory(image.pointer) else { throw decodeError() }
+        return VipsImageHandle(memory)
+    }
+
     /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB
     /// converted from any embedded profile; resized from `whole` instead, the picture already
     /// decoded upright in sRGB (a tone-mapped HDR one), when there is one.
@@ -290,7 +323,8 @@ public struct VipsCompressor: ImageCompressor {
     /// opened decodes it: opening the source a second time (a loader search, a header and an EXIF
     /// parse) cost a small image a fifth of its time.
     private func decode(
-        _ source: SourceImage, header: VipsImageHandle, whole: VipsImageHandle?, to size: PixelSize, byWidth: Bool, crop: Bool, refusingWarnings: Bool
+        _ source: SourceImage, header: VipsImageHandle, whole: VipsImageHandle?, to size: PixelSize, byWidth: Bool, crop: Bool,
+        refusingWarnings: Bool, reopening: Bool = false
     ) throws(ImagePipeError) -> VipsImageHandle {
         var out: UnsafeMutablePointer<VipsImage>?
         let box = Self.box(for: size, byWidth: byWidth, crop: crop)
@@ -300,7 +334,8 @@ public struct VipsCompressor: ImageCompressor {
         switch source.content {
         case _ where whole != nil:
             status = ipv_thumbnail_image(whole?.pointer, box.width, box.height, crop ? 1 : 0, 0, &out)
-        case _ where size == Self.displayedSize(of: header):
+        // A second decode (`reopening`) opens the source anew: the header's loader served the first.
+        case _ where !reopening && size == Self.displayedSize(of: header):
             status = ipv_thumbnail_image(header.pointer, box.width, box.height, crop ? 1 : 0, toSRGB, &out)
         case .bytes(let data):
             status = data.withUnsafeBytes {

@@ -66,6 +66,18 @@ import Testing
             #expect(distance <= 16, "\(record.source): \(distance) bits from the reference (\(pdq.hash) against \(reference.hash))")
             #expect(abs(pdq.quality - reference.quality) <= 10, "\(record.source): quality \(pdq.quality), the reference's \(reference.quality)")
         }
+        // The facts are of the whole picture whatever the variants: a run making only a square
+        // thumbnail (the one decode cropped to it) or a tiny one records the same hashes.
+        for variant in ["thumb=320x320,webp,q70,cover", "icon=64x64,jpeg,q80"] {
+            let name = String(variant.prefix { $0 != "=" })
+            for record in try batch(folder, into: name, ["--variant", variant]) {
+                let pdq = try #require(record.facts?.pdq, "\(record.source) with \(variant)")
+                let twin = try #require(records.first { $0.source == record.source }?.facts?.pdq)
+                #expect(Self.distance(pdq.hash, twin.hash) <= 8, "\(record.source) with \(variant): \(Self.distance(pdq.hash, twin.hash)) bits")
+                let palette = try #require(record.facts?.palette)
+                #expect(!palette.isEmpty, "\(record.source) with \(variant)")
+            }
+        }
         // The turned original is hashed upright: its hash is its upright twin's, bit for bit near.
         let upright = try #require(records.first { $0.source == "Landscape_1.jpg" }?.facts?.pdq?.hash)
         let turned = try #require(records.first { $0.source == "Landscape_6.jpg" }?.facts?.pdq?.hash)
@@ -185,6 +197,14 @@ import Testing
         #expect(try CommandRunner.run(["report", directory.url("out.jsonl"), "-o", page]).status == 0)
         let html = try String(contentsOfFile: page, encoding: .utf8)
         #expect(html.contains("class=\"palette\"") && html.contains("background:#"), "no swatches")
+
+        // A manifest edited by hand: a share past any number keeps the page, not the palette.
+        let edited = try String(contentsOfFile: directory.url("out.jsonl"), encoding: .utf8)
+            .replacing(/"share": ?[0-9.]+/, with: #""share":1e300"#)
+        #expect(edited.contains("1e300"))
+        _ = directory.write("edited.jsonl", edited)
+        let report = try CommandRunner.run(["report", directory.url("edited.jsonl"), "-o", directory.url("edited.html")])
+        #expect(report.status == 0, "\(report.stderr)")
     }
 
     @Test func provenanceTellsContentCredentialsAndTheAILabelWhichSurvivesSafeMetadataWhileGPSDoesNot() throws {
@@ -224,7 +244,9 @@ import Testing
                 executable: exiftool, ["-s", "-s", "-s", "-XMP-iptcExt:DigitalSourceType", "-GPS:all", "-XMP-dc:Creator", directory.url("safe/" + variant.key)])
             #expect(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == label, "\(variant.key): \(read.stdout)")
         }
-        let stripped = try batch(folder, into: "strip", ["--variant", "large=1024x1024,jpeg,q80"])
+        // A WebP variant, which libvips saves (a JPEG at the original's size would take libjpeg's
+        // direct path, which writes no metadata whatever the policy).
+        let stripped = try batch(folder, into: "strip", ["--variant", "large=1024x1024,webp,q80"])
         let strippedOutput = try #require(stripped.first { $0.source == "ai-labelled.jpg" }?.variants.first)
         let read = try CommandRunner.run(executable: exiftool, ["-s", "-s", "-s", "-XMP:all", directory.url("strip/" + strippedOutput.key)])
         #expect(read.stdout.isEmpty, "strip keeps no XMP: \(read.stdout)")

@@ -215,6 +215,24 @@ import Testing
             policy: policy)
     }
 
+    /// An origin is read back whole or not at all: one whose facts would take it past what is read
+    /// back (a very long name) is recorded without them, not as no origin.
+    @Test func anOriginTooLongWithItsFactsIsRecordedWithoutThem() throws {
+        let storage = LocalDirectoryStorage(root: directory.url("out"))
+        let facts = ImageFacts(
+            pdq: ImageFacts.PDQ(hash: String(repeating: "ab", count: 32), quality: 100),
+            palette: Array(repeating: ImageFacts.Colour(color: "#123456", share: 0.1), count: 6),
+            provenance: ImageFacts.Provenance(c2pa: true, digitalSourceType: "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"))
+        for (name, length) in [("short", 10), ("long", 3_600)] {
+            var object = object("\(name).jpg", "pixels", from: String(repeating: "d/", count: length / 2) + "photo.jpg", sha: "1")
+            object.origin?.image = Origin.Image(width: 4, height: 3, format: .jpeg, facts: facts)
+            _ = try storage.put(object)
+            let origin = try #require(LocalDirectoryStorage.origin(atPath: directory.url("out/\(name).jpg")), "\(name)")
+            #expect(origin.source == object.origin?.source)
+            #expect(origin.image?.facts == (length < 1000 ? facts : nil), "\(name)")
+        }
+    }
+
     @Test func recordsTheOriginInAnExtendedAttributeAndReportsIt() throws {
         let storage = LocalDirectoryStorage(root: directory.url("out"))
         _ = try storage.put(object("a/photo-large.jpg", "pixels", from: "a/photo.jpg", sha: "1"))

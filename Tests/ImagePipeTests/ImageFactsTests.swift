@@ -24,6 +24,29 @@ import Testing
         #expect(try JSONDecoder().decode(Origin.self, from: json).image?.facts == Self.facts)
     }
 
+    /// A hand-edited record (a manifest, a local output's origin, a database row) keeps its facts'
+    /// parts that have their shape and loses the others, and stays readable.
+    @Test func aRecordsFactsOfAnotherShapeAreLeftOutAndTheRecordIsKept() throws {
+        let record = String(decoding: try JSONEncoder().encode(JobResult(source: "a.jpg", status: .done)), as: UTF8.self)
+        let line = "{" + ##""facts":{"pdq":{"hash":"not hex <script>","quality":-5},"palette":[{"color":"#ffffff","share":1e300}],"##
+            + ##""provenance":{"c2pa":true,"digital_source_type":"http://x/\u001b[2J"}},"## + record.dropFirst()
+        let result = try JSONDecoder().decode(JobResult.self, from: Data(line.utf8))
+        #expect(result.source == "a.jpg")
+        #expect(result.facts == ImageFacts())
+        let kept = try JSONDecoder().decode(ImageFacts.self, from: JSONEncoder().encode(Self.facts))
+        #expect(kept == Self.facts)
+        let partly = #"{"pdq":{"hash":"\#(Self.facts.pdq!.hash)","quality":100},"palette":"red"}"#
+        #expect(try JSONDecoder().decode(ImageFacts.self, from: Data(partly.utf8)) == ImageFacts(pdq: Self.facts.pdq))
+    }
+
+    /// A picture with no opaque pixel has an empty palette; its other facts still travel.
+    @Test func anEmptyPaletteTravelsInObjectMetadataWithTheRest() {
+        var facts = Self.facts
+        facts.palette = []
+        let read = ImageFacts(headerValue: facts.headerValue)
+        #expect(read?.pdq == facts.pdq && read?.provenance == facts.provenance, "\(facts.headerValue)")
+    }
+
     @Test func editedMetadataOfAnyOtherShapeGivesNoFacts() {
         for value in [
             "pdq=zz:100", "pdq=\(Self.facts.pdq!.hash):101", "palette=9fbee6:2", "palette=red:0.5", "palette=9fbee6:nan",

@@ -1,5 +1,6 @@
 // Content Credentials detection and the IPTC AI label: found where each format keeps them, and nothing else taken for them.
 import Foundation
+import ImagePipe
 import ImagePipeTestSupport
 import ImagePipeVips
 import Testing
@@ -311,6 +312,17 @@ import Testing
     }
 
     /// Another namespace, an unbound prefix, or a value that is no short plain URI gives nil.
+    /// A label the worker would refuse is left out by the helper, not sent to fail the image: every
+    /// value the helper reads passes the worker's own check.
+    @Test func whatTheHelperReadsTheWorkerTakes() {
+        let attribute = "<rdf:Description rdf:about=\"\" NS P:DigitalSourceType=\"VALUE\"/>"
+        for value in ["http://x.org/a{b}", "http://x.org/a|b", "http://x.org/a\\b", "http://x.org/a`b", "http://x.org/a^b", Self.trainedAlgorithmicMedia] {
+            let read = ProvenanceScan.digitalSourceType(xmp: Self.packet(attribute.replacingOccurrences(of: "VALUE", with: value)))
+            if let read { #expect(ImageFacts.isSourceType(read), "\(value) read as \(read)") }
+            #expect((read != nil) == (value == Self.trainedAlgorithmicMedia), "\(value)")
+        }
+    }
+
     @Test func otherNamespacesAndBadValuesAreNotTheLabel() {
         let url = Self.trainedAlgorithmicMedia
         let attribute = "<rdf:Description rdf:about=\"\" NS P:DigitalSourceType=\"VALUE\"/>"

@@ -21,6 +21,9 @@ public struct FactKinds: OptionSet, Sendable, Hashable, Codable {
     /// The names, in the order the help gives them.
     public static let names: [(String, FactKinds)] = [("pdq", .pdq), ("palette", .palette), ("provenance", .provenance)]
 
+    /// Whether any of them reads pixels (the provenance reads only the file).
+    public var needsPixels: Bool { !isDisjoint(with: [.pdq, .palette]) }
+
     /// `all`, `none`, or names separated by commas; an error names what it cannot read.
     public init(parsing text: String) throws(ImagePipeError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()

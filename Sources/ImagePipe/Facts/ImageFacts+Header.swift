@@ -8,7 +8,9 @@ extension ImageFacts {
     public var headerValue: String {
         var parts: [String] = []
         if let pdq { parts.append("pdq=\(pdq.hash):\(pdq.quality)") }
-        if let palette {
+        // An empty palette (a picture with no opaque pixel) is left out: `palette=` would read as
+        // no part at all.
+        if let palette, !palette.isEmpty {
             parts.append("palette=" + palette.map { "\($0.color.dropFirst()):\(String(format: "%.3f", $0.share))" }.joined(separator: ","))
         }
         if let provenance {

@@ -91,26 +91,49 @@ public struct ImageFacts: Sendable, Hashable, Codable {
     /// Nil when every field has the shape it may have; else the first that has not, described.
     /// The worker takes a helper's facts only through this.
     public var fault: String? {
-        func refuse(_ reason: String) -> String { "image facts with \(reason)" }
-        if let pdq {
-            guard Self.isHex(pdq.hash, digits: 64) else { return refuse("a PDQ hash that is not 64 hex digits") }
-            guard (0...100).contains(pdq.quality) else { return refuse("a PDQ quality of \(pdq.quality)") }
-        }
-        if let palette {
-            guard palette.count <= Self.maxColours else { return refuse("\(palette.count) palette colours") }
-            var total = 0.0
-            for colour in palette {
-                guard Self.isColour(colour.color) else { return refuse("a palette colour that is not #rrggbb") }
-                guard colour.share.isFinite, colour.share > 0, colour.share <= 1 else { return refuse("a colour share of \(colour.share)") }
-                total += colour.share
-            }
-            // Each share is rounded to three decimals: six of them may add up a little past 1.
-            guard total <= 1.01 else { return refuse("colour shares adding up to \(total)") }
-        }
-        if let type = provenance?.digitalSourceType, !Self.isSourceType(type) {
-            return refuse("a digital source type that is no short URI")
-        }
+        (pdq.flatMap(Self.fault(of:)) ?? palette.flatMap(Self.fault(of:)) ?? provenance.flatMap(Self.fault(of:))).map { "image facts with \($0)" }
+    }
+
+    static func fault(of pdq: PDQ) -> String? {
+        guard isHex(pdq.hash, digits: 64) else { return "a PDQ hash that is not 64 hex digits" }
+        guard (0...100).contains(pdq.quality) else { return "a PDQ quality of \(pdq.quality)" }
         return nil
+    }
+
+    static func fault(of palette: [Colour]) -> String? {
+        guard palette.count <= maxColours else { return "\(palette.count) palette colours" }
+        var total = 0.0
+        for colour in palette {
+            guard isColour(colour.color) else { return "a palette colour that is not #rrggbb" }
+            guard colour.share.isFinite, colour.share > 0, colour.share <= 1 else { return "a colour share of \(colour.share)" }
+            total += colour.share
+        }
+        // Each share is rounded to three decimals: six of them may add up a little past 1.
+        guard total <= 1.01 else { return "colour shares adding up to \(total)" }
+        return nil
+    }
+
+    static func fault(of provenance: Provenance) -> String? {
+        guard let type = provenance.digitalSourceType, !isSourceType(type) else { return nil }
+        return "a digital source type that is no short URI"
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case pdq, palette, provenance
+    }
+
+    /// Reads facts from a record, an origin or a notice as written, keeping only the parts of the
+    /// shape a record may hold: a manifest, a local output's extended attribute or a database row
+    /// can be edited by hand, and what is read goes on into HTML and headers. A part of another
+    /// shape is left out, not the record it is in.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let pdq = (try? container.decodeIfPresent(PDQ.self, forKey: .pdq)) ?? nil
+        let palette = (try? container.decodeIfPresent([Colour].self, forKey: .palette)) ?? nil
+        let provenance = (try? container.decodeIfPresent(Provenance.self, forKey: .provenance)) ?? nil
+        self.init(
+            pdq: pdq.flatMap { Self.fault(of: $0) == nil ? $0 : nil }, palette: palette.flatMap { Self.fault(of: $0) == nil ? $0 : nil },
+            provenance: provenance.flatMap { Self.fault(of: $0) == nil ? $0 : nil })
     }
 
     /// `#rrggbb`, lowercase hex.

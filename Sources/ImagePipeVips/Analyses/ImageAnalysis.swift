@@ -28,6 +28,9 @@ struct AnalysisContext {
     /// The decode: interleaved 8-bit pixels of 3 (RGB) or 4 (RGBA) bands, valid while the analyses
     /// run; nil for a decode of another layout, which only the provenance is read without.
     let picture: Picture?
+    /// What the placeholder shows when it is another picture: a single `cover` variant's crop,
+    /// while the facts read the whole picture, decoded again for them. Nil: ``picture``.
+    let shown: Picture?
     /// The source, for the provenance read from its container.
     let source: SourceImage
     /// Its first bytes (``GainMap/probedBytes``), already read.
@@ -52,16 +55,21 @@ struct AnalysisContext {
 extension ImageAnalysis {
     /// ThumbHash and the average colour, from the picture averaged down once.
     static let placeholder = ImageAnalysis(kind: nil) { context in
-        guard let picture = context.picture else { return }
-        context.smallPixels = VipsCompressor.placeholderPixels(
-            of: picture.pixels, width: picture.width, height: picture.height, bands: picture.bands)
-        context.placeholder = context.smallPixels.map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
+        guard let picture = context.shown ?? context.picture else { return }
+        let small = VipsCompressor.placeholderPixels(of: picture.pixels, width: picture.width, height: picture.height, bands: picture.bands)
+        context.placeholder = small.map { Placeholder(width: $0.width, height: $0.height, rgba: $0.rgba) }
+        // The palette reads the same pixels when they are of the whole picture.
+        if context.shown == nil { context.smallPixels = small }
     }
 
     /// The main colours, from the placeholder's pixels: 100x100 holds every colour that covers a
     /// share worth listing. A colour under ``minimumShare`` of the picture is no main colour: mostly
     /// it is the blend of two along an edge, which averaging down makes.
     static let palette = ImageAnalysis(kind: .palette) { context in
+        if context.smallPixels == nil, let picture = context.picture {
+            context.smallPixels = VipsCompressor.placeholderPixels(
+                of: picture.pixels, width: picture.width, height: picture.height, bands: picture.bands)
+        }
         guard let small = context.smallPixels else { return }
         let entries = small.rgba.withUnsafeBufferPointer { Palette.colours(rgba: $0, width: small.width, height: small.height) }
         context.facts.palette = entries.map { entry in

@@ -240,6 +240,14 @@ package enum ProvenanceScan {
     /// How deeply elements may nest before the packet is given up on. XMP is shallow (about six
     /// levels in practice); the bound keeps the stack of namespace scopes small.
     private static let maxDepth = 64
+    /// The most of a packet read: the label sits near the top of what writers make, and a PNG's,
+    /// WebP's or HEIF's XMP has no size limit of its own.
+    private static let maxScannedBytes = 1 << 20
+    /// The most namespace declarations in scope at once, and attributes on one tag: each attribute
+    /// named `DigitalSourceType` is resolved against the declarations in scope, so both bound the
+    /// work a packet built of thousands of each could ask for (a lookup each, not one per pair).
+    private static let maxBindingsInScope = 256
+    private static let maxAttributes = 1024
 
     /// The IPTC digital source type (the value of Iptc4xmpExt:DigitalSourceType, e.g.
     /// "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia") in an XMP packet,
@@ -252,7 +260,7 @@ package enum ProvenanceScan {
     /// bytes and shaped like a URI (`scheme://…`, printable ASCII without spaces, quotes or angle
     /// brackets); otherwise, as for a packet that is not well-formed enough to read, nil.
     package static func digitalSourceType(xmp: Data) -> String? {
-        var scanner = XMPScanner(bytes: [UInt8](xmp))
+        var scanner = XMPScanner(bytes: [UInt8](xmp.prefix(maxScannedBytes)))
         guard let raw = scanner.digitalSourceType() else { return nil }
         return uriShaped(raw)
     }
@@ -276,7 +284,10 @@ package enum ProvenanceScan {
         else { return nil }
         let rest = value[colon...]
         guard rest.starts(with: "://".utf8), rest.count > 3 else { return nil }
-        return String(decoding: value, as: UTF8.self)
+        // And what the worker takes (``ImageFacts/isSourceType(_:)``): one rule on both sides, so a
+        // label the worker would refuse is left out here, not sent to fail the image.
+        let text = String(decoding: value, as: UTF8.self)
+        return ImageFacts.isSourceType(text) ? text : nil
     }
 
     /// Printable characters a value may not hold: quotes and angle brackets, which would let it
@@ -321,7 +332,11 @@ package enum ProvenanceScan {
         /// Where reading has got to.
         var at = 0
         /// The namespace declarations of each open element, outermost first.
-        var scopes: [[Binding]] = []
+        var scopes: [[Binding]] = [] {
+            didSet { bindingsInScope = scopes.reduce(0) { $0 + $1.count } }
+        }
+        /// How many declarations ``scopes`` holds.
+        private(set) var bindingsInScope = 0
 
         /// Creates a scanner at the start of `bytes`.
         init(bytes: [UInt8]) { self.bytes = bytes }
@@ -386,6 +401,7 @@ package enum ProvenanceScan {
                 at += 1
                 skipSpace()
                 guard let value = quotedValue() else { return nil }
+                guard attributes.count + bindings.count < maxAttributes else { return nil }
                 if attributeName.elementsEqual("xmlns".utf8) {
                     bindings.append(Binding(prefix: [], uri: value))
                 } else if attributeName.starts(with: "xmlns:".utf8) {
@@ -402,7 +418,7 @@ package enum ProvenanceScan {
         mutating func finish(
             _ name: ArraySlice<UInt8>, _ attributes: [Attribute], _ bindings: [Binding], selfClosing: Bool
         ) -> (name: ArraySlice<UInt8>, attributes: [Attribute], selfClosing: Bool)? {
-            guard scopes.count < maxDepth else { return nil }
+            guard scopes.count < maxDepth, bindingsInScope + bindings.count <= maxBindingsInScope else { return nil }
             scopes.append(bindings)
             return (name, attributes, selfClosing)
         }

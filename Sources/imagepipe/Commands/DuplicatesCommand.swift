@@ -57,13 +57,13 @@ struct DuplicatesCommand: ParsableCommand {
         var leftOut = 0
         for input in inputs {
             for result in try Self.records(in: input) {
+                // The same file recorded again (a re-run's manifest beside the first) is one original.
+                if let sha256 = result.sha256, !seen.insert(result.source + "\u{0}" + sha256).inserted { continue }
                 guard let pdq = result.facts?.pdq, pdq.quality >= minQuality, let digest = PDQDigest(hex: pdq.hash) else {
                     // Only records that could have had one: not failures, nor files that were no image.
                     if result.status == .done || result.skipCode == .upToDate { leftOut += 1 }
                     continue
                 }
-                // The same file recorded again (a re-run's manifest beside the first) is one original.
-                if let sha256 = result.sha256, !seen.insert(result.source + "\u{0}" + sha256).inserted { continue }
                 _ = finder.add(digest)
                 entries.append(Entry(source: result.source, input: input, sha256: result.sha256))
             }
@@ -88,9 +88,11 @@ struct DuplicatesCommand: ParsableCommand {
         console.line(summary)
     }
 
-    /// A name as the text output shows it: as it is, unless a tab or line break would split it.
+    /// A name as the text output shows it: as it is, unless it holds a control character (C0,
+    /// DEL or C1), which would split the line or drive the terminal: then quoted, escaped.
     static func shown(_ name: String) -> String {
-        name.contains(where: { $0 == "\t" || $0.isNewline }) ? name.doubleQuoted : name
+        let controls = name.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
+        return controls ? name.doubleQuoted : name
     }
 
     /// The records of a manifest, or of a queue directory's `done/` folder (each job's record a

@@ -176,7 +176,8 @@ struct ReportPage {
         if let palette = facts.palette, !palette.isEmpty {
             html += "<br><span class=\"palette\" title=\"palette\">"
             for colour in palette where ImageFacts.isColour(colour.color) {
-                let share = Int((colour.share * 100).rounded())
+                // Held to 0–1 when read; bounded here too, as Int(_:) traps on what does not fit.
+                let share = colour.share.isFinite ? Int((min(1, max(0, colour.share)) * 100).rounded()) : 0
                 html +=
                     "<i style=\"background:\(colour.color);flex:\(max(1, share))\" title=\"\(colour.color) \(share)%\"></i>"
             }
