@@ -42,7 +42,8 @@ extension ImageFacts {
             return colours
         }
         provenance = try reader.optional { (reader) throws(WireReader.Malformed) -> Provenance in
-            Provenance(c2pa: try reader.bool(), digitalSourceType: try reader.optional { (reader) throws(WireReader.Malformed) in try reader.string() })
+            Provenance(
+                c2pa: try reader.bool(), digitalSourceType: try reader.optional { (reader) throws(WireReader.Malformed) in try reader.string() })
         }
         if let fault { throw WireReader.Malformed(description: fault) }
     }

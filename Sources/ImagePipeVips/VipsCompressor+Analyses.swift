@@ -10,7 +10,9 @@ extension VipsCompressor {
     ///
     /// `image` is the whole picture the facts are made from; `shown` the decode the variants are
     /// made from, which the placeholder shows (the same image but for a single cropped variant's).
-    func analyse(_ image: VipsImageHandle?, placeholderFrom shown: VipsImageHandle?, source: SourceImage, start: Data, xmp: Data?) -> (
+    func analyse(
+        _ image: VipsImageHandle?, placeholderFrom shown: VipsImageHandle?, source: SourceImage, start: Data, xmp: Data?
+    ) -> (
         Placeholder?, ImageFacts?
     ) {
         let picture = Self.picture(of: image)

@@ -11,7 +11,8 @@ struct ImagePipeCommand: AsyncParsableCommand {
         version: "0.2.0",
         subcommands: [
             BatchCommand.self, WatchCommand.self, PruneCommand.self, RetryCommand.self, EnqueueCommand.self, QueueCommand.self,
-            BenchCommand.self, SrcsetCommand.self, ReportCommand.self, DuplicatesCommand.self, ConfigCommand.self, VersionCommand.self, ImageHelperCommand.self,
+            BenchCommand.self, SrcsetCommand.self, ReportCommand.self, DuplicatesCommand.self, ConfigCommand.self, VersionCommand.self,
+            ImageHelperCommand.self,
         ])
 }
 

@@ -151,7 +151,9 @@ import Testing
         let run = try CommandRunner.run(["duplicates", "--json", queue])
         #expect(run.status == 0, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].hasPrefix("{\"sources\": [\"2024/beach.jpg\", \"beach-small.jpg\"], \"largest_distance\": "), "\(run.stdout)")
+        #expect(
+            lines.count == 1 && lines[0].hasPrefix("{\"sources\": [\"2024/beach.jpg\", \"beach-small.jpg\"], \"largest_distance\": "), "\(run.stdout)"
+        )
         #expect(run.stderr.contains("among 3 hashed"), "\(run.stderr)")
         // A manifest and the queue together: each source named with where it was read.
         _ = try batch(Fixtures.root + "/images/formats/display-p3.jpg", into: "p3")
@@ -232,7 +234,8 @@ import Testing
             let says = labels.stdout.split(separator: "\n").contains { $0 == "c2pa" }
             #expect(record.facts?.provenance?.c2pa == says, "\(record.source): exiftool's labels \(labels.stdout)")
             for variant in record.variants {
-                let carried = try CommandRunner.run(executable: exiftool, ["-a", "-s", "-s", "-s", "-JUMBF:JUMDLabel", directory.url("safe/" + variant.key)])
+                let carried = try CommandRunner.run(
+                    executable: exiftool, ["-a", "-s", "-s", "-s", "-JUMBF:JUMDLabel", directory.url("safe/" + variant.key)])
                 #expect(carried.stdout.isEmpty, "\(variant.key) carries JUMBF: \(carried.stdout)")
             }
         }
@@ -241,7 +244,8 @@ import Testing
         let labelled = try #require(records.first { $0.source == "ai-labelled.jpg" })
         for variant in labelled.variants {
             let read = try CommandRunner.run(
-                executable: exiftool, ["-s", "-s", "-s", "-XMP-iptcExt:DigitalSourceType", "-GPS:all", "-XMP-dc:Creator", directory.url("safe/" + variant.key)])
+                executable: exiftool,
+                ["-s", "-s", "-s", "-XMP-iptcExt:DigitalSourceType", "-GPS:all", "-XMP-dc:Creator", directory.url("safe/" + variant.key)])
             #expect(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == label, "\(variant.key): \(read.stdout)")
         }
         // A WebP variant, which libvips saves (a JPEG at the original's size would take libjpeg's

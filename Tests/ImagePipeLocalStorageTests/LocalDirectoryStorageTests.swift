@@ -222,7 +222,8 @@ import Testing
         let facts = ImageFacts(
             pdq: ImageFacts.PDQ(hash: String(repeating: "ab", count: 32), quality: 100),
             palette: Array(repeating: ImageFacts.Colour(color: "#123456", share: 0.1), count: 6),
-            provenance: ImageFacts.Provenance(c2pa: true, digitalSourceType: "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"))
+            provenance: ImageFacts.Provenance(c2pa: true, digitalSourceType: "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia")
+        )
         for (name, length) in [("short", 10), ("long", 3_600)] {
             var object = object("\(name).jpg", "pixels", from: String(repeating: "d/", count: length / 2) + "photo.jpg", sha: "1")
             object.origin?.image = Origin.Image(width: 4, height: 3, format: .jpeg, facts: facts)

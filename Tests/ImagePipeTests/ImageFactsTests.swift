@@ -28,7 +28,8 @@ import Testing
     /// parts that have their shape and loses the others, and stays readable.
     @Test func aRecordsFactsOfAnotherShapeAreLeftOutAndTheRecordIsKept() throws {
         let record = String(decoding: try JSONEncoder().encode(JobResult(source: "a.jpg", status: .done)), as: UTF8.self)
-        let line = "{" + ##""facts":{"pdq":{"hash":"not hex <script>","quality":-5},"palette":[{"color":"#ffffff","share":1e300}],"##
+        let line =
+            "{" + ##""facts":{"pdq":{"hash":"not hex <script>","quality":-5},"palette":[{"color":"#ffffff","share":1e300}],"##
             + ##""provenance":{"c2pa":true,"digital_source_type":"http://x/\u001b[2J"}},"## + record.dropFirst()
         let result = try JSONDecoder().decode(JobResult.self, from: Data(line.utf8))
         #expect(result.source == "a.jpg")

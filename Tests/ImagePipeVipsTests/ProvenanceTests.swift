@@ -316,7 +316,9 @@ import Testing
     /// value the helper reads passes the worker's own check.
     @Test func whatTheHelperReadsTheWorkerTakes() {
         let attribute = "<rdf:Description rdf:about=\"\" NS P:DigitalSourceType=\"VALUE\"/>"
-        for value in ["http://x.org/a{b}", "http://x.org/a|b", "http://x.org/a\\b", "http://x.org/a`b", "http://x.org/a^b", Self.trainedAlgorithmicMedia] {
+        for value in [
+            "http://x.org/a{b}", "http://x.org/a|b", "http://x.org/a\\b", "http://x.org/a`b", "http://x.org/a^b", Self.trainedAlgorithmicMedia,
+        ] {
             let read = ProvenanceScan.digitalSourceType(xmp: Self.packet(attribute.replacingOccurrences(of: "VALUE", with: value)))
             if let read { #expect(ImageFacts.isSourceType(read), "\(value) read as \(read)") }
             #expect((read != nil) == (value == Self.trainedAlgorithmicMedia), "\(value)")

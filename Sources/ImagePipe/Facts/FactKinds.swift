@@ -1,7 +1,6 @@
 // Which facts the helper's analyses make of each original: `--facts all`, `none` or a list.
 import Foundation
 
-
 /// The analyses a run asks for (`--facts pdq,palette,provenance`, `all` by default, `none`). The
 /// placeholder is not among them: it is made whenever an image is decoded, as before facts existed.
 public struct FactKinds: OptionSet, Sendable, Hashable, Codable {

@@ -99,7 +99,8 @@ package enum Palette {
             let scale = 1 / Palette.cellSize, corner = Self.corner, size = Self.size
             places.withUnsafeMutableBufferPointer { places in
                 for i in 0..<counted {
-                    let index = (Self.step((l[i] - corner.l) * scale, size.l) * size.a + Self.step((a[i] - corner.a) * scale, size.a))
+                    let index =
+                        (Self.step((l[i] - corner.l) * scale, size.l) * size.a + Self.step((a[i] - corner.a) * scale, size.a))
                         * size.b + Self.step((b[i] - corner.b) * scale, size.b)
                     if places[index] == 0 {
                         (totals + 16 * filled).initialize(repeating: 0, count: 16)
@@ -181,7 +182,8 @@ package enum Palette {
             next = -1
             var bestScore: Float = 0
             for index in 0..<count {
-                let distance = (cells.l[index] - seed.l) * (cells.l[index] - seed.l) + (cells.a[index] - seed.a) * (cells.a[index] - seed.a)
+                let distance =
+                    (cells.l[index] - seed.l) * (cells.l[index] - seed.l) + (cells.a[index] - seed.a) * (cells.a[index] - seed.a)
                     + (cells.b[index] - seed.b) * (cells.b[index] - seed.b)
                 nearest[index] = min(nearest[index], distance)
             }
@@ -215,7 +217,8 @@ package enum Palette {
                                 for (index, centre) in centres.enumerated() {
                                     let label = Int32(index)
                                     for i in 0..<count {
-                                        let distance = (l[i] - centre.l) * (l[i] - centre.l) + (a[i] - centre.a) * (a[i] - centre.a)
+                                        let distance =
+                                            (l[i] - centre.l) * (l[i] - centre.l) + (a[i] - centre.a) * (a[i] - centre.a)
                                             + (b[i] - centre.b) * (b[i] - centre.b)
                                         // Strictly nearer: a tie stays with the earlier centre. In
                                         // arithmetic rather than a choice, which the compiler made a
@@ -247,7 +250,8 @@ package enum Palette {
                 var cluster = Cluster()
                 for set in 0..<4 {
                     let slot = (set * k + centre) * 4
-                    cluster.add(Cluster(count: Int(totals[slot]), l: Double(totals[slot + 1]), a: Double(totals[slot + 2]), b: Double(totals[slot + 3])))
+                    cluster.add(
+                        Cluster(count: Int(totals[slot]), l: Double(totals[slot + 1]), a: Double(totals[slot + 2]), b: Double(totals[slot + 3])))
                 }
                 return cluster
             }

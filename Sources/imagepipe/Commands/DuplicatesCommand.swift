@@ -84,7 +84,9 @@ struct DuplicatesCommand: ParsableCommand {
         }
         let grouped = groups.reduce(0) { $0 + $1.members.count }
         var summary = "imagepipe: \(groups.count) \(groups.count == 1 ? "group" : "groups") of \(grouped) originals among \(entries.count) hashed"
-        if leftOut > 0 { summary += "; \(leftOut) without a usable hash left out (--facts none, an earlier imagepipe, or quality under \(minQuality))" }
+        if leftOut > 0 {
+            summary += "; \(leftOut) without a usable hash left out (--facts none, an earlier imagepipe, or quality under \(minQuality))"
+        }
         console.line(summary)
     }
 
