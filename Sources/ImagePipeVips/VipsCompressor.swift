@@ -188,7 +188,7 @@ public struct VipsCompressor: ImageCompressor {
             if let hdrPicture { toneMapped = try toneMap(header, picture: hdrPicture) }
             decoded = try decodeOnce(
                 source, header: header, whole: toneMapped?.image, plan: plan, variants: still, displayed: displayed,
-                refusingWarnings: refusingWarnings)
+                refusingWarnings: refusingWarnings, uncropped: configuration.facts.needsPixels)
         }
         let allFrames = anyAnimated ? try decodeFrames(source) : nil
         let gainMap = readGainMap(source, start: start, header: header, format: format, displayed: displayed, variants: still)
@@ -199,10 +199,10 @@ public struct VipsCompressor: ImageCompressor {
         // moving variants were asked for).
         var shown = decoded
         if shown == nil, let allFrames { shown = try firstFrame(of: allFrames) }
-        // The facts describe the whole picture, whatever the variants: a decode cropped to a cover
-        // variant's box, or too small for the PDQ hash to stay near the reference's, is not it.
+        // The facts describe the whole picture, whatever the variants: a decode too small for the
+        // PDQ hash to stay near the reference's (only small variants) is not enough.
         var whole = shown
-        if configuration.facts.needsPixels, let decoded, !Self.analysesMayRead(decoded, variants: still, focus: source.focus, displayed: displayed) {
+        if configuration.facts.needsPixels, let decoded, !Self.analysesMayRead(decoded, displayed: displayed) {
             whole = try decodeForAnalyses(source, header: header, whole: toneMapped?.image, displayed: displayed, refusingWarnings: refusingWarnings)
         }
         let (placeholder, facts) = analyse(whole, placeholderFrom: shown, source: source, start: start, xmp: xmp)
@@ -261,12 +261,16 @@ public struct VipsCompressor: ImageCompressor {
     /// and the placeholder read the result (decoding the output back instead doubled the work for
     /// small images). With several it is the largest size any of them needs, its profile forgotten
     /// (it is sRGB now), so each variant is resized from it without being converted again.
+    ///
+    /// `uncropped` (when the facts read pixels, which describe the whole picture): a single `cover`
+    /// variant is decoded whole at the size that covers its box and cropped in memory, as a placed
+    /// crop is, rather than cropped as it is decoded.
     private func decodeOnce(
         _ source: SourceImage, header: VipsImageHandle, whole: VipsImageHandle?, plan: ResizePlan, variants: [VariantSpec], displayed: PixelSize,
-        refusingWarnings: Bool
+        refusingWarnings: Bool, uncropped: Bool
     ) throws(ImagePipeError) -> VipsImageHandle {
         let decoded: VipsImageHandle
-        if variants.count == 1, Self.placesCrop(variants[0], focus: source.focus) {
+        if variants.count == 1, Self.placesCrop(variants[0], focus: source.focus) || (uncropped && variants[0].fit == .cover) {
             // Decoded whole at the size that covers the box; the crop is taken from it in memory.
             let covering = ResizePlan.coverSize(of: displayed, for: plan.outputs[0])
             decoded = try decode(
@@ -288,17 +292,22 @@ public struct VipsCompressor: ImageCompressor {
         return copy
     }
 
-    /// Whether the analyses may read the one decode: the whole picture (no variant's crop), and at
-    /// least ``PDQ/workingSide`` pixels on its long side or the original's own size.
-    static func analysesMayRead(_ decoded: VipsImageHandle, variants: [VariantSpec], focus: FocalPoint?, displayed: PixelSize) -> Bool {
-        let uncropped = variants.count > 1 || placesCrop(variants[0], focus: focus) || variants[0].fit != .cover
+    /// Whether the analyses may read the one decode: the whole picture (``decodeOnce`` decodes a
+    /// single `cover` variant uncropped when facts read pixels), of at least ``analysedSide`` pixels
+    /// on its long side or the original's own size.
+    static func analysesMayRead(_ decoded: VipsImageHandle, displayed: PixelSize) -> Bool {
         let size = decoded.size
-        return uncropped && max(size.width, size.height) >= min(PDQ.workingSide, max(displayed.width, displayed.height))
+        return max(size.width, size.height) >= min(analysedSide, max(displayed.width, displayed.height))
     }
 
+    /// The least long side the facts are made from: a 320 px `cover` thumbnail's decode (480x320
+    /// for a 3:2 photo) keeps its PDQ hash within 16 bits of the reference's; a 64 px icon's does
+    /// not, and gets a decode of its own (``decodeForAnalyses(_:header:whole:displayed:refusingWarnings:)``).
+    static let analysedSide = 320
+
     /// A decode of the whole picture for the analyses alone, at most ``PDQ/workingSide`` pixels on
-    /// its long side, when the one decode is not it (``analysesMayRead(_:variants:focus:displayed:)``):
-    /// a single `cover` thumbnail's crop, or variants all smaller than that. The source is opened
+    /// its long side, when the one decode is too small for them (``analysesMayRead(_:displayed:)``):
+    /// variants all smaller than ``analysedSide``. The source is opened
     /// anew, as the header's loader served the first decode; shrink-on-load keeps it cheap. Not
     /// counted in the working memory: at most 640x640 pixels, held while the analyses run.
     private func decodeForAnalyses(
