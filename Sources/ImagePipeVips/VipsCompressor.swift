@@ -373,6 +373,18 @@ public struct VipsCompressor: ImageCompressor {
     private func resize(_ image: VipsImageHandle, to size: PixelSize, crop: Bool) throws(ImagePipeError) -> VipsImageHandle {
         if image.size == size { return image }
         var out: UnsafeMutablePointer<VipsImage>?
+        let (width, height) = (image.size.width, image.size.height)
+        // A copy that already covers the box in one side (a single cover variant decoded whole for
+        // the facts) only needs its centre cut out: what thumbnail's centre crop takes, without the
+        // pipeline it builds to find that nothing needs resizing.
+        if crop, (width == size.width && height >= size.height) || (height == size.height && width >= size.width) {
+            guard
+                ipv_extract_area(
+                    image.pointer, Int32((width - size.width) / 2), Int32((height - size.height) / 2), Int32(size.width), Int32(size.height), &out)
+                    == 0, let out
+            else { throw decodeError() }
+            return VipsImageHandle(out)
+        }
         // The decoded copy is sRGB already and its profile forgotten.
         let status =
             crop
