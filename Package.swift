@@ -90,7 +90,13 @@ let package = Package(
         ),
         // The configuration file's TOML reader, for the command line.
         .target(name: "ImagePipeTOML", swiftSettings: strict),
-        // The image compressor on libvips.
+        // The image compressor on libvips, and everything else that reads strangers' image bytes in
+        // full: it runs inside the sandboxed image helper (with `--sandbox off`, in the worker). Its
+        // folders show the three kinds: Containers/ (parsers and writers of image containers: Ultra
+        // HDR, gain-map metadata, EXIF, JPEG and WebP rewriting), Analyses/ (facts and placeholders
+        // from the decoded pixels), Vips/ (the libvips calls). The core reads only a source's first
+        // bytes (or its framing) to route or refuse a job before a helper starts, and an output's
+        // header to check it; each such reader says so at its top.
         .target(
             name: "ImagePipeVips",
             dependencies: [
@@ -200,7 +206,7 @@ let package = Package(
         // Linked with libFuzzer by the fuzzing build (-D FUZZING); a plain build replays files through a target.
         .executableTarget(
             name: "ImagePipeFuzz",
-            dependencies: ["ImagePipe", "ImagePipeRemoteStorage", "ImagePipePostgres", "ImagePipeTOML", "ImagePipeSandbox"],
+            dependencies: ["ImagePipe", "ImagePipeVips", "ImagePipeRemoteStorage", "ImagePipePostgres", "ImagePipeTOML", "ImagePipeSandbox"],
             path: "Tests/Fuzz/ImagePipeFuzz",
             swiftSettings: strict,
             linkerSettings: fuzzBuild ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []

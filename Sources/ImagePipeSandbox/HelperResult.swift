@@ -209,10 +209,10 @@ package struct HelperResult: Equatable {
     }
 
     /// A headroom: a finite ratio above 1 and within what gain map metadata is accepted with
-    /// (``GainMapMetadata/maxStops``), since it ends up in the manifest and the HTML report.
+    /// (``GainMap/maxStops``), since it ends up in the manifest and the HTML report.
     static func headroom(_ reader: inout WireReader) throws(WireReader.Malformed) -> Double {
         let headroom = try reader.double()
-        guard headroom.isFinite, headroom > 1, headroom <= exp2(GainMapMetadata.maxStops) else {
+        guard headroom.isFinite, headroom > 1, headroom <= exp2(GainMap.maxStops) else {
             throw WireReader.Malformed(description: "a headroom of \(headroom)")
         }
         return headroom

@@ -1,18 +1,24 @@
 // A HEIF's (or AVIF's) primary item and the properties it has, read from its container alone.
+//
+// A reader of bytes the worker does not trust that stays in the worker's module: the worker checks
+// each output a helper hands back with it (``OutputHeader``: an AVIF's or HEIC's primary item must
+// state the size the helper claimed) before it is stored. It walks container boxes only, up to
+// `mdat` and at most 4,096 of them, decodes nothing, checks every offset, and is fuzzed
+// (`output-header`). The helper reads an original's HDR picture (ImagePipeVips' `HDRPicture`) with it too.
 
 /// The properties of a HEIF or AVIF file's primary item: its `pitm`, matched through `ipma`'s
 /// associations with the children of `ipco`. What both an original's HDR picture (its `colr`) and
 /// an output's size (its `ispe`) are read from.
-enum HEIFPrimary {
+package enum HEIFPrimary {
     /// One property box: its type and where its content lies.
-    struct Property {
-        let type: String
-        let body: Range<Int>
+    package struct Property {
+        package let type: String
+        package let body: Range<Int>
     }
 
     /// The primary item's properties, in the order `ipma` lists them; nil for a truncated or
     /// malformed container, or one without a primary item or associations.
-    static func properties(_ bytes: UnsafeBufferPointer<UInt8>) -> [Property]? {
+    package static func properties(_ bytes: UnsafeBufferPointer<UInt8>) -> [Property]? {
         var primary: Int?
         var properties: Range<Int>?
         // The ipco's children, in order: associations name them from 1.
@@ -65,7 +71,7 @@ enum HEIFPrimary {
     }
 
     /// A big-endian unsigned number of `size` bytes at `at`, if it lies within `bytes`.
-    static func read(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int, _ size: Int) -> Int? {
+    package static func read(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int, _ size: Int) -> Int? {
         guard at >= 0, size <= 4, at + size <= bytes.count else { return nil }
         return (0..<size).reduce(0) { $0 << 8 | Int(bytes[at + $1]) }
     }

@@ -59,10 +59,10 @@ public enum MetadataPolicy: String, Sendable, Hashable, Codable, CaseIterable {
     }
 
     /// A tag in its directory.
-    struct Key: Hashable {
+    package struct Key: Hashable {
         var directory: ExifBlock.Directory
         var tag: UInt16
-        init(_ directory: ExifBlock.Directory, _ tag: UInt16) {
+        package init(_ directory: ExifBlock.Directory, _ tag: UInt16) {
             self.directory = directory
             self.tag = tag
         }

@@ -1,4 +1,9 @@
 // How many frames a GIF or WebP file holds, read from its container without decoding, so inspection knows which outputs will move.
+//
+// It runs in the worker, on strangers' bytes, before any image helper starts: an animated output has
+// a fingerprint of its own, and whether the destination already holds it is decided from that. Only
+// a file whose first 16 bytes say it may move is read further, and then only its framing (block and
+// chunk lengths) is walked: nothing is decoded, every offset is checked, and it is fuzzed (`frame-count`).
 public import Foundation
 
 /// Counts the frames of an animated GIF or WebP from its block or chunk structure.

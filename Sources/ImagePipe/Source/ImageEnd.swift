@@ -1,4 +1,9 @@
 // Whether an image file reaches its format's end marker: a file cut short, found without decoding, for `--dry-run`.
+//
+// It runs in the worker, on strangers' bytes: `--dry-run` predicts what a run would do without
+// starting a helper to decode. It walks only the framing (a JPEG's segment lengths and markers, a
+// PNG's chunk lengths, a WebP's RIFF size), decodes nothing, checks every offset, and is fuzzed
+// (`image-end`). The helper uses the same walk to strip a kept JPEG original.
 package import Foundation
 
 /// Walks a JPEG's segments, a PNG's chunks or a WebP's RIFF header to the end the format defines.

@@ -1,4 +1,8 @@
 // The one rule of what a source is: its first bytes decide, for every kind of source, whatever its name.
+//
+// It runs in the worker, on strangers' bytes, before any image helper starts: a file that is no
+// image is refused without one. It looks at the first 16 bytes alone and compares them with fixed
+// signatures; everything that reads further into an image is the helper's (ImagePipeVips).
 import Foundation
 
 /// What a source's first bytes say it is, and whether a file is taken as an image.

@@ -1,6 +1,7 @@
 // Fuzz targets for what imagepipe reads of image files without libvips: their ends, and a JPEG's segments.
 import Foundation
 import ImagePipe
+import ImagePipeVips
 
 enum ImageTargets {
     /// `--dry-run`'s walk to a JPEG's, PNG's or WebP's end, and the stripping of a kept original:

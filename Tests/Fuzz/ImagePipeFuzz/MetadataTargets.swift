@@ -1,6 +1,7 @@
 // Fuzz target for the EXIF reader and writer behind the metadata policies.
 import Foundation
 import ImagePipe
+import ImagePipeVips
 
 enum MetadataTargets {
     /// A source's EXIF block through ``ExifBlock``, then every policy's block written from it: the

@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeTestSupport
+import ImagePipeVips
 import Testing
 
 /// The probe that says a HEIF or AVIF picture is coded with PQ or HLG (its primary item's nclx

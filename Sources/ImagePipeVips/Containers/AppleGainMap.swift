@@ -1,5 +1,6 @@
 // An iPhone's HDR gain map in Ultra HDR's terms: the headroom its maker note gives, and its values remapped.
 public import Foundation
+import ImagePipe
 
 /// What an iPhone's HEIC says of its gain map (an auxiliary image of 8-bit values, Rec. 709
 /// encoded) and how that becomes Ultra HDR gain-map metadata.

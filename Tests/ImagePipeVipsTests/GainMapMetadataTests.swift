@@ -1,6 +1,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeTestSupport
+import ImagePipeVips
 import Testing
 
 /// What a gain map means, read from the phones' files (libultrahdr's ISO 21496-1 block, an

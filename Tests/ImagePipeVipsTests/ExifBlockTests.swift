@@ -2,6 +2,7 @@
 import Foundation
 import ImagePipe
 import ImagePipeTestSupport
+import ImagePipeVips
 import Testing
 
 @Suite struct ExifBlockTests {

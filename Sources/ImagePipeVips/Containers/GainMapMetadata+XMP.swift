@@ -23,7 +23,7 @@ extension GainMapMetadata {
                 guard let fallback else { throw Refusal("the gain map's XMP has no hdrgm:\(name)") }
                 return [fallback]
             }
-            let parsed = values.compactMap { Double($0.trimmingCharacters(in: " ")) }
+            let parsed = values.compactMap { Double(Self.trimmingSpaces($0)) }
             guard parsed.count == values.count, parsed.count == 1 || parsed.count == 3 else {
                 throw Refusal("the gain map's hdrgm:\(name) is not one number or three")
             }
@@ -59,7 +59,7 @@ extension GainMapMetadata {
         guard let open = text.range(of: "<hdrgm:\(name)>"), let close = text.range(of: "</hdrgm:\(name)>", range: open.upperBound..<text.endIndex)
         else { return nil }
         let body = text[open.upperBound..<close.lowerBound]
-        guard body.contains("<rdf:li") else { return [body.trimmingCharacters(in: " ")] }
+        guard body.contains("<rdf:li") else { return [Self.trimmingSpaces(body)] }
         var items: [String] = []
         var rest = body[...]
         while items.count < 4, let start = rest.range(of: "<rdf:li"), let bracket = rest[start.upperBound...].firstIndex(of: ">"),
@@ -69,6 +69,14 @@ extension GainMapMetadata {
             rest = rest[end.upperBound...]
         }
         return items
+    }
+
+    /// `text` without the spaces at its ends (spaces alone, not tabs or newlines).
+    private static func trimmingSpaces(_ text: some StringProtocol) -> String {
+        var slice = Substring(text)
+        while slice.first == " " { slice.removeFirst() }
+        while slice.last == " " { slice.removeLast() }
+        return String(slice)
     }
 
     /// The gain-map image's XMP description of this metadata (boosts and capacities in log2, as

@@ -1,5 +1,6 @@
 // How a gain map turns an SDR picture into its HDR rendition: the numbers Ultra HDR's XMP and ISO 21496-1 carry.
 public import Foundation
+import ImagePipe
 
 /// A gain map's metadata in Ultra HDR's terms (Adobe's gain map specification, which `hdrgm` XMP
 /// and ISO 21496-1 both express): per channel, the log2 boosts the map's 0 and 1 stand for, the
@@ -52,8 +53,9 @@ public struct GainMapMetadata: Sendable, Hashable {
     public var maxBoost: Double { exp2(channels.map(\.gainMapMax).max() ?? 0) }
 
     /// The most stops a map may boost by, or a display's headroom be asked for: 8 (256 times SDR
-    /// white), past every phone's and display's (phones write up to about 6).
-    public static let maxStops = 8.0
+    /// white), past every phone's and display's (phones write up to about 6). The record's bound
+    /// (``GainMap/maxStops``), which the worker checks a helper's headroom against.
+    public static let maxStops = GainMap.maxStops
     /// The smallest boost, and range of display headrooms, that means anything: a thousandth of a stop.
     public static let leastStops = 0.001
     /// The largest offset accepted: the specification's are small fractions of SDR white (1/64).

@@ -1,5 +1,6 @@
 // Whether a HEIF or AVIF original's picture is coded for HDR (PQ or HLG), read from its container alone.
 public import Foundation
+import ImagePipe
 
 /// An HEIF or AVIF original whose primary picture is coded with an HDR transfer, as its `colr`
 /// box of type `nclx` (ITU-T H.273 code points) says.
