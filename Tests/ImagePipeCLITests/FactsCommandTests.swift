@@ -135,6 +135,12 @@ import Testing
         // A distance past the hash's bits is refused; the same manifest given twice counts each file once.
         let bad = try CommandRunner.run(["duplicates", "--max-distance", "300", directory.url("out.jsonl")])
         #expect(bad.status != 0 && bad.stderr.contains("--max-distance"))
+        // An earlier run's failure of the same file, recorded first, does not hide the run that hashed it.
+        let sha256 = try #require(records.first { $0.source == "original.jpg" }?.sha256)
+        let failed = JobResult(source: "original.jpg", status: .failed, error: ImagePipeError(.storageUnavailable, "503"), sha256: sha256)
+        let earlier = directory.write("earlier.jsonl", failed.jsonLine() + "\n")
+        let retried = try CommandRunner.run(["duplicates", earlier, directory.url("out.jsonl")])
+        #expect(retried.stdout.contains("out.jsonl: original.jpg"), "\(retried.stdout)")
         let twice = try CommandRunner.run(["duplicates", directory.url("out.jsonl"), directory.url("out.jsonl")])
         #expect(twice.stdout.split(separator: "\n").count == 1 && twice.stderr.contains("among 8 hashed"), "\(twice.stderr)")
     }

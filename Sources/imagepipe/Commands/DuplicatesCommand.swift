@@ -53,17 +53,22 @@ struct DuplicatesCommand: ParsableCommand {
     func run() throws {
         var entries: [Entry] = []
         var finder = NearDuplicates(maxDistance: maxDistance)
-        var seen: Set<String> = []
+        // Each file (its name and SHA-256) counts once: hashed, or left out.
+        var seen: Set<String> = [], seenLeftOut: Set<String> = []
         var leftOut = 0
         for input in inputs {
             for result in try Self.records(in: input) {
-                // The same file recorded again (a re-run's manifest beside the first) is one original.
-                if let sha256 = result.sha256, !seen.insert(result.source + "\u{0}" + sha256).inserted { continue }
+                let file = result.sha256.map { result.source + "\u{0}" + $0 }
                 guard let pdq = result.facts?.pdq, pdq.quality >= minQuality, let digest = PDQDigest(hex: pdq.hash) else {
                     // Only records that could have had one: not failures, nor files that were no image.
-                    if result.status == .done || result.skipCode == .upToDate { leftOut += 1 }
+                    if result.status == .done || result.skipCode == .upToDate, file.map({ seenLeftOut.insert($0).inserted }) ?? true {
+                        leftOut += 1
+                    }
                     continue
                 }
+                // The same file recorded again (a re-run's manifest beside the first) is one original;
+                // a failed record of it before does not hide the one that hashed it.
+                if let file, !seen.insert(file).inserted { continue }
                 _ = finder.add(digest)
                 entries.append(Entry(source: result.source, input: input, sha256: result.sha256))
             }
