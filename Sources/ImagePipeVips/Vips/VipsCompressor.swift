@@ -292,38 +292,6 @@ public struct VipsCompressor: ImageCompressor {
         return copy
     }
 
-    /// Whether the analyses may read the one decode: the whole picture (``decodeOnce`` decodes a
-    /// single `cover` variant uncropped when facts read pixels), of at least ``analysedSide`` pixels
-    /// on its long side or the original's own size.
-    static func analysesMayRead(_ decoded: VipsImageHandle, displayed: PixelSize) -> Bool {
-        let size = decoded.size
-        return max(size.width, size.height) >= min(analysedSide, max(displayed.width, displayed.height))
-    }
-
-    /// The least long side the facts are made from: a 320 px `cover` thumbnail's decode (480x320
-    /// for a 3:2 photo) keeps its PDQ hash within 16 bits of the reference's; a 64 px icon's does
-    /// not, and gets a decode of its own (``decodeForAnalyses(_:header:whole:displayed:refusingWarnings:)``).
-    static let analysedSide = 320
-
-    /// A decode of the whole picture for the analyses alone, at most ``PDQ/workingSide`` pixels on
-    /// its long side, when the one decode is too small for them (``analysesMayRead(_:displayed:)``):
-    /// variants all smaller than ``analysedSide``. The source is opened
-    /// anew, as the header's loader served the first decode; shrink-on-load keeps it cheap. Not
-    /// counted in the working memory: at most 640x640 pixels, held while the analyses run.
-    private func decodeForAnalyses(
-        _ source: SourceImage, header: VipsImageHandle, whole: VipsImageHandle?, displayed: PixelSize, refusingWarnings: Bool
-    ) throws(ImagePipeError) -> VipsImageHandle {
-        let side = PDQ.workingSide, longest = max(displayed.width, displayed.height)
-        let size =
-            longest <= side
-            ? displayed : PixelSize(width: max(1, displayed.width * side / longest), height: max(1, displayed.height * side / longest))
-        let image = try decode(
-            source, header: header, whole: whole, to: size, byWidth: displayed.width >= displayed.height, crop: false,
-            refusingWarnings: refusingWarnings, reopening: true)
-        guard let memory = ipv_copy_memory(image.pointer) else { throw decodeError() }
-        return VipsImageHandle(memory)
-    }
-
     /// Shrink-on-load decode to fit `size` (or fill it and crop), auto-oriented, as 8-bit sRGB
     /// converted from any embedded profile; resized from `whole` instead, the picture already
     /// decoded upright in sRGB (a tone-mapped HDR one), when there is one.
@@ -331,7 +299,7 @@ public struct VipsCompressor: ImageCompressor {
     /// When `size` is the image's own, nothing can shrink on load, and the loader `header` already
     /// opened decodes it: opening the source a second time (a loader search, a header and an EXIF
     /// parse) cost a small image a fifth of its time.
-    private func decode(
+    func decode(
         _ source: SourceImage, header: VipsImageHandle, whole: VipsImageHandle?, to size: PixelSize, byWidth: Bool, crop: Bool,
         refusingWarnings: Bool, reopening: Bool = false
     ) throws(ImagePipeError) -> VipsImageHandle {
